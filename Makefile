@@ -1,0 +1,45 @@
+# kgcult — every pip call uses constraints.txt so torch stays the local CPU build.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+KG     := $(VENV)/bin/kgcult
+STORE  ?= .kgcult/store
+
+.PHONY: install demo test test-all bench seed clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+install: $(PY)
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e '.[test,models]'
+
+demo:
+	@test -x $(KG) || { echo "run 'make install' first" >&2; exit 1; }
+	rm -rf $(STORE)
+	$(KG) --store $(STORE) snapshot import dumps/seed
+	$(KG) --store $(STORE) closure
+	$(KG) --store $(STORE) stats
+	@echo; echo "== dishes per origin country (queries/checks/dishes-per-country.rq)"
+	$(KG) --store $(STORE) sparql -f queries/checks/dishes-per-country.rq
+
+test:
+	$(PY) -m pytest -q
+
+test-all:
+	$(PY) -m pytest -q -m "slow or not slow"
+
+bench:
+	$(PY) bench/load.py
+	$(PY) bench/closure_query.py
+
+# Rebuild the seed snapshot dumps/seed/ from its hand-written Turtle sources.
+seed:
+	rm -rf /tmp/kgcult-seed-store
+	$(KG) --store /tmp/kgcult-seed-store load dumps/seed/source/*.ttl
+	$(KG) --store /tmp/kgcult-seed-store snapshot export dumps/seed
+	rm -rf /tmp/kgcult-seed-store
+
+clean:
+	rm -rf .kgcult build *.egg-info

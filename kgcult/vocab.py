@@ -1,0 +1,74 @@
+"""IRIs kgcult uses: Wikidata's own vocabulary (as WDQS serves it) and kgcult's namespace.
+
+kgcult's terms are declared in ``ontology/kgcult.ttl``; this module only names them so
+that Python code and SPARQL files agree on one spelling.
+"""
+from __future__ import annotations
+
+from pyoxigraph import NamedNode
+
+WD = "http://www.wikidata.org/entity/"
+WDT = "http://www.wikidata.org/prop/direct/"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+SKOS = "http://www.w3.org/2004/02/skos/core#"
+SCHEMA = "http://schema.org/"
+WIKIBASE = "http://wikiba.se/ontology#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+PROV = "http://www.w3.org/ns/prov#"
+
+KGC = "https://w3id.org/kgcult/ns#"
+GRAPH = "https://w3id.org/kgcult/graph/"
+
+META_GRAPH = GRAPH + "meta"          # provenance and store state
+CLOSURE_GRAPH = GRAPH + "closure/"   # prefix of derived hierarchy graphs
+DERIVED_PREFIXES = (CLOSURE_GRAPH,)
+
+# Prefixes every kgcult query may use without declaring them (as WDQS does).
+PREFIXES = {
+    "wd": WD,
+    "wdt": WDT,
+    "rdf": RDF,
+    "rdfs": RDFS,
+    "skos": SKOS,
+    "schema": SCHEMA,
+    "wikibase": WIKIBASE,
+    "xsd": XSD,
+    "prov": PROV,
+    "kgc": KGC,
+    "kgcg": GRAPH,
+}
+
+
+def wd(qid: str) -> NamedNode:
+    return NamedNode(WD + qid)
+
+
+def wdt(pid: str) -> NamedNode:
+    return NamedNode(WDT + pid)
+
+
+def kgc(local: str) -> NamedNode:
+    return NamedNode(KGC + local)
+
+
+def graph_iri(name: str) -> str:
+    """The named graph of a subgraph or a seed file: ``dishes`` -> .../graph/dishes."""
+    if "://" in name or name.startswith("urn:"):
+        return name
+    return GRAPH + name
+
+
+def qid_of(iri: str) -> str | None:
+    """``http://www.wikidata.org/entity/Q42`` -> ``Q42``; anything else -> None."""
+    if iri.startswith(WD):
+        return iri[len(WD):]
+    return None
+
+
+def is_derived_graph(iri: str) -> bool:
+    return iri.startswith(DERIVED_PREFIXES)
+
+
+def prefix_block() -> str:
+    return "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in PREFIXES.items())
