@@ -1,0 +1,183 @@
+"""Loading RDF into the store: formats, compression, graphs, atomic failure, provenance."""
+from __future__ import annotations
+
+import bz2
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from kgcult import vocab
+from kgcult.errors import KgcultError
+from kgcult.rdfio import RdfSyntaxError
+from kgcult.store import Store
+
+from .conftest import FIXTURES, run_cli
+
+MINI = FIXTURES / "foundation" / "mini.ttl"
+NT = (
+    '<http://www.wikidata.org/entity/Q1> <http://www.w3.org/2000/01/rdf-schema#label> "one"@en .\n'
+    '<http://www.wikidata.org/entity/Q2> <http://www.w3.org/2000/01/rdf-schema#label> "two \\"quoted\\""@en .\n'
+    '<http://www.wikidata.org/entity/Q2> <http://www.wikidata.org/prop/direct/P279> <http://www.wikidata.org/entity/Q1> .\n'
+)
+
+
+def write(path: Path, text: str) -> Path:
+    data = text.encode()
+    if path.name.endswith(".gz"):
+        path.write_bytes(gzip.compress(data))
+    elif path.name.endswith(".bz2"):
+        path.write_bytes(bz2.compress(data))
+    elif path.name.endswith(".zst"):
+        path.write_bytes(zstandard.ZstdCompressor().compress(data))
+    else:
+        path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("name", ["x.nt", "x.nt.gz", "x.nt.bz2", "x.nt.zst"])
+def test_load_ntriples_plain_and_compressed(store, tmp_path, name):
+    f = write(tmp_path / name, NT)
+    [report] = store.load([f])
+    assert report.triples == 3
+    assert report.graph == vocab.GRAPH + "x"
+    assert store.triple_count(vocab.GRAPH + "x") == 3
+
+
+def test_load_turtle_nquads_trig(store, tmp_path):
+    store.load([MINI])
+    assert store.triple_count(vocab.GRAPH + "mini") > 30
+    nq = write(tmp_path / "q.nq", '<http://a/s> <http://a/p> "o" <http://a/g1> .\n<http://a/s> <http://a/p> "o2" <http://a/g2> .\n')
+    trig = write(tmp_path / "t.trig", '<http://a/g3> { <http://a/s> <http://a/p> "o3" . }\n')
+    store.load([nq, trig])
+    counts = store.graph_counts()
+    assert counts["http://a/g1"] == counts["http://a/g2"] == counts["http://a/g3"] == 1
+
+
+def test_load_graph_option_names_the_graph(store, tmp_path):
+    f = write(tmp_path / "x.nt", NT)
+    store.load([f], graph="dishes")
+    assert store.graph_counts()[vocab.GRAPH + "dishes"] == 3
+    store.load([f], graph="http://example.org/g")
+    assert store.graph_counts()["http://example.org/g"] == 3
+
+
+def test_queries_see_union_and_graph_restricts(store, tmp_path):
+    a = write(tmp_path / "a.nt", NT)
+    b = write(tmp_path / "b.nt", '<http://www.wikidata.org/entity/Q3> <http://www.w3.org/2000/01/rdf-schema#label> "three"@en .\n')
+    store.load([a, b])
+    q = "SELECT (COUNT(*) AS ?n) WHERE { ?s rdfs:label ?l }"
+    assert int(next(iter(store.query(q)))["n"].value) == 3
+    assert int(next(iter(store.query(q, graph=vocab.GRAPH + "b")))["n"].value) == 1
+    g = "SELECT ?g WHERE { GRAPH ?g { ?s rdfs:label \"three\"@en } }"
+    assert [r["g"].value for r in store.query(g)] == [vocab.GRAPH + "b"]
+
+
+def _snapshot(store):
+    return sorted(str(q) for q in store.ox)
+
+
+@pytest.mark.parametrize("name", ["bad.nt", "bad.nt.gz", "bad.ttl"])
+def test_malformed_file_rejected_with_line_and_store_unchanged(store, tmp_path, name):
+    store.load([MINI])
+    before = _snapshot(store)
+    good_lines = NT * 50
+    bad = good_lines + '<http://a/s> <http://a/p> "unterminated .\n' + NT
+    f = write(tmp_path / name, bad)
+    with pytest.raises(RdfSyntaxError) as err:
+        store.load([f])
+    assert err.value.line == 151
+    assert f"{f}:151" in str(err.value)
+    assert _snapshot(store) == before
+
+
+def test_several_files_all_or_nothing(store, tmp_path):
+    good = write(tmp_path / "good.nt", NT)
+    bad = write(tmp_path / "bad.nt", NT + "<http://a/s> <http://a/p> .\n")
+    before = _snapshot(store)
+    with pytest.raises(RdfSyntaxError) as err:
+        store.load([good, bad])
+    assert err.value.path == str(bad) and err.value.line == 4
+    assert _snapshot(store) == before
+
+
+def test_truncated_gzip_is_an_error_and_store_unchanged(store, tmp_path):
+    f = tmp_path / "t.nt.gz"
+    f.write_bytes(gzip.compress((NT * 200).encode())[:-40])
+    with pytest.raises(KgcultError):
+        store.load([f])
+    assert len(store.ox) == 0
+
+
+def test_unknown_format_and_missing_file(store, tmp_path):
+    f = write(tmp_path / "x.csv", "a,b\n")
+    with pytest.raises(KgcultError, match="cannot tell the RDF format"):
+        store.load([f])
+    with pytest.raises(KgcultError, match="no such file"):
+        store.load([tmp_path / "nope.nt"])
+
+
+def test_provenance_and_stale_closure_recorded(store, tmp_path):
+    f = write(tmp_path / "x.nt", NT)
+    store.load([f])
+    [rec] = store.provenance()
+    assert rec["kind"] == "load"
+    assert rec["source"] == str(f.resolve())
+    assert rec["tripleCount"] == "3"
+    assert len(rec["sourceSha256"]) == 64
+    assert rec["targetGraph"] == vocab.GRAPH + "x"
+    assert store.closure_stale
+
+
+def test_cli_load_reports_errors_on_stderr(tmp_path):
+    bad = write(tmp_path / "bad.nt", NT + "garbage\n")
+    res = run_cli(["load", str(bad)], tmp_path / "s")
+    assert res.exit_code == 1
+    assert f"{bad}:4" in res.stderr
+    ok = write(tmp_path / "ok.nt", NT)
+    res = run_cli(["load", str(ok), "--graph", "labels"], tmp_path / "s")
+    assert res.exit_code == 0, res.stderr
+    assert "3 triples" in res.stderr
+
+
+def test_store_location_from_environment(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KGCULT_STORE", raising=False)
+    s = Store()
+    assert s.location == str(Path(".kgcult") / "store")
+    s.close()
+    assert (tmp_path / ".kgcult" / "store").is_dir()
+    monkeypatch.setenv("KGCULT_STORE", str(tmp_path / "env-store"))
+    s = Store()
+    assert s.location == str(tmp_path / "env-store")
+    s.close()
+
+
+@pytest.mark.slow
+def test_load_standin_exact_count_and_corrupted_copy_refused(tmp_path, standin_path):
+    """The issue's check: the stand-in loads with exactly its triple count; a copy with
+    one corrupted line fails and the count is unchanged."""
+    lines = 0
+    with gzip.open(standin_path, "rb") as f:
+        for _ in f:
+            lines += 1
+    res = run_cli(["load", str(standin_path)], tmp_path / "s")
+    assert res.exit_code == 0, res.stderr
+    res = run_cli(["sparql", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "--format", "jsonl"], tmp_path / "s")
+    # the metadata graph holds provenance: count data graphs only
+    s = Store(tmp_path / "s")
+    assert s.triple_count(vocab.GRAPH + "wikidata-standin") == lines
+    s.close()
+    corrupted = tmp_path / "corrupted.nt.gz"
+    with gzip.open(standin_path, "rb") as src, gzip.open(corrupted, "wb") as dst:
+        for i, line in enumerate(src):
+            dst.write(b"<http://broken" + line if i == 500_000 else line)
+    res = run_cli(["load", str(corrupted), "--graph", "other"], tmp_path / "s")
+    assert res.exit_code == 1
+    assert "corrupted.nt.gz:500001" in res.stderr
+    s = Store(tmp_path / "s")
+    assert s.triple_count(vocab.GRAPH + "wikidata-standin") == lines
+    assert vocab.GRAPH + "other" not in s.graph_counts()
+    s.close()
