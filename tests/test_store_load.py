@@ -181,3 +181,37 @@ def test_load_standin_exact_count_and_corrupted_copy_refused(tmp_path, standin_p
     assert s.triple_count(vocab.GRAPH + "wikidata-standin") == lines
     assert vocab.GRAPH + "other" not in s.graph_counts()
     s.close()
+
+
+@pytest.mark.parametrize("name", ["p.nt", "p.nt.gz"])
+def test_parallel_ntriples_load_matches_sequential(tmp_path, monkeypatch, name):
+    from kgcult import bulk
+
+    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
+    body = "".join(
+        f'<http://www.wikidata.org/entity/Q{i}> <http://www.w3.org/2000/01/rdf-schema#label> "item {i}"@en .\n'
+        for i in range(3000)
+    )
+    f = write(tmp_path / name, body)
+    par, seq = Store(tmp_path / "par"), Store(tmp_path / "seq")
+    [r] = par.load([f], threads=3)
+    seq.load([f], threads=1)
+    assert r.triples == 3000
+    assert sorted(map(str, par.quads(r.graph))) == sorted(map(str, seq.quads(r.graph)))
+    par.close(), seq.close()
+
+
+def test_parallel_load_error_in_a_later_range_rolls_back(tmp_path, monkeypatch):
+    from kgcult import bulk
+
+    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
+    good = NT * 1000
+    f = write(tmp_path / "p.nt", good + "<http://a/s> <http://a/p> .\n" + good)
+    s = Store(tmp_path / "s")
+    s.load([MINI])
+    before = _snapshot(s)
+    with pytest.raises(RdfSyntaxError) as err:
+        s.load([f], threads=4)
+    assert err.value.line == 3001
+    assert _snapshot(s) == before
+    s.close()

@@ -1,0 +1,72 @@
+"""Shared helpers for the benchmark scripts: where the data is, machine facts, and
+writing results (bench/results/<name>.json + a Markdown fragment for BENCHMARKS.md)."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+STANDIN = SHARED / "standin" / "wikidata-standin.nt.gz"
+RESULTS = ROOT / "bench" / "results"
+WORK = Path(os.environ.get("KGCULT_BENCH_DIR", "/tmp/kgcult-bench"))
+
+
+def require(path: Path) -> Path:
+    if not path.exists():
+        sys.exit(f"benchmark needs {path} (../shared beside the checkout)")
+    return path
+
+
+def machine() -> dict:
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f.readline().split(":")[1].strip()
+    except OSError:
+        pass
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "memory": mem,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def timed(fn, *args, **kwargs):
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def run(cmd: list[str], **kw) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, **kw)
+    return time.perf_counter() - t0
+
+
+def save(name: str, data: dict, markdown: str) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    data = {"machine": machine(), **data}
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    m = data["machine"]
+    header = f"_Measured {m['date']} on {m['cpus']} CPUs ({m['cpu']}), {m['memory']} RAM._\n\n"
+    (RESULTS / f"{name}.md").write_text(header + markdown.strip() + "\n")
+    print(markdown)
