@@ -252,7 +252,9 @@ def stats(obj: Context, fmt):
 # [register: views]
 # [register: link]
 # [register: probe]
-# [register: serve]
+from .cli_serve import serve as _serve_command  # noqa: E402
+
+main.add_command(_serve_command)
 # [register: synth]
 
 

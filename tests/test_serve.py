@@ -1,0 +1,435 @@
+"""`kgcult serve`: a real HTTP server on 127.0.0.1 over a real store, queried by
+SPARQLWrapper, rdflib's SPARQLStore and plain urllib."""
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from kgcult import hierarchy, inspect, serve
+from kgcult.errors import KgcultError
+from kgcult.store import Store
+
+from .conftest import run_cli
+
+FOOD = Path(__file__).resolve().parent / "fixtures" / "serve" / "food.ttl"
+WD = "http://www.wikidata.org/entity/"
+
+
+def build_store(path: Path) -> Path:
+    s = Store(path)
+    s.load([FOOD])
+    hierarchy.build(s)
+    s.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory):
+    return build_store(tmp_path_factory.mktemp("serve") / "store")
+
+
+@pytest.fixture(scope="module")
+def server(store_path):
+    st = Store(store_path, read_only=True)
+    srv = serve.make_server(st, serve.ServeConfig(port=0)).start()
+    yield srv
+    srv.stop()
+    st.close()
+
+
+@pytest.fixture
+def make_server(tmp_path):
+    """Factory for servers with their own config over a fresh writable copy of the store."""
+    made = []
+
+    def start(cfg: serve.ServeConfig, writable_store: bool = False):
+        path = build_store(tmp_path / f"store{len(made)}")
+        st = Store(path, read_only=not writable_store)
+        srv = serve.make_server(st, cfg).start()
+        made.append((srv, st))
+        return srv
+
+    yield start
+    for srv, st in made:
+        srv.stop()
+        st.close()
+
+
+def http(url, data=None, headers=None, method=None):
+    """(status, headers, body) without raising on HTTP errors."""
+    req = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def post_query(base, query, accept="application/sparql-results+json", **params):
+    data = urllib.parse.urlencode({"query": query, **params}).encode()
+    return http(base + "/query", data, {"Accept": accept, "Content-Type": "application/x-www-form-urlencoded"})
+
+
+# -- SPARQL clients ------------------------------------------------------------------------
+
+def test_sparqlwrapper_select_ask_construct(server):
+    from SPARQLWrapper import JSON, N3, XML, SPARQLWrapper
+
+    sw = SPARQLWrapper(server.url + "/query")
+    sw.setQuery("""PREFIX wd: <http://www.wikidata.org/entity/>
+        PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+        SELECT ?l WHERE { wd:Q46383 rdfs:label ?l } ORDER BY ?l""")
+    sw.setReturnFormat(JSON)
+    res = sw.query().convert()
+    labels = {(b["l"]["value"], b["l"].get("xml:lang")) for b in res["results"]["bindings"]}
+    assert ("sushi", "en") in labels and ("寿司", "ja") in labels and len(labels) == 5
+
+    sw.setReturnFormat(XML)
+    doc = sw.query().convert()  # a DOM
+    assert len(doc.getElementsByTagName("result")) == 5
+
+    sw.setMethod("POST")
+    sw.setReturnFormat(JSON)
+    sw.setQuery("ASK { wd:Q177 wdt:P495 wd:Q38 }")  # predeclared prefixes
+    assert sw.query().convert()["boolean"] is True
+
+    sw.setQuery("CONSTRUCT WHERE { wd:Q177 ?p ?o }")
+    sw.setReturnFormat(N3)
+    g = sw.query().convert()
+    if isinstance(g, (bytes, str)):
+        from rdflib import Graph
+        g = Graph().parse(data=g, format="turtle")
+    # 5 data triples (2 labels, P279, P495, P527) and 6 from the closure graphs (the union)
+    assert len(g) == 11
+
+
+def test_rdflib_sparqlstore(server):
+    from rdflib import Graph, Literal, URIRef
+    from rdflib.plugins.stores.sparqlstore import SPARQLStore
+
+    st = SPARQLStore(server.url + "/query")
+    g = Graph(store=st)
+    rows = list(g.query("""SELECT ?country (COUNT(?d) AS ?n) WHERE {
+        ?d <https://w3id.org/kgcult/ns#typedAs> <http://www.wikidata.org/entity/Q746549> ;
+           <http://www.wikidata.org/prop/direct/P495> ?country } GROUP BY ?country ORDER BY ?country"""))
+    got = {str(r[0]): int(r[1]) for r in rows}
+    assert got == {WD + "Q17": 2, WD + "Q38": 2, WD + "Q884": 2}
+    assert g.query("ASK { <http://www.wikidata.org/entity/Q17> ?p ?o }").askAnswer is True
+    # triple patterns through the store API (a CONSTRUCT under the hood)
+    labels = set(g.objects(URIRef(WD + "Q17"), URIRef("http://www.w3.org/2000/01/rdf-schema#label")))
+    assert Literal("日本", lang="ja") in labels
+    res = g.query("CONSTRUCT { ?d ?p ?o } WHERE { ?d ?p ?o FILTER(?d = <http://www.wikidata.org/entity/Q177>) }")
+    assert len(res.graph) == 11
+
+
+# -- protocol and negotiation ---------------------------------------------------------------
+
+def test_get_post_and_sparql_query_body(server):
+    q = "SELECT ?o WHERE { wd:Q38 rdfs:label ?o } ORDER BY ?o"
+    status, _, body = http(server.url + "/query?" + urllib.parse.urlencode({"query": q}),
+                           headers={"Accept": "application/sparql-results+json"})
+    assert status == 200
+    assert [b["o"]["value"] for b in json.loads(body)["results"]["bindings"]] == ["Italia", "Italy"]
+    status, _, body2 = http(server.url + "/query", q.encode(), {"Content-Type": "application/sparql-query"})
+    assert status == 200 and json.loads(body2) == json.loads(body)
+
+
+@pytest.mark.parametrize("accept,ctype,check", [
+    ("text/csv", "text/csv", lambda b: b.startswith(b"o\r\nItalia\r\nItaly\r\n")),
+    ("text/tab-separated-values", "text/tab-separated-values", lambda b: b'"Italia"@it' in b),
+    ("application/sparql-results+xml", "application/sparql-results+xml", lambda b: b'<literal xml:lang="it">Italia</literal>' in b),
+    ("text/csv;q=0.5, application/sparql-results+xml", "application/sparql-results+xml", lambda b: b"<sparql" in b),
+    ("*/*", "application/sparql-results+json", lambda b: json.loads(b)["head"]["vars"] == ["o"]),
+    ("image/png", "application/sparql-results+json", lambda b: b"Italia" in b),
+])
+def test_select_content_negotiation(server, accept, ctype, check):
+    status, headers, body = post_query(server.url, "SELECT ?o WHERE { wd:Q38 rdfs:label ?o } ORDER BY ?o", accept)
+    assert status == 200
+    assert headers["Content-Type"].startswith(ctype)
+    assert check(body), body
+
+
+@pytest.mark.parametrize("accept,ctype", [
+    ("application/n-triples", "application/n-triples"),
+    ("text/turtle", "text/turtle"),
+    ("application/rdf+xml", "application/rdf+xml"),
+    ("application/n-quads", "application/n-quads"),
+    ("application/ld+json", "application/ld+json"),
+    ("application/sparql-results+json", "application/n-triples"),  # no RDF type asked: default
+])
+def test_construct_content_negotiation(server, accept, ctype):
+    import pyoxigraph as ox
+
+    status, headers, body = post_query(server.url, "CONSTRUCT WHERE { wd:Q177 ?p ?o }", accept)
+    assert status == 200 and headers["Content-Type"].startswith(ctype)
+    fmt = ox.RdfFormat.from_media_type(ctype)
+    assert len(list(ox.parse(body, format=fmt))) == 11  # 5 data + 6 closure triples
+
+
+def test_format_parameter_and_ask_formats(server):
+    status, headers, body = post_query(server.url, "SELECT * WHERE { wd:Q38 rdfs:label ?o }", "", format="csv")
+    assert status == 200 and headers["Content-Type"].startswith("text/csv")
+    status, _, body = post_query(server.url, "ASK { wd:Q38 ?p ?o }", "application/sparql-results+xml")
+    assert b"<boolean>true</boolean>" in body
+    status, _, body = post_query(server.url, "ASK { wd:Q38 wdt:P495 ?o }")
+    assert json.loads(body) == {"head": {}, "boolean": False}
+
+
+def test_union_default_graph_and_dataset_parameters(server):
+    # default: the union of all graphs, closures included
+    status, _, body = post_query(server.url, "SELECT (COUNT(*) AS ?n) WHERE { ?s kgc:typedAs ?o }")
+    assert int(json.loads(body)["results"]["bindings"][0]["n"]["value"]) > 0
+    # default-graph-uri narrows the default graph to the food data graph
+    status, _, body = post_query(server.url, "SELECT (COUNT(*) AS ?n) WHERE { ?s kgc:typedAs ?o }",
+                                 **{"default-graph-uri": "https://w3id.org/kgcult/graph/food"})
+    assert status == 200 and json.loads(body)["results"]["bindings"][0]["n"]["value"] == "0"
+    status, _, body = post_query(server.url, "SELECT (COUNT(*) AS ?n) WHERE { ?s wdt:P495 ?o }",
+                                 **{"default-graph-uri": "https://w3id.org/kgcult/graph/food"})
+    assert json.loads(body)["results"]["bindings"][0]["n"]["value"] == "6"
+
+
+def test_syntax_error_is_400_with_position(server):
+    status, _, body = post_query(server.url, "SELECT ?x WHERE { ?x ?y }")
+    assert status == 400 and b"syntax error" in body.lower() and b"1:" in body
+
+
+def test_no_query_and_unknown_paths(server):
+    assert http(server.url + "/query", b"", {"Content-Type": "application/x-www-form-urlencoded"})[0] == 400
+    assert http(server.url + "/nope")[0] == 404
+    assert http(server.url + "/query?query=", headers={})[0] == 400
+    assert http(server.url + "/query", method="PUT", data=b"x")[0] == 405
+    status, headers, body = http(server.url + "/query?query=ASK%7B%7D", method="HEAD")
+    assert status == 200 and body == b"" and int(headers["Content-Length"]) > 0
+
+
+# -- read-only by default ------------------------------------------------------------------
+
+INSERT = 'INSERT DATA { <http://example.org/x> <http://example.org/p> "smuggled" }'
+
+
+def _count_example(base) -> int:
+    _, _, body = post_query(base, "SELECT (COUNT(*) AS ?n) WHERE { ?s <http://example.org/p> ?o }")
+    return int(json.loads(body)["results"]["bindings"][0]["n"]["value"])
+
+
+def test_update_without_writable_is_403_everywhere(server):
+    u = server.url
+    # /update with a form, and with a sparql-update body
+    assert http(u + "/update", urllib.parse.urlencode({"update": INSERT}).encode(),
+                {"Content-Type": "application/x-www-form-urlencoded"})[0] == 403
+    assert http(u + "/update", INSERT.encode(), {"Content-Type": "application/sparql-update",
+                                                 "Authorization": "Bearer whatever-token"})[0] == 403
+    # smuggled through /query: as query=, as update=, as a sparql-update body, after a prologue
+    assert post_query(u, INSERT)[0] == 403
+    assert post_query(u, "PREFIX ex: <http://example.org/>\n# comment\n" + INSERT)[0] == 403
+    assert http(u + "/query", urllib.parse.urlencode({"update": INSERT}).encode(),
+                {"Content-Type": "application/x-www-form-urlencoded"})[0] == 403
+    assert http(u + "/query", INSERT.encode(), {"Content-Type": "application/sparql-update"})[0] == 403
+    assert http(u + "/query?" + urllib.parse.urlencode({"query": "DROP ALL"}))[0] == 403
+    # a disguised update still never runs: Oxigraph's query parser rejects it
+    status, _, _ = post_query(u, "  SELECT * WHERE {} ; " + INSERT)
+    assert status == 400
+    assert _count_example(u) == 0
+    status, _, body = post_query(u, "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+    assert status == 200
+
+
+def test_non_loopback_writable_without_token_refused_at_start(store_path):
+    for bind in ("0.0.0.0", "192.0.2.10", "::"):
+        with pytest.raises(KgcultError, match="not a loopback address"):
+            serve.check_config(serve.ServeConfig(bind=bind, writable=True))
+    r = run_cli(["serve", "--bind", "0.0.0.0", "--port", "0", "--writable"], store_path)
+    assert r.exit_code == 1
+    assert "refusing --writable on 0.0.0.0" in r.output
+    # with a token it is accepted (not started here)
+    cfg = serve.check_config(serve.ServeConfig(bind="0.0.0.0", writable=True, token="s3cret-token-123"))
+    assert cfg.token == "s3cret-token-123"
+    # loopback without a token: a random token is generated, updates still need it
+    cfg = serve.check_config(serve.ServeConfig(bind="127.0.0.1", writable=True))
+    assert cfg.generated_token and len(cfg.token) >= 24
+    with pytest.raises(KgcultError, match="--token only makes sense with --writable"):
+        serve.check_config(serve.ServeConfig(token="abcdefghijk"))
+
+
+def test_is_loopback():
+    assert serve.is_loopback("127.0.0.1") and serve.is_loopback("::1") and serve.is_loopback("localhost")
+    assert serve.is_loopback("127.8.0.1")
+    assert not serve.is_loopback("0.0.0.0") and not serve.is_loopback("10.1.2.3") and not serve.is_loopback("::")
+
+
+def test_writable_with_token(make_server):
+    token = "t0ken-for-the-test"
+    srv = make_server(serve.ServeConfig(port=0, writable=True, token=token), writable_store=True)
+    u = srv.url
+    body = INSERT.encode()
+    ctype = {"Content-Type": "application/sparql-update"}
+    assert http(u + "/update", body, ctype)[0] == 401
+    status, headers, _ = http(u + "/update", body, {**ctype, "Authorization": "Bearer wrong-token"})
+    assert status == 403
+    assert http(u + "/update", body, {**ctype, "Authorization": "Basic " + token})[0] == 401
+    assert _count_example(u) == 0
+    assert http(u + "/update", body, {**ctype, "Authorization": "Bearer " + token})[0] == 204
+    assert _count_example(u) == 1
+    # a form update works too; an update sent to /query is pointed at /update
+    form = urllib.parse.urlencode({"update": 'INSERT DATA { <http://example.org/y> <http://example.org/p> "2" }'}).encode()
+    assert http(u + "/update", form, {"Content-Type": "application/x-www-form-urlencoded",
+                                      "Authorization": "Bearer " + token})[0] == 204
+    assert _count_example(u) == 2
+    assert post_query(u, INSERT)[0] == 400
+    # the update made the closure stale and left a provenance record
+    assert srv.app.store.closure_stale
+    assert any(p.get("kind") == "update" for p in srv.app.store.provenance())
+    # GET on /update is not allowed; a query sent to /update is refused
+    assert http(u + "/update")[0] == 405
+    assert http(u + "/update", b"SELECT * WHERE {}", {**ctype, "Authorization": "Bearer " + token})[0] == 400
+
+
+# -- protection: timeouts, result limits, a bounded pool -------------------------------------
+
+CROSS = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"          # ~10^9 rows, streamed
+CROSS_COUNT = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # ~5*10^6 inside one step
+
+
+def test_timeout_streaming_query_is_504(make_server):
+    srv = make_server(serve.ServeConfig(port=0, timeout=0.3, max_rows=10**9, max_bytes=10**10))
+    status, _, body = post_query(srv.url, CROSS)
+    assert status == 504 and b"timed out" in body
+    # the server keeps answering
+    assert post_query(srv.url, "ASK { ?s ?p ?o }")[0] == 200
+    assert srv.app.stats["timeouts"] == 1
+
+
+def test_timeout_inside_one_evaluation_step_is_504(make_server):
+    srv = make_server(serve.ServeConfig(port=0, timeout=0.05))
+    status, _, body = post_query(srv.url, CROSS_COUNT)
+    assert status == 504
+    assert post_query(srv.url, "ASK { ?s ?p ?o }")[0] == 200
+
+
+def test_result_row_and_byte_limits(make_server):
+    srv = make_server(serve.ServeConfig(port=0, max_rows=3, max_bytes=2000))
+    q = "SELECT ?s ?l WHERE { ?s rdfs:label ?l } ORDER BY ?s ?l"
+    status, headers, body = post_query(srv.url, q)
+    assert status == 507 and b"more than 3 rows" in body and headers["X-Kgcult-Limit"] == "rows=3"
+    status, headers, body = post_query(srv.url, q, **{"limit-mode": "truncate"})
+    assert status == 200 and headers["X-Kgcult-Truncated"] == "true"
+    assert len(json.loads(body)["results"]["bindings"]) == 3
+    assert post_query(srv.url, q + " LIMIT 3")[0] == 200
+    status, _, _ = post_query(srv.url, "CONSTRUCT WHERE { ?s rdfs:label ?o }", "application/n-triples")
+    assert status == 507
+    big = 'SELECT ?x WHERE { VALUES ?x { "%s" } }' % ("x" * 3000)
+    status, headers, body = post_query(srv.url, big)
+    assert status == 507 and headers["X-Kgcult-Limit"] == "bytes=2000"
+
+
+def test_busy_pool_answers_503(store_path):
+    st = Store(store_path, read_only=True)
+    app = serve.SparqlApp(st, serve.check_config(serve.ServeConfig(workers=1, queue=0, timeout=30)))
+    gate, started = threading.Event(), threading.Event()
+
+    def blocker(deadline, cancel):
+        started.set()
+        gate.wait(10)
+        return "done"
+
+    results = []
+    t = threading.Thread(target=lambda: results.append(app.run(blocker)))
+    t.start()
+    assert started.wait(10)
+    with pytest.raises(serve.HttpError) as e:
+        app.run(lambda d, c: "never")
+    assert e.value.status == 503 and e.value.headers["Retry-After"] == "1"
+    gate.set()
+    t.join(10)
+    assert results == ["done"]
+    assert app.run(lambda d, c: "again") == "again"  # the slot came back
+    app.close()
+    st.close()
+
+
+def test_request_body_limit(make_server):
+    srv = make_server(serve.ServeConfig(port=0, max_request_bytes=1000))
+    status, _, _ = http(srv.url + "/query", b"SELECT * WHERE {}" + b" " * 2000, {"Content-Type": "application/sparql-query"})
+    assert status == 413
+
+
+# -- the page, the entity page and the examples ------------------------------------------------
+
+def test_query_page_is_self_contained(server):
+    status, headers, body = http(server.url + "/")
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    html = body.decode()
+    assert 'src="/static/app.js"' in html and 'href="/static/style.css"' in html
+    for name in ("app.js", "style.css"):
+        status, _, asset = http(server.url + "/static/" + name)
+        assert status == 200 and asset
+        html += asset.decode()
+    # no CDN, no external fonts or scripts: nothing is fetched from another origin
+    import re
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "fetch(\"http" not in html and "import(" not in html
+    assert http(server.url + "/static/../serve.py")[0] == 404
+
+
+def test_examples_run_and_use_closures(server):
+    status, _, body = http(server.url + "/api/examples")
+    examples = json.loads(body)
+    assert {e["id"] for e in examples} == {"dishes-per-country", "dish-card", "food-hierarchy", "labels-all-languages"}
+    for ex in examples:
+        assert "+" not in ex["query"].replace("+ 1", "") and "*" not in ex["query"].split("WHERE")[1], ex["id"]
+        status, _, body = post_query(server.url, ex["query"])
+        assert status == 200, (ex["id"], body)
+        rows = json.loads(body)["results"]["bindings"]
+        assert rows, ex["id"]
+        if ex["id"] == "dishes-per-country":
+            got = {b["country"]["value"]: int(b["dishes"]["value"]) for b in rows}
+            assert got == {WD + "Q17": 2, WD + "Q38": 2, WD + "Q884": 2}
+        if ex["id"] == "food-hierarchy":
+            depth = {b["class"]["value"]: int(b["depth"]["value"]) for b in rows}
+            assert depth == {WD + "Q41415": 1, WD + "Q9100002": 1, WD + "Q177": 1, WD + "Q9100001": 2}
+        if ex["id"] == "labels-all-languages":
+            assert len(rows) == 7
+
+
+def test_entity_page_shows_the_card(server, store_path):
+    status, headers, body = http(server.url + "/entity/Q46383")
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    page = body.decode()
+    for text in ("sushi", "寿司", "すし", "Japanese dish of vinegared rice", "P495 (country of origin)",
+                 'href="/entity/Q17?lang=en">Japan (Q17)', "typedAs", "dish (Q746549)", "sitelinks: 120"):
+        assert text in page, text
+    status, _, body = http(server.url + "/api/entity/Q46383?lang=ja")
+    with Store(store_path, read_only=True) as st:
+        assert json.loads(body) == inspect.show(st, "Q46383", lang="ja")
+    assert json.loads(body)["label"] == "寿司"
+    # values are escaped
+    status, _, body = http(server.url + "/entity/Q9100023")
+    assert b"tricky &quot;quoted&quot; &lt;dish&gt; &amp; co" in body and b"<dish>" not in body
+    assert http(server.url + "/entity/Q424242")[0] == 404
+    assert http(server.url + "/entity/Q46383?lang=%22%3E")[0] == 400
+
+
+def test_status_endpoint(server):
+    status, _, body = http(server.url + "/api/status")
+    s = json.loads(body)
+    assert s["writable"] is False and s["closure_stale"] is False and s["max_rows"] == 100_000
+
+
+def test_classify():
+    assert serve.classify("PREFIX a: <x:>\nBASE <http://b/>\n# c\n  insert data {}") == "update"
+    assert serve.classify("select * {}") == "query"
+    assert serve.classify("WITH <g> DELETE {} WHERE {}") == "update"
+    assert serve.classify("# only a comment") is None
+    assert serve.first_keyword("PREFIX : <http://x/> CONSTRUCT {} WHERE {}") == "construct"
+
+
+def test_parse_accept():
+    assert serve.parse_accept("text/csv;q=0.5, application/json, */*;q=0.1") == ["application/json", "text/csv", "*/*"]
+    assert serve.parse_accept("text/csv;q=0") == []
+    assert serve.parse_accept(None) == []
