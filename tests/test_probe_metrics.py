@@ -1,0 +1,85 @@
+"""Metric definitions against hand-computed values (FmLAMA mAP/mWS, DLAMA P@1/entropy)."""
+import math
+
+import numpy as np
+import pytest
+
+from kgcult.probe import metrics as M
+
+
+def test_ap_several_golds_at_various_ranks():
+    ranked = ["a", "g1", "b", "g2", "c", "d", "g3"]
+    # golds at ranks 2, 4, 7: (1/2 + 2/4 + 3/7) / 3
+    expected = (1 / 2 + 2 / 4 + 3 / 7) / 3
+    assert M.average_precision(ranked, {"g1", "g2", "g3"}) == pytest.approx(expected)
+    assert M.ap_from_ranks([2, 4, 7]) == pytest.approx(expected)
+    assert M.ap_from_ranks([7, 2, 4]) == pytest.approx(expected)  # order of golds irrelevant
+
+
+def test_ap_perfect_first_and_missing_gold():
+    assert M.average_precision(["g1", "g2", "x"], ["g1", "g2"]) == 1.0
+    assert M.average_precision(["x", "y", "g1"], ["g1"]) == pytest.approx(1 / 3)
+    # a gold that is not in the ranking still counts in |ing_i|
+    assert M.average_precision(["g1", "x"], ["g1", "zz"]) == pytest.approx(0.5)
+    assert M.ap_from_ranks([1, None]) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        M.average_precision(["a"], [])
+
+
+def test_mws_known_vectors():
+    vec = {
+        "salt": np.array([1.0, 0.0]),
+        "pepper": np.array([0.0, 1.0]),
+        "sea salt": np.array([1.0, 1.0]),   # cos 1/sqrt2 to both
+        "sugar": np.array([-1.0, 0.0]),
+    }
+    f = vec.get
+    # l = 2 golds -> only the top-2 predictions count; "salt" (rank 3) is ignored
+    top = ["sea salt", "sugar", "salt", "pepper"]
+    ws = M.word_similarity(top, ["salt", "pepper"], f)
+    # salt: max(cos(salt, sea salt)=.7071, cos(salt, sugar)=-1) ; pepper: max(.7071, 0)
+    assert ws == pytest.approx(1 / math.sqrt(2))
+    # exact predictions give 1
+    assert M.word_similarity(["pepper", "salt"], ["salt", "pepper"], f) == pytest.approx(1.0)
+    # a single gold compares only with the first prediction
+    assert M.word_similarity(["sugar", "salt"], ["salt"], f) == pytest.approx(-1.0)
+
+
+def test_mws_gold_without_vector_left_out():
+    f = {"salt": np.array([1.0, 0.0]), "x": np.array([1.0, 0.0])}.get
+    # "unknown" has no vector: WS averages over the comparable golds only
+    assert M.word_similarity(["x", "y"], ["salt", "unknown"], f) == pytest.approx(1.0)
+    assert M.word_similarity(["x"], ["unknown"], f) is None
+    # a prediction without a vector has cosine 0
+    assert M.word_similarity(["nope"], ["salt"], f) == pytest.approx(0.0)
+
+
+def test_precision_at_1_with_multiple_valid_objects():
+    top1 = ["Asia", "Europe", "Africa", "Asia"]
+    valid = [["Africa", "Asia"], ["Asia"], ["Africa"], ["Europe", "North America"]]
+    assert M.precision_at_1(top1, valid) == pytest.approx(2 / 4)
+
+
+def test_object_entropy_most_frequent_valid_object():
+    # Asia appears in 3 sets, Africa in 2, Europe in 1: each triple contributes its most
+    # frequent valid object -> Asia, Asia, Asia, Africa -> p = (3/4, 1/4)
+    sets = [["Africa", "Asia"], ["Asia"], ["Asia", "Europe"], ["Africa"]]
+    h = -(0.75 * math.log2(0.75) + 0.25 * math.log2(0.25))
+    assert M.object_entropy(sets) == pytest.approx(h)
+    assert M.object_entropy([["x"]] * 5) == 0.0
+    assert M.object_entropy([[c] for c in "abcdefgh"]) == pytest.approx(3.0)  # log2 8
+
+
+def test_most_common_predictions():
+    top1 = ["Egypt", "Egypt", "Paris", "Cairo", "Paris"]
+    valid = [["Egypt"], ["Iraq"], ["Egypt"], ["Cairo"], ["Tunisia"]]
+    mc = M.most_common_predictions(top1, valid)
+    assert mc["correct"] == [{"object": "Cairo", "count": 1, "percent": 20.0},
+                             {"object": "Egypt", "count": 1, "percent": 20.0}]
+    assert mc["wrong"][0] == {"object": "Paris", "count": 2, "percent": 40.0}
+
+
+def test_mean_std_population():
+    m, s = M.mean_std([0.1, 0.3])
+    assert m == pytest.approx(0.2) and s == pytest.approx(0.1)
+    assert all(math.isnan(x) for x in M.mean_std([]))
