@@ -718,7 +718,8 @@ class Handler(BaseHTTPRequestHandler):
                 raise HttpError(400, "no update: send application/sparql-update or an update= form field")
             return app.update(text, self.headers.get("Authorization"), params.get("using-graph-uri", []),
                               params.get("using-named-graph-uri", []))
-        if self.command == "POST":
+        if self.command == "POST" and (path in ("/", "/index.html", "/api/examples", "/api/status")
+                                       or path.startswith(("/static/", "/entity/", "/api/entity/"))):
             raise HttpError(405, "POST goes to /query or /update", {"Allow": "GET, HEAD"})
         if path in ("/", "/index.html"):
             return _static("index.html")
