@@ -1,0 +1,21 @@
+"""Entity linking on the local graph (MakiEval §3.3, deterministic, multilingual, fast).
+
+Public API (stable)::
+
+    from kgcult.link import Linker
+    linker = Linker.open(store, model=None, embeddings=False)
+    linker.link("lemon", lang="en", topic="food", country=None) -> dict
+    linker.link_many([{"mention": ..., "lang": ..., "topic": ..., "country": ..., "id": ...}])
+
+Each result has: qid (or None), label (mention's language), label_en, match, lang_used,
+candidates (with scores), evidence (path of [subject, property, object] to a topic root),
+granularity (+ granularity_score), country (QIDs: origin, else country, else
+nationality), description, status (resolved | unresolved | ambiguous; ``tied`` lists the
+QIDs of an ambiguous result).
+"""
+from .candidates import STAGES
+from .index import LabelIndex, load_or_build
+from .linker import Linker
+from .topics import Topic, load_topics
+
+__all__ = ["Linker", "LabelIndex", "load_or_build", "load_topics", "Topic", "STAGES"]

@@ -1,0 +1,129 @@
+"""Candidate generation stages over the label index: exact, normalized, English fallback,
+any language, fuzzy (bounded edit distance). The embedding stage is in ``embed.py``.
+
+Each stage returns ``{eid: (alias, lang_used, detail)}``; ``alias`` is 0 for an
+rdfs:label, 1 for a skos:altLabel.
+"""
+from __future__ import annotations
+
+from . import normalize
+from .index import LANG_BITS, LabelIndex, codes
+
+STAGES = ("exact", "normalized", "english", "any", "fuzzy", "embedding")
+
+
+def _merge(out: dict, eid: int, alias: int, lang: str, detail=None) -> None:
+    cur = out.get(eid)
+    if cur is None or (alias, lang) < (cur[0], cur[1]):
+        out[eid] = (alias, lang, detail)
+
+
+def exact(ix: LabelIndex, mention: str, lang: str) -> dict:
+    out: dict = {}
+    d = ix.exact.get(lang)
+    if d is not None:
+        for c in codes(d.get(mention)):
+            _merge(out, c >> 1, c & 1, lang)
+    return out
+
+
+def normalized(ix: LabelIndex, mention: str, lang: str, keys=None) -> dict:
+    out: dict = {}
+    d = ix.norm.get(lang)
+    if d is not None:
+        _, _, s = keys or normalize.keys(mention, lang)
+        for c in codes(d.get(s)):
+            _merge(out, c >> 1, c & 1, lang)
+    return out
+
+
+def english(ix: LabelIndex, mention: str, lang: str) -> dict:
+    if lang == "en":
+        return {}
+    out = exact(ix, mention, "en")
+    if out:
+        return out
+    return normalized(ix, mention, "en", normalize.keys(mention, "en"))
+
+
+_LMASK = (1 << LANG_BITS) - 1
+
+
+def any_language(ix: LabelIndex, mention: str, lang: str, keys=None) -> dict:
+    _, f, s = keys or normalize.keys(mention, lang)
+    out: dict = {}
+    langs = ix.langs
+    for k in (f, s) if s != f else (f,):
+        for c in codes(ix.anyl.get(k)):
+            alias = c & 1
+            rest = c >> 1
+            _merge(out, rest >> LANG_BITS, alias, langs[rest & _LMASK])
+    return out
+
+
+# -- fuzzy ---------------------------------------------------------------------------
+
+def levenshtein(a: str, b: str, bound: int) -> int:
+    """Edit distance, or bound+1 as soon as it must exceed ``bound``."""
+    if abs(len(a) - len(b)) > bound:
+        return bound + 1
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        lo = i
+        for j, cb in enumerate(b, 1):
+            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            cur.append(v)
+            lo = min(lo, v)
+        if lo > bound:
+            return bound + 1
+        prev = cur
+    return prev[-1]
+
+
+def fuzzy_bound(n: int) -> int:
+    """Edits allowed for a key of n characters: none below 5, 1 up to 9, 2 from 10."""
+    if n < 5:
+        return 0
+    return 1 if n < 10 else 2
+
+
+class FuzzyPool:
+    """A deletion-neighbourhood index (one deletion per key, as SymSpell) over the folded
+    names of a set of entities; a hit is verified with the real edit distance."""
+
+    def __init__(self, names):
+        self.dels: dict[str, list] = {}
+        for eid, lang, name in names:
+            f = normalize.fold(name)
+            if len(f) < 5:
+                continue
+            entry = (f, eid, lang, name)
+            for v in self._variants(f):
+                self.dels.setdefault(v, []).append(entry)
+
+    @staticmethod
+    def _variants(k: str):
+        yield k
+        seen = {k}
+        for i in range(len(k)):
+            v = k[:i] + k[i + 1:]
+            if v not in seen:
+                seen.add(v)
+                yield v
+
+    def search(self, key: str) -> list[tuple[int, str, str, int]]:
+        bound = fuzzy_bound(len(key))
+        if not bound:
+            return []
+        hits: dict = {}
+        for v in self._variants(key):
+            for f, eid, lang, name in self.dels.get(v, ()):
+                if f == key:
+                    continue
+                d = levenshtein(key, f, bound)
+                if d <= bound:
+                    cur = hits.get(eid)
+                    if cur is None or (d, lang, name) < cur:
+                        hits[eid] = (d, lang, name)
+        return sorted((e, lg, nm, d) for e, (d, lg, nm) in hits.items())

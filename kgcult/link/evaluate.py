@@ -1,0 +1,149 @@
+"""``kgcult link eval``: precision, recall and F1 of the linker against a gold file.
+
+Gold rows: ``{"mention", "lang", "topic", "gold_qid"}`` (``gold_qid`` null = must not
+link); other fields (e.g. ``source``) are carried into the error file and, for
+``source = "<dataset>:<case>"``, into a per-case breakdown; the linker never sees them.
+
+Counting: a prediction is the result's ``qid`` (resolved or ambiguous; with
+``count_ambiguous=False`` an ambiguous result counts as no link). TP: qid == gold; FP: a
+qid that is not the gold (including any qid for a negative); FN: a positive whose gold
+was not predicted. P = TP/(TP+FP), R = TP/positives, F1 their harmonic mean.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from ..errors import KgcultError
+from .candidates import STAGES
+from .io import read_jsonl
+
+
+def _prf(tp: int, fp: int, pos: int) -> dict:
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / pos if pos else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4),
+            "tp": tp, "fp": fp, "positives": pos}
+
+
+def read_gold(path: str | Path, on_error: str = "fail", log=None) -> list[dict]:
+    rows = []
+    for lineno, obj in read_jsonl(path, on_error=on_error, log=log):
+        if "mention" not in obj or "gold_qid" not in obj:
+            msg = f"{path}:{lineno}: a gold row needs the fields mention and gold_qid"
+            if on_error == "fail":
+                raise KgcultError(msg)
+            if log:
+                log(f"skipped: {msg}")
+            continue
+        g = obj["gold_qid"]
+        if g is not None and not (isinstance(g, str) and g[:1] == "Q"):
+            msg = f"{path}:{lineno}: gold_qid must be a QID or null, got {g!r}"
+            if on_error == "fail":
+                raise KgcultError(msg)
+            if log:
+                log(f"skipped: {msg}")
+            continue
+        obj["_line"] = lineno
+        rows.append(obj)
+    if not rows:
+        raise KgcultError(f"{path}: no gold rows")
+    return rows
+
+
+def score(gold: list[dict], results: list[dict], count_ambiguous: bool = True):
+    overall = [0, 0, 0]
+    groups: dict[str, dict] = {"lang": defaultdict(lambda: [0, 0, 0]),
+                               "match": defaultdict(lambda: [0, 0, 0]),
+                               "case": defaultdict(lambda: [0, 0, 0]),
+                               "status": defaultdict(lambda: [0, 0, 0])}
+    errors = []
+    for g, r in zip(gold, results):
+        pred = r["qid"]
+        if r["status"] == "ambiguous" and not count_ambiguous:
+            pred = None
+        gq = g["gold_qid"]
+        tp = int(pred is not None and pred == gq)
+        fp = int(pred is not None and pred != gq)
+        pos = int(gq is not None)
+        src = g.get("source")
+        case = src.split(":", 1)[1] if isinstance(src, str) and ":" in src else None
+        keys = {"lang": g.get("lang") or "en", "match": r["match"] or "none",
+                "case": case, "status": r["status"]}
+        for acc in [overall] + [groups[k][v] for k, v in keys.items() if v is not None]:
+            acc[0] += tp
+            acc[1] += fp
+            acc[2] += pos
+        if not tp and (fp or pos):
+            errors.append({"line": g["_line"], "mention": g["mention"], "lang": g.get("lang"),
+                           "topic": g.get("topic"), "gold_qid": gq, "predicted": pred,
+                           "status": r["status"], "match": r["match"],
+                           "kind": "wrong" if fp and pos else ("false-link" if fp else "missed"),
+                           "source": src,
+                           "candidates": [c["qid"] for c in r["candidates"][:5]]})
+    report = {"overall": _prf(*overall)}
+    for k, d in groups.items():
+        if d:
+            report[f"by_{k}"] = {v: _prf(*acc) for v, acc in sorted(d.items())}
+    return report, errors
+
+
+def evaluate(linker, gold: list[dict], *, stage_gain: bool = True, count_ambiguous: bool = True) -> dict:
+    """Score the linker as configured; with ``stage_gain``, also score it with its stages
+    enabled cumulatively (exact; + normalized; + english; ...), giving each stage's recall."""
+    inputs = [{"mention": g["mention"], "lang": g.get("lang") or "en", "topic": g.get("topic")}
+              for g in gold]
+    t0 = time.perf_counter()
+    results = list(linker.link_many(inputs))
+    secs = time.perf_counter() - t0
+    report, errors = score(gold, results, count_ambiguous)
+    report["mentions"] = len(gold)
+    report["seconds"] = round(secs, 3)
+    report["stages"] = list(linker.stages)
+    if stage_gain:
+        from .linker import Linker
+
+        gains = []
+        prev_r = 0.0
+        for i in range(1, len(linker.stages) + 1):
+            sub = Linker(linker.ix, store=linker.store, model=linker.model,
+                         stages=linker.stages[:i], embed_min=linker.embed_min,
+                         embed_margin=linker.embed_margin)
+            sub._encoder = linker._encoder
+            sub._emb = linker._emb
+            sub._fuzzy = linker._fuzzy
+            res = list(sub.link_many(inputs))
+            rep, _ = score(gold, res, count_ambiguous)
+            o = rep["overall"]
+            gains.append({"stages": "+".join(linker.stages[:i]), "added": linker.stages[i - 1],
+                          "precision": o["precision"], "recall": o["recall"], "f1": o["f1"],
+                          "recall_gain": round(o["recall"] - prev_r, 4)})
+            prev_r = o["recall"]
+        report["stage_gain"] = gains
+    return {"report": report, "errors": errors, "results": results}
+
+
+def format_report(rep: dict) -> str:
+    o = rep["overall"]
+    lines = [f"mentions {rep['mentions']}  stages {'+'.join(rep['stages'])}",
+             f"overall  P {o['precision']:.3f}  R {o['recall']:.3f}  F1 {o['f1']:.3f}  "
+             f"(tp {o['tp']}, fp {o['fp']}, positives {o['positives']})"]
+    for k in ("by_lang", "by_match", "by_status", "by_case"):
+        if k not in rep:
+            continue
+        lines.append(f"{k.replace('_', ' ')}:")
+        for v, m in rep[k].items():
+            lines.append(f"  {v:<28} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  "
+                         f"(tp {m['tp']}, fp {m['fp']}, pos {m['positives']})")
+    if "stage_gain" in rep:
+        lines.append("recall gained by each stage (stages enabled cumulatively):")
+        for g in rep["stage_gain"]:
+            lines.append(f"  +{g['added']:<11} R {g['recall']:.3f} (+{g['recall_gain']:.3f})  "
+                         f"P {g['precision']:.3f}  F1 {g['f1']:.3f}")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["evaluate", "read_gold", "score", "format_report", "STAGES"]

@@ -1,0 +1,92 @@
+"""JSONL input for the linker: mention rows and MakiEval extraction dicts, with malformed
+lines reported by line number and skipped or fatal (``on_error``)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Iterator
+
+from ..errors import KgcultError
+
+ROW_FIELDS = ("mention", "lang", "topic", "country", "id")
+
+
+def read_jsonl(src, on_error: str = "fail", log=None) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line of a JSONL file or stream."""
+    if on_error not in ("fail", "skip"):
+        raise KgcultError(f"on_error must be skip or fail, not {on_error!r}")
+    name = getattr(src, "name", str(src))
+    own = not hasattr(src, "read")
+    try:
+        f: IO = open(src, encoding="utf-8") if own else src
+    except OSError as e:
+        raise KgcultError(f"{src}: cannot read: {e}") from None
+    try:
+        lineno = 0
+        while True:
+            try:
+                line = f.readline()
+            except UnicodeDecodeError as e:
+                raise KgcultError(f"{name}:{lineno + 1}: not UTF-8 ({e})") from None
+            if not line:
+                break
+            lineno += 1
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+            except ValueError as e:
+                msg = f"{name}:{lineno}: malformed JSON line ({e})"
+                if on_error == "fail":
+                    raise KgcultError(msg) from None
+                if log:
+                    log(f"skipped: {msg}")
+                continue
+            yield lineno, obj
+    finally:
+        if own:
+            f.close()
+
+
+def mention_rows(obj: dict, lineno: int, default_lang: str, default_topic: str | None,
+                 where: str) -> list[dict]:
+    """Turn one input object into mention rows.
+
+    * ``{"mention": ..., "lang": ..., "topic": ..., "country": ..., "id": ...}``;
+    * a MakiEval extraction: ``{"entities": {"<text>": "<type>", ...}, "lang": ..., "topic":
+      ..., "country": ..., "id": ...}`` (also ``extraction`` as the dict's key, or the dict
+      itself with lang/topic/country alongside) -> one row per entity, ids ``<id>#<n>``."""
+    base_id = obj.get("id", lineno)
+    lang = obj.get("lang") or obj.get("language") or default_lang
+    topic = obj.get("topic") or default_topic
+    country = obj.get("country")
+    if "mention" in obj:
+        m = obj["mention"]
+        if not isinstance(m, str):
+            raise KgcultError(f"{where}:{lineno}: field mention must be a string")
+        row = {"id": base_id, "mention": m, "lang": lang, "topic": topic, "country": country}
+        if "type" in obj:
+            row["type"] = obj["type"]
+        return [row]
+    ents = obj.get("entities", obj.get("extraction"))
+    if ents is None:
+        meta = {"id", "lang", "language", "topic", "country", "prompt_type", "model", "prompt"}
+        ents = {k: v for k, v in obj.items() if k not in meta}
+        if not ents:
+            raise KgcultError(f"{where}:{lineno}: no mention: give a field mention, or an "
+                              "extraction dict {\"<text>\": \"<type>\"}")
+    if not isinstance(ents, dict):
+        raise KgcultError(f"{where}:{lineno}: entities must be a JSON object {{\"<text>\": \"<type>\"}}")
+    rows = []
+    for n, (text, typ) in enumerate(ents.items()):
+        if not isinstance(typ, (str, type(None))):
+            raise KgcultError(f"{where}:{lineno}: the type of {text!r} must be a string")
+        row = {"id": f"{base_id}#{n}", "mention": text, "lang": lang, "topic": topic,
+               "country": country, "type": typ, "source_id": base_id}
+        for extra in ("prompt_type", "model"):
+            if extra in obj:
+                row[extra] = obj[extra]
+        rows.append(row)
+    return rows

@@ -1,0 +1,317 @@
+"""The linker: candidate stages in order, typing by topic, deterministic ranking, and the
+per-mention output record (MakiEval §3.3 on the local graph)."""
+from __future__ import annotations
+
+from collections import deque
+from typing import Iterable, Iterator
+
+from .. import vocab
+from ..errors import KgcultError
+from . import candidates as C
+from . import normalize, rank
+from .index import LabelIndex, index_dir, load_or_build
+from .topics import Topic
+
+MAX_CANDIDATES = 10
+# Calibrated thresholds for the fallback stages (see docs/link.md): a fuzzy or embedding
+# hit links only when it is valid for the topic, and an embedding hit only above
+# EMBED_MIN cosine and EMBED_MARGIN ahead of the best hit for a different entity.
+EMBED_MIN = 0.86
+EMBED_MARGIN = 0.02
+
+
+class Linker:
+    """Links mentions to QIDs of one store. Build with ``Linker.open(store)``."""
+
+    def __init__(self, index: LabelIndex, *, store=None, model: str | None = None,
+                 embeddings: bool = False, stages: Iterable[str] | None = None,
+                 embed_min: float = EMBED_MIN, embed_margin: float = EMBED_MARGIN):
+        self.ix = index
+        self.store = store
+        self.model = model
+        stages = tuple(stages) if stages is not None else tuple(
+            s for s in C.STAGES if s != "embedding" or embeddings)
+        for s in stages:
+            if s not in C.STAGES:
+                raise KgcultError(f"unknown linking stage {s!r}: one of {', '.join(C.STAGES)}")
+        self.stages = tuple(s for s in C.STAGES if s in stages)  # always in pipeline order
+        self.embed_min = embed_min
+        self.embed_margin = embed_margin
+        self._fuzzy: dict = {}
+        self._emb: dict = {}
+        self._encoder = None
+        self._evidence: dict = {}
+        self._topic_bits = {t.name: 1 << i for i, t in enumerate(index.topics)}
+
+    @classmethod
+    def open(cls, store, model: str | None = None, embeddings: bool = False, *,
+             rebuild: bool = False, log=None, **kw) -> "Linker":
+        """Open a linker on ``store`` (a Store or a store path; a path is opened read-only),
+        loading the persisted label index or building it."""
+        if isinstance(store, (str, bytes)) or hasattr(store, "__fspath__"):
+            from ..store import Store
+
+            store = Store(store, read_only=True)
+        ix = load_or_build(store, rebuild=rebuild, log=log)
+        return cls(ix, store=store, model=model, embeddings=embeddings, **kw)
+
+    # -- public API ------------------------------------------------------------------
+
+    def link(self, mention: str, lang: str = "en", topic: str | None = None,
+             country: str | None = None) -> dict:
+        return next(iter(self.link_many([{"mention": mention, "lang": lang, "topic": topic,
+                                          "country": country}])))
+
+    def link_many(self, rows: Iterable[dict], batch: int = 512) -> Iterator[dict]:
+        """Link many mentions (dicts with mention, lang, topic, country, id); yields one
+        result per row in input order. Embedding lookups are batched."""
+        buf: list = []
+        for row in rows:
+            buf.append(row)
+            if len(buf) >= batch:
+                yield from self._link_batch(buf)
+                buf = []
+        if buf:
+            yield from self._link_batch(buf)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _link_batch(self, rows: list[dict]) -> list[dict]:
+        states = [self._first_stages(r) for r in rows]
+        if "embedding" in self.stages:
+            todo = [s for s in states if s["pending_embedding"]]
+            if todo:
+                self._embedding_stage(todo)
+        return [self._finish(s) for s in states]
+
+    def _check(self, row: dict):
+        mention = row.get("mention")
+        if not isinstance(mention, str):
+            raise KgcultError(f"mention must be a string, got {type(mention).__name__}")
+        lang = row.get("lang") or "en"
+        if not isinstance(lang, str):
+            raise KgcultError(f"lang must be a string, got {type(lang).__name__}")
+        topic = row.get("topic") or None
+        if topic is not None and topic not in self._topic_bits:
+            raise KgcultError(f"unknown topic {topic!r}: one of {', '.join(sorted(self._topic_bits))}")
+        return mention, lang.strip().lower(), topic
+
+    def _first_stages(self, row: dict) -> dict:
+        mention, lang, topic = self._check(row)
+        m = mention.strip()
+        ix = self.ix
+        bit = self._topic_bits[topic] if topic else 0
+        bits = ix.topic_bits
+        cands: dict = {}  # eid -> (stage, alias, lang_used, sub, detail)
+        st = {"row": row, "mention": mention, "lang": lang, "topic": topic, "cands": cands,
+              "pending_embedding": False, "key": None}
+        if not m:
+            return st
+        keys = None
+        done = False
+        for stage in self.stages:
+            if stage == "embedding":
+                st["pending_embedding"] = True
+                break
+            if stage == "exact":
+                found = C.exact(ix, m, lang)
+                if not found and lang != normalize.base_lang(lang):
+                    found = C.exact(ix, m, normalize.base_lang(lang))
+            else:
+                if keys is None:
+                    keys = normalize.keys(m, lang)
+                    st["key"] = keys[1]
+                if stage == "normalized":
+                    found = C.normalized(ix, m, lang, keys)
+                elif stage == "english":
+                    found = C.english(ix, m, lang)
+                elif stage == "any":
+                    found = C.any_language(ix, m, lang, keys)
+                else:  # fuzzy
+                    found = self._fuzzy_stage(keys[1], lang, topic)
+            for eid, (alias, lg, detail) in found.items():
+                if eid not in cands:
+                    sub = detail if stage == "fuzzy" else 0
+                    cands[eid] = (stage, alias, lg, sub, None)
+            if found:
+                if not topic:
+                    done = True
+                elif any(bits[e] & bit for e in found):
+                    done = True
+            if done:
+                break
+        return st
+
+    def _fuzzy_stage(self, key: str, lang: str, topic: str | None) -> dict:
+        pool_key = (topic, lang)
+        pool = self._fuzzy.get(pool_key)
+        if pool is None:
+            members = self.ix.members(topic)
+            langs = {lang, normalize.base_lang(lang), "en"}
+            pool = self._fuzzy[pool_key] = C.FuzzyPool(self.ix.names_of(members, langs))
+        out = {}
+        for eid, lg, _name, d in pool.search(key):
+            out[eid] = (0, lg, d)
+        return out
+
+    def _embedding_pool(self, topic: str | None):
+        pool = self._emb.get(topic)
+        if pool is None:
+            from .embed import Encoder, EmbeddingPool
+
+            if self._encoder is None:
+                self._encoder = Encoder(self.model)
+            members = self.ix.members(topic)
+            rows = self.ix.names_of(members, None)
+            cache = None
+            if self.store is not None and getattr(self.store, "location", None):
+                cache = index_dir(self.store) / (
+                    f"emb-{self.ix.content_hash[:16]}-{self._encoder.id}-{topic or 'all'}.npy")
+            pool = self._emb[topic] = EmbeddingPool(self._encoder, rows, cache)
+        return pool
+
+    def _embedding_stage(self, states: list[dict]) -> None:
+        by_topic: dict = {}
+        for s in states:
+            if s["topic"] is None:  # without a topic the embedding stage has no guard rail
+                continue
+            by_topic.setdefault(s["topic"], []).append(s)
+        for topic in sorted(by_topic):
+            group = by_topic[topic]
+            pool = self._embedding_pool(topic)
+            texts = sorted({s["mention"].strip() for s in group})
+            vecs = self._encoder.encode(texts)
+            hits = dict(zip(texts, pool.search(vecs, k=10)))
+            for s in group:
+                h = hits[s["mention"].strip()]
+                if not h:
+                    continue
+                best, eid, lg, _name = h[0]
+                other = next((x[0] for x in h if x[1] != eid), 0.0)
+                if best >= self.embed_min and best - other >= self.embed_margin:
+                    if eid not in s["cands"]:
+                        s["cands"][eid] = ("embedding", 0, lg, -round(best, 6), None)
+
+    def _evidence_path(self, eid: int, topic: Topic) -> list[list[str]]:
+        key = (eid, topic.name)
+        if key in self._evidence:
+            return self._evidence[key]
+        ix = self.ix
+        start = ix.qids[eid]
+        roots = set(topic.roots)
+        path: list = []
+        if start not in roots:
+            via = set(topic.via)
+            prev: dict = {start: None}
+            q = deque([start])
+            found = None
+            while q and found is None:
+                node = q.popleft()
+                for pid, nxt in ix.edges.get(node, ()):
+                    if pid in via or nxt in prev:
+                        continue
+                    prev[nxt] = (node, pid)
+                    if nxt in roots:
+                        found = nxt
+                        break
+                    q.append(nxt)
+            if found is not None:
+                node = found
+                while prev[node] is not None:
+                    parent, pid = prev[node]
+                    path.append([parent, pid, node])
+                    node = parent
+                path.reverse()
+            else:  # no hierarchy path: the topic's via property (P131, P30) proves it
+                for pid, nxt in ix.edges.get(start, ()):
+                    if pid in via:
+                        path = [[start, pid, nxt]]
+                        break
+        self._evidence[key] = path
+        return path
+
+    def _granularity(self, eid: int, topic: str | None):
+        ix = self.ix
+        topics = [ix.topic(topic)] if topic else [
+            t for t in ix.topics if ix.topic_bits[eid] & self._topic_bits[t.name]]
+        is_class = eid in ix.is_class
+        for t in topics:
+            for k in t.kinds:
+                if eid in ix.kind_members.get((t.name, k.order), ()):
+                    name = k.category_name if is_class else k.item_name
+                    score = k.score if k.score is not None else (0 if is_class else 1)
+                    return name, score
+        if not topics:
+            return None, None
+        return ("category", 0) if is_class else ("item", 1)
+
+    def _country(self, eid: int) -> list[str]:
+        c = self.ix.country.get(eid)
+        if c:
+            return list(c)
+        q = self.ix.qids[eid]
+        for pid, o in self.ix.edges.get(q, ()):
+            if pid == "P31" and o in ("Q6256", "Q3624078"):
+                return [q]
+        return []
+
+    def _finish(self, st: dict) -> dict:
+        ix = self.ix
+        row, lang, topic = st["row"], st["lang"], st["topic"]
+        bit = self._topic_bits[topic] if topic else 0
+        ranked = []
+        for eid, (stage, alias, lg, sub, _d) in st["cands"].items():
+            valid = (ix.topic_bits[eid] & bit) != 0 if topic else True
+            ranked.append((rank.rank_key(valid, stage, alias, sub, ix.sitelinks[eid], ix.qids[eid]),
+                           eid, stage, alias, lg, sub, valid))
+        ranked.sort()
+        out = {}
+        if "id" in row:
+            out["id"] = row["id"]
+        out.update({"mention": st["mention"], "lang": lang, "topic": topic})
+        if row.get("country") is not None:
+            out["prompt_country"] = row.get("country")
+        for k, v in row.items():  # pass through what the caller attached (type, model, ...)
+            if k not in out and k not in ("mention", "lang", "topic", "country") and v is not None:
+                out[k] = v
+        cand_out = []
+        for key, eid, stage, alias, lg, sub, valid in ranked[:MAX_CANDIDATES]:
+            cand_out.append({
+                "qid": ix.qids[eid],
+                "label": ix.label(eid, lang) or ix.label(eid, "en") or ix.label(eid, lg),
+                "match": rank.match_name(stage, alias), "lang": lg, "valid": valid,
+                "sitelinks": ix.sitelinks[eid], "score": rank.score(stage, alias, sub),
+            })
+        top = ranked[0] if ranked else None
+        if top is None or not top[6]:
+            out.update({"qid": None, "label": None, "label_en": None, "match": None,
+                        "lang_used": None, "status": "unresolved", "candidates": cand_out,
+                        "evidence": [], "granularity": None, "granularity_score": None,
+                        "country": [], "description": None})
+            return out
+        _, eid, stage, alias, lg, sub, valid = top
+        tied = [r for r in ranked if r[0][:-1] == top[0][:-1]]
+        status = "ambiguous" if len(tied) > 1 else "resolved"
+        gran, gscore = self._granularity(eid, topic)
+        evidence = self._evidence_path(eid, ix.topic(topic)) if topic else []
+        out.update({
+            "qid": ix.qids[eid],
+            "label": ix.label(eid, lang),
+            "label_en": ix.label(eid, "en"),
+            "match": rank.match_name(stage, alias),
+            "lang_used": lg,
+            "status": status,
+            "candidates": cand_out,
+            "evidence": evidence,
+            "granularity": gran,
+            "granularity_score": gscore,
+            "country": self._country(eid),
+            "description": ix.description(eid, lang),
+        })
+        if status == "ambiguous":
+            out["tied"] = [ix.qids[r[1]] for r in tied]
+        return out
+
+
+def qid_iri(qid: str) -> str:
+    return vocab.WD + qid

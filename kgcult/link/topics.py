@@ -1,0 +1,70 @@
+"""Topic roots (``ontology/topics.ttl``): which classes make a candidate valid for a topic,
+and the granularity scale (MakiEval App. B.2) per topic."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from .. import paths, vocab
+from ..errors import KgcultError
+
+
+@dataclass
+class Kind:
+    order: int
+    root: str            # QID
+    item_name: str
+    category_name: str
+    score: int | None = None  # fixed score (e.g. a genre is always a category)
+
+
+@dataclass
+class Topic:
+    name: str
+    roots: list[str]                 # QIDs
+    via: list[str] = field(default_factory=list)   # property IDs (P131, ...)
+    kinds: list[Kind] = field(default_factory=list)
+
+
+def load_topics(path: str | Path | None = None) -> list[Topic]:
+    path = Path(path) if path else paths.ontology("topics.ttl")
+    try:
+        quads = list(ox.parse(path=str(path), format=ox.RdfFormat.TURTLE))
+    except (SyntaxError, OSError) as e:
+        raise KgcultError(f"{path}: cannot read the topic roots: {e}") from None
+    k = vocab.KGC
+    props: dict = {}
+    for q in quads:
+        props.setdefault(q.subject, {}).setdefault(q.predicate.value, []).append(q.object)
+    topics = []
+    for subj, p in props.items():
+        if not any(o.value == k + "Topic" for o in p.get(vocab.RDF + "type", [])):
+            continue
+        if k + "name" not in p:
+            raise KgcultError(f"{path}: topic {subj} lacks kgc:name")
+        kinds = []
+        for node in p.get(k + "kind", []):
+            kp = props.get(node, {})
+            try:
+                kinds.append(Kind(
+                    order=int(kp[k + "order"][0].value),
+                    root=vocab.qid_of(kp[k + "kindRoot"][0].value),
+                    item_name=kp[k + "itemName"][0].value,
+                    category_name=kp[k + "categoryName"][0].value,
+                    score=int(kp[k + "score"][0].value) if k + "score" in kp else None,
+                ))
+            except (KeyError, ValueError) as e:
+                raise KgcultError(f"{path}: a kgc:kind of {subj} is incomplete ({e})") from None
+        kinds.sort(key=lambda x: x.order)
+        topics.append(Topic(
+            name=p[k + "name"][0].value,
+            roots=sorted(vocab.qid_of(o.value) for o in p.get(k + "root", [])),
+            via=sorted(o.value.rsplit("/", 1)[-1] for o in p.get(k + "viaProperty", [])),
+            kinds=kinds,
+        ))
+    topics.sort(key=lambda t: t.name)
+    if not topics:
+        raise KgcultError(f"{path}: no kgc:Topic found")
+    return topics
