@@ -250,7 +250,9 @@ def stats(obj: Context, fmt):
 # -- commands of the other modules (each module adds its commands to `main`) -----------
 # [register: mirror]
 # [register: views]
-# [register: link]
+from .cli_link import link_group, makieval_group  # noqa: E402
+main.add_command(link_group)
+main.add_command(makieval_group)
 from .cli_probe import probe_group, spectral_cmd  # noqa: E402
 main.add_command(probe_group)
 main.add_command(spectral_cmd)
