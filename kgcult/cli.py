@@ -248,8 +248,13 @@ def stats(obj: Context, fmt):
 
 
 # -- commands of the other modules (each module adds its commands to `main`) -----------
-# [register: mirror]
-# [register: views]
+from .cli_mirror import ingest_command, mirror_command  # noqa: E402
+main.add_command(mirror_command)
+main.add_command(ingest_command)
+from .cli_views import build_command, views_command  # noqa: E402
+
+main.add_command(views_command)
+main.add_command(build_command)
 from .cli_link import link_group, makieval_group  # noqa: E402
 main.add_command(link_group)
 main.add_command(makieval_group)
@@ -259,7 +264,9 @@ main.add_command(spectral_cmd)
 from .cli_serve import serve as _serve_command  # noqa: E402
 
 main.add_command(_serve_command)
-# [register: synth]
+from .cli_synth import synth_cmd, taxonomy_cmd  # noqa: E402
+main.add_command(taxonomy_cmd)
+main.add_command(synth_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover
