@@ -264,7 +264,9 @@ main.add_command(spectral_cmd)
 from .cli_serve import serve as _serve_command  # noqa: E402
 
 main.add_command(_serve_command)
-# [register: synth]
+from .cli_synth import synth_cmd, taxonomy_cmd  # noqa: E402
+main.add_command(taxonomy_cmd)
+main.add_command(synth_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover
