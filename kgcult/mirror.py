@@ -236,12 +236,30 @@ class SparqlClient:
                 raise RetryableError(f"expected {accept}, got {ctype or 'no content type'}")
             if fmt == ox.RdfFormat.N_TRIPLES and body and not body.endswith(b"\n"):
                 raise RetryableError("truncated N-Triples (no final newline)")
+            if fmt == ox.RdfFormat.RDF_XML and not rdfxml_complete(body):
+                # Oxigraph's RDF/XML parser accepts a document cut short; the root must close
+                raise RetryableError("truncated RDF/XML (the rdf:RDF root element is not closed)")
             try:
                 return [q.triple for q in ox.parse(body, format=fmt)]
             except (SyntaxError, ValueError) as e:
                 raise RetryableError(f"unparseable {self.config.construct_format} body: {str(e)[:200]}") from None
 
         return self.request(query, accept, parse, what)
+
+
+_RDF_ROOT = re.compile(rb"<((?:[A-Za-z_][\w.-]*:)?RDF)(?=[\s/>])")
+
+
+def rdfxml_complete(body: bytes) -> bool:
+    """True when an RDF/XML document ends with the end of its rdf:RDF root element."""
+    m = _RDF_ROOT.search(body)
+    if not m:
+        return False
+    tail = body.rstrip()
+    if tail.endswith(b"</" + m.group(1) + b">"):
+        return True
+    # an empty graph: <rdf:RDF .../> as the last tag
+    return tail.endswith(b"/>") and b"<" not in tail[m.end():]
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -656,6 +674,24 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
     rep.queries, rep.resumed_queries = backend.queries, backend.resumed
     rep.retries = client.retries - retries_before
     keys = sorted(set(backend.keys))
+    if not _recorded(store, run["run_id"]):  # killed after recording, before cp.finish?
+        _record(store, spec, config, run, rep, keys, backend, fp)
+    store.mark_closure_stale()
+    store.flush()
+    cp.finish(spec.name)
+    rep.seconds = time.perf_counter() - t0
+    log(f"{spec.name}: {rep.triples} triples in {spec.graph} ({rep.queries} queries, "
+        f"{rep.resumed_queries} resumed from the checkpoint, {rep.retries} retries, {rep.seconds:.1f} s)")
+    return rep
+
+
+def _recorded(store, run_id: str) -> bool:
+    for _ in store.ox.quads_for_pattern(None, vocab.kgc("runId"), Literal(run_id), _META):
+        return True
+    return False
+
+
+def _record(store, spec, config, run, rep, keys, backend, fp) -> None:
     store.record_activity(
         kind="mirror", source=config.endpoint, sha256=sha("\n".join(keys)), graph=spec.graph,
         triples=rep.triples,
@@ -666,13 +702,6 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
             "runId": run["run_id"],
         },
     )
-    store.mark_closure_stale()
-    store.flush()
-    cp.finish(spec.name)
-    rep.seconds = time.perf_counter() - t0
-    log(f"{spec.name}: {rep.triples} triples in {spec.graph} ({rep.queries} queries, "
-        f"{rep.resumed_queries} resumed from the checkpoint, {rep.retries} retries, {rep.seconds:.1f} s)")
-    return rep
 
 
 def _swap(store, spec: SubgraphSpec, run_id: str) -> None:
