@@ -609,6 +609,7 @@ def render_card(card: dict, lang: str) -> str:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stalls
     server_version = f"kgcult/{__version__}"
     app: SparqlApp  # set on the subclass made per server
 

@@ -1,0 +1,282 @@
+"""Bounded load test of `kgcult serve` on loopback, side by side with `oxigraph serve-read-only`
+(the Rust server of the same Oxigraph version, union default graph) as the baseline.
+
+Each server gets the same workload: N concurrent clients (default 50) for S seconds
+(default 20), each on its own keep-alive connection, sending a seeded random mix of cheap
+and expensive SPARQL queries over the same store; plus one client that sends a
+deliberately too-expensive query every 4 s, which the server's timeout (1 s) must cut
+(504 from kgcult serve). Records throughput, p50/p99 latency per query class, and every
+failed request. Stops by itself; both servers are stopped at the end.
+
+    .venv/bin/python bench/serve.py [--store PATH] [--clients 50] [--seconds 20]
+
+Store: --store, else $KGCULT_BENCH_STORE, else /tmp/kgcult-standin-store (the stand-in,
+1.13 M triples with closures) when present, else a store built from the seed in
+$KGCULT_BENCH_DIR. Results: bench/results/serve.json and serve.md.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import http.client
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import ROOT, WORK, save  # noqa: E402
+
+from kgcult import vocab  # noqa: E402
+from kgcult.sparqlutil import bind_values  # noqa: E402
+
+TIMEOUT_S = 1
+SLOW_EVERY_S = 4.0
+
+# (class, weight, query template); ?x is bound per request to a random dish
+MIX = [
+    ("label", 40, "SELECT ?l WHERE { ?x rdfs:label ?l }"),
+    ("ask", 10, "ASK { ?x kgc:typedAs wd:Q746549 }"),
+    ("dish-card", 20, """SELECT ?property ?value WHERE { ?x ?property ?value .
+        FILTER(?property IN (rdfs:label, schema:description, wdt:P31, wdt:P279, wdt:P495, wdt:P527))
+        FILTER(!isLiteral(?value) || LANG(?value) IN ("en", "ja", "")) }"""),
+    ("ancestors", 15, """SELECT ?y ?l WHERE { ?x kgc:typedAs ?y OPTIONAL { ?y rdfs:label ?l FILTER(LANG(?l) = "en") } }"""),
+    ("dishes-per-country", 5, """SELECT ?country (COUNT(DISTINCT ?dish) AS ?dishes) WHERE {
+        ?dish kgc:typedAs wd:Q746549 ; wdt:P495 ?country } GROUP BY ?country ORDER BY DESC(?dishes) LIMIT 50"""),
+    ("origin-join", 10, """SELECT ?other ?l WHERE { ?x wdt:P495 ?c . ?other wdt:P495 ?c ; kgc:typedAs wd:Q746549 .
+        OPTIONAL { ?other rdfs:label ?l FILTER(LANG(?l) = "en") } } LIMIT 200"""),
+]
+SLOW = ("deliberate-timeout", "SELECT (COUNT(*) AS ?n) WHERE { ?a kgc:typedAs ?b . ?c wdt:P495 ?b }")
+PREFIXES = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in vocab.PREFIXES.items())
+
+
+def pick_store(arg: str | None) -> Path:
+    if arg:
+        return Path(arg)
+    if os.environ.get("KGCULT_BENCH_STORE"):
+        return Path(os.environ["KGCULT_BENCH_STORE"])
+    if Path("/tmp/kgcult-standin-store").exists():
+        return Path("/tmp/kgcult-standin-store")
+    from kgcult import hierarchy
+    from kgcult.store import Store
+
+    path = WORK / "serve-seed-store"
+    if not path.exists():
+        s = Store(path)
+        s.load(sorted(glob.glob(str(ROOT / "dumps" / "seed" / "source" / "*.ttl"))))
+        hierarchy.build(s)
+        s.close()
+    return path
+
+
+def dishes(store_path: Path, n: int = 400) -> list[str]:
+    from kgcult.store import Store
+
+    with Store(store_path, read_only=True) as s:
+        rows = s.select("SELECT DISTINCT ?d WHERE { ?d kgc:typedAs wd:Q746549 ; wdt:P495 ?c } ORDER BY ?d LIMIT %d" % n)
+        count = s.triple_count()
+    return [r["d"].value for r in rows], count
+
+
+def wait_up(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            q = urllib.parse.urlencode({"query": "ASK {}"})
+            urllib.request.urlopen(f"{url}?{q}", timeout=2).read()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"{url} did not come up in {seconds} s")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_kgcult(store: Path, port: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kgcult.cli", "--store", str(store), "serve", "--port", str(port), "--quiet",
+         "--timeout", str(TIMEOUT_S), "--workers", "4", "--queue", "256"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def start_oxigraph(store: Path, port: int) -> subprocess.Popen:
+    exe = Path(sys.executable).with_name("oxigraph")
+    return subprocess.Popen(
+        [str(exe), "serve-read-only", "--location", str(store), "--bind", f"127.0.0.1:{port}",
+         "--union-default-graph", "--timeout-s", str(TIMEOUT_S)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def client(port: int, path: str, end: float, seed: int, entities: list[str], out: list, slow: bool = False) -> None:
+    rng = random.Random(seed)
+    classes = [m[0] for m in MIX]
+    weights = [m[1] for m in MIX]
+    templates = {m[0]: m[2] for m in MIX}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    next_slow = time.monotonic() + 1.0
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        if slow:
+            if now < next_slow:
+                time.sleep(min(next_slow - now, end - now))
+                continue
+            next_slow += SLOW_EVERY_S
+            cls, query = SLOW
+        else:
+            cls = rng.choices(classes, weights)[0]
+            query = bind_values(templates[cls], {"x": __import__("pyoxigraph").NamedNode(rng.choice(entities))}) \
+                if "?x" in templates[cls] else templates[cls]
+        body = urllib.parse.urlencode({"query": PREFIXES + query})
+        t0 = time.perf_counter()
+        try:
+            conn.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded",
+                                               "Accept": "application/sparql-results+json"})
+            resp = conn.getresponse()
+            data = resp.read()
+            status = resp.status
+            if status == 200:
+                json.loads(data)  # a complete, well-formed answer
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            status = f"error: {type(e).__name__}: {e}"
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        out.append((cls, status, time.perf_counter() - t0))
+    conn.close()
+
+
+def load(port: int, path: str, clients: int, seconds: float, entities: list[str]) -> dict:
+    results: list = []
+    end = time.monotonic() + seconds
+    threads = [threading.Thread(target=client, args=(port, path, end, 1000 + i, entities, results))
+               for i in range(clients - 1)]
+    threads.append(threading.Thread(target=client, args=(port, path, end, 7, entities, results, True)))
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 120)
+    wall = time.perf_counter() - t0
+    return summarize(results, wall)
+
+
+def pct(xs: list[float], p: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def summarize(results: list, wall: float) -> dict:
+    ok = [r for r in results if r[1] == 200]
+    deliberate = [r for r in results if r[0] == SLOW[0]]
+    failed = [r for r in results if r[1] != 200 and r[0] != SLOW[0]]
+    per_class = {}
+    for cls in [m[0] for m in MIX] + [SLOW[0]]:
+        lat = [r[2] for r in results if r[0] == cls and (r[1] == 200 or cls == SLOW[0])]
+        statuses: dict = {}
+        for r in results:
+            if r[0] == cls:
+                statuses[str(r[1])] = statuses.get(str(r[1]), 0) + 1
+        per_class[cls] = {"requests": sum(statuses.values()), "statuses": statuses,
+                          "p50_ms": round(pct(lat, 50) * 1000, 1), "p99_ms": round(pct(lat, 99) * 1000, 1)}
+    lat_ok = [r[2] for r in ok]
+    return {
+        "wall_s": round(wall, 2), "requests": len(results), "ok": len(ok),
+        "throughput_rps": round(len(ok) / wall, 1),
+        "p50_ms": round(pct(lat_ok, 50) * 1000, 1), "p99_ms": round(pct(lat_ok, 99) * 1000, 1),
+        "mean_ms": round(statistics.fmean(lat_ok) * 1000, 1) if lat_ok else None,
+        "deliberate_timeouts": {str(k): v for k, v in per_class[SLOW[0]]["statuses"].items()},
+        "deliberate": len(deliberate),
+        "failed": len(failed), "failed_examples": [list(map(str, f)) for f in failed[:10]],
+        "per_class": per_class,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--store")
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--no-baseline", action="store_true", help="skip the oxigraph serve run")
+    args = ap.parse_args()
+    store = pick_store(args.store)
+    entities, triples = dishes(store)
+    if not entities:
+        raise SystemExit(f"{store}: no dishes (kgc:typedAs wd:Q746549): run `kgcult closure` on it")
+    runs = {}
+    servers = [("kgcult serve", start_kgcult, "/query")]
+    if not args.no_baseline:
+        servers.append(("oxigraph serve-read-only", start_oxigraph, "/query"))
+    for name, start, path in servers:
+        port = free_port()
+        proc = start(store, port)
+        try:
+            wait_up(f"http://127.0.0.1:{port}{path}", proc)
+            print(f"{name}: {args.clients} clients for {args.seconds:g} s ...", file=sys.stderr)
+            runs[name] = load(port, path, args.clients, args.seconds, entities)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        r = runs[name]
+        print(f"  {r['ok']} ok in {r['wall_s']} s: {r['throughput_rps']} req/s, p50 {r['p50_ms']} ms, "
+              f"p99 {r['p99_ms']} ms, failed {r['failed']}, deliberate {r['deliberate_timeouts']}", file=sys.stderr)
+    k = runs["kgcult serve"]
+    ok_target = k["failed"] == 0 and k["deliberate"] > 0 and all(s != "200" for s in k["deliberate_timeouts"])
+    lines = [
+        "### `kgcult serve` under load (loopback)",
+        "",
+        f"Store {store} ({triples:,} triples with closures); {args.clients} concurrent keep-alive clients "
+        f"for {args.seconds:g} s: {args.clients - 1} send a seeded mix of cheap and expensive SPARQL queries "
+        f"(weights: {', '.join(f'{c} {w}' for c, w, _ in MIX)}), one sends a deliberately too-expensive query "
+        f"every {SLOW_EVERY_S:g} s; server timeout {TIMEOUT_S} s, 4 query workers. Baseline: Oxigraph's own Rust "
+        "server (`oxigraph serve-read-only --union-default-graph`, same version, same store, same workload). "
+        "Clients run in one Python process on the same 2 shared cores, so absolute figures are a floor.",
+        "",
+        "| server | requests ok | throughput, req/s | p50, ms | p99, ms | failed | deliberate timeouts (status: count) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, r in runs.items():
+        lines.append(f"| {name} | {r['ok']} | {r['throughput_rps']} | {r['p50_ms']} | {r['p99_ms']} | {r['failed']} | "
+                     f"{', '.join(f'{s}: {n}' for s, n in r['deliberate_timeouts'].items())} |")
+    lines += ["", "Per query class, `kgcult serve` (p50 / p99 ms of successful requests):", "",
+              "| class | requests | p50 | p99 |", "|---|---|---|---|"]
+    for cls, c in k["per_class"].items():
+        lines.append(f"| {cls} | {c['requests']} | {c['p50_ms']} | {c['p99_ms']} |")
+    if "oxigraph serve-read-only" in runs:
+        o = runs["oxigraph serve-read-only"]
+        ratio = k["throughput_rps"] / o["throughput_rps"] if o["throughput_rps"] else float("nan")
+        lines += ["", f"Throughput ratio kgcult serve / oxigraph serve: **{ratio:.2f}x**; "
+                      f"p99 ratio {k['p99_ms'] / o['p99_ms']:.2f}x." if o["p99_ms"] else ""]
+    lines += ["", f"Target (no failed requests other than the deliberate timeouts, which are cut with 504): "
+                  f"**{'met' if ok_target else 'NOT met'}**."]
+    if k["failed"]:
+        lines.append(f"Failures: {k['failed_examples']}")
+    save("serve", {"store": str(store), "triples": triples, "clients": args.clients, "seconds": args.seconds,
+                   "timeout_s": TIMEOUT_S, "mix": {c: w for c, w, _ in MIX}, "runs": runs, "target_met": ok_target},
+         "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
