@@ -799,8 +799,10 @@ def score_answers(store, questions: list[dict], answers: list[dict], linker=None
     """Link each free-text answer (the whole answer, then its comma/and-separated parts) and
     compare with the question's gold QIDs:
 
-    * exact: a span resolves to a gold QID through a label;
-    * alias: a span resolves to a gold QID otherwise (an alias, another language, ...);
+    * exact: a span resolves to a gold QID and is one of its labels (any language; case,
+      width and punctuation ignored);
+    * alias: a span resolves to a gold QID otherwise (an alias, a fuzzy or token match the
+      linker accepted);
     * ancestor: a span resolves to an ancestor of a gold QID in the closure graphs
       (kgc:broader (P31|P279|P361)+, kgc:locatedIn P131+), e.g. "noodle soup" for a ramen;
     * miss: none of these. Unanswered questions count as misses.
@@ -814,13 +816,14 @@ def score_answers(store, questions: list[dict], answers: list[dict], linker=None
     if linker is None:
         linker = _open_linker(store)
     results = {}
+    cache = GraphCache(store)
     for rec in answers:
         qid = rec.get("id")
         if qid not in by_id:
             raise KgcultError(f"{answers_path}:{rec.get('_line', '?')}: id {qid!r} is not in the questions file")
         text = _answer_text(rec, answers_path, rec.get("_line", "?"))
         q = by_id[qid]
-        results[qid] = _classify(store, linker, q, text)
+        results[qid] = _classify(store, linker, q, text, cache)
     per = {}
     for qid, q in by_id.items():
         r = results.get(qid, {"class": "miss", "linked": [], "answered": False})
@@ -836,22 +839,27 @@ def score_answers(store, questions: list[dict], answers: list[dict], linker=None
     return report
 
 
-def _classify(store, linker, q: dict, text: str) -> dict:
+def _surface_key(s: str) -> str:
+    return re.sub(r"[\s\W_]+", " ", normalize_text(s)).strip()
+
+
+def _classify(store, linker, q: dict, text: str, cache: GraphCache) -> dict:
     gold = set(q["gold_qids"])
+    cache.fetch_names(_iri(g) for g in gold)
     linked = []
     best = "miss"
     for span in _spans(text):
         res = linker.link(span, lang=q.get("lang", "en"))
         cands = []
         if res.get("qid"):
-            cands.append((res["qid"], res.get("match") or ""))
-        for t in res.get("tied") or []:
-            if t != res.get("qid"):
-                cands.append((t, res.get("match") or ""))
-        for c, match in cands:
-            linked.append({"span": span, "qid": c, "match": match, "status": res.get("status")})
+            cands.append(res["qid"])
+        cands += [t for t in (res.get("tied") or []) if t != res.get("qid")]
+        for c in cands:
+            linked.append({"span": span, "qid": c, "match": res.get("match"), "status": res.get("status")})
             if c in gold:
-                cls = "exact" if match == "exact-label" else "alias"
+                key = _surface_key(span)
+                labels = {_surface_key(v) for v in cache.labels.get(_iri(c), {}).values()}
+                cls = "exact" if key in labels else "alias"
             elif _is_ancestor(store, c, gold):
                 cls = "ancestor"
             else:
