@@ -417,7 +417,7 @@ def crawl(spec: SubgraphSpec, backend: Backend, log=None) -> tuple[set[str], lis
         seen |= new
         frontier = sorted(new, key=id_sort_key)
     else:
-        if frontier and spec.member_properties and spec.member_depth:
+        if frontier and spec.member_properties and spec.member_depth > 1:
             warnings.append(f"{spec.name}: the member walk stopped at its depth bound {spec.member_depth} "
                             f"(the last level's {len(frontier)} entities were not expanded)")
     members = seen | backend.seeds(spec)
