@@ -60,8 +60,8 @@ def _sorted_nquads(store: Store, iri: str) -> list[bytes]:
 def export(store: Store, directory: str | os.PathLike) -> dict:
     """Write a snapshot of every non-derived graph to ``directory``; return the manifest."""
     out = Path(directory)
-    if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
-        raise SnapshotError(f"{out}: exists and is not a snapshot directory; refusing to write into it")
+    if (out / "graphs").exists() and not (out / MANIFEST).exists():
+        raise SnapshotError(f"{out}: has a graphs/ directory but no {MANIFEST}: not a snapshot; refusing to write into it")
     (out / "graphs").mkdir(parents=True, exist_ok=True)
     graphs = []
     counts = store.graph_counts()

@@ -294,7 +294,7 @@ class Store:
     def _record_loads(self, reports: list[LoadReport], kind: str) -> None:
         for r in reports:
             self.record_activity(
-                kind=kind, source=os.path.abspath(r.path), sha256=r.sha256,
+                kind=kind, source=_display_path(r.path), sha256=r.sha256,
                 graph=r.graph, triples=r.triples,
             )
         if reports:
@@ -417,6 +417,13 @@ class QuerySyntaxError(KgcultError):
             f"SPARQL syntax error at line {line}, column {col}: {detail}\n  {src}\n  {caret}",
             line, col, query,
         )
+
+
+def _display_path(path: str) -> str:
+    """A path relative to the working directory when under it, else absolute."""
+    full = os.path.abspath(path)
+    rel = os.path.relpath(full)
+    return full if rel.startswith("..") else rel
 
 
 def _stem(path: str) -> str:
