@@ -30,9 +30,11 @@ test:
 test-all:
 	$(PY) -m pytest -q -m "slow or not slow"
 
+# Each benchmark records bench/results/<name>.{json,md}; report.py assembles BENCHMARKS.md.
+BENCHES ?= load closure_query mirror views link probe serve
 bench:
-	$(PY) bench/load.py
-	$(PY) bench/closure_query.py
+	@for b in $(BENCHES); do echo "== bench/$$b.py"; (cd bench && ../$(PY) $$b.py) || exit 1; done
+	$(PY) bench/report.py
 
 # Rebuild the seed snapshot dumps/seed/ from its hand-written Turtle sources.
 seed:
