@@ -25,12 +25,15 @@ def _info(msg: str) -> None:
 @click.option("--max-rows", default=100_000, show_default=True, type=int,
               help="Most rows (SELECT) or triples (CONSTRUCT) in a response (507 beyond).")
 @click.option("--max-bytes", default=64 << 20, show_default=True, type=int, help="Most bytes in a response (507 beyond).")
-@click.option("--workers", default=4, show_default=True, type=int, help="Queries evaluated at once.")
+@click.option("--workers", default=8, show_default=True, type=int, help="Queries evaluated at once.")
 @click.option("--queue", default=64, show_default=True, type=int, help="Queries waiting for a worker (503 beyond).")
+@click.option("--queue-timeout", type=float, default=None,
+              help="Seconds a query may wait for a worker before 503 (default: --timeout).")
 @click.option("--cors", is_flag=True, help="Allow cross-origin requests (Access-Control-Allow-Origin: *).")
 @click.option("--quiet", is_flag=True, help="No access log on stderr.")
 @click.pass_obj
-def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, workers, queue, cors, quiet):
+def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, workers, queue, queue_timeout, cors,
+          quiet):
     """SPARQL 1.1 endpoint over the store, with a query page at /.
 
     Queries (GET/POST) at /query see the union of all graphs; updates at /update only with
@@ -45,7 +48,8 @@ def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, worker
            http://127.0.0.1:7878/query
     """
     cfg = serve_mod.ServeConfig(bind=bind, port=port, writable=writable, token=token or None, timeout=timeout,
-                                max_rows=max_rows, max_bytes=max_bytes, workers=workers, queue=queue, cors=cors,
+                                max_rows=max_rows, max_bytes=max_bytes, workers=workers, queue=queue,
+                                queue_timeout=queue_timeout, cors=cors,
                                 log=None if quiet else _info)
     serve_mod.check_config(cfg)  # refuse unsafe settings before opening the store
     store = serve_mod.open_for_serving(obj.location, writable)

@@ -159,8 +159,9 @@ class ServeConfig:
     timeout: float = 30.0          # seconds per query (and per entity page)
     max_rows: int = 100_000        # rows of a SELECT, triples of a CONSTRUCT
     max_bytes: int = 64 << 20      # serialized response size
-    workers: int = 4               # query worker threads
+    workers: int = 8               # query worker threads (Oxigraph evaluates without the GIL)
     queue: int = 64                # queries waiting for a worker before 503
+    queue_timeout: float | None = None  # seconds a query may wait for a worker (default: timeout)
     max_request_bytes: int = 1 << 20
     cors: bool = False
     log: object = None             # callable(str) for the access log, or None
@@ -198,6 +199,8 @@ def check_config(cfg: ServeConfig) -> ServeConfig:
             )
         cfg.token = secrets.token_urlsafe(24)
         cfg.generated_token = True
+    if cfg.queue_timeout is not None and cfg.queue_timeout < 0:
+        raise KgcultError("--queue-timeout must be 0 or more")
     for name in ("timeout", "max_rows", "max_bytes", "workers"):
         if getattr(cfg, name) <= 0:
             raise KgcultError(f"--{name.replace('_', '-')} must be positive")
@@ -375,26 +378,46 @@ class SparqlApp:
 
     # run a job in the pool with a deadline
     def run(self, job, *args):
+        """Run ``job(*args, deadline, cancel)`` in the pool. The timeout counts from the
+        moment a worker starts it; waiting for a worker is bounded by ``queue_timeout``
+        (503 past it, and the job is dropped before it starts)."""
         if not self.slots.acquire(blocking=False):
             self.count("busy")
             raise HttpError(503, "the server is busy: all query workers and the queue are taken; retry later",
                             {"Retry-After": "1"})
-        deadline = time.monotonic() + self.cfg.timeout
-        cancel = threading.Event()
+        cancel, started = threading.Event(), threading.Event()
+        box: dict = {}
+
+        def start():
+            if cancel.is_set():  # given up while it waited for a worker
+                return HttpError(503, "gave up waiting for a query worker")
+            box["deadline"] = time.monotonic() + self.cfg.timeout
+            started.set()
+            return _contained(job, *args, box["deadline"], cancel)
+
         try:
-            fut = self.pool.submit(_contained, job, *args, deadline, cancel)
+            fut = self.pool.submit(start)
         except RuntimeError:  # pool shut down
             self.slots.release()
             raise HttpError(503, "the server is shutting down")
         fut.add_done_callback(lambda _f: self.slots.release())
-        try:
-            out = fut.result(timeout=max(deadline - time.monotonic(), 0))
-        except FutureTimeout:
+        queue_timeout = self.cfg.queue_timeout if self.cfg.queue_timeout is not None else self.cfg.timeout
+        if not started.wait(queue_timeout):
             cancel.set()
             fut.cancel()
+            if not started.is_set():
+                self.count("busy")
+                raise HttpError(503, f"no query worker became free within {queue_timeout:g} s; retry later "
+                                     "(kgcult serve --workers / --queue-timeout)", {"Retry-After": "1"})
+        try:
+            out = fut.result(timeout=max(box["deadline"] - time.monotonic(), 0))
+        except FutureTimeout:
+            cancel.set()
             self.count("timeouts")
             raise HttpError(504, f"query timed out after {self.cfg.timeout:g} s (kgcult serve --timeout)")
         if isinstance(out, HttpError):
+            if out.status == 504:
+                self.count("timeouts")
             raise out
         return out
 
@@ -457,7 +480,7 @@ class SparqlApp:
                         raise HttpError(507, f"the result has more than {limit} rows; add a LIMIT "
                                              "(or raise kgcult serve --max-rows)",
                                         {"X-Kgcult-Limit": f"rows={limit}"})
-                    if i % 256 == 0 and (cancel.is_set() or time.monotonic() > deadline):
+                    if i % 16 == 0 and (cancel.is_set() or time.monotonic() > deadline):
                         raise HttpError(504, f"query timed out after {self.cfg.timeout:g} s (kgcult serve --timeout)")
                     items.append(item)
             except (OSError, ValueError) as e:

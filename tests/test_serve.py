@@ -353,6 +353,30 @@ def test_busy_pool_answers_503(store_path):
     st.close()
 
 
+def test_queue_timeout_drops_a_waiting_query(store_path):
+    st = Store(store_path, read_only=True)
+    app = serve.SparqlApp(st, serve.check_config(serve.ServeConfig(workers=1, queue=4, timeout=30, queue_timeout=0.2)))
+    gate, started, ran = threading.Event(), threading.Event(), []
+
+    def blocker(deadline, cancel):
+        started.set()
+        gate.wait(10)
+        return "done"
+
+    t = threading.Thread(target=lambda: app.run(blocker))
+    t.start()
+    assert started.wait(10)
+    with pytest.raises(serve.HttpError) as e:
+        app.run(lambda d, c: ran.append(1))
+    assert e.value.status == 503 and "no query worker became free" in e.value.message
+    gate.set()
+    t.join(10)
+    assert app.run(lambda d, c: "next") == "next"
+    assert ran == []  # the dropped query never ran
+    app.close()
+    st.close()
+
+
 def test_request_body_limit(make_server):
     srv = make_server(serve.ServeConfig(port=0, max_request_bytes=1000))
     status, _, _ = http(srv.url + "/query", b"SELECT * WHERE {}" + b" " * 2000, {"Content-Type": "application/sparql-query"})
