@@ -97,3 +97,181 @@ def test_chromium_driver_is_installed_too():
         pytest.skip("chromedriver not installed (Debian package chromium-driver)")
     out = subprocess.run(["chromedriver", "--version"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and "ChromeDriver" in out.stdout
+
+
+# -- driving the page through the DevTools protocol: click an example, type a query ------------
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol client over a stdlib WebSocket (RFC 6455)."""
+
+    def __init__(self, ws_url: str):
+        import base64
+        import os
+        import socket
+        from urllib.parse import urlsplit
+
+        u = urlsplit(ws_url)
+        self.sock = socket.create_connection((u.hostname, u.port), timeout=30)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET {u.path} HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nUpgrade: websocket\r\n"
+                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise RuntimeError("DevTools closed the connection during the handshake")
+            head += chunk
+        assert b" 101 " in head.split(b"\r\n")[0], head[:200]
+        self.buf = head.split(b"\r\n\r\n", 1)[1]
+        self.next_id = 0
+
+    def _recv_exact(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise RuntimeError("DevTools connection closed")
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _send(self, text: str) -> None:
+        import os
+        import struct
+
+        data = text.encode()
+        head = bytes([0x81])
+        n = len(data)
+        if n < 126:
+            head += bytes([0x80 | n])
+        elif n < 1 << 16:
+            head += bytes([0x80 | 126]) + struct.pack(">H", n)
+        else:
+            head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+        mask = os.urandom(4)
+        self.sock.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def _recv(self) -> str:
+        import struct
+
+        parts = []
+        while True:
+            b0, b1 = self._recv_exact(2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = struct.unpack(">H", self._recv_exact(2))[0]
+            elif n == 127:
+                n = struct.unpack(">Q", self._recv_exact(8))[0]
+            payload = self._recv_exact(n)
+            if b0 & 0x0F in (0x9, 0xA):  # ping/pong: ignore
+                continue
+            parts.append(payload)
+            if b0 & 0x80:
+                return b"".join(parts).decode()
+
+    def call(self, method: str, **params):
+        import json as _json
+
+        self.next_id += 1
+        my = self.next_id
+        self._send(_json.dumps({"id": my, "method": method, "params": params}))
+        while True:
+            msg = _json.loads(self._recv())
+            if msg.get("id") == my:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+
+    def eval(self, expr: str):
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError(f"{expr}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def wait_for(self, expr: str, seconds: float = 30):
+        import time as _time
+
+        end = _time.time() + seconds
+        while _time.time() < end:
+            v = self.eval(expr)
+            if v:
+                return v
+            _time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {expr}")
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def devtools(tmp_path):
+    import json as _json
+    import time as _time
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
+         f"--user-data-dir={tmp_path / 'cdp-profile'}", "--remote-debugging-port=0", "--window-size=1280,900",
+         "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        end = _time.time() + 60
+        while port is None and _time.time() < end:
+            line = proc.stderr.readline()
+            if not line and proc.poll() is not None:
+                raise RuntimeError("chromium exited before DevTools listened")
+            m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+            if m:
+                port = int(m.group(1))
+        assert port, "chromium did not print its DevTools address"
+        targets = _json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
+        page = next(t for t in targets if t["type"] == "page")
+        dt = DevTools(page["webSocketDebuggerUrl"])
+        yield dt
+        dt.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.slow
+def test_click_an_example_and_type_a_query(server, devtools, tmp_path):
+    import base64
+
+    dt = devtools
+    dt.call("Page.enable")
+    dt.call("Page.navigate", url=server.url + "/")
+    dt.wait_for("document.querySelectorAll('#examples button').length === 4")
+    # click the example's button, as a user does
+    dt.eval("document.getElementById('example-dishes-per-country').click()")
+    dt.wait_for("document.body.dataset.state === 'done' && document.querySelectorAll('#result-table tr.row').length > 0")
+    rows = dt.eval("[...document.querySelectorAll('#result-table tr.row')].map(tr => [...tr.cells].map(td => td.innerText.trim()))")
+    assert sorted(map(tuple, rows)) == [("Italy Q38", "2"), ("Japan Q17", "2"), ("South Korea Q884", "2")]
+    assert "kgc:typedAs" in dt.eval("document.getElementById('query').value")
+    shot = tmp_path / "query-page-devtools.png"
+    shot.write_bytes(base64.b64decode(dt.call("Page.captureScreenshot", format="png")["data"]))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    print(f"screenshot: {shot}")
+
+    # type a query, ask for Korean labels, press the Run button
+    dt.eval("document.body.dataset.state = ''")
+    dt.eval("""document.getElementById('query').value =
+               'SELECT ?dish WHERE { ?dish wdt:P495 wd:Q884 } ORDER BY ?dish';
+               document.getElementById('lang').value = 'ko';
+               document.getElementById('run').click()""")
+    dt.wait_for("document.body.dataset.state === 'done'")
+    cells = dt.eval("[...document.querySelectorAll('#result-table tr.row td')].map(td => td.innerText.trim())")
+    assert cells == ["비빔밥 Q9100021", "김치찌개 Q9100022"]
+    # a syntax error is shown, not swallowed
+    dt.eval("document.getElementById('query').value = 'SELECT ?x WHERE { ?x }'; document.getElementById('run').click()")
+    msg = dt.wait_for("document.getElementById('message').className === 'error' && document.getElementById('message').innerText")
+    assert "HTTP 400" in msg and "syntax error" in msg.lower()
+    # an entity link leads to the entity page
+    dt.eval("document.getElementById('example-dishes-per-country').click()")
+    dt.wait_for("document.querySelectorAll('#result-table a.entity').length > 0")
+    dt.eval("document.querySelector('#result-table a.entity[href^=\"/entity/Q17\"]').click()")
+    dt.wait_for("location.pathname === '/entity/Q17' && document.readyState === 'complete'")
+    assert "Japan" in dt.eval("document.querySelector('h1').innerText")
