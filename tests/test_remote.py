@@ -34,9 +34,20 @@ def embedded(tmp_path_factory):
     return path
 
 
+def _copy(path: Path, name: str) -> Path:
+    """A copy of a store: the CLI opens its store read-write, and a store must not be
+    written while another process reads it (RocksDB), so the server gets its own copy."""
+    import shutil
+
+    target = path.parent / name
+    if not target.exists():
+        shutil.copytree(path, target)
+    return target
+
+
 @pytest.fixture(scope="module")
 def served(embedded):
-    st = Store(embedded, read_only=True)
+    st = Store(_copy(embedded, "served"), read_only=True)
     srv = serve.make_server(st, serve.ServeConfig(port=0)).start()
     yield srv
     srv.stop()
@@ -279,7 +290,7 @@ def seed_served(tmp_path_factory):
     hierarchy.build(s)
     snapshot.store_content_hash(s)
     s.close()
-    st = Store(path, read_only=True)
+    st = Store(_copy(path, "served"), read_only=True)
     srv = serve.make_server(st, serve.ServeConfig(port=0)).start()
     yield path, srv
     srv.stop()

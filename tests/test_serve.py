@@ -3,6 +3,7 @@ SPARQLWrapper, rdflib's SPARQLStore and plain urllib."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import urllib.error
 import urllib.parse
@@ -457,3 +458,66 @@ def test_parse_accept():
     assert serve.parse_accept("text/csv;q=0.5, application/json, */*;q=0.1") == ["application/json", "text/csv", "*/*"]
     assert serve.parse_accept("text/csv;q=0") == []
     assert serve.parse_accept(None) == []
+
+
+# -- the command itself, as a process ------------------------------------------------------
+
+def _start_cli(args, store_path):
+    import subprocess
+    import sys
+    import time
+
+    from .conftest import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kgcult.cli", "--store", str(store_path), "serve",
+                             "--port", str(port), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    end = time.time() + 60
+    while time.time() < end:
+        line = proc.stderr.readline()
+        if not line:
+            if proc.poll() is not None:
+                break
+            continue
+        lines.append(line)
+        if "press Ctrl+C" in line:
+            return proc, f"http://127.0.0.1:{port}", "".join(lines)
+    proc.kill()
+    raise AssertionError("kgcult serve did not start: " + "".join(lines) + (proc.stderr.read() or ""))
+
+
+def test_cli_serve_process_writable_with_generated_token(tmp_path):
+    import signal
+
+    path = build_store(tmp_path / "store")
+    proc, url, err = _start_cli(["--writable"], path)
+    try:
+        assert "writable" in err
+        token = re.search(r"Authorization: Bearer (\S+)", err).group(1)
+        body = INSERT.encode()
+        ctype = {"Content-Type": "application/sparql-update"}
+        assert http(url + "/update", body, ctype)[0] == 401
+        assert http(url + "/update", body, {**ctype, "Authorization": "Bearer " + token})[0] == 204
+        assert _count_example(url) == 1
+        assert http(url + "/")[0] == 200
+    finally:
+        proc.send_signal(signal.SIGINT)  # Ctrl+C stops it cleanly
+        assert proc.wait(20) == 0
+
+
+def test_cli_serve_warns_about_a_stale_closure_and_refuses_missing_store(tmp_path):
+    s = Store(tmp_path / "stale")
+    s.load([FOOD])  # no closure built
+    s.close()
+    proc, url, err = _start_cli(["--quiet"], tmp_path / "stale")
+    try:
+        assert "closure is stale" in err and "read-only" in err
+        assert json.loads(http(url + "/api/status")[2])["closure_stale"] is True
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    r = run_cli(["serve", "--port", "0"], tmp_path / "nothing-here")
+    assert r.exit_code == 1 and "no store at" in r.output
+    r = run_cli(["serve", "--port", "0"], "sparql+http://127.0.0.1:1/query")
+    assert r.exit_code == 1 and "embedded store" in r.output
