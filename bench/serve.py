@@ -156,7 +156,10 @@ def client(port: int, path: str, end: float, seed: int, entities: list[str], out
             data = resp.read()
             status = resp.status
             if status == 200:
-                json.loads(data)  # a complete, well-formed answer
+                try:
+                    json.loads(data)  # a complete, well-formed answer
+                except ValueError:
+                    status = "200 with a truncated body"
         except (OSError, http.client.HTTPException, ValueError) as e:
             status = f"error: {type(e).__name__}: {e}"
             conn.close()
@@ -234,7 +237,10 @@ def main() -> None:
         try:
             wait_up(f"http://127.0.0.1:{port}{path}", proc)
             print(f"{name}: {args.clients} clients for {args.seconds:g} s ...", file=sys.stderr)
+            load_before = os.getloadavg()[0]
             runs[name] = load(port, path, args.clients, args.seconds, entities)
+            runs[name]["loadavg_1min_before"] = round(load_before, 2)
+            runs[name]["loadavg_1min_after"] = round(os.getloadavg()[0], 2)
         finally:
             proc.terminate()
             try:
@@ -254,14 +260,16 @@ def main() -> None:
         f"(weights: {', '.join(f'{c} {w}' for c, w, _ in MIX)}), one sends a deliberately too-expensive query "
         f"every {SLOW_EVERY_S:g} s; server timeout {TIMEOUT_S} s, default settings otherwise (8 query workers). Baseline: Oxigraph's own Rust "
         "server (`oxigraph serve-read-only --union-default-graph`, same version, same store, same workload). "
-        "Clients run in one Python process on the same 2 shared cores, so absolute figures are a floor.",
+        "Clients run in one Python process on the same 2 cores, which other engineers' jobs share "
+        "(load average in the table), so absolute figures are a floor and the ratio is noisy.",
         "",
-        "| server | requests ok | throughput, req/s | p50, ms | p99, ms | failed | deliberate timeouts (status: count) |",
-        "|---|---|---|---|---|---|---|",
+        "| server | requests ok | throughput, req/s | p50, ms | p99, ms | failed | deliberate timeouts (status: count) | load avg before → after |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, r in runs.items():
         lines.append(f"| {name} | {r['ok']} | {r['throughput_rps']} | {r['p50_ms']} | {r['p99_ms']} | {r['failed']} | "
-                     f"{', '.join(f'{s}: {n}' for s, n in r['deliberate_timeouts'].items())} |")
+                     f"{', '.join(f'{s}: {n}' for s, n in r['deliberate_timeouts'].items())} | "
+                     f"{r['loadavg_1min_before']} → {r['loadavg_1min_after']} |")
     lines += ["", "Per query class, `kgcult serve` (p50 / p99 ms of successful requests):", "",
               "| class | requests | p50 | p99 |", "|---|---|---|---|"]
     for cls, c in k["per_class"].items():
