@@ -31,10 +31,8 @@ def _rows(obj, dataset_files, view: str, langs: list[str]):
         for f in dataset_files:
             rows.extend(ds.read_jsonl(f))
         return rows, {"dataset": [{"path": str(f), "sha256": _file_sha(f)} for f in dataset_files]}
-    store = obj.store(read_only=True)
-    rows = []
-    for lang in dict.fromkeys(langs):
-        rows.extend(ds.from_store(store, view, {"lang": lang}))
+    store = obj.store()
+    rows = ds.from_store(store, view, {"languages": ",".join(dict.fromkeys(langs))})
     src = {"view": view, "store": str(obj.location)}
     try:
         from .snapshot import store_content_hash
@@ -126,9 +124,10 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, s
 @click.option("--lang", default="en", show_default=True, help="Template language (en, ar, ko, es).")
 @click.option("--templates", "templates_path", type=click.Path(dir_okay=False, exists=True),
               help="Template file (default queries/templates/dlama.jsonl).")
+@click.option("--predicate", "predicates", multiple=True, help="Only these predicates (repeatable, e.g. P17).")
 @click.pass_obj
 def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, span, limit, out_dir,
-                    overwrite, progress, plot, dataset_files, lang, templates_path):
+                    overwrite, progress, plot, dataset_files, lang, templates_path, predicates):
     """Rank every object of a predicate for each triple; P@1, object entropy and most
     common predictions per culture and predicate.
 
@@ -143,7 +142,8 @@ def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, sp
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
     stats = probe.probe_dlama(loaded, rows, lang=lang, out_dir=out_dir, templates_path=templates_path,
                               scoring=scoring, batch_size=batch_size, span=span, limit=limit,
-                              progress=progress, overwrite=overwrite, source=src)
+                              progress=progress, overwrite=overwrite, source=src,
+                              predicates=predicates or None, log=_info)
     _info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there")
     report.dlama_report(out_dir, plot=plot)
     click.echo((Path(out_dir) / "results.md").read_text(encoding="utf-8"), nl=False)
@@ -200,10 +200,9 @@ def spectral_cmd(obj, items_file, models_, kind, ground_truth, domains, template
     if items_file:
         rows = spectral.read_items(items_file)
     else:
-        raw = ds.from_store(obj.store(read_only=True), "spectral-items", {})
-        rows = [{"domain": r.get("domain"), "country": r.get("country_label", r.get("country")),
-                 "item": r.get("item_label", r.get("item"))} for r in raw]
-        rows = [r for r in rows if all(isinstance(v, str) and v for v in r.values())]
+        raw, extra = ds.from_store(obj.store(), "spectral-items", {"languages": "en"},
+                                   extra=("countries.jsonl",))
+        rows = spectral.items_from_view(raw, extra["countries.jsonl"], "en")
         if not rows:
             raise KgcultError("the spectral-items view gave no (domain, country, item) rows")
     if domains:

@@ -64,12 +64,21 @@ def fmlama_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-def dlama_rows(rows: list[dict]) -> list[dict]:
+def dlama_rows(rows: list[dict], lang: str | None = None) -> list[dict]:
+    """Rows of the given language. The dlama view's rows carry labels per language
+    (``sub_label: {lang: label}``, ``obj_label: {lang: [labels]}``) and no ``lang``."""
     out = []
     for r in rows:
         where = r.get("_where", "dataset")
         subj = r.get("subject", r.get("sub_label"))
         objs = r.get("objects", r.get("obj_label"))
+        if isinstance(subj, dict) or isinstance(objs, dict):
+            if lang is None:
+                raise KgcultError(f"{where}: per-language labels need a language")
+            subj, objs = _pick(subj, lang), _pick(objs, lang)
+            if subj is None or objs is None:
+                continue
+            r = dict(r, lang=lang)
         if not isinstance(subj, str) or not subj.strip():
             raise KgcultError(f"{where}: DLAMA row needs a string 'subject'")
         if not r.get("predicate"):
@@ -84,43 +93,33 @@ def dlama_rows(rows: list[dict]) -> list[dict]:
         out.append({
             "key": f"{pred}|{key}", "subject": subj.strip(), "predicate": pred, "objects": objs,
             "culture": str(r.get("culture") or ""), "lang": str(r.get("lang") or ""),
-            "country": str(r.get("country") or ""), "_where": where,
+            "country": r["country"] if isinstance(r.get("country"), str) else "", "_where": where,
         })
     return out
 
 
-def from_store(store, view: str, params: dict) -> list[dict]:
-    """Build a dataset with the views module (kgcult.views), imported lazily."""
+def from_store(store, view: str, params: dict, extra: tuple[str, ...] = ()) -> list[dict] | tuple:
+    """Build a view with :func:`kgcult.views.build` (imported lazily) into a temporary
+    directory and read its main output (and, when ``extra`` names other output files,
+    return ``(rows, {name: rows})``)."""
     try:
-        from .. import views  # noqa: F401
+        from .. import views
     except ImportError:
         raise KgcultError(f"no --dataset given and kgcult.views (which builds {view!r} from the "
-                          f"store) is not available; build it with `kgcult build {view} --out DIR` "
-                          f"and pass --dataset DIR/<file>.jsonl") from None
-    import inspect as _inspect
+                          f"store) is not available; pass --dataset FILE") from None
     import tempfile
 
-    for name in ("rows", "build_rows", "materialize_rows"):
-        fn = getattr(views, name, None)
-        if callable(fn):
-            return list(fn(store, view, params=params))
-    fn = getattr(views, "build", None)
-    if not callable(fn):
-        raise KgcultError("kgcult.views has no build function; pass --dataset FILE")
     with tempfile.TemporaryDirectory(prefix="kgcult-probe-") as tmp:
-        kwargs = {}
-        sig = _inspect.signature(fn)
-        if "params" in sig.parameters:
-            kwargs["params"] = params
-        if "out" in sig.parameters:
-            kwargs["out"] = tmp
-        elif "out_dir" in sig.parameters:
-            kwargs["out_dir"] = tmp
-        res = fn(store, view, **kwargs)
-        files = sorted(Path(tmp).rglob("*.jsonl"))
-        if not files and isinstance(res, (list, tuple)):
-            return [dict(r) for r in res]
-        rows = []
-        for f in files:
-            rows.extend(read_jsonl(f))
+        res = views.build(store, view, params=params, out=tmp)
+        d = Path(res.directory)
+        rows = read_jsonl(d / res.manifest["output"])
+        if extra:
+            return rows, {name: read_jsonl(d / name) if (d / name).is_file() else [] for name in extra}
         return rows
+
+
+def _pick(v, lang: str):
+    """A per-language value ({lang: x}) or a plain one."""
+    if isinstance(v, dict):
+        return v.get(lang)
+    return v

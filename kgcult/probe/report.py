@@ -104,7 +104,10 @@ def dlama_report(out_dir: str | Path, plot: bool = True) -> dict:
     for r in rows:
         groups[(r["culture"], r["predicate"])].append(r)
     cells = []
-    for (culture, pred), rs in sorted(groups.items()):
+    def pnum(p):
+        return (int(p[1:]) if p[1:].isdigit() else 0, p)
+
+    for (culture, pred), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], pnum(kv[0][1]))):
         top1 = [r["top"][0] if r["top"] else None for r in rs]
         valid = [r["gold"] for r in rs]
         cells.append({

@@ -218,14 +218,23 @@ def probe_fmlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path
 # -- DLAMA ----------------------------------------------------------------------------
 
 def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
-                limit: int | None = None) -> tuple[dict, dict]:
-    rows = [r for r in ds.dlama_rows(rows) if r["lang"] in (lang, "")]
+                limit: int | None = None, predicates=None, log=None) -> tuple[dict, dict]:
+    rows = [r for r in ds.dlama_rows(rows, lang) if r["lang"] in (lang, "")]
     if not rows:
         raise KgcultError(f"the dataset has no DLAMA rows in language {lang!r}")
+    if predicates:
+        rows = [r for r in rows if r["predicate"] in set(predicates)]
+        if not rows:
+            raise KgcultError(f"the dataset has no rows for predicate(s) {', '.join(predicates)}")
     missing = sorted({r["predicate"] for r in rows} - set(templates))
     if missing:
-        raise KgcultError(f"no {lang!r} template for predicate(s) {', '.join(missing)} "
-                          f"(first at {next(r['_where'] for r in rows if r['predicate'] in missing)})")
+        first = next(r['_where'] for r in rows if r['predicate'] in missing)
+        msg = f"no {lang!r} template for predicate(s) {', '.join(missing)} (first at {first})"
+        rows = [r for r in rows if r["predicate"] not in missing]
+        if not rows:
+            raise KgcultError(msg)
+        if log:
+            log(msg + ": skipped")
     by_pred: dict[str, list[dict]] = {}
     for r in rows:
         by_pred.setdefault(r["predicate"], []).append(r)
@@ -247,9 +256,9 @@ def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
 def probe_dlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path = "probe-out",
                 templates_path=None, scoring: str | None = None, batch_size: int = 32,
                 span: str = "object", limit: int | None = None, progress: bool | None = None,
-                overwrite: bool = False, source: dict | None = None) -> dict:
+                overwrite: bool = False, source: dict | None = None, predicates=None, log=None) -> dict:
     templates = tpl.dlama_templates(lang, templates_path)
-    items, cands = dlama_items(rows, lang, templates, limit)
+    items, cands = dlama_items(rows, lang, templates, limit, predicates, log)
     scorer = make_scorer(loaded, batch_size, scoring, span)
     used = sorted(items)
     run = {

@@ -112,11 +112,31 @@ def ground_truth_matrix(pairs: list[tuple[str, str]], countries: list[str], item
 
 # -- items ----------------------------------------------------------------------------
 
+def items_from_view(rows: list[dict], countries: list[dict], lang: str = "en") -> list[dict]:
+    """(domain, country, item) label rows from the spectral-items view's output
+    (``{domain, item, label: {lang: ..}, countries: [QID]}`` + countries.jsonl)."""
+    clabel = {}
+    for c in countries:
+        lab = c.get("label")
+        clabel[c.get("country")] = (lab.get(lang) if isinstance(lab, dict) else lab) or c.get("country")
+    out = []
+    for r in rows:
+        lab = r.get("label")
+        item = (lab.get(lang) if isinstance(lab, dict) else lab) or r.get("item")
+        for c in r.get("countries") or []:
+            out.append({"domain": r["domain"], "country": clabel.get(c, c), "item": item})
+    return out
+
+
 def read_items(path) -> list[dict]:
-    """The spectral-items rows: {domain, country, item} (labels; *_uri fields optional)."""
+    """The spectral-items rows: {domain, country, item} labels, or the spectral-items view's
+    own output file (then countries.jsonl beside it gives the country labels)."""
     from .datasets import read_jsonl
 
     rows = read_jsonl(path)
+    if rows and isinstance(rows[0].get("countries"), list):
+        side = Path(path).with_name("countries.jsonl")
+        return items_from_view(rows, read_jsonl(side) if side.is_file() else [])
     out = []
     for r in rows:
         for f in ("domain", "country", "item"):
