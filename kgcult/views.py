@@ -415,12 +415,20 @@ def sha256_bytes(b: bytes) -> str:
 
 
 def _snapshot_hash(store) -> str | None:
+    """The store's snapshot content hash. A remote endpoint is not dumped to compute it:
+    its metadata graph may name it (a served kgcult store does), else None."""
+    if getattr(store, "remote", False):
+        for name in ("contentSha256", "snapshotContentSha256"):
+            try:
+                value = store.get_state(name)
+            except (KgcultError, AttributeError, OSError):
+                value = None
+            if value:
+                return value
+        return None
     from .snapshot import store_content_hash
 
-    try:
-        return store_content_hash(store)
-    except (KgcultError, AttributeError, NotImplementedError, OSError) as e:  # remote stores may not offer it
-        return None if not str(e) else None
+    return store_content_hash(store)
 
 
 @dataclass

@@ -21,16 +21,26 @@ def read_jsonl(path):
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.fixture
-def fm_store(store):
-    store.load([FIX / "fmlama.ttl"], graph="fixture")
-    return store
+def _loaded(tmp_path_factory, name):
+    from kgcult.store import Store
+
+    s = Store(tmp_path_factory.mktemp("views") / "store")
+    s.load([FIX / name], graph="fixture")
+    return s
 
 
-@pytest.fixture
-def dl_store(store):
-    store.load([FIX / "dlama.ttl"], graph="fixture")
-    return store
+@pytest.fixture(scope="module")
+def fm_store(tmp_path_factory):
+    s = _loaded(tmp_path_factory, "fmlama.ttl")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def dl_store(tmp_path_factory):
+    s = _loaded(tmp_path_factory, "dlama.ttl")
+    yield s
+    s.close()
 
 
 def fm_build(store, tmp_path, **params):
@@ -327,6 +337,10 @@ def test_dlama_ranking_and_cap(dl_store, tmp_path):
     ranked = sorted((x["rank"], s) for (_, _, s), x in rows.items())
     assert ranked == [(1, "Q85"), (2, "Q87")]
     assert rows[("P17", "arab", "Q85")]["sitelinks"] == 200
+    # Without wikibase:sitelinks the number of sitelink articles ranks; ties by QID.
+    _, rows = dl_build(dl_store, tmp_path / "all", predicates="P17", cultures="arab", languages="en")
+    ranked = [s for _, s in sorted((x["rank"], s) for (_, _, s), x in rows.items())]
+    assert ranked == ["Q9600010", "Q85", "Q87", "Q9600001", "Q9600004", "Q9600002", "Q9600003"]
 
 
 def test_dlama_missing_label_drop(dl_store, tmp_path):
@@ -448,3 +462,40 @@ def test_entity_metadata_fields(fm_store, tmp_path):
     rows2 = {x["qid"]: x for x in read_jsonl(r2.directory / "entity-metadata.jsonl")}
     assert rows2["Q9200005"]["country"] == ["Q38", "Q142"]
     assert rows2["Q9400001"]["country_source"] == "P17" and rows2["Q9400001"]["topic_roots"] == []
+
+
+def test_fmlama_same_sha_on_a_remote_endpoint(fm_store, tmp_path, oxigraph_server):
+    """The views only call store.select: the same build against `oxigraph serve` (holding
+    the same data and closure graphs) gives the same output sha256."""
+    from kgcult import hierarchy
+    from kgcult.store import open_store
+    import pyoxigraph as ox
+
+    local = views.build(fm_store, "fmlama", None, tmp_path / "local")
+    hierarchy.ensure_closure(fm_store)
+    dump = tmp_path / "all.nq"
+    fm_store.ox.dump(output=str(dump), format=ox.RdfFormat.N_QUADS)
+    server = oxigraph_server([dump])
+    remote = open_store("sparql+" + server.url + "?union-default-graph")
+    r = views.build(remote, "fmlama", None, tmp_path / "remote")
+    assert r.manifest["sha256"] == local.manifest["sha256"]
+    assert [o["sha256"] for o in r.manifest["outputs"]] == [o["sha256"] for o in local.manifest["outputs"]]
+
+
+def test_seed_demo_counts_and_identical_rebuild(tmp_path):
+    """The documented demo: import the seed snapshot, build fmlama twice, print counts."""
+    from kgcult import paths
+
+    seed = paths.dumps("seed")
+    if not (seed / "MANIFEST.json").is_file():
+        pytest.skip("dumps/seed has no snapshot yet")
+    store = tmp_path / "seed-store"
+    assert run_cli(["snapshot", "import", str(seed)], store).exit_code == 0
+    out = tmp_path / "out"
+    r1 = run_cli(["build", "fmlama", "--out", str(out), "--print", "counts.jsonl"], store)
+    assert r1.exit_code == 0, r1.output
+    lines = r1.stdout.splitlines()
+    counts = [json.loads(x) for x in lines[1:]]
+    assert counts and all(c["rows"] > 0 for c in counts)
+    r2 = run_cli(["build", "fmlama", "--out", str(out)], store)
+    assert r2.stdout.split("\t")[2] == lines[0].split("\t")[2]
