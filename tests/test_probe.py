@@ -46,6 +46,15 @@ def _tokenizer(tmp: Path, causal: bool = False):
                                    bos_token="[CLS]", eos_token="[SEP]")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models: one torch thread is fastest, above all on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory):
     from transformers import BertConfig, BertForMaskedLM

@@ -97,9 +97,12 @@ def test_spectral_cli_ground_truth(tmp_path):
     res = run_cli(["spectral", "--items", str(items), "--out", str(out)])
     assert res.exit_code == 0, res.output
     data = {r["question"]: r for r in json.loads((out / "spectral.json").read_text())}
-    assert data["currency"]["ER"] == pytest.approx(4.0)
-    assert data["religions"]["ER"] == pytest.approx(1.0)
-    assert data["religions"]["SR"] is None or math.isinf(data["religions"]["SR"])
+    assert {q for q in data} == {"currency_1", "currency_2", "currency_3", "religions_1", "religions_2",
+                                 "religions_3"}
+    assert data["currency_2"]["ER"] == pytest.approx(4.0)     # disjoint currencies: A = I
+    assert data["religions_1"]["ER"] == pytest.approx(1.0)    # one shared religion: A = 11^T
+    assert data["religions_1"]["SR"] is None                  # λ2 = 0: infinite, null in JSON
+    assert data["currency_1"]["category"] == "HL" and data["religions_1"]["category"] == "LH"
     assert (out / "er_heatmap.png").stat().st_size > 0 and (out / "sr_heatmap.png").stat().st_size > 0
 
 

@@ -75,9 +75,14 @@ def categorize(rows: list[dict]) -> list[dict]:
     sr = np.array([r["SR"] for r in rows], dtype=float)
     er_med = float(np.median(er[np.isfinite(er)])) if np.isfinite(er).any() else float("nan")
     sr_med = float(np.median(sr[~np.isnan(sr)])) if (~np.isnan(sr)).any() else float("nan")
+    def high(v, med):
+        # SR is infinite when λ₂ = 0; when the median itself is infinite, only the
+        # infinite values are high
+        return v > med if math.isfinite(med) else math.isinf(v) and v > 0
+
     for r in rows:
-        e = "H" if r["ER"] > er_med else "L"
-        s = "H" if r["SR"] > sr_med else "L"
+        e = "H" if high(r["ER"], er_med) else "L"
+        s = "H" if high(r["SR"], sr_med) else "L"
         r.update(ER_level=e, SR_level=s, category=e + s, ER_median=er_med, SR_median=sr_med)
     return rows
 
@@ -163,13 +168,18 @@ def run_spectral(items_rows: list[dict], out_dir, models=(), ground_truth: bool 
     all_countries = countries or sorted({r["country"] for r in items_rows})
     rows = []
     if ground_truth:
-        for dom in sorted({t.domain for t in qs}):
+        # one matrix per domain, repeated on each of its questions (so that the heatmaps
+        # line up questions × sources)
+        for dom in list(dict.fromkeys(t.domain for t in qs)):
             dr = [r for r in items_rows if r["domain"] == dom]
             items = sorted({r["item"] for r in dr})
             H, kept = ground_truth_matrix([(r["country"], r["item"]) for r in dr], all_countries, items)
             if len(kept) < 2:
                 continue
-            rows.append({"source": "ground-truth", "question": dom, "domain": dom, **analyse(H)})
+            res = analyse(H)
+            for t in (t for t in qs if t.domain == dom):
+                rows.append({"source": "ground-truth", "question": t.id, "domain": dom,
+                             "human_category": t.extra.get("human_category"), **res})
     for name in models:
         from . import models as mdl
         from .run import make_scorer
@@ -235,7 +245,13 @@ def heatmaps(rows: list[dict], d: Path):
             v = r[metric]
             M[questions.index(r["question"]), sources.index(r["source"])] = v if np.isfinite(v) else np.nan
         fig, ax = plt.subplots(figsize=(2 + 1.4 * len(sources), 1 + 0.35 * len(questions)))
-        im = ax.imshow(M, aspect="auto", cmap="viridis")
+        norm = None
+        finite = M[np.isfinite(M)]
+        if metric == "SR" and finite.size and finite.min() > 0 and finite.max() / finite.min() > 100:
+            from matplotlib.colors import LogNorm
+
+            norm = LogNorm(vmin=finite.min(), vmax=finite.max())  # SR spans orders of magnitude
+        im = ax.imshow(M, aspect="auto", cmap="viridis", norm=norm)
         ax.set_xticks(range(len(sources)))
         ax.set_xticklabels([s.rsplit("/", 1)[-1] for s in sources], rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(questions)))
