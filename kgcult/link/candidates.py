@@ -1,5 +1,7 @@
 """Candidate generation stages over the label index: exact, normalized, English fallback,
-any language, fuzzy (bounded edit distance). The embedding stage is in ``embed.py``.
+any language, fuzzy (bounded edit distance), tokens (a name's words contained in the
+mention's or the other way round, weighted by rarity). The embedding stage is in
+``embed.py``.
 
 Each stage returns ``{eid: (alias, lang_used, detail)}``; ``alias`` is 0 for an
 rdfs:label, 1 for a skos:altLabel.
@@ -9,7 +11,7 @@ from __future__ import annotations
 from . import normalize
 from .index import LANG_BITS, LabelIndex, codes
 
-STAGES = ("exact", "normalized", "english", "any", "fuzzy", "embedding")
+STAGES = ("exact", "normalized", "english", "any", "fuzzy", "tokens", "embedding")
 
 
 def _merge(out: dict, eid: int, alias: int, lang: str, detail=None) -> None:
@@ -127,3 +129,63 @@ class FuzzyPool:
                     if cur is None or (d, lang, name) < cur:
                         hits[eid] = (d, lang, name)
         return sorted((e, lg, nm, d) for e, (d, lg, nm) in hits.items())
+
+
+# -- tokens --------------------------------------------------------------------------
+
+import math  # noqa: E402
+
+
+class TokenPool:
+    """Word-set containment over the names of a set of entities.
+
+    A name N and a mention M (as sets of folded, plural-folded words of two characters or
+    more) match when one contains the other; the score is the IDF-weighted share of the
+    words they share, sum idf(M & N) / sum idf(M | N), where idf = ln(entities / entities
+    with the word) over the pool. "nutmeg seeds" ~ "nutmeg", "Vin de Bellet" ~ "Bellet"
+    (common words weigh little), "Noel Hill" ~ nothing unless a food is named "Hill"."""
+
+    def __init__(self, names, lang: str):
+        self.lang = lang
+        self.post: dict[str, list] = {}
+        df: dict[str, set] = {}
+        ents = set()
+        for eid, lg, name in names:
+            toks = self.tokens(name, lg)
+            if not toks:
+                continue
+            ents.add(eid)
+            entry = (eid, lg, name, toks)
+            for t in toks:
+                self.post.setdefault(t, []).append(entry)
+                df.setdefault(t, set()).add(eid)
+        n = max(1, len(ents))
+        self.idf = {t: math.log((n + 1) / len(e)) for t, e in df.items()}
+        self.default_idf = math.log(n + 1)
+
+    @staticmethod
+    def tokens(text: str, lang: str) -> frozenset:
+        return frozenset(w for w in normalize.stem(normalize.fold(text), lang).split(" ") if len(w) >= 2)
+
+    def search(self, mention: str) -> list[tuple[float, int, str, str]]:
+        m = self.tokens(mention, self.lang)
+        if not m:
+            return []
+        idf = self.idf
+        best: dict[int, tuple] = {}
+        seen = set()
+        for t in m:
+            for entry in self.post.get(t, ()):
+                eid, lg, name, toks = entry
+                if (eid, toks) in seen:
+                    continue
+                seen.add((eid, toks))
+                if not (toks <= m or m <= toks) or toks == m:
+                    continue
+                shared = sum(idf.get(w, self.default_idf) for w in m & toks)
+                union = sum(idf.get(w, self.default_idf) for w in m | toks)
+                sc = shared / union if union else 0.0
+                cur = best.get(eid)
+                if cur is None or (sc, lg, name) > (cur[0], cur[1], cur[2]):
+                    best[eid] = (sc, lg, name)
+        return sorted(((sc, e, lg, nm) for e, (sc, lg, nm) in best.items()), key=lambda x: (-x[0], x[1]))

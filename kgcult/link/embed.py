@@ -59,44 +59,48 @@ class Encoder:
         return np.ascontiguousarray(v, dtype="float32")
 
 
-class EmbeddingPool:
-    """faiss index over the (eid, lang, name) rows of one topic."""
+def embed_rows(encoder: Encoder, rows: list[tuple[int, str, str]], cache: Path | None = None) -> np.ndarray:
+    """Vectors of the names in ``rows`` (cached in ``cache`` when given)."""
+    if cache is not None and cache.exists():
+        try:
+            vecs = np.load(cache)
+            if vecs.shape[0] == len(rows):
+                return vecs
+        except (OSError, ValueError):
+            pass
+    texts = sorted({r[2] for r in rows})  # unique texts only
+    pos = {t: i for i, t in enumerate(texts)}
+    uvec = encoder.encode(texts)
+    vecs = uvec[[pos[r[2]] for r in rows]] if rows else uvec
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(cache.name + f".tmp{os.getpid()}.npy")
+            np.save(tmp, vecs)
+            os.replace(tmp, cache)
+        except OSError:
+            pass
+    return vecs
 
-    def __init__(self, encoder: Encoder, rows: list[tuple[int, str, str]], cache: Path | None = None):
+
+class EmbeddingPool:
+    """faiss inner-product index over (eid, lang, name) rows and their unit vectors."""
+
+    def __init__(self, parts: list[tuple[list, np.ndarray]]):
         import faiss
 
-        self.rows = rows
-        vecs = None
-        if cache is not None and cache.exists():
-            try:
-                vecs = np.load(cache)
-                if vecs.shape[0] != len(rows):
-                    vecs = None
-            except (OSError, ValueError):
-                vecs = None
-        if vecs is None:
-            # unique texts only: many entities share names across languages
-            texts = sorted({r[2] for r in rows})
-            pos = {t: i for i, t in enumerate(texts)}
-            uvec = encoder.encode(texts)
-            vecs = uvec[[pos[r[2]] for r in rows]] if rows else uvec
-            if cache is not None:
-                try:
-                    cache.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = cache.with_name(cache.name + f".tmp{os.getpid()}.npy")
-                    np.save(tmp, vecs)
-                    os.replace(tmp, cache)
-                except OSError:
-                    pass
-        self.index = faiss.IndexFlatIP(vecs.shape[1])
-        if len(rows):
-            self.index.add(vecs)
+        self.rows = [r for rows, _ in parts for r in rows]
+        dim = next((v.shape[1] for _, v in parts if v.ndim == 2 and v.shape[1]), 384)
+        self.index = faiss.IndexFlatIP(dim)
+        for rows, v in parts:
+            if len(rows):
+                self.index.add(np.ascontiguousarray(v, dtype="float32"))
 
     def search(self, qvecs: np.ndarray, k: int = 10):
         if not len(self.rows) or not len(qvecs):
             return [[] for _ in range(len(qvecs))]
         k = min(k, len(self.rows))
-        scores, ids = self.index.search(qvecs, k)
+        scores, ids = self.index.search(np.ascontiguousarray(qvecs, dtype="float32"), k)
         out = []
         for srow, irow in zip(scores, ids):
             hits = []

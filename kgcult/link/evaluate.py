@@ -111,10 +111,12 @@ def evaluate(linker, gold: list[dict], *, stage_gain: bool = True, count_ambiguo
         for i in range(1, len(linker.stages) + 1):
             sub = Linker(linker.ix, store=linker.store, model=linker.model,
                          stages=linker.stages[:i], embed_min=linker.embed_min,
-                         embed_margin=linker.embed_margin)
+                         embed_margin=linker.embed_margin, tokens_min=linker.tokens_min,
+                         tokens_margin=linker.tokens_margin)
             sub._encoder = linker._encoder
             sub._emb = linker._emb
             sub._fuzzy = linker._fuzzy
+            sub._tokens = linker._tokens
             res = list(sub.link_many(inputs))
             rep, _ = score(gold, res, count_ambiguous)
             o = rep["overall"]

@@ -26,7 +26,7 @@ from ..errors import KgcultError
 from . import normalize
 from .topics import Topic, load_topics
 
-FORMAT = 3
+FORMAT = 5
 LANG_BITS = 10
 RDFS_LABEL = NamedNode(vocab.RDFS + "label")
 SKOS_ALT = NamedNode(vocab.SKOS + "altLabel")

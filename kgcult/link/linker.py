@@ -18,6 +18,8 @@ MAX_CANDIDATES = 10
 # EMBED_MIN cosine and EMBED_MARGIN ahead of the best hit for a different entity.
 EMBED_MIN = 0.86
 EMBED_MARGIN = 0.02
+TOKENS_MIN = 0.6
+TOKENS_MARGIN = 0.1
 
 
 class Linker:
@@ -25,7 +27,8 @@ class Linker:
 
     def __init__(self, index: LabelIndex, *, store=None, model: str | None = None,
                  embeddings: bool = False, stages: Iterable[str] | None = None,
-                 embed_min: float = EMBED_MIN, embed_margin: float = EMBED_MARGIN):
+                 embed_min: float = EMBED_MIN, embed_margin: float = EMBED_MARGIN,
+                 tokens_min: float = TOKENS_MIN, tokens_margin: float = TOKENS_MARGIN):
         self.ix = index
         self.store = store
         self.model = model
@@ -37,11 +40,17 @@ class Linker:
         self.stages = tuple(s for s in C.STAGES if s in stages)  # always in pipeline order
         self.embed_min = embed_min
         self.embed_margin = embed_margin
+        self.tokens_min = tokens_min
+        self.tokens_margin = tokens_margin
         self._fuzzy: dict = {}
+        self._tokens: dict = {}
         self._emb: dict = {}
         self._encoder = None
         self._evidence: dict = {}
         self._topic_bits = {t.name: 1 << i for i, t in enumerate(index.topics)}
+        self._qnum = [rank.qnum(q) for q in index.qids]
+        self._gran: dict = {}
+        self._keys: dict = {}  # (mention, lang) -> normalized keys (mentions repeat a lot)
 
     @classmethod
     def open(cls, store, model: str | None = None, embeddings: bool = False, *,
@@ -115,11 +124,16 @@ class Linker:
                 break
             if stage == "exact":
                 found = C.exact(ix, m, lang)
-                if not found and lang != normalize.base_lang(lang):
+                if not found and "-" in lang:
                     found = C.exact(ix, m, normalize.base_lang(lang))
             else:
                 if keys is None:
-                    keys = normalize.keys(m, lang)
+                    kk = (m, lang)
+                    keys = self._keys.get(kk)
+                    if keys is None:
+                        if len(self._keys) > 500_000:
+                            self._keys.clear()
+                        keys = self._keys[kk] = normalize.keys(m, lang)
                     st["key"] = keys[1]
                 if stage == "normalized":
                     found = C.normalized(ix, m, lang, keys)
@@ -127,11 +141,13 @@ class Linker:
                     found = C.english(ix, m, lang)
                 elif stage == "any":
                     found = C.any_language(ix, m, lang, keys)
-                else:  # fuzzy
+                elif stage == "fuzzy":
                     found = self._fuzzy_stage(keys[1], lang, topic)
+                else:
+                    found = self._tokens_stage(m, lang, topic)
             for eid, (alias, lg, detail) in found.items():
                 if eid not in cands:
-                    sub = detail if stage == "fuzzy" else 0
+                    sub = detail if stage in ("fuzzy", "tokens") else 0
                     cands[eid] = (stage, alias, lg, sub, None)
             if found:
                 if not topic:
@@ -154,34 +170,69 @@ class Linker:
             out[eid] = (0, lg, d)
         return out
 
-    def _embedding_pool(self, topic: str | None):
-        pool = self._emb.get(topic)
+    def _tokens_stage(self, mention: str, lang: str, topic: str | None) -> dict:
+        if topic is None:  # word overlap without a topic to check against is too loose
+            return {}
+        pool = self._tokens.get((topic, lang))
         if pool is None:
-            from .embed import Encoder, EmbeddingPool
+            langs = {lang, normalize.base_lang(lang), "en"}
+            pool = self._tokens[(topic, lang)] = C.TokenPool(
+                self.ix.names_of(self.ix.members(topic), langs), lang)
+        hits = pool.search(mention)
+        if not hits:
+            return {}
+        sc, eid, lg, _name = hits[0]
+        other = hits[1][0] if len(hits) > 1 else 0.0
+        if sc >= self.tokens_min and sc - other >= self.tokens_margin:
+            return {eid: (0, lg, -round(sc, 6))}
+        return {}
 
-            if self._encoder is None:
-                self._encoder = Encoder(self.model)
+    def _embedding_pool(self, topic: str, lang: str):
+        """faiss pool over the names, in the mention's language and in English, of the
+        topic's entities; the vectors of each (topic, language) part are cached on disk
+        beside the label index."""
+        key = (topic, lang)
+        pool = self._emb.get(key)
+        if pool is None:
+            from .embed import EmbeddingPool, embed_rows
+
             members = self.ix.members(topic)
-            rows = self.ix.names_of(members, None)
-            cache = None
-            if self.store is not None and getattr(self.store, "location", None):
-                cache = index_dir(self.store) / (
-                    f"emb-{self.ix.content_hash[:16]}-{self._encoder.id}-{topic or 'all'}.npy")
-            pool = self._emb[topic] = EmbeddingPool(self._encoder, rows, cache)
+            parts = []
+            for lg in sorted({lang, normalize.base_lang(lang), "en"}):
+                pkey = ("part", topic, lg)
+                part = self._emb.get(pkey)
+                if part is None:
+                    rows = self.ix.names_of(members, {lg})
+                    cache = None
+                    if self.store is not None and getattr(self.store, "location", None):
+                        cache = index_dir(self.store) / (
+                            f"emb-{self.ix.content_hash[:16]}-{self._encoder.id}-{topic}-{lg}.npy")
+                    part = self._emb[pkey] = (rows, embed_rows(self._encoder, rows, cache))
+                parts.append(part)
+            pool = self._emb[key] = EmbeddingPool(parts)
         return pool
 
     def _embedding_stage(self, states: list[dict]) -> None:
-        by_topic: dict = {}
+        groups: dict = {}
         for s in states:
             if s["topic"] is None:  # without a topic the embedding stage has no guard rail
                 continue
-            by_topic.setdefault(s["topic"], []).append(s)
-        for topic in sorted(by_topic):
-            group = by_topic[topic]
-            pool = self._embedding_pool(topic)
-            texts = sorted({s["mention"].strip() for s in group})
-            vecs = self._encoder.encode(texts)
-            hits = dict(zip(texts, pool.search(vecs, k=10)))
+            groups.setdefault((s["topic"], s["lang"]), []).append(s)
+        if not groups:
+            return
+        if self._encoder is None:
+            from .embed import Encoder
+
+            self._encoder = Encoder(self.model)
+        texts = sorted({s["mention"].strip() for g in groups.values() for s in g})
+        vec = dict(zip(texts, self._encoder.encode(texts)))  # one batched encoder call
+        import numpy as np
+
+        for key in sorted(groups):
+            group = groups[key]
+            pool = self._embedding_pool(*key)
+            qtexts = sorted({s["mention"].strip() for s in group})
+            hits = dict(zip(qtexts, pool.search(np.stack([vec[t] for t in qtexts]), k=10)))
             for s in group:
                 h = hits[s["mention"].strip()]
                 if not h:
@@ -231,6 +282,13 @@ class Linker:
         return path
 
     def _granularity(self, eid: int, topic: str | None):
+        key = (eid, topic)
+        g = self._gran.get(key)
+        if g is None:
+            g = self._gran[key] = self._granularity_uncached(eid, topic)
+        return g
+
+    def _granularity_uncached(self, eid: int, topic: str | None):
         ix = self.ix
         topics = [ix.topic(topic)] if topic else [
             t for t in ix.topics if ix.topic_bits[eid] & self._topic_bits[t.name]]
@@ -260,9 +318,13 @@ class Linker:
         row, lang, topic = st["row"], st["lang"], st["topic"]
         bit = self._topic_bits[topic] if topic else 0
         ranked = []
+        tb = ix.topic_bits
+        sl = ix.sitelinks
+        qn = self._qnum
+        srank = rank.STAGE_RANK
         for eid, (stage, alias, lg, sub, _d) in st["cands"].items():
-            valid = (ix.topic_bits[eid] & bit) != 0 if topic else True
-            ranked.append((rank.rank_key(valid, stage, alias, sub, ix.sitelinks[eid], ix.qids[eid]),
+            valid = (tb[eid] & bit) != 0 if topic else True
+            ranked.append(((0 if valid else 1, srank[stage], alias, sub, -sl[eid], qn[eid]),
                            eid, stage, alias, lg, sub, valid))
         ranked.sort()
         out = {}

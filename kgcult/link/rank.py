@@ -1,9 +1,9 @@
 """Ranking without randomness.
 
 Order: topic-valid before invalid; then the match kind (exact label < exact alias <
-normalized < English fallback < any language < fuzzy < embedding); within a kind an
-rdfs:label before a skos:altLabel, fewer edits before more (fuzzy), higher cosine before
-lower (embedding); then the sitelink count (higher first); then the smaller QID number.
+normalized < English fallback < any language < fuzzy < tokens < embedding); within a
+kind an rdfs:label before a skos:altLabel, fewer edits before more (fuzzy), a higher
+score before a lower one (tokens, embedding); then the sitelink count (higher first); then the smaller QID number.
 
 Candidates equal on everything but the QID are a tie: the result keeps the smaller QID
 (so output is reproducible) and says ``status: ambiguous`` with the tied candidates.
@@ -38,6 +38,8 @@ def score(stage: str, alias: int, sub: float) -> float:
         return round(STAGE_SCORE[stage] - 0.05 * alias, 4)
     if stage == "fuzzy":
         return round(0.7 - 0.1 * sub, 4)
+    if stage == "tokens":
+        return round(0.65 * max(0.0, -sub), 4)
     return round(0.6 * max(0.0, -sub), 4)  # embedding: sub = -cosine
 
 
