@@ -41,7 +41,7 @@ from typing import Callable, Iterable
 import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
-from . import __version__, paths, subgraphs, vocab
+from . import __version__, paths, sparqlutil, subgraphs, vocab
 from .errors import KgcultError
 from .sparqlutil import bind_values
 from .subgraphs import SubgraphSpec, id_sort_key
@@ -346,15 +346,32 @@ def wd_node(qid: str) -> NamedNode:
     return NamedNode(vocab.WD + qid)
 
 
+_SLOT = re.compile(r"\{\{(\w+)\}\}")
+
+
+def render(tpl: str, **lists) -> str:
+    """Fill the ``{{name}}`` slots of a template with comma-separated RDF terms, each
+    serialized by pyoxigraph (kgcult.sparqlutil.term): never raw text."""
+    def fill(mt):
+        name = mt.group(1)
+        if name not in lists:
+            raise MirrorError(f"query template slot {{{{{name}}}}} has no value")
+        terms = lists[name]
+        if not terms:
+            raise MirrorError(f"query template slot {{{{{name}}}}} is empty")
+        return ", ".join(str(sparqlutil.term(t)) for t in terms)
+
+    return _SLOT.sub(fill, tpl)
+
+
 def members_query(tpl: str, classes: list[str], props: list[str], after: str, limit: int) -> str:
-    q = bind_values(tpl, rows=_rows("c", [wd_node(c) for c in classes]))
-    q = bind_values(q, rows=_rows("p", [vocab.wdt(p) for p in props]))
-    q = bind_values(q, {"after": Literal(after)})
+    q = render(tpl, properties=[vocab.wdt(p) for p in props], after=[Literal(after)])
+    q = bind_values(q, rows=_rows("c", [wd_node(c) for c in classes]))
     return q.rstrip() + f"\nLIMIT {int(limit)}\n"
 
 
 def statements_query(tpl: str, ids: list[str], props: list[str]) -> str:
-    q = bind_values(tpl, rows=_rows("p", [vocab.wdt(p) for p in props]))
+    q = render(tpl, properties=[vocab.wdt(p) for p in props])
     return bind_values(q, rows=_rows("s", [wd_node(i) for i in ids]))
 
 
@@ -363,8 +380,7 @@ def sitelinks_query(tpl: str, ids: list[str]) -> str:
 
 
 def labels_query(tpl: str, ids: list[str], label_props: list[str], langs: list[str]) -> str:
-    q = bind_values(tpl, rows=_rows("lang", [Literal(x) for x in langs]))
-    q = bind_values(q, rows=_rows("p", [NamedNode(p) for p in label_props]))
+    q = render(tpl, properties=[NamedNode(p) for p in label_props], languages=[Literal(x) for x in langs])
     return bind_values(q, rows=_rows("s", [wd_node(i) for i in ids]))
 
 
