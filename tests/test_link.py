@@ -124,6 +124,13 @@ def test_fuzzy_needs_topic_validity(linker):
     assert linker.link("Noel Hil", lang="en", topic="food")["qid"] is None
 
 
+def test_tokens_stage(linker):
+    r = linker.link("sweetened condensed milk", lang="en", topic="food")
+    assert r["qid"] == "Q90050" and r["match"] == "tokens"
+    assert linker.link("sweetened condensed milk", lang="en")["qid"] is None  # no topic: no word overlap
+    assert linker.link("Noel Hill Band", lang="en", topic="food")["qid"] is None
+
+
 def test_must_stay_unresolved(linker):
     r = linker.link("Noel Hill", lang="en", topic="food")
     assert r["qid"] is None and r["status"] == "unresolved"

@@ -215,6 +215,9 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
             if s != f:
                 _add(ix.anyl, s, acode)
     del key_cache
+    if not qids and log:
+        log(f"warning: the store at {getattr(store, 'location', '?')} holds no rdfs:label or "
+            "skos:altLabel: every mention will stay unresolved (load data first)")
     if log:
         log(f"link index: {n_names} names of {len(qids)} entities in {len(ix.langs)} languages "
             f"({time.perf_counter() - t0:.1f} s)")
@@ -404,6 +407,9 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
             _atomic_write(path, pickle.dumps(ix, protocol=pickle.HIGHEST_PROTOCOL))
             for old in path.parent.glob("labels-*.pkl"):
                 if old != path:
+                    old.unlink(missing_ok=True)
+            for old in path.parent.glob("emb-*.npy"):  # name vectors of an older store
+                if not old.name.startswith(f"emb-{chash[:16]}-"):
                     old.unlink(missing_ok=True)
         except OSError as e:
             if log:

@@ -9,7 +9,7 @@ from .. import vocab
 from ..errors import KgcultError
 from . import candidates as C
 from . import normalize, rank
-from .index import LabelIndex, index_dir, load_or_build
+from .index import LabelIndex, index_dir, load_or_build, topics_hash
 from .topics import Topic
 
 MAX_CANDIDATES = 10
@@ -206,7 +206,8 @@ class Linker:
                     cache = None
                     if self.store is not None and getattr(self.store, "location", None):
                         cache = index_dir(self.store) / (
-                            f"emb-{self.ix.content_hash[:16]}-{self._encoder.id}-{topic}-{lg}.npy")
+                            f"emb-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
+                            f"{self._encoder.id}-{topic}-{lg}.npy")
                     part = self._emb[pkey] = (rows, embed_rows(self._encoder, rows, cache))
                 parts.append(part)
             pool = self._emb[key] = EmbeddingPool(parts)
