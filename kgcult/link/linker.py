@@ -51,6 +51,9 @@ class Linker:
         self._qnum = [rank.qnum(q) for q in index.qids]
         self._gran: dict = {}
         self._keys: dict = {}  # (mention, lang) -> normalized keys (mentions repeat a lot)
+        self._ent_cache: dict = {}   # (eid, lang, topic) -> the entity's output fields
+        self._cand_cache: dict = {}  # candidate output dicts (copied into each result)
+        self._vec_cache: dict = {}   # mention -> embedding
 
     @classmethod
     def open(cls, store, model: str | None = None, embeddings: bool = False, *,
@@ -226,7 +229,13 @@ class Linker:
 
             self._encoder = Encoder(self.model)
         texts = sorted({s["mention"].strip() for g in groups.values() for s in g})
-        vec = dict(zip(texts, self._encoder.encode(texts)))  # one batched encoder call
+        vc = self._vec_cache  # mentions repeat a lot in model outputs: encode each once
+        new = [t for t in texts if t not in vc]
+        if new:
+            if len(vc) + len(new) > 200_000:
+                vc.clear()
+            vc.update(zip(new, self._encoder.encode(new)))  # one batched encoder call
+        vec = {t: vc[t] for t in texts}
         import numpy as np
 
         for key in sorted(groups):
@@ -328,52 +337,78 @@ class Linker:
             ranked.append(((0 if valid else 1, srank[stage], alias, sub, -sl[eid], qn[eid]),
                            eid, stage, alias, lg, sub, valid))
         ranked.sort()
-        out = {}
-        if "id" in row:
-            out["id"] = row["id"]
-        out.update({"mention": st["mention"], "lang": lang, "topic": topic})
-        if row.get("country") is not None:
-            out["prompt_country"] = row.get("country")
-        for k, v in row.items():  # pass through what the caller attached (type, model, ...)
-            if k not in out and k not in ("mention", "lang", "topic", "country") and v is not None:
-                out[k] = v
+        out = {"id": row["id"]} if "id" in row else {}
+        out["mention"] = st["mention"]
+        out["lang"] = lang
+        out["topic"] = topic
+        if len(row) > 3 or row.get("country") is not None:
+            if row.get("country") is not None:
+                out["prompt_country"] = row["country"]
+            for k, v in row.items():  # pass through what the caller attached (type, model, ...)
+                if k not in out and k not in _INPUT_FIELDS and v is not None:
+                    out[k] = v
+        cc = self._cand_cache
         cand_out = []
         for key, eid, stage, alias, lg, sub, valid in ranked[:MAX_CANDIDATES]:
-            cand_out.append({
-                "qid": ix.qids[eid],
-                "label": ix.label(eid, lang) or ix.label(eid, "en") or ix.label(eid, lg),
-                "match": rank.match_name(stage, alias), "lang": lg, "valid": valid,
-                "sitelinks": ix.sitelinks[eid], "score": rank.score(stage, alias, sub),
-            })
+            ck = (eid, lang, stage, alias, lg, sub, valid)
+            c = cc.get(ck)
+            if c is None:
+                if len(cc) > 200_000:
+                    cc.clear()
+                c = cc[ck] = {
+                    "qid": ix.qids[eid],
+                    "label": ix.label(eid, lang) or ix.label(eid, "en") or ix.label(eid, lg),
+                    "match": rank.match_name(stage, alias), "lang": lg, "valid": valid,
+                    "sitelinks": ix.sitelinks[eid], "score": rank.score(stage, alias, sub),
+                }
+            cand_out.append(c.copy())
         top = ranked[0] if ranked else None
         if top is None or not top[6]:
-            out.update({"qid": None, "label": None, "label_en": None, "match": None,
-                        "lang_used": None, "status": "unresolved", "candidates": cand_out,
-                        "evidence": [], "granularity": None, "granularity_score": None,
-                        "country": [], "description": None})
+            out.update(_UNRESOLVED)
+            out["candidates"] = cand_out
+            out["evidence"] = []
+            out["country"] = []
             return out
-        _, eid, stage, alias, lg, sub, valid = top
-        tied = [r for r in ranked if r[0][:-1] == top[0][:-1]]
-        status = "ambiguous" if len(tied) > 1 else "resolved"
-        gran, gscore = self._granularity(eid, topic)
-        evidence = self._evidence_path(eid, ix.topic(topic)) if topic else []
-        out.update({
-            "qid": ix.qids[eid],
-            "label": ix.label(eid, lang),
-            "label_en": ix.label(eid, "en"),
-            "match": rank.match_name(stage, alias),
-            "lang_used": lg,
-            "status": status,
-            "candidates": cand_out,
-            "evidence": evidence,
-            "granularity": gran,
-            "granularity_score": gscore,
-            "country": self._country(eid),
-            "description": ix.description(eid, lang),
-        })
-        if status == "ambiguous":
-            out["tied"] = [ix.qids[r[1]] for r in tied]
+        tkey, eid, stage, alias, lg, sub, valid = top
+        ek = (eid, lang, topic)
+        ent = self._ent_cache.get(ek)
+        if ent is None:
+            if len(self._ent_cache) > 200_000:
+                self._ent_cache.clear()
+            gran, gscore = self._granularity(eid, topic)
+            ent = self._ent_cache[ek] = {
+                "qid": ix.qids[eid], "label": ix.label(eid, lang), "label_en": ix.label(eid, "en"),
+                "evidence": self._evidence_path(eid, ix.topic(topic)) if topic else [],
+                "granularity": gran, "granularity_score": gscore,
+                "country": self._country(eid), "description": ix.description(eid, lang),
+            }
+        if len(ranked) > 1 and ranked[1][0][:-1] == tkey[:-1]:
+            tied = [ix.qids[r[1]] for r in ranked if r[0][:-1] == tkey[:-1]]
+            status = "ambiguous"
+        else:
+            tied = None
+            status = "resolved"
+        out["qid"] = ent["qid"]
+        out["label"] = ent["label"]
+        out["label_en"] = ent["label_en"]
+        out["match"] = rank.match_name(stage, alias)
+        out["lang_used"] = lg
+        out["status"] = status
+        out["candidates"] = cand_out
+        out["evidence"] = [list(x) for x in ent["evidence"]]
+        out["granularity"] = ent["granularity"]
+        out["granularity_score"] = ent["granularity_score"]
+        out["country"] = list(ent["country"])
+        out["description"] = ent["description"]
+        if tied:
+            out["tied"] = tied
         return out
+
+
+_INPUT_FIELDS = frozenset({"mention", "lang", "topic", "country"})
+_UNRESOLVED = {"qid": None, "label": None, "label_en": None, "match": None, "lang_used": None,
+               "status": "unresolved", "candidates": None, "evidence": None, "granularity": None,
+               "granularity_score": None, "country": None, "description": None}
 
 
 def qid_iri(qid: str) -> str:
