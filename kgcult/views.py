@@ -56,6 +56,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 NAME_KEY = '"name"'
 PROC_KEY = '"processor"'
 PRED_KEY = '"predicates"'
+PARAMS_KEY = '"parameters"'
 
 
 class ViewError(KgcultError):
@@ -254,14 +255,14 @@ def parse_params(view: View, given: Iterable[str] | dict | None = None) -> dict:
     else:
         for item in given or []:
             if "=" not in item:
-                raise ViewError(f"view {view.name}: malformed --param {item!r}: expected NAME=VALUE "
-                                f"(parameters of {view.path}: {', '.join(view.parameters) or 'none'})")
+                raise ViewError(f"{view.path}:{view.line_of(PARAMS_KEY)}: view {view.name}: malformed --param "
+                                f"{item!r}: expected NAME=VALUE (parameters: {', '.join(view.parameters) or 'none'})")
             k, v = item.split("=", 1)
             raw[k.strip()] = v
     for k in raw:
         if k not in view.parameters:
-            raise ViewError(f"view {view.name}: unknown parameter {k!r}; {view.path} declares "
-                            f"{', '.join(view.parameters) or 'none'}")
+            raise ViewError(f"{view.path}:{view.line_of(PARAMS_KEY)}: view {view.name}: unknown parameter "
+                            f"{k!r} (declared: {', '.join(view.parameters) or 'none'})")
     return {
         p.name: _convert(view, p, raw.get(p.name, p.default)) for p in view.parameters.values()
     }
@@ -686,11 +687,13 @@ def _process_fmlama(ctx: ViewContext) -> list[Output]:
     label_langs = sorted(set(langs) | {"en"})
     country_labels = ctx.labels(countries, label_langs)
     pairs = [(d, c) for d, c in pairs if "en" in country_labels.get(c, {})]
-    dish_labels = ctx.labels(dishes, langs)
     ingredients: dict[str, set[str]] = defaultdict(set)
     for r in ctx.select("ingredients", bindings={"dishClass": dish_class}):
         ingredients[r["dish"]].add(r["ingredient"])
-    ing_labels = ctx.labels({i for s in ingredients.values() for i in s}, langs)
+    # Only dishes with a candidate origin and an ingredient can make a row.
+    pairs = [(d, c) for d, c in pairs if d in ingredients]
+    dish_labels = ctx.labels({d for d, _ in pairs}, langs)
+    ing_labels = ctx.labels({i for d, _ in pairs for i in ingredients[d]}, langs)
 
     per_lang: dict[str, list[dict]] = {}
     for lang in langs:
