@@ -57,7 +57,9 @@ def _model_options(f):
                           "log-probs. Causal: sum (default) or mean."),
         click.option("--span", type=click.Choice(["object", "sentence"]), default="object", show_default=True,
                      help="Causal LMs: score the object's tokens, or the object and the rest of the sentence."),
-        click.option("--limit", type=click.IntRange(1), help="Probe only the first N subjects (per predicate)."),
+        click.option("--limit", type=click.IntRange(1),
+                     help="Probe only the first N subjects (per predicate); the candidate set stays "
+                          "that of the whole (sub)dataset."),
         click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
                      help="Output directory (resumable: subjects already there are skipped)."),
         click.option("--overwrite", is_flag=True, help="Discard earlier results in --out."),

@@ -146,7 +146,9 @@ class MaskedScorer:
         while i < len(jobs):
             d = jobs[i][0]
             j = i
-            while j < len(jobs) and j - i < self.batch_size and jobs[j][0] == d:
+            # rows of d masks hold d vocabulary-sized log-prob vectors: keep B·d bounded
+            rows_max = max(1, min(self.batch_size, (4 * self.batch_size) // d))
+            while j < len(jobs) and j - i < rows_max and jobs[j][0] == d:
                 j += 1
             chunk = jobs[i:j]
             built = [self.query_ids(*queries[q], d) for _, _, q in chunk]

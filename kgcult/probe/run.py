@@ -176,11 +176,12 @@ def fmlama_items(rows: list[dict], lang: str, templates: list[tpl.Template],
             continue
         seen.add(r["url"])
         dishes.append(r)
-    if limit:
-        dishes = dishes[:limit]
     if not dishes:
         raise KgcultError("no dish to probe (after the language filter)")
+    # the candidate set is every ingredient of the (sub)dataset, also when --limit samples it
     cands = sorted({g for r in dishes for g in r["obj_label"]})
+    if limit:
+        dishes = dishes[:limit]
     items = []
     for r in dishes:
         subject = subj_of.get(r["url"], r["sub_label"])
@@ -240,10 +241,10 @@ def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
         by_pred.setdefault(r["predicate"], []).append(r)
     items, cands = {}, {}
     for p, prow in sorted(by_pred.items()):
-        if limit:
-            prow = prow[:limit]
         # candidate set: the unique objects of the predicate's triples (DLAMA §5.1)
         cands[p] = sorted({o for r in prow for o in r["objects"]})
+        if limit:
+            prow = prow[:limit]
         t = templates[p]
         items[p] = []
         for r in prow:
