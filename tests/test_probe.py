@@ -282,3 +282,34 @@ def test_cli_probe_fmlama(tiny_bert, tmp_path):
 def test_missing_model_is_a_clear_error(tmp_path):
     with pytest.raises(KgcultError, match="no such directory"):
         models.load("no-such-model")
+
+
+def test_spectral_model_matrix_rows_are_distributions(tiny_bert, tmp_path):
+    from kgcult.probe import spectral
+    from kgcult.probe.run import make_scorer
+
+    m = models.load(str(tiny_bert))
+    sc = make_scorer(m, scoring="sum")
+    t = Template("q", "the dish [C] is made with [Y] .", domain="d")
+    items = ["flour", "salt", "sugar cane"]
+    H = spectral.model_matrix(sc, t, ["soup", "cake", "pie"], items)
+    assert H.shape == (3, 3)
+    assert np.allclose(H.sum(1), 1.0)
+    assert items[int(np.argmax(H[0]))] == "salt"
+    r = spectral.analyse(H)
+    assert 1.0 <= r["ER"] <= 3.0 and r["SR"] >= 1.0
+    # and through the command line, next to the ground truth
+    from click.testing import CliRunner
+
+    from kgcult.cli import main
+
+    f = tmp_path / "items.jsonl"
+    f.write_text("".join(json.dumps({"domain": "d", "country": c, "item": i}) + "\n"
+                         for c, i in [("soup", "salt"), ("cake", "flour"), ("cake", "sugar cane"), ("pie", "flour")]))
+    tp = tmp_path / "p.jsonl"
+    tp.write_text(json.dumps({"id": "d_1", "domain": "d", "template": "the dish [C] is made with [Y] ."}) + "\n")
+    res = CliRunner().invoke(main, ["spectral", "--items", str(f), "--templates", str(tp), "--model", str(tiny_bert),
+                                    "--out", str(tmp_path / "s")])
+    assert res.exit_code == 0, res.output
+    rows = json.loads((tmp_path / "s" / "spectral.json").read_text())
+    assert {r["source"] for r in rows} == {"ground-truth", str(tiny_bert)}

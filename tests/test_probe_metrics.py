@@ -104,3 +104,44 @@ def test_multilingual_use_vectors():
     v = get("auto", "zh")
     assert v is not None and v.name == "use-multilingual-v3"
     assert M.cosine(v("盐"), v("食盐")) > M.cosine(v("盐"), v("糖"))
+
+
+def test_dlama_view_rows_with_per_language_labels():
+    from kgcult.probe.datasets import dlama_rows
+
+    rows = [{"predicate": "P30", "culture": "arab", "sub_uri": "Q79", "country": ["Q79"],
+             "sub_label": {"en": "Egypt", "ar": "مصر"}, "obj_label": {"en": ["Africa", "Asia"], "ar": ["أفريقيا", "آسيا"]}}]
+    en = dlama_rows(rows, "en")
+    assert en[0]["subject"] == "Egypt" and en[0]["objects"] == ["Africa", "Asia"] and en[0]["lang"] == "en"
+    assert en[0]["key"] == "P30|Q79" and en[0]["country"] == ""
+    assert dlama_rows(rows, "ar")[0]["subject"] == "مصر"
+    assert dlama_rows(rows, "ko") == []
+
+
+def test_fmlama_release_template_format():
+    from pathlib import Path
+
+    from kgcult.probe import templates as T
+
+    ours = T.fmlama_templates("he", "all")
+    assert len(ours) == 10 and sum(t.context for t in ours) == 5
+    for lang in ("en", "zh", "ko", "ar", "he", "ru"):
+        assert len(T.fmlama_templates(lang, "plain")) == 5 and len(T.fmlama_templates(lang, "country")) == 5
+        assert all("[C]" in t.text for t in T.fmlama_templates(lang, "country"))
+    assert len(T.dlama_templates("ar")) == 20
+    assert len(T.spectral_templates()) == 27
+    rel = Path(__file__).resolve().parents[2] / "shared" / "reference" / "fmlama" / "templates" / "en_templates.jsonl"
+    if not rel.exists():
+        pytest.skip(f"{rel} not found: ../shared is not beside this checkout")
+    ts = T.fmlama_templates("en", "country", rel)
+    assert len(ts) == 5 and all(t.id.startswith("country_") for t in ts)
+
+
+def test_template_file_errors(tmp_path):
+    from kgcult.errors import KgcultError
+    from kgcult.probe import templates as T
+
+    f = tmp_path / "t.jsonl"
+    f.write_text('{"id": "a", "template": "[X] has [Y]."}\n{"id": "b", "template": "no object here"}\n')
+    with pytest.raises(KgcultError, match=r"t.jsonl:2"):
+        T.load(f)
