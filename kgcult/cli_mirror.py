@@ -57,7 +57,7 @@ def spec_options(f):
 @click.option("--concurrency", type=int, default=2, show_default=True, help="Parallel requests.")
 @click.option("--timeout", type=float, default=90.0, show_default=True, help="Seconds per request.")
 @click.option("--batch-size", type=int, default=250, show_default=True, help="Entity ids per CONSTRUCT.")
-@click.option("--class-batch-size", type=int, default=100, show_default=True, help="Classes per enumeration query.")
+@click.option("--class-batch-size", type=int, default=250, show_default=True, help="Classes per enumeration query.")
 @click.option("--page-size", type=int, default=10000, show_default=True, help="Rows per enumeration page.")
 @click.option("--max-attempts", type=int, default=8, show_default=True, help="Tries per query.")
 @click.option("--retry-budget", type=int, default=200, show_default=True, help="Retries allowed in the whole run.")

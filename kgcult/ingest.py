@@ -33,7 +33,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from . import rdfio, subgraphs, vocab
 from .errors import KgcultError
-from .mirror import Backend, SubgraphReport, _marker, _swap, crawl, entity_id
+from .mirror import PARTIAL, Backend, SubgraphReport, _marker, _set_marker, _swap, crawl, entity_id
 from .store import now_iso, sha256_file
 from .subgraphs import SubgraphSpec, id_sort_key
 
@@ -396,11 +396,12 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     todo = []
     for s in chosen:
         existing = store.triple_count(s.graph)
-        if _marker(store, s.graph) and not refresh:
+        marker = _marker(store, s.graph)
+        if marker and not marker.startswith(PARTIAL) and not refresh:
             reports[s.name].skipped = "already in the store (use --refresh to replace it)"
             reports[s.name].triples = existing
             log(f"{s.name}: {reports[s.name].skipped}")
-        elif existing and not refresh and not _marker(store, s.graph):
+        elif existing and not refresh and marker is None:
             raise IngestError(f"{s.name}: graph {s.graph} already holds {existing} triples that neither "
                               "`kgcult mirror` nor `kgcult ingest` wrote; pass --refresh to replace it")
         else:
@@ -441,24 +442,37 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
             reports[s.name].members = len(members)
             reports[s.name].warnings = warnings
 
-    # pass 2
+    # pass 2: into the (empty) target graph, marked partial until done; into a staging
+    # graph swapped in atomically when the target has content to keep until then
+    run_id = os.urandom(8).hex()
+    write_to: dict[str, str] = {}
     for s in todo:
         store.clear_graph(s.staging_graph)
+        marker = _marker(store, s.graph)
+        if marker and marker.startswith(PARTIAL):
+            store.clear_graph(s.graph)
+        if store.triple_count(s.graph):
+            write_to[s.name] = s.staging_graph
+        else:
+            _set_marker(store, s.graph, PARTIAL + run_id)
+            write_to[s.name] = s.graph
     if bar is not None:
         bar.reset()
         bar.set_description("ingest pass 2")
     writer = _Writer(store)
     if kind == "json":
-        _emit_json(dump, todo, backend.members, writer, tick)
+        _emit_json(dump, todo, backend.members, writer, tick, write_to)
     else:
-        _emit_nt(dump, todo, backend.members, writer, tick)
+        _emit_nt(dump, todo, backend.members, writer, tick, write_to)
     writer.flush()
     if bar is not None:
         bar.close()
 
     for s in todo:
-        run_id = os.urandom(8).hex()
-        _swap(store, s, run_id)
+        if write_to[s.name] == s.graph:
+            _set_marker(store, s.graph, run_id)
+        else:
+            _swap(store, s, run_id)
         rep = reports[s.name]
         rep.triples = store.triple_count(s.graph)
         store.record_activity(kind="ingest", source=os.path.abspath(dump), sha256=digest, graph=s.graph,
@@ -487,8 +501,8 @@ class _Writer:
             self.buf = []
 
 
-def _emit_json(path, todo, members, writer: _Writer, tick) -> None:
-    plans = [(s, members[s.name], NamedNode(s.staging_graph)) for s in todo]
+def _emit_json(path, todo, members, writer: _Writer, tick, write_to) -> None:
+    plans = [(s, members[s.name], NamedNode(write_to[s.name])) for s in todo]
     wanted = set().union(*(p[1] for p in plans)) if plans else set()
     for _, e in json_entities(path, wanted):
         tick()
@@ -508,7 +522,7 @@ def _emit_json(path, todo, members, writer: _Writer, tick) -> None:
 _LANG_TAIL = re.compile(rb'"@([A-Za-z0-9-]+)$')
 
 
-def _emit_nt(path, todo, members, writer: _Writer, tick) -> None:
+def _emit_nt(path, todo, members, writer: _Writer, tick, write_to) -> None:
     plans = []
     for s in todo:
         mem = {b"<" + vocab.WD.encode() + m.encode() + b">" for m in members[s.name]}
@@ -517,7 +531,7 @@ def _emit_nt(path, todo, members, writer: _Writer, tick) -> None:
             site = b"<" + subgraphs.SITELINKS.encode() + b">" if s.sitelinks else None
         else:
             preds, site = {_WDT_B + p.encode() + b">" for p in s.properties}, None
-        plans.append((s, mem, preds, site, set(x.encode() for x in s.languages), NamedNode(s.staging_graph)))
+        plans.append((s, mem, preds, site, set(x.encode() for x in s.languages), NamedNode(write_to[s.name])))
     pending: dict[NamedNode, list[bytes]] = {}
 
     def drain(g):

@@ -11,13 +11,14 @@ For each subgraph spec (``ontology/subgraphs.ttl``, see :mod:`kgcult.subgraphs`)
 3. follow the objects of ``followProperty`` claims to a fixpoint, up to ``followDepth``.
 
 Lossless and resumable: every response is parsed completely before anything is written
-(a truncated, malformed or HTML body is retried, never half-loaded); each batch goes into
-a staging graph in one transaction; a SQLite checkpoint next to the store memoizes every
-finished query by its sha256, so a re-run after a crash or ``kill -9`` skips finished
-work and ends with the same triples. When a subgraph is complete its staging graph
-replaces the target graph in one SPARQL Update transaction (also how ``--refresh`` swaps
-atomically), provenance is recorded and the closure is marked stale. A query that
-exhausts its retries (or the run's retry budget) fails the run, naming the batch.
+(a truncated, malformed or HTML body is retried, never half-loaded); each batch is written
+in one transaction; a SQLite checkpoint next to the store memoizes every finished query by
+its sha256, so a re-run after a crash or ``kill -9`` skips finished work and ends with the
+same triples. A new subgraph is written straight into its (empty) graph, marked
+``partial:<run>`` in the metadata graph until complete; ``--refresh`` of an existing one
+builds a staging graph that replaces the old graph in one SPARQL Update transaction.
+Provenance is recorded and the closure is marked stale. A query that exhausts its retries
+(or the run's retry budget) fails the run, naming the batch.
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ DEFAULT_USER_AGENT = (
 )
 _META = NamedNode(vocab.META_GRAPH)
 _MIRROR_RUN = vocab.kgc("mirrorRun")
+PARTIAL = "partial:"
 _ENTITY = re.compile(r"^[QPL][1-9][0-9]*(?:-[FS][1-9][0-9]*)?$")
 
 FORMATS = {
@@ -82,7 +84,7 @@ class MirrorConfig:
     timeout: float = 90.0            # seconds per request (WDQS stops queries at 60 s)
     concurrency: int = 2             # parallel requests (WDQS allows a few per client)
     batch_size: int = 250            # ids per CONSTRUCT (VALUES)
-    class_batch_size: int = 100      # classes per enumeration query
+    class_batch_size: int = 250      # classes per enumeration query
     page_size: int = 10000           # rows per enumeration page (keyset paging)
     max_attempts: int = 8            # tries per query
     retry_budget: int = 200          # retries in the whole run
@@ -287,7 +289,7 @@ class Checkpoint:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL: survives kill -9 (not power loss)
         self.db.execute("CREATE TABLE IF NOT EXISTS runs (subgraph TEXT PRIMARY KEY, run_id TEXT, "
                         "fingerprint TEXT, endpoint TEXT, started TEXT, phase TEXT)")
         self.db.execute("CREATE TABLE IF NOT EXISTS done (subgraph TEXT, key TEXT, value TEXT, "
@@ -357,8 +359,6 @@ def render(tpl: str, **lists) -> str:
         if name not in lists:
             raise MirrorError(f"query template slot {{{{{name}}}}} has no value")
         terms = lists[name]
-        if not terms:
-            raise MirrorError(f"query template slot {{{{{name}}}}} is empty")
         return ", ".join(str(sparqlutil.term(t)) for t in terms)
 
     return _SLOT.sub(fill, tpl)
@@ -375,12 +375,10 @@ def statements_query(tpl: str, ids: list[str], props: list[str]) -> str:
     return bind_values(q, rows=_rows("s", [wd_node(i) for i in ids]))
 
 
-def sitelinks_query(tpl: str, ids: list[str]) -> str:
-    return bind_values(tpl, rows=_rows("s", [wd_node(i) for i in ids]))
-
-
-def labels_query(tpl: str, ids: list[str], label_props: list[str], langs: list[str]) -> str:
-    q = render(tpl, properties=[NamedNode(p) for p in label_props], languages=[Literal(x) for x in langs])
+def labels_query(tpl: str, ids: list[str], label_props: list[str], langs: list[str],
+                 sitelinks: bool = False) -> str:
+    q = render(tpl, properties=[NamedNode(p) for p in label_props], languages=[Literal(x) for x in langs],
+               plain=[NamedNode(subgraphs.SITELINKS)] if sitelinks else [])
     return bind_values(q, rows=_rows("s", [wd_node(i) for i in ids]))
 
 
@@ -482,14 +480,15 @@ class EndpointBackend(Backend):
                  config: MirrorConfig, bar=None):
         self.store, self.specs, self.client, self.cp = store, specs, client, checkpoint
         self.pool, self.config, self.bar = pool, config, bar
-        self.tpl = {n: template(n) for n in ("members", "statements", "labels", "sitelinks")}
+        self.tpl = {n: template(n) for n in ("members", "statements", "labels")}
         self.memo: dict[str, str] = {}
         self.keys: list[str] = []
         self.queries = 0
         self.resumed = 0
         self.triples = 0
 
-    def begin(self, spec: SubgraphSpec) -> None:
+    def begin(self, spec: SubgraphSpec, write_graph: str) -> None:
+        self.write_graph = write_graph
         self.memo = self.cp.results(spec.name)
         self.keys, self.queries, self.resumed, self.triples = [], 0, 0, 0
 
@@ -558,18 +557,15 @@ class EndpointBackend(Backend):
         for i, batch in enumerate(batches):
             where = f"{spec.name}: level {level}, batch {i + 1}/{len(batches)} ({batch[0]}..{batch[-1]}, {len(batch)} ids)"
             if spec.is_labels:
-                if spec.label_properties:
-                    jobs.append((labels_query(self.tpl["labels"], batch, list(spec.label_properties),
-                                              list(spec.languages)), where + " labels"))
-                if spec.sitelinks:
-                    jobs.append((sitelinks_query(self.tpl["sitelinks"], batch), where + " sitelinks"))
+                jobs.append((labels_query(self.tpl["labels"], batch, list(spec.label_properties),
+                                          list(spec.languages), spec.sitelinks), where + " labels"))
             else:
                 jobs.append((statements_query(self.tpl["statements"], batch, list(spec.properties)), where))
         self._add_total(len(jobs))
         follow = {vocab.WDT + p for p in spec.follow_properties}
         objects: set[str] = set()
         pending = {}
-        staging = NamedNode(spec.staging_graph)
+        target = NamedNode(self.write_graph)
         for q, what in jobs:
             key = "construct:" + sha(q)
             self.keys.append(key)
@@ -583,8 +579,8 @@ class EndpointBackend(Backend):
             triples = fut.result()
             objs = sorted({e for t in triples if t.predicate.value in follow
                            for e in [entity_id(t.object)] if e}, key=id_sort_key)
-            # one transaction: the batch is in the staging graph completely or not at all
-            self.store.ox.extend(Quad(t.subject, t.predicate, t.object, staging) for t in triples)
+            # one transaction: the batch is in the store completely or not at all
+            self.store.ox.extend([Quad(t.subject, t.predicate, t.object, target) for t in triples])
             self.cp.put(spec.name, pending[fut], {"triples": len(triples), "objects": objs})
             self.queries += 1
             objects.update(objs)
@@ -640,6 +636,7 @@ def mirror(store, names=None, *, config: MirrorConfig | None = None, specs=None,
         if bar is not None:
             bar.close()
         cp.close()
+        store.flush()
     return reports
 
 
@@ -658,34 +655,47 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
     if run and (run["fingerprint"] != fp or run["endpoint"] != config.endpoint):
         log(f"{spec.name}: the checkpoint is for another spec or endpoint; starting over")
         run = None
+    marker = _marker(store, spec.graph)
     if run is None:
         existing = store.triple_count(spec.graph)
         refresh = config.refresh or force
-        if _marker(store, spec.graph) and not refresh:
+        complete = marker is not None and not marker.startswith(PARTIAL)
+        if complete and not refresh:
             rep.skipped = "already mirrored (use --refresh to re-pull and replace it)"
             rep.triples = existing
             log(f"{spec.name}: {rep.skipped}")
             return rep
-        if existing and not refresh and not _marker(store, spec.graph):
+        if existing and not refresh and marker is None:
             raise MirrorError(f"{spec.name}: graph {spec.graph} already holds {existing} triples that "
                               "`kgcult mirror` did not write; pass --refresh to replace it")
         run = {"run_id": os.urandom(8).hex(), "started": _now()}
         store.clear_graph(spec.staging_graph)
+        if marker is not None and marker.startswith(PARTIAL):
+            store.clear_graph(spec.graph)  # our own leftover of a run whose checkpoint is gone
+            existing = 0
+        if not existing:
+            # nothing to keep: write the batches straight into the target graph (no copy)
+            _set_marker(store, spec.graph, PARTIAL + run["run_id"])
         cp.start(spec.name, run["run_id"], fp, config.endpoint, run["started"])
+        marker = _marker(store, spec.graph)
     else:
         log(f"{spec.name}: resuming run {run['run_id']} from the checkpoint")
+    direct = marker == PARTIAL + run["run_id"]
     missing = [d for d in spec.seed_from if not store.triple_count(backend.specs[d].graph if d in backend.specs else vocab.graph_iri(d))]
     if missing:
         log(f"warning: {spec.name} is seeded from {', '.join(missing)}, which the store does not hold "
             "(yet): mirror them first, or together with it")
     retries_before = client.retries
-    backend.begin(spec)
+    backend.begin(spec, spec.graph if direct else spec.staging_graph)
     if run.get("phase") != "swapping":
         members, rep.warnings = crawl(spec, backend, log)
         rep.members = len(members)
         cp.set_phase(spec.name, "swapping")
     if _marker(store, spec.graph) != run["run_id"]:
-        _swap(store, spec, run["run_id"])
+        if direct:
+            _set_marker(store, spec.graph, run["run_id"])
+        else:
+            _swap(store, spec, run["run_id"])  # --refresh: replace the old graph atomically
     rep.triples = store.triple_count(spec.graph)
     rep.queries, rep.resumed_queries = backend.queries, backend.resumed
     rep.retries = client.retries - retries_before
@@ -693,7 +703,6 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
     if not _recorded(store, run["run_id"]):  # killed after recording, before cp.finish?
         _record(store, spec, config, run, rep, keys, backend, fp)
     store.mark_closure_stale()
-    store.flush()
     cp.finish(spec.name)
     rep.seconds = time.perf_counter() - t0
     log(f"{spec.name}: {rep.triples} triples in {spec.graph} ({rep.queries} queries, "
@@ -733,7 +742,15 @@ def _swap(store, spec: SubgraphSpec, run_id: str) -> None:
         f"DELETE WHERE {{ GRAPH <{m}> {{ <{t}> <{_MIRROR_RUN.value}> ?r }} }} ;\n"
         f"INSERT DATA {{ GRAPH <{m}> {{ <{t}> <{_MIRROR_RUN.value}> {Literal(run_id)} }} }}"
     )
-    store.flush()
+
+
+def _set_marker(store, graph: str, value: str) -> None:
+    """Record (atomically) which run wrote ``graph``; ``partial:<run>`` while it runs."""
+    g = NamedNode(graph)
+    store.ox.update(
+        f"DELETE WHERE {{ GRAPH {_META} {{ {g} {_MIRROR_RUN} ?r }} }} ;\n"
+        f"INSERT DATA {{ GRAPH {_META} {{ {g} {_MIRROR_RUN} {Literal(value)} }} }}"
+    )
 
 
 def _now() -> str:
