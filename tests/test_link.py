@@ -214,6 +214,13 @@ def test_index_persisted_and_invalidated(tmp_path):
         s.close()
 
 
+def test_open_by_path_read_only(tmp_path):
+    make_store(tmp_path / "store").close()
+    lk = Linker.open(str(tmp_path / "store"))
+    assert lk.store.read_only
+    assert lk.link("paella", lang="es", topic="food")["country"] == ["Q29"]
+
+
 # -- CLI --------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -243,14 +250,15 @@ def test_cli_stream(cli_store, tmp_path):
         json.dumps({"id": "c", "lang": "es", "topic": "food", "country": "Q29",
                     "entities": {"paella": "dish_name", "tomate": "specific_ingredient"}}),
         json.dumps({"id": "d", "mention": '"} DROP GRAPH <x> #\n', "topic": "food"}),
+        json.dumps({"id": "e", "lang": "en", "topic": "food", "sushi": "dish_name"}),
     ]) + "\n")
     out = tmp_path / "out.jsonl"
     r = run_cli(["link", "-i", str(inp), "-o", str(out), "--on-error", "skip"], cli_store)
     assert r.exit_code == 0, r.output
     assert f"{inp}:2: malformed JSON" in r.stderr
     rows = [json.loads(l) for l in out.read_text().splitlines()]
-    assert [x["id"] for x in rows] == ["a", "b", "c#0", "c#1", "d"]
-    assert [x["qid"] for x in rows] == ["Q1093742", "Q90011", "Q90053", "Q90052", None]
+    assert [x["id"] for x in rows] == ["a", "b", "c#0", "c#1", "d", "e#0"]
+    assert [x["qid"] for x in rows] == ["Q1093742", "Q90011", "Q90053", "Q90052", None, "Q46383"]
     assert rows[2]["type"] == "dish_name" and rows[2]["prompt_country"] == "Q29"
     r = run_cli(["link", "-i", str(inp), "-o", str(tmp_path / "o2.jsonl")], cli_store)
     assert r.exit_code == 1 and f"{inp}:2: malformed JSON" in r.stderr
