@@ -88,3 +88,13 @@ def test_fmlama_14_country_filter_reproduces_data_lang(standin_store, tmp_path):
     res = compare(ours, _rows(REF_EN))
     assert res["extra"] == [] and res["rate"] == 1.0
     assert {x["origin"] for x in ours} <= {x["origin"] for x in _rows(REF_EN)}
+
+
+def test_dlama_p30_entropy_matches_the_paper(standin_store, tmp_path):
+    """DLAMA-v1 Tables D3/E4/E5 report P30 (continent) entropies of 1.0 (Arab), 1.0 (West),
+    0.0 (Asia, 13 facts) and 0.0 (South America, 12 facts); the stand-in gives the same."""
+    r = views.build(standin_store, "dlama", {"predicates": "P30"}, tmp_path, snapshot_hash="-")
+    ent = {e["culture"]: e for e in _rows(r.directory / "entropy.jsonl")}
+    assert (ent["asia"]["triples"], ent["asia"]["entropy"]) == (13, 0.0)
+    assert (ent["south-america"]["triples"], ent["south-america"]["entropy"]) == (12, 0.0)
+    assert round(ent["arab"]["entropy"], 1) == 1.0 and round(ent["west"]["entropy"], 1) == 1.0
