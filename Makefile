@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 KG     := $(VENV)/bin/kgcult
 STORE  ?= .kgcult/store
+DEMO_OUT ?= build/demo
 
 .PHONY: install demo test test-all bench seed clean
 
@@ -23,6 +24,8 @@ demo:
 	$(KG) --store $(STORE) stats
 	@echo; echo "== dishes per origin country (queries/checks/dishes-per-country.rq)"
 	$(KG) --store $(STORE) sparql -f queries/checks/dishes-per-country.rq
+	@echo; echo "== FmLAMA built from the seed (kgcult build fmlama): rows per origin country"
+	$(KG) --store $(STORE) build fmlama --out $(DEMO_OUT) --print counts.jsonl
 
 test:
 	$(PY) -m pytest -q
