@@ -108,10 +108,6 @@ def load(name: str, kind: str = "auto", device: str = "cpu", gguf_file: str | No
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise KgcultError(f"--device {device}: no CUDA device is available on this machine")
     path, gguf_file = _resolve(name, gguf_file)
-    if not Path(path).exists() and os.environ.get("HF_HUB_OFFLINE") == "1" and "/" not in path:
-        raise KgcultError(f"model {name!r}: no such directory, and with HF_HUB_OFFLINE=1 only models "
-                          f"already in the local Hugging Face cache load; give a local directory, "
-                          f"a cached Hugging Face id, or one of: {', '.join(ALIASES)}")
     try:
         if kind == "auto":
             kind = detect_kind(path, gguf_file)
@@ -127,6 +123,10 @@ def load(name: str, kind: str = "auto", device: str = "cpu", gguf_file: str | No
     except KgcultError:
         raise
     except (OSError, ValueError, ImportError) as e:
+        if not Path(path).exists():
+            raise KgcultError(f"model {name!r}: no such directory, and not in the local Hugging Face "
+                              f"cache (HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE')}); give a local "
+                              f"directory, a cached Hugging Face id, or one of: {', '.join(ALIASES)}") from None
         raise KgcultError(f"could not load model {name!r} ({path}) offline: {e}") from None
     model.eval()
     model.to(device)
