@@ -107,6 +107,11 @@ def taxonomy_keywords(ctx, topic, country, lang, limit, fmt):
               help="CultureSynth knowledge setting.")
 @click.option("--versus", multiple=True, metavar="QID",
               help="Countries to contrast with in the 'different' setting (default: neighbours, P47).")
+@click.option("--keyword", "keyword_texts", multiple=True, metavar="QID|TEXT",
+              help="Ask about these keywords instead of the topic's keywords from the graph; free text is "
+                   "linked with the entity linker (repeatable).")
+@click.option("--keywords-file", type=click.File("r", encoding="utf-8"),
+              help="A file of keywords, one per line (QIDs or free text), as --keyword.")
 @click.option("--limit", type=int, help="At most this many questions per language.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for choosing contrast partners.")
 @click.option("-o", "--out", "out_path", type=click.Path(dir_okay=False), help="Write JSONL here (default stdout).")
@@ -118,8 +123,8 @@ def taxonomy_keywords(ctx, topic, country, lang, limit, fmt):
 @click.option("--max-new-tokens", type=int, default=64, show_default=True)
 @click.option("--drop-rejected", is_flag=True, help="Drop questions whose rewrite failed verification.")
 @click.pass_context
-def synth_cmd(ctx, topic, country, langs, setting, versus, limit, seed, out_path, check,
-              generator_path, gguf_file, max_new_tokens, drop_rejected):
+def synth_cmd(ctx, topic, country, langs, setting, versus, keyword_texts, keywords_file, limit, seed,
+              out_path, check, generator_path, gguf_file, max_new_tokens, drop_rejected):
     """Synthesize questions with gold answers from graph facts (CultureSynth on the graph).
 
     Each JSONL line: id, setting (unique|different), template, lang, topic, country,
@@ -130,6 +135,7 @@ def synth_cmd(ctx, topic, country, langs, setting, versus, limit, seed, out_path
     Examples:
       kgcult synth --topic food --country Q17 --lang en,ja,zh,ko -o food-jp.jsonl
       kgcult synth --topic LAN --country Q142 --lang fr --setting different --versus Q183
+      kgcult synth --topic food --country Q17 --lang ja --keyword ramen --keyword Q46383
       kgcult synth eval answers.jsonl --questions food-jp.jsonl
     """
     if ctx.invoked_subcommand is not None:
@@ -141,8 +147,17 @@ def synth_cmd(ctx, topic, country, langs, setting, versus, limit, seed, out_path
     hierarchy.ensure_closure(store, log=_info)
     tax = tax_lib.load()
     settings = ("unique", "different") if setting == "both" else (setting,)
-    qs = synth_lib.synthesize(store, tax, topic, country, _langs(langs) or ["en"], settings=settings,
-                              versus=list(versus), limit=limit, seed=seed)
+    langs_ = _langs(langs) or ["en"]
+    given = None
+    texts = list(keyword_texts) + ([l for l in keywords_file.read().splitlines()] if keywords_file else [])
+    if texts:
+        given, missed = synth_lib.link_keywords(store, texts, lang=langs_[0], country=country)
+        for m in missed:
+            _info(f"keyword {m['mention']!r} not linked ({m['status']}): skipped")
+        if not given:
+            raise KgcultError("none of the keywords given could be linked to an entity")
+    qs = synth_lib.synthesize(store, tax, topic, country, langs_, settings=settings,
+                              versus=list(versus), limit=limit, seed=seed, keywords=given)
     if check:
         problems = synth_lib.check_questions(store, qs)
         if problems:
@@ -201,8 +216,9 @@ def synth_eval(ctx, answers, questions, fmt, items):
 @click.option("--lang", default="en", show_default=True)
 @click.option("--topic", "link_topic", help="Linker topic for a free-text keyword (food, beverage, ...).")
 @click.option("--country", metavar="QID", help="Country hint for linking a free-text keyword.")
+@click.option("--embeddings", is_flag=True, help="Let the linker fall back to nearest entities in the embedding index.")
 @click.pass_context
-def synth_knowledge(ctx, keyword, lang, link_topic, country):
+def synth_knowledge(ctx, keyword, lang, link_topic, country, embeddings):
     """The knowledge point of a keyword: a QID, or free text linked with the entity linker.
 
     \b
@@ -217,5 +233,6 @@ def synth_knowledge(ctx, keyword, lang, link_topic, country):
     if re.fullmatch(r"Q\d+", keyword.strip()):
         kp = synth_lib.knowledge_point(store, keyword.strip(), lang)
     else:
-        kp = synth_lib.knowledge_point_for_text(store, keyword, lang, topic=link_topic, country=country)
+        kp = synth_lib.knowledge_point_for_text(store, keyword, lang, topic=link_topic, country=country,
+                                                embeddings=embeddings)
     click.echo(json.dumps(kp, ensure_ascii=False, indent=1))

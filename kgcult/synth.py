@@ -225,11 +225,12 @@ def knowledge_point(store, qid: str, lang: str = "en", cache: GraphCache | None 
 
 
 def knowledge_point_for_text(store, text: str, lang: str = "en", topic: str | None = None,
-                             country: str | None = None, linker=None) -> dict:
-    """Link a free-text keyword with the entity linker, then return its knowledge point
-    (with the linking result under ``"link"``). Unresolved text raises KgcultError."""
+                             country: str | None = None, linker=None, embeddings: bool = False) -> dict:
+    """Link a free-text keyword with the entity linker (``embeddings=True`` adds its
+    nearest-neighbour stage over the embedding index), then return its knowledge point (with
+    the linking result under ``"link"``). Unresolved text raises KgcultError."""
     if linker is None:
-        linker = _open_linker(store)
+        linker = _open_linker(store, embeddings=embeddings)
     res = linker.link(text, lang=lang, topic=topic, country=country)
     if not res.get("qid"):
         raise KgcultError(f"{text!r}: the linker found no entity ({res.get('status')})")
@@ -238,12 +239,12 @@ def knowledge_point_for_text(store, text: str, lang: str = "en", topic: str | No
     return kp
 
 
-def _open_linker(store):
+def _open_linker(store, embeddings: bool = False):
     try:
         from .link import Linker
     except ImportError as e:  # pragma: no cover - the linker ships with kgcult
         raise KgcultError(f"the entity linker (kgcult.link) is not available: {e}") from None
-    return Linker.open(store)
+    return Linker.open(store, embeddings=embeddings)
 
 
 def _pnum(pid: str) -> int:
@@ -254,13 +255,17 @@ def _pnum(pid: str) -> int:
 
 def synthesize(store, tax: taxonomy.Taxonomy, topic, country: str, langs: Iterable[str],
                settings: Iterable[str] = SETTINGS, versus: Iterable[str] | None = None,
-               limit: int | None = None, seed: int = 0, templates_directory=None) -> list[dict]:
+               limit: int | None = None, seed: int = 0, templates_directory=None,
+               keywords: Iterable[str] | None = None) -> list[dict]:
     """Template questions about ``topic`` (a Topic or a name) for ``country`` (QID) in each
     language of ``langs``. Deterministic for the same store, arguments and seed.
 
     ``versus``: countries to contrast with in the "different" setting (default: the
     country's neighbours, P47, for country-level properties; any other origin for entity
-    pairs). ``limit``: at most this many questions per language (after sorting)."""
+    pairs). ``limit``: at most this many questions per language (after sorting).
+    ``keywords``: QIDs to ask about instead of the topic's keywords from the graph (e.g.
+    free-text keywords linked with ``link_keywords``); the questions are filed under
+    ``topic`` (its first anchored secondary topic when it is a primary one)."""
     if isinstance(topic, str):
         topic = tax.resolve(topic)
     settings = tuple(settings)
@@ -274,7 +279,10 @@ def synthesize(store, tax: taxonomy.Taxonomy, topic, country: str, langs: Iterab
             for lang in langs}
     c_iri = taxonomy._country_iri(country).value
     versus_iris = [taxonomy._country_iri(v).value for v in (versus or [])]
-    kws = taxonomy.keywords(store, tax, topic, c_iri, lang="en")
+    if keywords is None:
+        kws = taxonomy.keywords(store, tax, topic, c_iri, lang="en")
+    else:
+        kws = _given_keywords(store, tax, topic, c_iri, keywords)
     cache = GraphCache(store)
     kw_iris = [_iri(k["qid"]) for k in kws]
     cache.fetch_claims(kw_iris + [c_iri] + versus_iris)
@@ -312,6 +320,45 @@ def synthesize(store, tax: taxonomy.Taxonomy, topic, country: str, langs: Iterab
                                                     q["keyword_label"].casefold(), q["id"]))
         out.extend(ordered[:limit] if limit else ordered)
     return out
+
+
+def _given_keywords(store, tax, topic, country: str, qids: Iterable[str]) -> list[dict]:
+    """Keyword records for QIDs the caller chose, with the anchors and country ties the
+    graph gives them (so every template kind applies as for graph keywords)."""
+    qids = [kinspect.entity_iri(q) for q in qids]
+    targets = [tax.topics[c] for c in topic.children] if topic.primary else [topic]
+    target = next((t for t in targets if t.anchored), targets[0] if targets else topic)
+    graph = {_iri(k["qid"]): k for k in taxonomy.keywords(store, tax, topic, country, lang="en")}
+    out = []
+    for q in dict.fromkeys(qids):
+        if q in graph:
+            out.append(graph[q])
+        else:
+            out.append({"qid": _qid(q), "label": "", "label_lang": "", "topics": [target.notation],
+                        "anchors": [], "via": ["given"]})
+    return out
+
+
+def link_keywords(store, texts: Iterable[str], lang: str = "en", country: str | None = None,
+                  linker=None, embeddings: bool = False) -> tuple[list[str], list[dict]]:
+    """Link free-text keywords (the paper's LLM-made keywords, say) to QIDs with the entity
+    linker; a text that is already a QID is kept. Returns (QIDs, unresolved link results)."""
+    out, missed = [], []
+    for t in texts:
+        t = t.strip()
+        if not t:
+            continue
+        if re.fullmatch(r"Q\d+", t):
+            out.append(t)
+            continue
+        if linker is None:
+            linker = _open_linker(store, embeddings=embeddings)
+        res = linker.link(t, lang=lang, country=country)
+        if res.get("qid"):
+            out.append(res["qid"])
+        else:
+            missed.append({"mention": t, "status": res.get("status")})
+    return out, missed
 
 
 @dataclass

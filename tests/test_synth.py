@@ -389,3 +389,15 @@ def test_seed_synth_three_languages_grounded(tmp_path):
             assert q["answers"] and q["gold_qids"]
     finally:
         s.close()
+
+
+def test_cli_synth_with_given_keywords(mini_path):
+    pytest.importorskip("kgcult.link")
+    r = run_cli(["synth", "--topic", "food", "--country", "Q17", "--lang", "ko", "--setting", "unique",
+                 "--keyword", "ramen", "--keyword", "Q9900010", "--keyword", "xyzzy qqq"], mini_path)
+    assert r.exit_code == 0, r.output
+    qs = [json.loads(l) for l in r.stdout.splitlines()]
+    assert {q["keyword"] for q in qs if q["kind"] == "fact"} == {"Q9900004", "Q9900010"}  # ramen linked from text
+    assert "keyword 'xyzzy qqq' not linked" in r.stderr
+    r = run_cli(["synth", "--topic", "food", "--country", "Q17", "--keyword", "xyzzy qqq"], mini_path)
+    assert r.exit_code == 1 and "none of the keywords" in r.stderr
