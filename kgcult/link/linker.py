@@ -16,7 +16,7 @@ MAX_CANDIDATES = 10
 # Calibrated thresholds for the fallback stages (see docs/link.md): a fuzzy or embedding
 # hit links only when it is valid for the topic, and an embedding hit only above
 # EMBED_MIN cosine and EMBED_MARGIN ahead of the best hit for a different entity.
-EMBED_MIN = 0.86
+EMBED_MIN = 0.90
 EMBED_MARGIN = 0.02
 TOKENS_MIN = 0.6
 TOKENS_MARGIN = 0.1
