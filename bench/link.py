@@ -308,7 +308,8 @@ def main():
     finally:
         proc.terminate()
         proc.wait(10)
-    bres = [{"qid": p, "status": "resolved" if p else "unresolved", "match": None} for p in preds]
+    bres = [{"qid": p, "status": "resolved" if p else "unresolved", "match": None, "candidates": []}
+            for p in preds]
     result["makieval_style"] = {"endpoint": "oxigraph serve on 127.0.0.1", "mentions": len(sub),
                                 "seconds": round(secs, 2), "per_s": round(len(sub) / secs, 1),
                                 "queries": base.queries, **quality(gold[: len(sub)], bres)}

@@ -88,7 +88,8 @@ class LinkGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-@click.group("link", cls=LinkGroup, invoke_without_command=True)
+@click.group("link", cls=LinkGroup, invoke_without_command=True,
+             subcommand_metavar="[MENTION | index | eval ...]")
 @click.option("--mention", "mention", hidden=True)
 @click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False, allow_dash=True),
               help="JSONL of mentions (fields mention, lang, topic, country, id) or MakiEval "

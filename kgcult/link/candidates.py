@@ -145,23 +145,40 @@ class TokenPool:
     with the word) over the pool. "nutmeg seeds" ~ "nutmeg", "Vin de Bellet" ~ "Bellet"
     (common words weigh little), "Noel Hill" ~ nothing unless a food is named "Hill"."""
 
-    def __init__(self, names, lang: str):
+    @classmethod
+    def entries_of(cls, names) -> list[tuple]:
+        """(eid, lang, name, words) for names with at least one word."""
+        out = []
+        for eid, lg, name in names:
+            toks = cls.tokens(name, lg)
+            if toks:
+                out.append((eid, lg, name, toks))
+        return out
+
+    def __init__(self, names=None, lang: str = "en", entries=None):
         self.lang = lang
-        self.post: dict[str, list] = {}
+        post: dict[str, list] = {}
         df: dict[str, set] = {}
         ents = set()
-        for eid, lg, name in names:
-            toks = self.tokens(name, lg)
-            if not toks:
-                continue
+        if entries is None:
+            entries = self.entries_of(names or ())
+        for entry in entries:
+            eid, lg, name, toks = entry
             ents.add(eid)
-            entry = (eid, lg, name, toks)
             for t in toks:
-                self.post.setdefault(t, []).append(entry)
+                post.setdefault(t, []).append(entry)
                 df.setdefault(t, set()).add(eid)
         n = max(1, len(ents))
-        self.idf = {t: math.log((n + 1) / len(e)) for t, e in df.items()}
+        self.df = {t: len(e) for t, e in df.items()}
+        self.idf = {t: math.log((n + 1) / c) for t, c in self.df.items()}
         self.default_idf = math.log(n + 1)
+        self.post = post
+        # each name also filed under its rarest word: a name contained in the mention has
+        # its rarest word among the mention's words, so short lists suffice for that case
+        self.rare: dict[str, list] = {}
+        for entry in entries:
+            r = min(entry[3], key=lambda t: (self.df[t], t))
+            self.rare.setdefault(r, []).append(entry)
 
     @staticmethod
     def tokens(text: str, lang: str) -> frozenset:
@@ -174,8 +191,11 @@ class TokenPool:
         idf = self.idf
         best: dict[int, tuple] = {}
         seen = set()
-        for t in m:
-            for entry in self.post.get(t, ()):
+        lists = [self.rare.get(t, ()) for t in m]  # names contained in the mention
+        if all(t in self.df for t in m):  # names containing the mention: via its rarest word
+            lists.append(self.post[min(m, key=lambda t: (self.df[t], t))])
+        for lst in lists:
+            for entry in lst:
                 eid, lg, name, toks = entry
                 if (eid, toks) in seen:
                     continue

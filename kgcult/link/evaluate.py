@@ -78,7 +78,7 @@ def score(gold: list[dict], results: list[dict], count_ambiguous: bool = True):
             acc[1] += fp
             acc[2] += pos
         if not tp and (fp or pos):
-            errors.append({"line": g["_line"], "mention": g["mention"], "lang": g.get("lang"),
+            errors.append({"line": g.get("_line"), "mention": g["mention"], "lang": g.get("lang"),
                            "topic": g.get("topic"), "gold_qid": gq, "predicted": pred,
                            "status": r["status"], "match": r["match"],
                            "kind": "wrong" if fp and pos else ("false-link" if fp else "missed"),
@@ -117,6 +117,7 @@ def evaluate(linker, gold: list[dict], *, stage_gain: bool = True, count_ambiguo
             sub._emb = linker._emb
             sub._fuzzy = linker._fuzzy
             sub._tokens = linker._tokens
+            sub._name_parts = linker._name_parts
             res = list(sub.link_many(inputs))
             rep, _ = score(gold, res, count_ambiguous)
             o = rep["overall"]

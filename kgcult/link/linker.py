@@ -44,6 +44,8 @@ class Linker:
         self.tokens_margin = tokens_margin
         self._fuzzy: dict = {}
         self._tokens: dict = {}
+        self._name_parts: dict = {}
+        self._members: dict = {}
         self._emb: dict = {}
         self._encoder = None
         self._evidence: dict = {}
@@ -126,9 +128,14 @@ class Linker:
                 st["pending_embedding"] = True
                 break
             if stage == "exact":
-                found = C.exact(ix, m, lang)
-                if not found and "-" in lang:
-                    found = C.exact(ix, m, normalize.base_lang(lang))
+                d = ix.exact.get(lang)
+                v = d.get(m) if d is not None else None
+                if v is not None and v.__class__ is int:  # the common case: one entity
+                    found = {v >> 1: (v & 1, lang, None)}
+                else:
+                    found = C.exact(ix, m, lang)
+                    if not found and "-" in lang:
+                        found = C.exact(ix, m, normalize.base_lang(lang))
             else:
                 if keys is None:
                     kk = (m, lang)
@@ -139,7 +146,14 @@ class Linker:
                         keys = self._keys[kk] = normalize.keys(m, lang)
                     st["key"] = keys[1]
                 if stage == "normalized":
-                    found = C.normalized(ix, m, lang, keys)
+                    d = ix.norm.get(lang)
+                    v = d.get(keys[2]) if d is not None else None
+                    if v is None:
+                        found = {}
+                    elif v.__class__ is int:
+                        found = {v >> 1: (v & 1, lang, None)}
+                    else:
+                        found = C.normalized(ix, m, lang, keys)
                 elif stage == "english":
                     found = C.english(ix, m, lang)
                 elif stage == "any":
@@ -148,39 +162,66 @@ class Linker:
                     found = self._fuzzy_stage(keys[1], lang, topic)
                 else:
                     found = self._tokens_stage(m, lang, topic)
-            for eid, (alias, lg, detail) in found.items():
-                if eid not in cands:
-                    sub = detail if stage in ("fuzzy", "tokens") else 0
-                    cands[eid] = (stage, alias, lg, sub, None)
             if found:
+                scored = stage == "fuzzy" or stage == "tokens"
+                for eid, (alias, lg, detail) in found.items():
+                    if eid not in cands:
+                        cands[eid] = (stage, alias, lg, detail if scored else 0, None)
                 if not topic:
-                    done = True
-                elif any(bits[e] & bit for e in found):
-                    done = True
-            if done:
-                break
+                    break
+                for e in found:
+                    if bits[e] & bit:
+                        done = True
+                        break
+                if done:
+                    break
         return st
 
-    def _fuzzy_stage(self, key: str, lang: str, topic: str | None) -> dict:
-        pool_key = (topic, lang)
-        pool = self._fuzzy.get(pool_key)
-        if pool is None:
-            members = self.ix.members(topic)
-            langs = {lang, normalize.base_lang(lang), "en"}
-            pool = self._fuzzy[pool_key] = C.FuzzyPool(self.ix.names_of(members, langs))
-        out = {}
-        for eid, lg, _name, d in pool.search(key):
-            out[eid] = (0, lg, d)
+    def _names(self, topic: str | None, langs) -> list:
+        """(eid, lang, name) of the topic's entities (None: of any topic) in ``langs``;
+        one cached list per (topic, language), shared by the pools."""
+        out = []
+        for lg in sorted(set(langs)):
+            k = (topic, lg)
+            part = self._name_parts.get(k)
+            if part is None:
+                if topic is None:
+                    members = [e for e, b in enumerate(self.ix.topic_bits) if b]
+                else:
+                    members = self._members.get(topic)
+                    if members is None:
+                        members = self._members[topic] = self.ix.members(topic)
+                part = self._name_parts[k] = self.ix.names_of(members, {lg})
+            out.extend(part)
         return out
+
+    def _fuzzy_stage(self, key: str, lang: str, topic: str | None) -> dict:
+        """Edit-distance hits among the names, in the mention's language and English, of
+        the topic's entities (without a topic: of the entities of any topic); one
+        deletion index per (topic, language)."""
+        hits: dict = {}
+        for lg in sorted({lang, normalize.base_lang(lang), "en"}):
+            pool = self._fuzzy.get((topic, lg))
+            if pool is None:
+                pool = self._fuzzy[(topic, lg)] = C.FuzzyPool(self._names(topic, {lg}))
+            for eid, nlg, name, d in pool.search(key):
+                cur = hits.get(eid)
+                if cur is None or (d, nlg, name) < cur:
+                    hits[eid] = (d, nlg, name)
+        return {eid: (0, nlg, d) for eid, (d, nlg, _n) in hits.items()}
 
     def _tokens_stage(self, mention: str, lang: str, topic: str | None) -> dict:
         if topic is None:  # word overlap without a topic to check against is too loose
             return {}
         pool = self._tokens.get((topic, lang))
         if pool is None:
-            langs = {lang, normalize.base_lang(lang), "en"}
-            pool = self._tokens[(topic, lang)] = C.TokenPool(
-                self.ix.names_of(self.ix.members(topic), langs), lang)
+            entries = []
+            for lg in sorted({lang, normalize.base_lang(lang), "en"}):
+                part = self._tokens.get(("part", topic, lg))
+                if part is None:
+                    part = self._tokens[("part", topic, lg)] = C.TokenPool.entries_of(self._names(topic, {lg}))
+                entries.extend(part)
+            pool = self._tokens[(topic, lang)] = C.TokenPool(lang=lang, entries=entries)
         hits = pool.search(mention)
         if not hits:
             return {}
@@ -199,13 +240,12 @@ class Linker:
         if pool is None:
             from .embed import EmbeddingPool, embed_rows
 
-            members = self.ix.members(topic)
             parts = []
             for lg in sorted({lang, normalize.base_lang(lang), "en"}):
                 pkey = ("part", topic, lg)
                 part = self._emb.get(pkey)
                 if part is None:
-                    rows = self.ix.names_of(members, {lg})
+                    rows = self._names(topic, {lg})
                     cache = None
                     if self.store is not None and getattr(self.store, "location", None):
                         cache = index_dir(self.store) / (
