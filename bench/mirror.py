@@ -87,66 +87,102 @@ def single_construct(url: str, spec, subjects: list[str]) -> tuple[int, float, i
     return len(set(triples)), time.perf_counter() - t0, client.bytes - before
 
 
+CONFIGS = {
+    # name: (concurrency, batch size, class batch size)
+    "polite defaults (WDQS)": (2, 250, 250),
+    "private endpoint": (4, 500, 500),
+}
+
+
+def run_mirror(url, specs, work: Path, tag: str, conc: int, batch: int, cbatch: int):
+    loc = work / f"store-{tag}"
+    shutil.rmtree(loc, ignore_errors=True)
+    shutil.rmtree(str(loc) + ".mirror-checkpoint.sqlite", ignore_errors=True)
+    cfg = m.MirrorConfig(endpoint=url, concurrency=conc, batch_size=batch, class_batch_size=cbatch)
+    t0 = time.perf_counter()
+    with Store(loc) as st:
+        reports = m.mirror(st, config=cfg, specs=specs)
+        seconds = time.perf_counter() - t0
+        per = {}
+        for r in reports:
+            subj = sorted({q.subject.value[len(vocab.WD):] for q in st.quads(r.graph)
+                           if q.subject.value.startswith(vocab.WD)})
+            per[r.name] = {"triples": r.triples, "queries": r.queries, "mirror_s": round(r.seconds, 2),
+                           "subjects": subj}
+    shutil.rmtree(loc, ignore_errors=True)
+    return seconds, per
+
+
 def main() -> int:
+    import signal
+    import statistics
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--concurrency", type=int, default=2, help="mirror concurrency (default 2, the WDQS-polite default)")
-    ap.add_argument("--batch-size", type=int, default=250)
+    ap.add_argument("--runs", type=int, default=3, help="mirror runs per configuration (median)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args()
     if not STANDIN.exists():
         print(f"{STANDIN} not found", file=sys.stderr)
         return 2
-    import signal
-
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # stop the server on timeout/kill
     work = Path(tempfile.mkdtemp(prefix="kgcult-bench-mirror-"))
     proc, url, load_s = start_server(work)
     try:
         specs = subgraphs.load_specs()
-        cfg = m.MirrorConfig(endpoint=url, concurrency=args.concurrency, batch_size=args.batch_size)
-        t0 = time.perf_counter()
-        with Store(work / "store") as st:
-            reports = m.mirror(st, config=cfg, specs=specs)
-            mirror_s = time.perf_counter() - t0
-            per = {}
-            for r in reports:
-                subj = sorted({q.subject.value[len(vocab.WD):] for q in st.quads(r.graph)
-                               if q.subject.value.startswith(vocab.WD)})
-                per[r.name] = {"triples": r.triples, "queries": r.queries, "subjects": subj}
+        times: dict[str, list[float]] = {k: [] for k in CONFIGS}
+        per_cfg: dict[str, dict] = {}
+        limit_runs: list[float] = []
+        per = None
+        for run in range(args.runs):  # interleaved, so load on the shared machine hits all alike
+            for name, (conc, batch, cbatch) in CONFIGS.items():
+                secs, p = run_mirror(url, specs, work, f"{run}", conc, batch, cbatch)
+                times[name].append(secs)
+                per_cfg[name] = p
+                if per is None:
+                    per = p
+                elif {k: v["triples"] for k, v in p.items()} != {k: v["triples"] for k, v in per.items()}:
+                    raise SystemExit(f"{name}: a run gave different triple counts")
+            # the transfer limit, same endpoint, same format, between the mirror runs
+            t = 0.0
+            for name, v in per.items():
+                n, sec, b = single_construct(url, specs[name], v["subjects"])
+                if n != v["triples"]:
+                    raise SystemExit(f"{name}: single CONSTRUCT gave {n} triples, mirror {v['triples']}")
+                v.setdefault("single_construct_s", []).append(round(sec, 3))
+                t += sec
+            limit_runs.append(t)
         total = sum(v["triples"] for v in per.values())
-        # the transfer limit, measured right after, same endpoint, same format
-        limit_s = 0.0
-        limit_bytes = 0
-        for name, v in per.items():
-            n, s, b = single_construct(url, specs[name], v["subjects"])
-            if n != v["triples"]:
-                raise SystemExit(f"{name}: single CONSTRUCT gave {n} triples, mirror {v['triples']}")
-            v["single_construct_s"] = round(s, 3)
-            limit_s += s
-            limit_bytes += b
-            del v["subjects"]
-        mirror_rate = total / mirror_s
-        limit_rate = total / limit_s
-        ratio = mirror_rate / limit_rate
+        limit_s = statistics.median(limit_runs)
+        for v in per.values():
+            v["single_construct_s"] = statistics.median(v["single_construct_s"])
+            del v["subjects"], v["mirror_s"], v["queries"]
+        configs = {}
+        for name, (conc, batch, cbatch) in CONFIGS.items():
+            med = statistics.median(times[name])
+            configs[name] = {
+                "concurrency": conc, "batch_size": batch, "class_batch_size": cbatch,
+                "runs_s": [round(x, 2) for x in times[name]], "mirror_s": round(med, 2),
+                "triples_per_s": round(total / med),
+                "queries": sum(v["queries"] for v in per_cfg[name].values()),
+                "per_subgraph_s": {k: v["mirror_s"] for k, v in per_cfg[name].items()},
+                "ratio_to_transfer_limit": round(limit_s / med, 3),
+            }
+        best = max(c["ratio_to_transfer_limit"] for c in configs.values())
         result = {
             "benchmark": "mirror",
             "date": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
-            "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} CPUs (shared), Python {platform.python_version()}, pyoxigraph {ox.__version__}",
+            "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} CPUs (shared with other jobs), "
+                       f"Python {platform.python_version()}, pyoxigraph {ox.__version__}",
             "source": str(STANDIN.name),
             "server_load_s": round(load_s, 1),
-            "concurrency": args.concurrency,
-            "batch_size": args.batch_size,
-            "format": cfg.construct_format,
+            "format": m.MirrorConfig().construct_format,
             "triples": total,
-            "mirror_s": round(mirror_s, 2),
-            "mirror_triples_per_s": round(mirror_rate),
-            "mirror_queries": sum(v["queries"] for v in per.values()),
+            "single_construct_runs_s": [round(x, 2) for x in limit_runs],
             "single_construct_s": round(limit_s, 2),
-            "single_construct_triples_per_s": round(limit_rate),
-            "single_construct_bytes": limit_bytes,
-            "ratio_to_transfer_limit": round(ratio, 3),
+            "single_construct_triples_per_s": round(total / limit_s),
+            "configs": configs,
             "target": 0.5,
-            "target_met": ratio >= 0.5,
+            "target_met": configs["private endpoint"]["ratio_to_transfer_limit"] >= 0.5,
             "per_subgraph": per,
         }
     finally:
@@ -156,26 +192,37 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "mirror.json").write_text(json.dumps(result, indent=2) + "\n")
-    rows = "\n".join(f"| {k} | {v['triples']:,} | {v['queries']} | {v['single_construct_s']} |"
-                     for k, v in result["per_subgraph"].items())
+    cfg_rows = "\n".join(
+        f"| mirror, {k} (concurrency {c['concurrency']}, batch {c['batch_size']}, class batch "
+        f"{c['class_batch_size']}; {c['queries']} queries) | {total:,} | {c['mirror_s']} | {c['triples_per_s']:,} | "
+        f"**{c['ratio_to_transfer_limit']}x** |"
+        for k, c in configs.items())
+    priv = per_cfg["private endpoint"]
+    rows = "\n".join(f"| {k} | {v['triples']:,} | {priv[k]['queries']} | {priv[k]['mirror_s']} | {v['single_construct_s']} |"
+                     for k, v in per.items())
     md = f"""### mirror (bench/mirror.py)
 
 {result['date']}, {result['machine']}.
 `kgcult mirror` of every subgraph of `ontology/subgraphs.ttl` from a local `oxigraph serve` loaded
-with the stand-in ({result['source']}), concurrency {result['concurrency']}, batch size {result['batch_size']},
-{result['format']}, into a fresh store; against the transfer limit: one unpaged CONSTRUCT per subgraph
-returning the same triples from the same endpoint, same format, parsed completely.
+with the stand-in ({result['source']}), {result['format']}, into a fresh store (enumeration, paging,
+checkpoints, store writes included), against the transfer limit: one unpaged CONSTRUCT per subgraph
+returning exactly the same triples from the same endpoint, same format, parsed completely (not written).
+Medians of {args.runs} interleaved runs.
 
-| | triples | seconds | triples/s |
-|---|---|---|---|
-| mirror ({result['mirror_queries']} queries, checkpoints, staging, swaps) | {total:,} | {result['mirror_s']} | {result['mirror_triples_per_s']:,} |
-| single unpaged CONSTRUCT per subgraph | {total:,} | {result['single_construct_s']} | {result['single_construct_triples_per_s']:,} |
+| | triples | seconds | triples/s | ratio to the limit |
+|---|---|---|---|---|
+{cfg_rows}
+| single unpaged CONSTRUCT per subgraph (transfer limit) | {total:,} | {result['single_construct_s']} | {result['single_construct_triples_per_s']:,} | 1 |
 
-Ratio to the transfer limit: **{result['ratio_to_transfer_limit']}x** (target >= 0.5x: {'met' if result['target_met'] else 'NOT met'}).
+Target >= 0.5x of the transfer limit (with the settings docs/mirror.md recommends for a private
+endpoint): **{'met' if result['target_met'] else 'NOT met'}**. The polite WDQS defaults trade speed for
+fewer parallel queries. The mirror also checkpoints every batch (a validated N-Triples file, fsynced)
+and loads all triples into the store, which the limit does not; the machine is shared, so absolute
+seconds vary between runs, the ratios (interleaved runs) less.
 
-| subgraph | triples | mirror queries | single CONSTRUCT s |
-|---|---|---|---|
-{rows}
+| subgraph | triples | mirror queries (private endpoint settings) | mirror s (same, last run) | single CONSTRUCT s (median) |
+|---|---|---|---|---|
+{rows.replace(chr(10), chr(10))}
 """
     (RESULTS / "mirror.md").write_text(md)
     print(md)

@@ -23,10 +23,12 @@ Provenance is recorded and the closure is marked stale. A query that exhausts it
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import random
 import re
+import shutil
 import socket
 import sqlite3
 import threading
@@ -230,10 +232,13 @@ class SparqlClient:
 
         return self.request(query, "application/sparql-results+json", parse, what)
 
-    def construct(self, query: str, what: str) -> list:
+    def construct(self, query: str, what: str, into=None) -> list | int:
+        """CONSTRUCT results, parsed completely, as a list of triples; or, with
+        ``into=(store, graph)``, loaded into that graph in one transaction (a body that
+        does not parse is retried and leaves nothing behind); then the body's size."""
         accept, fmt, ctypes = FORMATS[self.config.construct_format]
 
-        def parse(body: bytes, ctype: str) -> list:
+        def parse(body: bytes, ctype: str):
             if not any(c in ctype for c in ctypes):
                 raise RetryableError(f"expected {accept}, got {ctype or 'no content type'}")
             if fmt == ox.RdfFormat.N_TRIPLES and body and not body.endswith(b"\n"):
@@ -242,6 +247,9 @@ class SparqlClient:
                 # Oxigraph's RDF/XML parser accepts a document cut short; the root must close
                 raise RetryableError("truncated RDF/XML (the rdf:RDF root element is not closed)")
             try:
+                if into is not None:
+                    into[0].ox.load(input=body, format=fmt, to_graph=NamedNode(into[1]))
+                    return len(body)
                 return [q.triple for q in ox.parse(body, format=fmt)]
             except (SyntaxError, ValueError) as e:
                 raise RetryableError(f"unparseable {self.config.construct_format} body: {str(e)[:200]}") from None
@@ -328,6 +336,40 @@ class Checkpoint:
 
 def checkpoint_path(store, config: MirrorConfig) -> str:
     return config.checkpoint or (str(store.location).rstrip("/\\") + ".mirror-checkpoint.sqlite")
+
+
+def staging_dir(cp_path: str, subgraph: str, run_id: str) -> Path:
+    """Where finished batches wait (validated N-Triples, one file per query) until the
+    subgraph is complete and bulk-loaded: ``<checkpoint>.staging/<subgraph>/<run>/``."""
+    return Path(cp_path + ".staging") / subgraph / run_id
+
+
+class _ChainedFiles(io.RawIOBase):
+    """The concatenation of several files as one binary stream (for one bulk load)."""
+
+    def __init__(self, paths):
+        self._paths = list(paths)
+        self._f = None
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        while True:
+            if self._f is None:
+                if not self._paths:
+                    return 0
+                self._f = open(self._paths.pop(0), "rb")
+            n = self._f.readinto(b)
+            if n:
+                return n
+            self._f.close()
+            self._f = None
+
+    def close(self):
+        if self._f is not None:
+            self._f.close()
+        super().close()
 
 
 # -- queries ------------------------------------------------------------------------------
@@ -461,11 +503,13 @@ def seeds_from_store(store, spec: SubgraphSpec, specs: dict[str, SubgraphSpec]) 
     for name in spec.seed_from:
         g = NamedNode(specs[name].graph) if name in specs else NamedNode(vocab.graph_iri(name))
         if spec.seed_all:
-            for q in store.ox.quads_for_pattern(None, None, None, g):
-                for t in (q.subject, q.object):
-                    e = entity_id(t)
-                    if e:
-                        out.add(e)
+            rows = store.ox.query(bind_values(
+                "SELECT DISTINCT ?e WHERE { GRAPH ?g { { ?e ?p ?o } UNION { ?s ?p ?e } } "
+                f"FILTER(isIRI(?e) && STRSTARTS(STR(?e), {Literal(vocab.WD)})) }}", {"g": g}))
+            for r in rows:
+                e = entity_id(r["e"])
+                if e:
+                    out.add(e)
         else:
             for p in spec.seed_properties:
                 for q in store.ox.quads_for_pattern(None, vocab.wdt(p), None, g):
@@ -487,16 +531,25 @@ class EndpointBackend(Backend):
         self.resumed = 0
         self.triples = 0
 
-    def begin(self, spec: SubgraphSpec, write_graph: str) -> None:
-        self.write_graph = write_graph
-        self.memo = self.cp.results(spec.name)
+    def begin(self, spec: SubgraphSpec, staging: Path) -> None:
+        self.staging = staging
+        staging.mkdir(parents=True, exist_ok=True)
+        self.memo = {k: v for k, v in self.cp.results(spec.name).items()
+                     if not k.startswith("construct:") or self.batch_file(k).exists()}
         self.keys, self.queries, self.resumed, self.triples = [], 0, 0, 0
 
+    def batch_file(self, key: str) -> Path:
+        return self.staging / (key.split(":", 1)[1] + ".nt")
+
+    def batch_files(self) -> list[Path]:
+        return [self.batch_file(k) for k in sorted(set(self.keys)) if k.startswith("construct:")]
+
     def _tick(self, n_triples: int = 0, batches: int = 1) -> None:
-        self.triples += n_triples
+        self.triples += max(n_triples, 0)
         if self.bar is not None:
             self.bar.update(batches)
-            self.bar.set_postfix(triples=self.triples, retries=self.client.retries, refresh=False)
+            self.bar.set_postfix(MB=round(self.client.bytes / 1e6, 1), retries=self.client.retries,
+                                 refresh=False)
 
     def _add_total(self, n: int) -> None:
         if self.bar is not None:
@@ -565,7 +618,6 @@ class EndpointBackend(Backend):
         follow = {vocab.WDT + p for p in spec.follow_properties}
         objects: set[str] = set()
         pending = {}
-        target = NamedNode(self.write_graph)
         for q, what in jobs:
             key = "construct:" + sha(q)
             self.keys.append(key)
@@ -574,18 +626,28 @@ class EndpointBackend(Backend):
                 self.resumed += 1
                 self._tick()
             else:
-                pending[self.pool.submit(self.client.construct, q, what)] = key
+                pending[self.pool.submit(self._fetch_one, q, what, self.batch_file(key), follow)] = key
         for fut in _as_completed(pending):
-            triples = fut.result()
-            objs = sorted({e for t in triples if t.predicate.value in follow
-                           for e in [entity_id(t.object)] if e}, key=id_sort_key)
-            # one transaction: the batch is in the store completely or not at all
-            self.store.ox.extend([Quad(t.subject, t.predicate, t.object, target) for t in triples])
-            self.cp.put(spec.name, pending[fut], {"triples": len(triples), "objects": objs})
+            n, objs = fut.result()
+            # the batch file is complete (written, fsynced, renamed) before the checkpoint says so
+            self.cp.put(spec.name, pending[fut], {"triples": n, "objects": objs})
             self.queries += 1
             objects.update(objs)
-            self._tick(len(triples))
+            self._tick(n)
         return objects
+
+    def _fetch_one(self, q: str, what: str, path: Path, follow: set[str]) -> tuple[int, list[str]]:
+        """In a worker thread: fetch one batch, parse it completely, stage it as a file."""
+        triples = self.client.construct(q, what)
+        objs = sorted({e for t in triples if t.predicate.value in follow
+                       for e in [entity_id(t.object)] if e}, key=id_sort_key)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            f.write(ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES) if triples else b"")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return len(triples), objs
 
 
 def _as_completed(futures: dict):
@@ -669,33 +731,23 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
             raise MirrorError(f"{spec.name}: graph {spec.graph} already holds {existing} triples that "
                               "`kgcult mirror` did not write; pass --refresh to replace it")
         run = {"run_id": os.urandom(8).hex(), "started": _now()}
-        store.clear_graph(spec.staging_graph)
-        if marker is not None and marker.startswith(PARTIAL):
-            store.clear_graph(spec.graph)  # our own leftover of a run whose checkpoint is gone
-            existing = 0
-        if not existing:
-            # nothing to keep: write the batches straight into the target graph (no copy)
-            _set_marker(store, spec.graph, PARTIAL + run["run_id"])
+        old = Path(cp.path + ".staging") / spec.name
+        if old.exists():
+            shutil.rmtree(old, ignore_errors=True)
         cp.start(spec.name, run["run_id"], fp, config.endpoint, run["started"])
-        marker = _marker(store, spec.graph)
     else:
         log(f"{spec.name}: resuming run {run['run_id']} from the checkpoint")
-    direct = marker == PARTIAL + run["run_id"]
     missing = [d for d in spec.seed_from if not store.triple_count(backend.specs[d].graph if d in backend.specs else vocab.graph_iri(d))]
     if missing:
         log(f"warning: {spec.name} is seeded from {', '.join(missing)}, which the store does not hold "
             "(yet): mirror them first, or together with it")
     retries_before = client.retries
-    backend.begin(spec, spec.graph if direct else spec.staging_graph)
-    if run.get("phase") != "swapping":
-        members, rep.warnings = crawl(spec, backend, log)
-        rep.members = len(members)
-        cp.set_phase(spec.name, "swapping")
+    sdir = staging_dir(cp.path, spec.name, run["run_id"])
+    backend.begin(spec, sdir)
+    members, rep.warnings = crawl(spec, backend, log)  # all memoized when resuming a finished crawl
+    rep.members = len(members)
     if _marker(store, spec.graph) != run["run_id"]:
-        if direct:
-            _set_marker(store, spec.graph, run["run_id"])
-        else:
-            _swap(store, spec, run["run_id"])  # --refresh: replace the old graph atomically
+        _load_staged(store, spec, run["run_id"], backend.batch_files())
     rep.triples = store.triple_count(spec.graph)
     rep.queries, rep.resumed_queries = backend.queries, backend.resumed
     rep.retries = client.retries - retries_before
@@ -704,6 +756,7 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
         _record(store, spec, config, run, rep, keys, backend, fp)
     store.mark_closure_stale()
     cp.finish(spec.name)
+    shutil.rmtree(sdir.parent, ignore_errors=True)
     rep.seconds = time.perf_counter() - t0
     log(f"{spec.name}: {rep.triples} triples in {spec.graph} ({rep.queries} queries, "
         f"{rep.resumed_queries} resumed from the checkpoint, {rep.retries} retries, {rep.seconds:.1f} s)")
@@ -727,6 +780,31 @@ def _record(store, spec, config, run, rep, keys, backend, fp) -> None:
             "runId": run["run_id"],
         },
     )
+
+
+def _load_staged(store, spec: SubgraphSpec, run_id: str, files: list[Path]) -> None:
+    """Bulk-load the staged batch files of a finished crawl. A graph with nothing to keep
+    (new, or our own partial load) is loaded directly, marked partial until done; one
+    with content (--refresh) is built in a staging graph and swapped in atomically."""
+    marker = _marker(store, spec.graph)
+    direct = not store.triple_count(spec.graph) or (marker or "").startswith(PARTIAL)
+    target = spec.graph if direct else spec.staging_graph
+    if direct:
+        _set_marker(store, spec.graph, PARTIAL + run_id)
+    store.clear_graph(target)
+    files = [f for f in files if f.stat().st_size]
+    size = sum(f.stat().st_size for f in files)
+    if files and size <= 64 << 20:
+        # small: one ordinary transaction (the bulk loader's fixed cost dominates here)
+        data = b"".join(f.read_bytes() for f in files)
+        store.ox.load(input=data, format=ox.RdfFormat.N_TRIPLES, to_graph=NamedNode(target))
+    elif files:
+        with _ChainedFiles(files) as stream:
+            store.ox.bulk_load(input=stream, format=ox.RdfFormat.N_TRIPLES, to_graph=NamedNode(target))
+    if direct:
+        _set_marker(store, spec.graph, run_id)
+    else:
+        _swap(store, spec, run_id)
 
 
 def _swap(store, spec: SubgraphSpec, run_id: str) -> None:
