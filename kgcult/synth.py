@@ -39,7 +39,6 @@ KINDS = ("fact", "name_one", "inverse", "which_from", "fact_diff", "inverse_diff
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _PLACEHOLDERS = {"subject", "other", "class", "country", "other_country"}
 MAX_CONTRASTS = 2   # other countries per (country, property) in the "different" setting
-MAX_FACTS = 40      # facts kept per question (name_one may have many gold entities)
 
 
 # -- templates (data) -----------------------------------------------------------------
@@ -421,7 +420,7 @@ def _record(ctx: _Ctx, t: Template, lang: str, *, subject: str, question: str, g
     answers = sorted({c.label(g, lang) for g in gold if c.label(g, lang)})
     if not gold or not answers:
         return None
-    facts = sorted(set(facts), key=lambda f: (_pnum(_qid(f[0])), _pnum(f[1]), _pnum(_qid(f[2]))))[:MAX_FACTS]
+    facts = sorted(set(facts), key=lambda f: (_pnum(_qid(f[0])), _pnum(f[1]), _pnum(_qid(f[2]))))
     key = "|".join([t.id, lang, subject, other or "", other_country or "", ctx.country])
     topic_of = _topic_of(ctx, subject, t.property if t.kind in ("inverse", "inverse_diff") else None)
     rec = {

@@ -227,32 +227,25 @@ def tree(tax: Taxonomy, lang: str = "en", anchored_only: bool = False) -> str:
 
 # -- keywords: the tertiary level from the graph --------------------------------------
 
-# How a keyword is tied to a country (?x and ?country bound by the caller's VALUES rows).
-_COUNTRY_PATTERN = """
-  {
-    ?x ?cp ?country . BIND("direct" AS ?via)
-  } UNION {
-    ?x ?cp ?place . ?place kgc:locatedIn ?country . BIND("located" AS ?via)
-  } UNION {
-    ?x ?cp ?place . ?place wdt:P17 ?country . FILTER(?place != ?country) BIND("place" AS ?via)
-  } UNION {
-    ?x wdt:P2012|wdt:P361 ?cuisine . ?cuisine wdt:P17|wdt:P495 ?country . BIND("cuisine" AS ?via)
-  } UNION {
-    ?country wdt:P2012 ?cuisine . ?x wdt:P2012|wdt:P361 ?cuisine . BIND("cuisine" AS ?via)
-  }
-"""
+# How an entity is tied to a country. Each query starts from the bound country (and
+# property), so it touches only that country's neighbourhood of the graph.
+_TIE_QUERIES = {
+    "direct": "SELECT DISTINCT ?x WHERE { ?x ?cp ?country }",
+    "located": "SELECT DISTINCT ?x WHERE { ?place kgc:locatedIn ?country . ?x ?cp ?place }",
+    "place": "SELECT DISTINCT ?x WHERE { ?place wdt:P17 ?country . FILTER(?place != ?country) ?x ?cp ?place }",
+    "cuisine": """SELECT DISTINCT ?x WHERE {
+        { ?cuisine wdt:P17 ?country } UNION { ?cuisine wdt:P495 ?country } UNION { ?country wdt:P2012 ?cuisine }
+        { ?x wdt:P2012 ?cuisine } UNION { ?x wdt:P361 ?cuisine } }""",
+}
 
-# Entities typed under an anchor class or lying under an anchor entity, tied to the country.
+# Which of the candidate entities lie under which anchors (closure lookups with ?x bound).
 _TYPED_Q = """
-SELECT DISTINCT ?x ?anchor ?via WHERE {
+SELECT DISTINCT ?x ?anchor WHERE {
   { ?x kgc:typedAs ?anchor } UNION { ?x kgc:broader ?anchor }
   FILTER(?x != ?anchor)
-""" + _COUNTRY_PATTERN + "}"
-
-# An anchor entity itself (a language, a religion), tied to the country.
-_SELF_Q = """
-SELECT DISTINCT ?x ?via WHERE {
-""" + _COUNTRY_PATTERN + "}"
+  VALUES ?anchor { %s }
+}
+"""
 
 # Values of the topic's country -> entity properties; ?ok when typed under an anchor.
 _INVERSE_Q = """
@@ -281,8 +274,9 @@ def keywords(store, tax: Taxonomy, topic: Topic | str, country: str, lang: str =
     country_iri = _country_iri(country)
     targets = [tax.topics[c] for c in topic.children] if topic.primary else [topic]
     found: dict[str, dict] = {}
+    ties = _country_ties(store, tax, country_iri) if any(t.anchor_classes or t.anchor_entities for t in targets) else {}
     for t in targets:
-        for row in _keywords_of(store, tax, t, country_iri):
+        for row in _keywords_of(store, tax, t, country_iri, ties):
             rec = found.setdefault(row["iri"], {"topics": set(), "anchors": set(), "via": set()})
             rec["topics"].add(t.notation)
             rec["anchors"].update(row["anchors"])
@@ -301,7 +295,22 @@ def keywords(store, tax: Taxonomy, topic: Topic | str, country: str, lang: str =
     return out[:limit] if limit else out
 
 
-def _keywords_of(store, tax: Taxonomy, t: Topic, country: NamedNode) -> list[dict]:
+def _country_ties(store, tax: Taxonomy, country: NamedNode) -> dict[str, set[str]]:
+    """{entity IRI: how it is tied to the country} for the scheme's country properties."""
+    ties: dict[str, set[str]] = {}
+    cps = [NamedNode(p) for p in tax.country_properties]
+    for via, q in _TIE_QUERIES.items():
+        if via == "cuisine":
+            rows = store.select(q, bindings={"country": country})
+        else:
+            rows = store.select(q, rows=(["cp", "country"], [[cp, country] for cp in cps]))
+        for r in rows:
+            if isinstance(r["x"], NamedNode):
+                ties.setdefault(r["x"].value, set()).add(via)
+    return ties
+
+
+def _keywords_of(store, tax: Taxonomy, t: Topic, country: NamedNode, ties=None) -> list[dict]:
     res: dict[str, dict] = {}
 
     def add(x: str, anchor: str | None, via: str) -> None:
@@ -311,15 +320,20 @@ def _keywords_of(store, tax: Taxonomy, t: Topic, country: NamedNode) -> list[dic
         rec["via"].add(via)
 
     anchors = [NamedNode(a) for a in t.anchor_classes + t.anchor_entities]
-    cps = [NamedNode(p) for p in tax.country_properties]
-    if anchors and cps:
-        rows = [(a, cp, country) for a in anchors for cp in cps]
-        for r in store.select(_TYPED_Q, rows=(["anchor", "cp", "country"], rows)):
-            add(r["x"].value, r["anchor"].value, r["via"].value)
-    if t.anchor_entities and cps:
-        rows = [(NamedNode(a), cp, country) for a in t.anchor_entities for cp in cps]
-        for r in store.select(_SELF_Q, rows=(["x", "cp", "country"], rows)):
-            add(r["x"].value, r["x"].value, r["via"].value)
+    if anchors and tax.country_properties:
+        if ties is None:
+            ties = _country_ties(store, tax, country)
+        cands = sorted(ties)
+        values = " ".join(str(a) for a in anchors)
+        for chunk in range(0, len(cands), 500):
+            rows = store.select(_TYPED_Q % values,
+                                rows=(["x"], [[NamedNode(x)] for x in cands[chunk:chunk + 500]]))
+            for r in rows:
+                for via in ties[r["x"].value]:
+                    add(r["x"].value, r["anchor"].value, via)
+        for a in t.anchor_entities:  # the anchor entity itself (a language, a religion)
+            for via in ties.get(a, ()):
+                add(a, a, via)
     if t.inverse_properties:
         values = " ".join(str(a) for a in anchors) or "<urn:x-kgcult:none>"
         rows = [(country, NamedNode(p)) for p in t.inverse_properties]
