@@ -249,7 +249,7 @@ SELECT DISTINCT ?x ?anchor WHERE {
 
 # Values of the topic's country -> entity properties; ?ok when typed under an anchor.
 _INVERSE_Q = """
-SELECT DISTINCT ?x ?p ?typed ?ok WHERE {
+SELECT DISTINCT ?x ?p ?typed ?ok ?anchor WHERE {
   ?country ?p ?x . FILTER(isIRI(?x))
   OPTIONAL { ?x wdt:P31|wdt:P279 ?t }
   BIND(BOUND(?t) AS ?typed)
@@ -339,8 +339,10 @@ def _keywords_of(store, tax: Taxonomy, t: Topic, country: NamedNode, ties=None) 
         rows = [(country, NamedNode(p)) for p in t.inverse_properties]
         by_x: dict[str, dict] = {}
         for r in store.select(_INVERSE_Q % values, rows=(["country", "p"], rows)):
-            d = by_x.setdefault(r["x"].value, {"props": set(), "typed": False, "ok": False})
+            d = by_x.setdefault(r["x"].value, {"props": set(), "typed": False, "ok": False, "anchors": set()})
             d["props"].add(r["p"].value)
+            if "anchor" in r:
+                d["anchors"].add(r["anchor"].value)
             d["typed"] |= "typed" in r and r["typed"].value == "true"
             d["ok"] |= "ok" in r
         for x, d in by_x.items():
@@ -352,6 +354,8 @@ def _keywords_of(store, tax: Taxonomy, t: Topic, country: NamedNode, ties=None) 
             if keep:
                 for p in sorted(d["props"]):
                     add(x, x if x in t.anchor_entities else None, "inverse:" + p.rsplit("/", 1)[-1])
+                for a in d["anchors"]:
+                    add(x, a, "inverse:" + sorted(d["props"])[0].rsplit("/", 1)[-1])
     return list(res.values())
 
 

@@ -188,3 +188,16 @@ def test_cli_keywords(mini_path):
     assert r.stdout.splitlines()[0] == "Q9900004\t라멘\tSS.05\tdirect"
     r = run_cli(["taxonomy", "keywords", "nonsense", "--country", "Q17"], mini_path)
     assert r.exit_code == 1 and "unknown topic 'nonsense'" in r.stderr
+
+
+def test_keywords_typing_rule_for_country_property_values(mini):
+    tax = taxonomy.load()
+    # typed under the anchor entity Christianity (P279): a keyword of RT.07 ...
+    assert [(k["qid"], k["anchors"], k["via"]) for k in taxonomy.keywords(mini, tax, "Christianity", "Q41")] == \
+        [("Q35032", ["Q5043"], ["inverse:P3075"])]
+    # ... and, being typed, not of the class-anchored "Other religions" (religion Q9174)
+    assert taxonomy.keywords(mini, tax, "Other religions", "Q41") == []
+    assert taxonomy.keywords(mini, tax, "Islam", "Q41") == []
+    # an untyped value (languages here have no P31) is kept for a class-anchored topic
+    assert [k["qid"] for k in taxonomy.keywords(mini, tax, "Other languages", "Q41")] == []
+    assert [k["qid"] for k in taxonomy.keywords(mini, tax, "Other languages", "Q38")] == ["Q652"]
