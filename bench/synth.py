@@ -135,7 +135,7 @@ def main():
     (out / "synth.json").write_text(json.dumps(result, indent=1) + "\n")
     md = [f"## synth (CultureSynth keywords and QA on the stand-in)\n",
           f"{result['machine']}, {result['date']}, store {args.store} ({result['triples']:,} triples).\n",
-          "| country | keywords | `keywords()` s | candidates | typing via closure s | via `(P31|P279)+` s | ratio |",
+          "| country | keywords | `keywords()` s | candidates | typing via closure s | via `(P31\\|P279)+` s | ratio |",
           "|---|---|---|---|---|---|---|"]
     for r in rows:
         md.append(f"| {r['country']} | {r['keywords']} | {r['keywords_s']} | {r['candidates']} | "
