@@ -24,7 +24,7 @@ def test_embedding_fallback(tmp_path):
     s.load([FIX / "graph.ttl"], graph="linkfixture")
     hierarchy.build(s)
     lk = Linker.open(s, embeddings=True, stages=("exact", "embedding"))
-    rows = [{"id": 1, "mention": "lemons", "lang": "en", "topic": "food"},
+    rows = [{"id": 1, "mention": "the lemon", "lang": "en", "topic": "food"},
             {"id": 2, "mention": "Noel Hill", "lang": "en", "topic": "food"},
             {"id": 3, "mention": "lemon", "lang": "en", "topic": "food"}]
     out = list(lk.link_many(rows))
