@@ -170,6 +170,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, progress=None) -
     store.record_activity(kind="closure", source="ontology/closures.ttl",
                           triples=sum(r.triples_out for r in reports))
     store.flush()
+    store.optimize()  # the closure is the last bulk write before queries: compact now
     return reports
 
 
