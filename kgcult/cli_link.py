@@ -38,12 +38,23 @@ def _atomic_out(path: str):
 
 
 def _open_store(obj):
-    """The store, writable when possible (to rebuild a stale closure and cache the content
-    hash), else read-only (a store another process holds, or a read-only directory)."""
-    try:
-        return obj.store(read_only=False)
-    except KgcultError:
+    """The store, read-only unless something must be written into it (a stale hierarchy
+    closure is rebuilt, as `kgcult show` does); linking itself never writes to the store
+    (the label index lives beside it)."""
+    from .store import Store
+
+    loc = obj.location
+    if loc.startswith(("sparql+http://", "sparql+https://")):
         return obj.store(read_only=True)
+    store = obj.store(read_only=True)
+    if isinstance(store, Store) and store.closure_stale:
+        obj.close()
+        try:
+            store = obj.store(read_only=False)
+        except KgcultError as e:
+            raise KgcultError(f"{e}; the hierarchy closure is stale and must be rebuilt "
+                              "(run `kgcult closure` when no other process holds the store)") from None
+    return store
 
 
 def _linker(obj, embeddings=False, model=None, stages=None, rebuild=False):

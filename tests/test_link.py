@@ -230,8 +230,20 @@ def cli_store(tmp_path):
     return p
 
 
+def _quads(path):
+    import pyoxigraph as ox
+
+    s = ox.Store.read_only(str(path))
+    try:
+        return sorted(str(q) for q in s.quads_for_pattern(None, None, None, None))
+    finally:
+        del s
+
+
 def test_cli_single_mention(cli_store):
+    before = _quads(cli_store)
     r = run_cli(["link", "lemon", "--lang", "en", "--topic", "food"], cli_store)
+    assert _quads(cli_store) == before  # linking never writes into the store
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["qid"] == "Q1093742"
@@ -287,6 +299,12 @@ def test_cli_eval_and_index(cli_store, tmp_path):
     r = run_cli(["link", "index"], cli_store)
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["topics"]["food"] >= 10
+
+
+def test_cli_no_store(tmp_path):
+    r = run_cli(["link", "lemon"], tmp_path / "nothing-here")
+    assert r.exit_code == 1 and "no store at" in r.stderr
+    assert not (tmp_path / "nothing-here").exists()
 
 
 def test_cli_bad_gold(cli_store, tmp_path):
