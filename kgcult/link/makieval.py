@@ -157,7 +157,8 @@ def heatmap(cons: list[dict], path: Path) -> list[str]:
     written = []
     for model in models:
         langs, m = consensus_matrix(cons, model)
-        fig, ax = plt.subplots(figsize=(1.2 + 0.6 * len(langs), 1.0 + 0.6 * len(langs)), dpi=100)
+        side = max(4.0, 1.2 + 0.6 * len(langs))
+        fig, ax = plt.subplots(figsize=(side, side - 0.5), dpi=100)
         im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis")
         ax.set_xticks(range(len(langs)), langs)
         ax.set_yticks(range(len(langs)), langs)
