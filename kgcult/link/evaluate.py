@@ -11,7 +11,6 @@ was not predicted. P = TP/(TP+FP), R = TP/positives, F1 their harmonic mean.
 """
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from pathlib import Path
