@@ -70,12 +70,12 @@ def test_kill9_at_random_points_then_resume(server, clean, tmp_path):
     rng = random.Random(11)
     killed = 0
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    with FaultProxy(server.url, rate=0.2, faults=("500", "truncated", "html200"), seed=5, latency=0.02) as p:
+    with FaultProxy(server.url, rate=0.2, faults=("500", "truncated", "html200"), seed=5, latency=0.06) as p:
         for attempt in range(12):  # bounded
             proc = subprocess.Popen(_cli(store, p.url), cwd=ROOT, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             try:
-                proc.wait(timeout=rng.uniform(0.8, 3.0))
+                proc.wait(timeout=rng.uniform(0.6, 2.0))
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait(timeout=30)
