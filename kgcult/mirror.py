@@ -548,8 +548,8 @@ class EndpointBackend(Backend):
         self.triples += max(n_triples, 0)
         if self.bar is not None:
             self.bar.update(batches)
-            self.bar.set_postfix(MB=round(self.client.bytes / 1e6, 1), retries=self.client.retries,
-                                 refresh=False)
+            self.bar.set_postfix(triples=self.triples, MB=round(self.client.bytes / 1e6, 1),
+                                 retries=self.client.retries, refresh=False)
 
     def _add_total(self, n: int) -> None:
         if self.bar is not None:
