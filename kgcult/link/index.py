@@ -323,6 +323,12 @@ def _qnum(q: str) -> int:
 # -- persistence ---------------------------------------------------------------------
 
 def index_dir(store) -> Path:
+    """Beside an embedded store (``<store>.link-index``); for a remote endpoint, under
+    ``$KGCULT_CACHE`` (default ``~/.cache/kgcult``), one directory per endpoint URL."""
+    if getattr(store, "remote", False):
+        cache = Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult")
+        key = hashlib.sha256(str(store.location).encode()).hexdigest()[:16]
+        return cache / "link-index" / key
     loc = Path(store.location).resolve()
     return loc.parent / (loc.name + ".link-index")
 
@@ -384,8 +390,6 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
                   persist: bool = True, log=None) -> LabelIndex:
     """The store's label index: read from disk when it matches the store's content hash,
     else built (and written beside the store)."""
-    if getattr(store, "remote", False):
-        raise KgcultError("the link index is built from an embedded store, not a remote endpoint")
     from ..hierarchy import ensure_closure
 
     ensure_closure(store, log=log)
