@@ -145,8 +145,7 @@ def format_card(card: dict, lang: str = "en") -> str:
 def stats(store) -> dict:
     """Triples per graph, entities per root class (through the closure), labels per language."""
     result = {"store": getattr(store, "location", ""), "graphs": store.graph_counts()}
-    result["triples"] = sum(n for g, n in result["graphs"].items()
-                            if not vocab.is_derived_graph(g) and g != vocab.META_GRAPH)
+    result["triples"] = sum(n for g, n in result["graphs"].items() if vocab.is_data_graph(g))
     roots = stats_roots()
     values = " ".join(f"<{iri}>" for iri, _ in roots)
     counts = {iri: 0 for iri, _ in roots}

@@ -198,8 +198,7 @@ class RemoteStore:
         return dict(sorted(counts.items()))
 
     def data_graphs(self) -> list[str]:
-        return [g for g in self.graph_counts()
-                if g and g != vocab.META_GRAPH and not vocab.is_derived_graph(g)]
+        return [g for g in self.graph_counts() if vocab.is_data_graph(g)]
 
     def triple_count(self, graph: str | None = None) -> int:
         if graph:

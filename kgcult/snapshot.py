@@ -72,8 +72,8 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
         )
     written = set()
     for iri in counts:
-        if vocab.is_derived_graph(iri):
-            continue
+        if not (vocab.is_data_graph(iri) or iri == vocab.META_GRAPH):
+            continue  # closures are rebuilt; staging graphs are a refresh in progress
         lines = _sorted_nquads(store, iri)
         raw = b"".join(lines)
         name = graph_file_name(iri)

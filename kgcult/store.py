@@ -158,10 +158,7 @@ class Store:
 
     def data_graphs(self) -> list[str]:
         """Named graphs holding mirrored or loaded data (not metadata, not derived)."""
-        return [
-            g for g in self.graph_counts()
-            if g and g != vocab.META_GRAPH and not vocab.is_derived_graph(g)
-        ]
+        return [g for g in self.graph_counts() if vocab.is_data_graph(g)]
 
     def triple_count(self, graph: str | None = None) -> int:
         if graph:

@@ -59,7 +59,7 @@ class SubgraphSpec:
 
     @property
     def staging_graph(self) -> str:
-        return vocab.GRAPH + "staging/" + self.name
+        return vocab.STAGING_GRAPH + self.name
 
     def fingerprint(self) -> str:
         """sha256 of everything that decides the selection (not the comment/source)."""

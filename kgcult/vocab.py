@@ -22,6 +22,7 @@ GRAPH = "https://w3id.org/kgcult/graph/"
 
 META_GRAPH = GRAPH + "meta"          # provenance and store state
 CLOSURE_GRAPH = GRAPH + "closure/"   # prefix of derived hierarchy graphs
+STAGING_GRAPH = GRAPH + "staging/"   # prefix of graphs a `mirror --refresh` is building
 DERIVED_PREFIXES = (CLOSURE_GRAPH,)
 
 # Prefixes every kgcult query may use without declaring them (as WDQS does).
@@ -68,6 +69,11 @@ def qid_of(iri: str) -> str | None:
 
 def is_derived_graph(iri: str) -> bool:
     return iri.startswith(DERIVED_PREFIXES)
+
+
+def is_data_graph(iri: str) -> bool:
+    """Mirrored or loaded data: not the metadata graph, a closure or a staging graph."""
+    return bool(iri) and iri != META_GRAPH and not iri.startswith(DERIVED_PREFIXES + (STAGING_GRAPH,))
 
 
 def prefix_block() -> str:

@@ -147,11 +147,11 @@ def test_cli_sparql_show_stats_same_as_embedded(served, embedded):
         a = run_cli(["sparql", q, "--format", fmt], embedded)
         b = run_cli(["sparql", q, "--format", fmt], url)
         assert a.exit_code == 0 and b.exit_code == 0, b.output
-        assert a.stdout == b.stdout and json.loads(a.stdout)["qid"] == "Q46383"
+        assert a.stdout == b.stdout
     for args in (["show", "Q46383"], ["show", "Q46383", "--lang", "ja", "--format", "json"], ["show", "Q17"]):
         a, b = run_cli(args, embedded), run_cli(args, url)
         assert b.exit_code == 0, b.output
-        assert a.stdout == b.stdout and json.loads(a.stdout)["qid"] == "Q46383"
+        assert a.stdout == b.stdout
     a, b = run_cli(["stats", "--format", "json"], embedded), run_cli(["stats", "--format", "json"], url)
     sa, sb = json.loads(a.output), json.loads(b.output)
     assert sb.pop("store") == url and sa.pop("store")
@@ -177,7 +177,7 @@ def test_against_oxigraph_serve(oxigraph_server, embedded, tmp_path):
     q = "SELECT ?d ?c WHERE { ?d kgc:typedAs wd:Q746549 ; wdt:P495 ?c } ORDER BY ?d"
     a, b = run_cli(["sparql", q, "--format", "json"], embedded), run_cli(["sparql", q, "--format", "json"], url)
     assert b.exit_code == 0, b.output
-    assert a.stdout == b.stdout and json.loads(a.stdout)["qid"] == "Q46383" and len(json.loads(a.output)["results"]["bindings"]) == 6
+    assert a.stdout == b.stdout and len(json.loads(a.output)["results"]["bindings"]) == 6
     for args in (["show", "Q46383", "--format", "json"], ["stats", "--format", "json"]):
         a, b = run_cli(args, embedded), run_cli(args, url)
         assert b.exit_code == 0, b.output
