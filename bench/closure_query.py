@@ -20,18 +20,28 @@ from kgcult.store import Store  # noqa: E402
 # P17/P495 country of a cuisine it belongs to (P2012 or P361); ingredients (P527) with
 # labels in the dish label's language, for the six FmLAMA languages. One query per
 # origin country, the country written into the query as FmLAMA's scripts did.
-BODY = """
-SELECT DISTINCT ?dish ?dishLabel ?ingredient ?ingredientLabel WHERE {
-  %s
-  ?dish wdt:P495|wdt:P2012/wdt:P17|wdt:P2012/wdt:P495|wdt:P361/wdt:P17|wdt:P361/wdt:P495 ?origin .
+ORIGIN = "wdt:P495|wdt:P2012/wdt:P17|wdt:P2012/wdt:P495|wdt:P361/wdt:P17|wdt:P361/wdt:P495"
+TAIL = """
   ?dish rdfs:label ?dishLabel .
   FILTER(LANG(?dishLabel) IN ("en", "zh", "ko", "ar", "he", "ru"))
   OPTIONAL { ?dish wdt:P527 ?ingredient .
              ?ingredient rdfs:label ?ingredientLabel .
              FILTER(LANG(?ingredientLabel) = LANG(?dishLabel)) }
 }"""
-PATH = BODY % "?dish (wdt:P31|wdt:P279)+ wd:Q746549 ."
-CLOSURE = BODY % "?dish kgc:typedAs wd:Q746549 ."
+HEAD = "SELECT DISTINCT ?dish ?dishLabel ?ingredient ?ingredientLabel WHERE {\n"
+TYPED_PATH = "?dish (wdt:P31|wdt:P279)+ wd:Q746549 ."
+TYPED_CLOSURE = "?dish kgc:typedAs wd:Q746549 ."
+# As FmLAMA wrote it: the typing path joined with the origin and the labels.
+PATH = HEAD + f"  {TYPED_PATH}\n  ?dish {ORIGIN} ?origin ." + TAIL
+# kgcult's rewrite: the dish set first (origin, then the closure lookup), labels after.
+def rewrite(typing: str) -> str:
+    return HEAD + f"  {{ SELECT DISTINCT ?dish WHERE {{ ?dish {ORIGIN} ?origin . {typing} }} }}" + TAIL
+
+
+CLOSURE = rewrite(TYPED_CLOSURE)
+# The same rewrite with the property path kept: separates what the closure buys from
+# what the query shape buys.
+PATH_REWRITE = rewrite(TYPED_PATH)
 # Countries with many dishes in the stand-in: Japan, Italy, India.
 COUNTRIES = ["Q17", "Q38", "Q668"]
 
@@ -50,33 +60,41 @@ def main() -> None:
     per_country = {}
     for qid in COUNTRIES:
         # QIDs from the list above, not user input: written into the query as FmLAMA did.
-        path_q, closure_q = (q.replace("?origin .", f"wd:{qid} .") for q in (PATH, CLOSURE))
+        path_q, closure_q, rewrite_q = (q.replace("?origin .", f"wd:{qid} .") for q in (PATH, CLOSURE, PATH_REWRITE))
         path_rows, path_s = timed(lambda: store.select(path_q))
+        rewrite_rows, rewrite_s = timed(lambda: store.select(rewrite_q))
         closure_times = []
         for _ in range(5):
             closure_rows, t = timed(lambda: store.select(closure_q))
             closure_times.append(t)
-        assert _key(path_rows) == _key(closure_rows), f"{qid}: the two forms disagree"
+        assert _key(path_rows) == _key(closure_rows) == _key(rewrite_rows), f"{qid}: the forms disagree"
         c = statistics.median(closure_times)
-        per_country[qid] = {"rows": len(path_rows), "path_s": path_s, "closure_s": c, "speedup": path_s / c}
+        per_country[qid] = {"rows": len(path_rows), "path_s": path_s, "path_rewritten_s": rewrite_s,
+                            "closure_s": c, "speedup": path_s / c, "speedup_same_shape": rewrite_s / c}
         print(qid, per_country[qid], flush=True)
     store.close()
     shutil.rmtree(loc, ignore_errors=True)
-    lines = [f"| {q} | {d['rows']} | {d['path_s']:.2f} | {d['closure_s'] * 1000:.1f} | {d['speedup']:,.0f}x |"
+    lines = [f"| {q} | {d['rows']} | {d['path_s']:.2f} | {d['path_rewritten_s']:.2f} | {d['closure_s'] * 1000:.1f} "
+             f"| {d['speedup']:,.0f}x | {d['speedup_same_shape']:,.0f}x |"
              for q, d in per_country.items()]
     worst = min(d["speedup"] for d in per_country.values())
+    worst_same = min(d["speedup_same_shape"] for d in per_country.values())
     md = f"""### FmLAMA-shaped dish query per origin country: property path vs closure graph
 
 Same store (stand-in, 1.13 M triples), same results (checked row for row). Building all closure
 graphs once took {closure_s:.1f} s.
 
-| country | rows | `(wdt:P31\\|wdt:P279)+` path, s | `kgc:typedAs` closure, ms (median of 5) | speed-up |
-|---|---|---|---|---|
+| country | rows | FmLAMA's query with the path, s | kgcult's query shape but with the path, s | kgcult's query over `kgc:typedAs`, ms (median of 5) | speed-up vs FmLAMA's query | speed-up vs same shape with path |
+|---|---|---|---|---|---|---|
 {chr(10).join(lines)}
 
-Smallest speed-up **{worst:,.0f}x** (target >= 100x: {'met' if worst >= 100 else 'NOT met'}).
+Smallest speed-up over FmLAMA's query **{worst:,.0f}x** (target >= 100x: {'met' if worst >= 100 else 'NOT met'});
+over the same rewritten query keeping the property path, **{worst_same:,.0f}x**. The rewrite selects the
+dishes of the country first and checks the typing by a lookup in the closure graph; with the property path
+in that place Oxigraph still evaluates `(P31|P279)+` per candidate dish.
 """
-    save("closure_query", {"closure_build_s": closure_s, "per_country": per_country, "min_speedup": worst}, md)
+    save("closure_query", {"closure_build_s": closure_s, "per_country": per_country, "min_speedup": worst,
+                           "min_speedup_same_shape": worst_same}, md)
 
 
 if __name__ == "__main__":
