@@ -122,3 +122,13 @@ def test_cli_snapshot_export_import_verify(tmp_path):
     (tmp_path / "snap" / "MANIFEST.json").write_text("{}")
     res = run_cli(["snapshot", "import", str(tmp_path / "snap")], tmp_path / "s3")
     assert res.exit_code == 1 and "unsupported snapshot format" in res.stderr
+
+
+def test_staging_and_closure_graphs_are_not_snapshot_content(loaded, tmp_path):
+    from pyoxigraph import NamedNode, Quad
+
+    loaded.ox.add(Quad(NamedNode("http://x/s"), NamedNode("http://x/p"), NamedNode("http://x/o"),
+                       NamedNode(vocab.STAGING_GRAPH + "dishes")))
+    assert vocab.STAGING_GRAPH + "dishes" not in loaded.data_graphs()
+    m = snapshot.export(loaded, tmp_path / "s")
+    assert {g["iri"] for g in m["graphs"]} == {vocab.GRAPH + "mini", vocab.GRAPH + "copy", vocab.META_GRAPH}
