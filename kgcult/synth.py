@@ -33,6 +33,7 @@ from pyoxigraph import NamedNode
 from . import inspect as kinspect
 from . import paths, taxonomy, vocab
 from .errors import KgcultError
+from .jsonl import iter_jsonl
 
 SETTINGS = ("unique", "different")
 KINDS = ("fact", "name_one", "inverse", "which_from", "fact_diff", "inverse_diff")
@@ -807,23 +808,10 @@ _SPLIT = re.compile(r"\s*(?:[,;/、，；]|\band\b|\bor\b|\n)\s*")
 
 
 def read_jsonl(path: str | Path, what: str) -> list[dict]:
-    out = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise KgcultError(f"{path}:{n}: invalid JSON ({e.msg})") from None
-                if not isinstance(rec, dict):
-                    raise KgcultError(f"{path}:{n}: expected a JSON object per line")
-                rec["_line"] = n
-                out.append(rec)
-    except OSError as e:
-        raise KgcultError(f"{path}: cannot read {what}: {e}") from None
-    return out
+    """Records of a questions/answers file, each with its line number (``_line``)."""
+    if not Path(path).is_file():
+        raise KgcultError(f"{path}: cannot read {what}: no such file")
+    return [dict(rec, _line=n) for n, rec in iter_jsonl(path)]
 
 
 def _answer_text(rec: dict, path, n) -> str:

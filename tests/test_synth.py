@@ -345,7 +345,7 @@ def test_synth_eval_bad_input(mini_path, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "answer": "Japan"}\n{oops\n')
     r = run_cli(["synth", "eval", str(bad), "--questions", str(qpath)], mini_path)
-    assert r.exit_code == 1 and f"{bad}:2: invalid JSON" in r.stderr
+    assert r.exit_code == 1 and f"{bad}:2: malformed JSON" in r.stderr
     bad.write_text('{"id": "zzz", "answer": "Japan"}\n')
     r = run_cli(["synth", "eval", str(bad), "--questions", str(qpath)], mini_path)
     assert r.exit_code == 1 and f"{bad}:1: id 'zzz' is not in the questions file" in r.stderr

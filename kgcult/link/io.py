@@ -7,47 +7,9 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from ..errors import KgcultError
+from ..jsonl import iter_jsonl as read_jsonl  # noqa: F401  (re-exported for the linker)
 
 ROW_FIELDS = ("mention", "lang", "topic", "country", "id")
-
-
-def read_jsonl(src, on_error: str = "fail", log=None) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for every non-blank line of a JSONL file or stream."""
-    if on_error not in ("fail", "skip"):
-        raise KgcultError(f"on_error must be skip or fail, not {on_error!r}")
-    name = getattr(src, "name", str(src))
-    own = not hasattr(src, "read")
-    try:
-        f: IO = open(src, encoding="utf-8") if own else src
-    except OSError as e:
-        raise KgcultError(f"{src}: cannot read: {e}") from None
-    try:
-        lineno = 0
-        while True:
-            try:
-                line = f.readline()
-            except UnicodeDecodeError as e:
-                raise KgcultError(f"{name}:{lineno + 1}: not UTF-8 ({e})") from None
-            if not line:
-                break
-            lineno += 1
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                if not isinstance(obj, dict):
-                    raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-            except ValueError as e:
-                msg = f"{name}:{lineno}: malformed JSON line ({e})"
-                if on_error == "fail":
-                    raise KgcultError(msg) from None
-                if log:
-                    log(f"skipped: {msg}")
-                continue
-            yield lineno, obj
-    finally:
-        if own:
-            f.close()
 
 
 def mention_rows(obj: dict, lineno: int, default_lang: str, default_topic: str | None,

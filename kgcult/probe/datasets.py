@@ -12,26 +12,15 @@ import json
 from pathlib import Path
 
 from ..errors import KgcultError
+from ..jsonl import iter_jsonl
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
+    """Dataset rows, each remembering where it came from (``_where``: file:line)."""
     path = Path(path)
     if not path.is_file():
         raise KgcultError(f"dataset file not found: {path}")
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise KgcultError(f"{path}:{n}: not JSON ({e.msg})") from None
-            if not isinstance(row, dict):
-                raise KgcultError(f"{path}:{n}: expected a JSON object")
-            row["_where"] = f"{path}:{n}"
-            rows.append(row)
-    return rows
+    return [dict(row, _where=f"{path}:{n}") for n, row in iter_jsonl(path)]
 
 
 def _labels(v, where: str, field: str) -> list[str]:
