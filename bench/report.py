@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["load", "closure_query", "mirror", "views", "link", "probe", "serve"]
+ORDER = ["load", "closure_query", "mirror", "views", "link", "probe", "serve", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
     "closure_query": "Closure graphs vs property paths (issue 2)",
@@ -14,6 +14,7 @@ TITLES = {
     "link": "Entity linking (issue 5)",
     "probe": "Probing (issue 6)",
     "serve": "SPARQL endpoint (issue 7)",
+    "synth": "CultureSynth keywords and synthesis (issue 8)",
 }
 
 
@@ -31,7 +32,10 @@ def main() -> None:
     ]
     for n in names:
         parts.append(f"## {TITLES.get(n, n)}\n")
-        parts.append((results / f"{n}.md").read_text().strip() + "\n")
+        body = (results / f"{n}.md").read_text().strip()
+        # each fragment's headings go one level below its section heading
+        body = "\n".join("#" + line if line.startswith("#") else line for line in body.splitlines())
+        parts.append(body + "\n")
     (ROOT / "BENCHMARKS.md").write_text("\n".join(parts))
     print(f"BENCHMARKS.md: {len(names)} sections")
 

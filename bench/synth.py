@@ -90,7 +90,7 @@ def union_query(store_path, anchors, cps, timeout):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--store", default="/tmp/kgcult-standin-store")
+    ap.add_argument("--store", default=os.environ.get("KGCULT_BENCH_STORE", "/tmp/kgcult-standin-store"))
     ap.add_argument("--skip-union", action="store_true")
     ap.add_argument("--union-timeout", type=float, default=120.0)
     args = ap.parse_args()
