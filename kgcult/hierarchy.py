@@ -77,8 +77,9 @@ def edges(store: Store, prop: str) -> list[tuple[str, str]]:
     p = NamedNode(prop)
     out = []
     for q in store.ox.quads_for_pattern(None, p, None, None):
-        if vocab.is_derived_graph(q.graph_name.value if isinstance(q.graph_name, NamedNode) else ""):
-            continue
+        g = q.graph_name.value if isinstance(q.graph_name, NamedNode) else ""
+        if vocab.is_derived_graph(g) or g.startswith(vocab.STAGING_GRAPH):
+            continue  # closures are not input; a staging graph is a refresh in progress
         if isinstance(q.subject, NamedNode) and isinstance(q.object, NamedNode):
             out.append((q.subject.value, q.object.value))
     return out
