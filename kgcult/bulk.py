@@ -134,17 +134,26 @@ def parallel_ntriples(store: ox.Store, path: str, graph: ox.NamedNode, threads: 
         for w in workers:
             w.join()
         failed = [(i, e) for i, e in enumerate(errors) if e is not None]
+        errors.clear()
         if not failed:
             return
         store.remove_graph(graph)
-        i, exc = failed[0]
-        if isinstance(exc, SyntaxError):
-            err = rdfio.syntax_error(path, exc)
-            if err.line:
-                first = line_of_offset(plain, ranges[i][0])
-                err = rdfio.RdfSyntaxError(path, first + err.line - 1, err.column, err.detail)
-            raise err
-        raise exc
+        for _, e in failed:  # tracebacks hold the worker frames, which hold the store
+            e.__traceback__ = None
+        # Raise without keeping the new error in a local: a frame -> error -> traceback ->
+        # frame cycle would keep the store (and its RocksDB lock) alive until the next GC.
+        raise _load_error(path, plain, ranges, *failed[0])
+
+
+def _load_error(path: str, plain: str, ranges, i: int, exc: BaseException) -> BaseException:
+    """The error to report for a failed range, with the line number in the whole file."""
+    if not isinstance(exc, SyntaxError):
+        return exc
+    err = rdfio.syntax_error(path, exc)
+    if err.line:
+        first = line_of_offset(plain, ranges[i][0])
+        err = rdfio.RdfSyntaxError(path, first + err.line - 1, err.column, err.detail)
+    return err
 
 
 def scratch_dir_for(location: str) -> str:

@@ -43,8 +43,11 @@ class KgcultGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KgcultError as e:
-            click.echo(f"error: {e}", err=True)
-            ctx.exit(e.exit_code)
+            message, code = str(e), e.exit_code
+        # Exit outside the except block: the error's traceback (frames holding the open
+        # store) is dropped, so an in-process caller can reopen the store at once.
+        click.echo(f"error: {message}", err=True)
+        ctx.exit(code)
 
 
 @click.group(cls=KgcultGroup)

@@ -156,6 +156,7 @@ def syntax_error(path: str, exc: SyntaxError) -> RdfSyntaxError:
         m = _POSITION.search(message)
         if m:
             line, column = int(m.group(1)), int(m.group(2))
-    detail = re.sub(r"^Parser error (?:between|at) line \d+ column \d+(?: and line \d+ column \d+)?: ", "", message)
+    detail = re.sub(r"^Parser error (?:between|at) line \d+ (?:column \d+(?: and line \d+ column \d+)?"
+                    r"|between columns \d+ and \d+): ", "", message)
     detail = re.sub(r" \([^()]*, line \d+\)$", "", detail)
     return RdfSyntaxError(path, line, column, detail)
