@@ -109,7 +109,7 @@ def _serialize_solutions(sols: _Solutions, fmt: str, buf: io.BytesIO) -> None:
             for k in names:
                 t = sol[k]
                 if t is not None:
-                    b[k] = _json_term(t)
+                    b[k] = json_term(t)
             bindings.append(b)
         doc = {"head": {"vars": names}, "results": {"bindings": bindings}}
         buf.write(json.dumps(doc, ensure_ascii=False).encode("utf-8"))
@@ -129,17 +129,20 @@ def _serialize_solutions(sols: _Solutions, fmt: str, buf: io.BytesIO) -> None:
         buf.write(("\n".join(lines) + "\n").encode("utf-8"))
 
 
-def _json_term(t) -> dict:
+def json_term(t) -> dict:
+    """A term in W3C SPARQL 1.1 Query Results JSON form."""
     if isinstance(t, NamedNode):
         return {"type": "uri", "value": t.value}
     if isinstance(t, BlankNode):
         return {"type": "bnode", "value": t.value}
-    d = {"type": "literal", "value": t.value}
-    if t.language:
-        d["xml:lang"] = t.language
-    elif t.datatype.value != _XSD_STRING:
-        d["datatype"] = t.datatype.value
-    return d
+    if isinstance(t, Literal):
+        d = {"type": "literal", "value": t.value}
+        if t.language:
+            d["xml:lang"] = t.language
+        elif t.datatype.value != _XSD_STRING:
+            d["datatype"] = t.datatype.value
+        return d
+    return {"type": "triple", "value": str(t)}
 
 
 def _table(names: list[str], rows: list[list[str]], out: IO[str], max_width: int = 60) -> None:

@@ -47,6 +47,7 @@ import pyoxigraph as ox
 from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat
 
 from . import __version__, inspect, vocab
+from .results import json_term
 from .errors import KgcultError
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
@@ -244,21 +245,6 @@ def choose(accepts: list[str], supported: dict, default: str) -> str:
     return default
 
 
-def _term_json(t) -> dict:
-    if isinstance(t, NamedNode):
-        return {"type": "uri", "value": t.value}
-    if isinstance(t, BlankNode):
-        return {"type": "bnode", "value": t.value}
-    if isinstance(t, Literal):
-        d = {"type": "literal", "value": t.value}
-        if t.language:
-            d["xml:lang"] = t.language
-        elif t.datatype.value != vocab.XSD + "string":
-            d["datatype"] = t.datatype.value
-        return d
-    return {"type": "triple", "value": str(t)}
-
-
 def _term_xml(t) -> str:
     if isinstance(t, NamedNode):
         return f"<uri>{xml_escape(t.value)}</uri>"
@@ -275,7 +261,7 @@ def _term_xml(t) -> str:
 
 def serialize_solutions(names: list[str], rows: list, fmt: str) -> bytes:
     if fmt == "json":
-        bindings = [{k: _term_json(t) for k, t in zip(names, r) if t is not None} for r in rows]
+        bindings = [{k: json_term(t) for k, t in zip(names, r) if t is not None} for r in rows]
         return json.dumps({"head": {"vars": names}, "results": {"bindings": bindings}},
                           ensure_ascii=False).encode("utf-8")
     if fmt == "xml":
