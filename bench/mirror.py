@@ -167,7 +167,6 @@ def main() -> int:
                 "per_subgraph_s": {k: v["mirror_s"] for k, v in per_cfg[name].items()},
                 "ratio_to_transfer_limit": round(limit_s / med, 3),
             }
-        best = max(c["ratio_to_transfer_limit"] for c in configs.values())
         result = {
             "benchmark": "mirror",
             "date": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),

@@ -77,7 +77,6 @@ def union_query(store_path, anchors, cps, timeout):
 
     parent, child = mp.Pipe()
     proc = mp.Process(target=_union_child, args=(store_path, anchors, cps, child))
-    t = time.perf_counter()
     proc.start()
     proc.join(timeout)
     if proc.is_alive():
@@ -133,7 +132,7 @@ def main():
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "synth.json").write_text(json.dumps(result, indent=1) + "\n")
-    md = [f"## synth (CultureSynth keywords and QA on the stand-in)\n",
+    md = ["## synth (CultureSynth keywords and QA on the stand-in)\n",
           f"{result['machine']}, {result['date']}, store {args.store} ({result['triples']:,} triples).\n",
           "| country | keywords | `keywords()` s | candidates | typing via closure s | via `(P31\\|P279)+` s | ratio |",
           "|---|---|---|---|---|---|---|"]

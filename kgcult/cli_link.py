@@ -144,14 +144,15 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
         res = linker.link(mention, lang=lang, topic=topic, country=country)
         click.echo(json.dumps(res, ensure_ascii=False, indent=2))
         return
-    from .link.io import mention_rows, read_jsonl
+    from .jsonl import iter_jsonl
+    from .link.io import mention_rows
 
     src = sys.stdin if input_path == "-" else input_path
     where = "stdin" if input_path == "-" else input_path
     counts = {"rows": 0, "mentions": 0, "resolved": 0, "ambiguous": 0, "unresolved": 0}
 
     def rows():
-        for lineno, obj in read_jsonl(src, on_error=on_error, log=info):
+        for lineno, obj in iter_jsonl(src, on_error=on_error, log=info):
             try:
                 rs = mention_rows(obj, lineno, lang, topic, where)
                 for r in rs:

@@ -35,7 +35,7 @@ from . import rdfio, subgraphs, vocab
 from .errors import KgcultError
 from .mirror import PARTIAL, Backend, SubgraphReport, _marker, _set_marker, _swap, crawl, entity_id
 from .store import now_iso, sha256_file
-from .subgraphs import SubgraphSpec, id_sort_key
+from .subgraphs import SubgraphSpec
 
 _XSD = vocab.XSD
 _DEC = NamedNode(_XSD + "decimal")

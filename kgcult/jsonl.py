@@ -36,16 +36,20 @@ def iter_jsonl(src, on_error: str = "fail", log=None) -> Iterator[tuple[int, dic
                 if not isinstance(obj, dict):
                     raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
             except ValueError as e:
-                msg = f"{name}:{lineno}: malformed JSON line ({e})"
-                if on_error == "fail":
-                    raise KgcultError(msg) from None
-                if log:
-                    log(f"skipped: {msg}")
+                reject(f"{name}:{lineno}: malformed JSON line ({e})", on_error, log)
                 continue
             yield lineno, obj
     finally:
         if own:
             f.close()
+
+
+def reject(message: str, on_error: str = "fail", log=None) -> None:
+    """A bad input row: raise (``on_error="fail"``) or report it as skipped."""
+    if on_error == "fail":
+        raise KgcultError(message)
+    if log:
+        log(f"skipped: {message}")
 
 
 def read_jsonl(src, on_error: str = "fail", log=None) -> list[dict]:

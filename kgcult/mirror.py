@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 import pyoxigraph as ox
-from pyoxigraph import Literal, NamedNode, Quad
+from pyoxigraph import Literal, NamedNode
 
 from . import __version__, paths, sparqlutil, subgraphs, vocab
 from .errors import KgcultError
@@ -163,14 +163,14 @@ class SparqlClient:
             if e.code == 429 or e.code >= 500 or e.code == 408:
                 raise RetryableError(f"HTTP {e.code}", retry_after) from None
             raise MirrorError(f"{self.config.endpoint}: HTTP {e.code} {e.reason}") from None
-        except EndPointInternalError as e:  # SPARQLWrapper's name for HTTP 500
+        except EndPointInternalError:  # SPARQLWrapper's name for HTTP 500
             raise RetryableError("HTTP 500") from None
         except QueryBadFormed as e:
             raise MirrorError(f"{self.config.endpoint} rejected a query as malformed (HTTP 400): "
                               f"{str(e)[:300]}") from None
         except (EndPointNotFound, Unauthorized, URITooLong) as e:
             raise MirrorError(f"{self.config.endpoint}: {type(e).__name__}: {str(e)[:300]}") from None
-        except (socket.timeout, TimeoutError) as e:
+        except (socket.timeout, TimeoutError):
             raise RetryableError(f"timeout after {self.config.timeout:g} s") from None
         except http.client.IncompleteRead as e:
             raise RetryableError(f"truncated response ({len(e.partial)} bytes read)") from None

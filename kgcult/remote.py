@@ -33,6 +33,7 @@ from pyoxigraph import NamedNode, Quad, QueryResultsFormat, RdfFormat
 from . import __version__, vocab
 from .errors import KgcultError
 from .sparqlutil import bind_values
+from .store import StoreReads
 
 DEFAULT_TIMEOUT = 300.0
 USER_AGENT = f"kgcult/{__version__} (https://w3id.org/kgcult; research mirror client)"
@@ -52,7 +53,7 @@ def _query_form(text: str) -> str:
     return w if w in ("ask", "construct", "describe") else "select"
 
 
-class RemoteStore:
+class RemoteStore(StoreReads):
     """A read-only store backed by a remote SPARQL 1.1 query endpoint."""
 
     remote = True
@@ -156,23 +157,6 @@ class RemoteStore:
                               f"({hdrs.get('x-sparql-maxrows') or hdrs.get('x-kgcult-rows')} rows); "
                               "raise its row limit or narrow the query")
 
-    def select(self, sparql: str, **kw) -> list[dict]:
-        res = self.query(sparql, **kw)
-        names = [v.value for v in res.variables]
-        out = []
-        for sol in res:
-            row = {}
-            for n in names:
-                t = sol[n]
-                if t is not None:
-                    row[n] = t
-            out.append(row)
-        return out
-
-    def quads(self, graph: str | None = None) -> Iterator[Quad]:
-        """Every quad of ``graph`` (or of all graphs), read with one SELECT."""
-        return self.ox.quads_for_pattern(None, None, None, NamedNode(graph) if graph else None)
-
     @property
     def ox(self) -> "RemoteOx":
         """A read-only stand-in for the part of pyoxigraph's Store API that kgcult's modules
@@ -196,9 +180,6 @@ class RemoteStore:
             if n:
                 counts[""] = n
         return dict(sorted(counts.items()))
-
-    def data_graphs(self) -> list[str]:
-        return [g for g in self.graph_counts() if vocab.is_data_graph(g)]
 
     def triple_count(self, graph: str | None = None) -> int:
         if graph:

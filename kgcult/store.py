@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import pyoxigraph as ox
-from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad, Variable
+from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad
 
 from . import bulk, rdfio, vocab
 from .errors import KgcultError
@@ -68,7 +68,26 @@ class LoadReport:
     sha256: str
 
 
-class Store:
+class StoreReads:
+    """Reads shared by the embedded Store and the RemoteStore, written once on top of
+    their ``query``, ``graph_counts`` and ``ox`` (pyoxigraph's or a SPARQL stand-in)."""
+
+    def select(self, sparql: str, **kw) -> list[dict]:
+        """SELECT as a list of {variable: term} dicts (unbound variables left out)."""
+        res = self.query(sparql, **kw)
+        names = [v.value for v in res.variables]
+        return [{n: sol[n] for n in names if sol[n] is not None} for sol in res]
+
+    def quads(self, graph: str | None = None) -> Iterator[Quad]:
+        """Every quad of ``graph`` (or of all graphs)."""
+        return self.ox.quads_for_pattern(None, None, None, NamedNode(graph) if graph else None)
+
+    def data_graphs(self) -> list[str]:
+        """Named graphs holding mirrored or loaded data (not metadata, derived or staging)."""
+        return [g for g in self.graph_counts() if vocab.is_data_graph(g)]
+
+
+class Store(StoreReads):
     """An embedded pyoxigraph store with kgcult's conventions."""
 
     remote = False
@@ -122,24 +141,6 @@ class Store:
         except SyntaxError as e:
             raise QuerySyntaxError.from_oxigraph(sparql, e) from None
 
-    def select(self, sparql: str, **kw) -> list[dict]:
-        """SELECT as a list of {variable: term} dicts (unbound variables left out)."""
-        res = self.query(sparql, **kw)
-        names = [v.value for v in res.variables]
-        out = []
-        for sol in res:
-            row = {}
-            for n in names:
-                t = sol[n]
-                if t is not None:
-                    row[n] = t
-            out.append(row)
-        return out
-
-    def quads(self, graph: str | None = None) -> Iterator[Quad]:
-        g = NamedNode(graph) if graph else None
-        return self._ox.quads_for_pattern(None, None, None, g)
-
     # -- graphs -----------------------------------------------------------------------
 
     def graph_counts(self) -> dict[str, int]:
@@ -155,10 +156,6 @@ class Store:
         if default is not None and int(default["n"].value):
             counts[""] = int(default["n"].value)
         return dict(sorted(counts.items()))
-
-    def data_graphs(self) -> list[str]:
-        """Named graphs holding mirrored or loaded data (not metadata, not derived)."""
-        return [g for g in self.graph_counts() if vocab.is_data_graph(g)]
 
     def triple_count(self, graph: str | None = None) -> int:
         if graph:
@@ -233,7 +230,7 @@ class Store:
         reports = []
         for p, fmt, target in plans:
             t0 = time.perf_counter()
-            before = len(self._ox)
+            before = self._size(target)
             digest = sha256_file(p)
             if self._parallel_ok(p, fmt, target, threads):
                 bulk.parallel_ntriples(self._ox, p, NamedNode(target), threads,
@@ -241,10 +238,19 @@ class Store:
                 self._ox.flush()
             else:
                 self._bulk_load(p, fmt, target, progress)
-            added = len(self._ox) - before
+            added = self._size(target) - before
             reports.append(LoadReport(p, target, added, time.perf_counter() - t0, digest))
         self._record_loads(reports, kind=kind)
         return reports
+
+    def _size(self, graph: str | None) -> int:
+        """Triples in ``graph`` (a scan of that graph only), or in the whole store for
+        quad files, whose graphs are known only after loading them."""
+        if graph is None:
+            return len(self._ox)
+        if not self._ox.contains_named_graph(NamedNode(graph)):
+            return 0
+        return self.triple_count(graph)
 
     def _parallel_ok(self, path: str, fmt, target: str | None, threads: int) -> bool:
         if threads < 2 or fmt != ox.RdfFormat.N_TRIPLES or target is None:

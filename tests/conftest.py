@@ -1,7 +1,6 @@
 """Shared fixtures: fresh stores, paths to ../shared, and `oxigraph serve` on loopback."""
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess

@@ -194,12 +194,9 @@ def test_probe_fmlama_end_to_end_and_resume(tiny_bert, tmp_path):
                          scoring="sum", progress=False)
 
 
-def test_code_switching_joins_subject_language(tiny_bert, tmp_path):
-    m = models.load(str(tiny_bert))
+def test_code_switching_joins_subject_language():
     rows = _rows()[:2] + [dict(_rows()[1], lang="xx", sub_label="cake", obj_label=["zz"])]
     rows[1] = dict(rows[1], sub_label="kuchen")  # the en label is not used for the subject
-    tpl = tmp_path / "t.jsonl"
-    tpl.write_text(json.dumps({"id": "a", "lang": "en", "template": "the dish [X] is made with [Y] ."}) + "\n")
     items, cands = run.fmlama_items(rows, "en", [Template("a", "the dish [X] is made with [Y] .")], "xx")
     assert [i["sub_label"] for i in items] == ["cake"]          # dish label from the subject language
     assert cands == ["flour", "sugar cane"]                      # ingredients in the template language

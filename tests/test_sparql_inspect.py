@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from kgcult import inspect
 from kgcult.errors import KgcultError
 from kgcult.sparqlutil import bind_values
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import KgcultError
 from .candidates import STAGES
-from .io import read_jsonl
+from ..jsonl import iter_jsonl, reject
 
 
 def _prf(tp: int, fp: int, pos: int) -> dict:
@@ -30,21 +30,13 @@ def _prf(tp: int, fp: int, pos: int) -> dict:
 
 def read_gold(path: str | Path, on_error: str = "fail", log=None) -> list[dict]:
     rows = []
-    for lineno, obj in read_jsonl(path, on_error=on_error, log=log):
+    for lineno, obj in iter_jsonl(path, on_error=on_error, log=log):
         if "mention" not in obj or "gold_qid" not in obj:
-            msg = f"{path}:{lineno}: a gold row needs the fields mention and gold_qid"
-            if on_error == "fail":
-                raise KgcultError(msg)
-            if log:
-                log(f"skipped: {msg}")
+            reject(f"{path}:{lineno}: a gold row needs the fields mention and gold_qid", on_error, log)
             continue
         g = obj["gold_qid"]
         if g is not None and not (isinstance(g, str) and g[:1] == "Q"):
-            msg = f"{path}:{lineno}: gold_qid must be a QID or null, got {g!r}"
-            if on_error == "fail":
-                raise KgcultError(msg)
-            if log:
-                log(f"skipped: {msg}")
+            reject(f"{path}:{lineno}: gold_qid must be a QID or null, got {g!r}", on_error, log)
             continue
         obj["_line"] = lineno
         rows.append(obj)

@@ -2,12 +2,7 @@
 lines reported by line number and skipped or fatal (``on_error``)."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import IO, Iterator
-
 from ..errors import KgcultError
-from ..jsonl import iter_jsonl as read_jsonl  # noqa: F401  (re-exported for the linker)
 
 ROW_FIELDS = ("mention", "lang", "topic", "country", "id")
 

@@ -32,7 +32,7 @@ from itertools import combinations
 from pathlib import Path
 
 from ..errors import KgcultError
-from .io import read_jsonl
+from ..jsonl import iter_jsonl, reject
 
 SPECIFIC = {"dish_name", "dish", "specific_ingredient", "drink_name", "book_title", "song_name",
             "clothing_type", "vehicle_type"}
@@ -194,13 +194,9 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
 
 def metrics_file(linked, out_dir, on_error: str = "fail", log=None, granularity_from: str = "type") -> dict:
     rows = []
-    for lineno, obj in read_jsonl(linked, on_error=on_error, log=log):
+    for lineno, obj in iter_jsonl(linked, on_error=on_error, log=log):
         if "qid" not in obj or "lang" not in obj:
-            msg = f"{linked}:{lineno}: not a linked row (needs qid and lang; produce it with `kgcult link -i`)"
-            if on_error == "fail":
-                raise KgcultError(msg)
-            if log:
-                log(f"skipped: {msg}")
+            reject(f"{linked}:{lineno}: not a linked row (needs qid and lang; produce it with `kgcult link -i`)", on_error, log)
             continue
         rows.append(obj)
     if not rows:

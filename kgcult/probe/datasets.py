@@ -8,7 +8,6 @@ DLAMA rows: ``{"subject", "predicate", "objects": [labels], "culture", "lang"}``
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import KgcultError
