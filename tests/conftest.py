@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,36 @@ def store(tmp_path):
 @pytest.fixture
 def standin_path() -> Path:
     return require_shared(STANDIN)
+
+
+SERVE_FOOD = FIXTURES / "serve" / "food.ttl"
+
+
+def build_store(path: Path, files=(SERVE_FOOD,)) -> Path:
+    """A store at ``path`` holding ``files`` (default: the serve food fixture) and its closure."""
+    from kgcult import hierarchy
+    from kgcult.store import Store
+
+    s = Store(path)
+    s.load(list(files))
+    hierarchy.build(s)
+    s.close()
+    return path
+
+
+@contextmanager
+def running_server(path: Path, config=None, read_only: bool = True):
+    """`kgcult serve` in-process on a free loopback port over the store at ``path``."""
+    from kgcult import serve
+    from kgcult.store import Store
+
+    st = Store(path, read_only=read_only)
+    srv = serve.make_server(st, config or serve.ServeConfig(port=0)).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        st.close()
 
 
 def free_port() -> int:

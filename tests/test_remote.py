@@ -16,19 +16,17 @@ from kgcult.errors import KgcultError
 from kgcult.remote import RemoteError, RemoteStore
 from kgcult.store import Store, open_store
 
-from .conftest import free_port, run_cli
+from .conftest import SERVE_FOOD as FOOD
+from .conftest import build_store, free_port, run_cli, running_server
 
-FOOD = Path(__file__).resolve().parent / "fixtures" / "serve" / "food.ttl"
 WD = vocab.WD
 
 
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory):
     """A store with the food fixture, its closure and a cached content hash."""
-    path = tmp_path_factory.mktemp("remote") / "store"
+    path = build_store(tmp_path_factory.mktemp("remote") / "store")
     s = Store(path)
-    s.load([FOOD])
-    hierarchy.build(s)
     snapshot.store_content_hash(s)  # cached in the metadata graph, as after a build
     s.close()
     return path
@@ -47,11 +45,8 @@ def _copy(path: Path, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def served(embedded):
-    st = Store(_copy(embedded, "served"), read_only=True)
-    srv = serve.make_server(st, serve.ServeConfig(port=0)).start()
-    yield srv
-    srv.stop()
-    st.close()
+    with running_server(_copy(embedded, "served")) as srv:
+        yield srv
 
 
 @pytest.fixture

@@ -8,26 +8,17 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
+from contextlib import ExitStack
 
 import pytest
 
-from kgcult import hierarchy, inspect, serve
+from kgcult import inspect, serve
 from kgcult.errors import KgcultError
 from kgcult.store import Store
 
-from .conftest import run_cli
-
-FOOD = Path(__file__).resolve().parent / "fixtures" / "serve" / "food.ttl"
+from .conftest import SERVE_FOOD as FOOD
+from .conftest import build_store, run_cli, running_server
 WD = "http://www.wikidata.org/entity/"
-
-
-def build_store(path: Path) -> Path:
-    s = Store(path)
-    s.load([FOOD])
-    hierarchy.build(s)
-    s.close()
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -37,29 +28,21 @@ def store_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(store_path):
-    st = Store(store_path, read_only=True)
-    srv = serve.make_server(st, serve.ServeConfig(port=0)).start()
-    yield srv
-    srv.stop()
-    st.close()
+    with running_server(store_path) as srv:
+        yield srv
 
 
 @pytest.fixture
 def make_server(tmp_path):
     """Factory for servers with their own config over a fresh writable copy of the store."""
-    made = []
+    with ExitStack() as stack:
+        count = iter(range(1000))
 
-    def start(cfg: serve.ServeConfig, writable_store: bool = False):
-        path = build_store(tmp_path / f"store{len(made)}")
-        st = Store(path, read_only=not writable_store)
-        srv = serve.make_server(st, cfg).start()
-        made.append((srv, st))
-        return srv
+        def start(cfg: serve.ServeConfig, writable_store: bool = False):
+            path = build_store(tmp_path / f"store{next(count)}")
+            return stack.enter_context(running_server(path, cfg, read_only=not writable_store))
 
-    yield start
-    for srv, st in made:
-        srv.stop()
-        st.close()
+        yield start
 
 
 def http(url, data=None, headers=None, method=None):

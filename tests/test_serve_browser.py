@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kgcult import hierarchy, serve
-from kgcult.store import Store
+from kgcult import serve
 
-FOOD = Path(__file__).resolve().parent / "fixtures" / "serve" / "food.ttl"
+from .conftest import build_store, running_server
+
 CHROMIUM = "/usr/bin/chromium"
 
 pytestmark = pytest.mark.skipif(
@@ -29,16 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    path = tmp_path_factory.mktemp("browser") / "store"
-    s = Store(path)
-    s.load([FOOD])
-    hierarchy.build(s)
-    s.close()
-    st = Store(path, read_only=True)
-    srv = serve.make_server(st, serve.ServeConfig(port=0)).start()
-    yield srv
-    srv.stop()
-    st.close()
+    with running_server(build_store(tmp_path_factory.mktemp("browser") / "store")) as srv:
+        yield srv
 
 
 def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
