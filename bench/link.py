@@ -64,7 +64,7 @@ def loadavg():
 # -- the store --------------------------------------------------------------------------
 
 def prepare_store(args):
-    from kgcult import hierarchy
+    from kgcult.store import closure as hierarchy
     from kgcult.store import Store
 
     if args.store:
@@ -175,7 +175,7 @@ class MakiEvalLinker:
         self.queries = 0
 
     def _run(self, q, bindings=None, rows=None):
-        from kgcult.sparqlutil import bind_values
+        from kgcult.sparql.text import bind_values
 
         self.sw.setQuery(PREFIXES + bind_values(q, bindings, rows))
         self.queries += 1

@@ -37,9 +37,10 @@ RESULTS = ROOT / "bench" / "results"
 
 import pyoxigraph as ox  # noqa: E402
 
-from kgcult import mirror as m  # noqa: E402
-from kgcult import subgraphs, vocab  # noqa: E402
-from kgcult.sparqlutil import values_clause  # noqa: E402
+from kgcult.acquire import endpoint as m  # noqa: E402
+from kgcult import vocab
+from kgcult.acquire import specs as subgraphs  # noqa: E402
+from kgcult.sparql.text import values_clause  # noqa: E402
 from kgcult.store import Store  # noqa: E402
 
 

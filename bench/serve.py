@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, WORK, save  # noqa: E402
 
 from kgcult import vocab  # noqa: E402
-from kgcult.sparqlutil import bind_values  # noqa: E402
+from kgcult.sparql.text import bind_values  # noqa: E402
 
 TIMEOUT_S = 5
 SLOW_EVERY_S = 4.0
@@ -68,7 +68,7 @@ def pick_store(arg: str | None) -> Path:
         return Path(os.environ["KGCULT_BENCH_STORE"])
     if Path("/tmp/kgcult-standin-store").exists():
         return Path("/tmp/kgcult-standin-store")
-    from kgcult import hierarchy
+    from kgcult.store import closure as hierarchy
     from kgcult.store import Store
 
     path = WORK / "serve-seed-store"

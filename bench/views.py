@@ -39,8 +39,9 @@ sys.path.insert(0, str(ROOT))
 
 from pyoxigraph import NamedNode  # noqa: E402
 
-from kgcult import hierarchy, views  # noqa: E402
-from kgcult.snapshot import store_content_hash  # noqa: E402
+from kgcult.store import closure as hierarchy
+from kgcult import views  # noqa: E402
+from kgcult.store.snapshot import store_content_hash  # noqa: E402
 from kgcult.store import Store  # noqa: E402
 
 STANDIN = ROOT.parent / "shared" / "standin" / "wikidata-standin.nt.gz"

@@ -43,7 +43,7 @@ SERVE_FOOD = FIXTURES / "serve" / "food.ttl"
 
 def build_store(path: Path, files=(SERVE_FOOD,)) -> Path:
     """A store at ``path`` holding ``files`` (default: the serve food fixture) and its closure."""
-    from kgcult import hierarchy
+    from kgcult.store import closure as hierarchy
     from kgcult.store import Store
 
     s = Store(path)
@@ -56,7 +56,7 @@ def build_store(path: Path, files=(SERVE_FOOD,)) -> Path:
 @contextmanager
 def running_server(path: Path, config=None, read_only: bool = True):
     """`kgcult serve` in-process on a free loopback port over the store at ``path``."""
-    from kgcult import serve
+    from kgcult.serve import app as serve
     from kgcult.store import Store
 
     st = Store(path, read_only=read_only)
@@ -141,7 +141,7 @@ def run_cli(args, store_path=None, input=None):
     """Run the CLI in-process through click's CliRunner; returns the Result."""
     from click.testing import CliRunner
 
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     runner = CliRunner()
     full = (["--store", str(store_path)] if store_path else []) + list(args)

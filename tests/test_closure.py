@@ -4,10 +4,11 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from kgcult import hierarchy, vocab
-from kgcult.hierarchy import transitive_reach
+from kgcult import vocab
+from kgcult.store import closure as hierarchy
+from kgcult.store.closure import transitive_reach
 
-from .conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, run_cli
 
 MINI = FIXTURES / "foundation" / "mini.ttl"
 WD = vocab.WD

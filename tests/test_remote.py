@@ -11,13 +11,16 @@ import pyoxigraph as ox
 import pytest
 from pyoxigraph import Literal, NamedNode
 
-from kgcult import hierarchy, serve, snapshot, vocab
+from kgcult import vocab
+from kgcult.store import closure as hierarchy
+from kgcult.serve import app as serve
+from kgcult.store import snapshot
 from kgcult.errors import KgcultError
-from kgcult.remote import RemoteError, RemoteStore
+from kgcult.store.remote import RemoteError, RemoteStore
 from kgcult.store import Store, open_store
 
-from .conftest import SERVE_FOOD as FOOD
-from .conftest import build_store, free_port, run_cli, running_server
+from tests.conftest import SERVE_FOOD as FOOD
+from tests.conftest import build_store, free_port, run_cli, running_server
 
 WD = vocab.WD
 
@@ -259,7 +262,7 @@ def test_truncation_header_detected():
 
 
 def test_prefixes_added_on_the_first_line(served, local):
-    from kgcult.remote import _prologue
+    from kgcult.store.remote import _prologue
 
     assert _prologue("SELECT * { ?s wdt:P31 wd:Q5 }") == (
         "PREFIX wd: <http://www.wikidata.org/entity/> PREFIX wdt: <http://www.wikidata.org/prop/direct/> ")
@@ -309,7 +312,7 @@ def test_views_build_same_sha256_remote_and_embedded(seed_served, tmp_path):
 
 
 def test_cli_build_fmlama_same_sha256(seed_served, tmp_path):
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     if "build" not in main.commands:
         pytest.skip("`kgcult build` is not registered yet (kgcult/cli_views.py)")
@@ -345,7 +348,7 @@ def test_link_index_reads_a_remote_endpoint(seed_served):
 
 
 def test_cli_link_against_remote(seed_served, tmp_path, monkeypatch):
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     if "link" not in main.commands:
         pytest.skip("`kgcult link` is not registered yet")

@@ -6,13 +6,14 @@ import json
 
 import pytest
 
-from kgcult import paths, snapshot
+from kgcult import resources as resources
+from kgcult.store import snapshot
 from kgcult.store import Store
 
-from .conftest import run_cli
-from .test_seed_source import MIN_COUNTRIES, MIN_DISHES, MIN_INGREDIENTS, MIN_LABEL_LANGUAGES
+from tests.conftest import run_cli
+from tests.test_seed_source import MIN_COUNTRIES, MIN_DISHES, MIN_INGREDIENTS, MIN_LABEL_LANGUAGES
 
-SEED = paths.dumps("seed")
+SEED = resources.seed()
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def test_issue_counts_through_sparql(seed_store):
 
 
 def test_demo_query_and_stats_on_seed(seed_store):
-    res = run_cli(["sparql", "-f", str(paths.queries("checks", "dishes-per-country.rq")), "--format", "jsonl"], seed_store)
+    res = run_cli(["sparql", "-f", str(resources.queries("checks", "dishes-per-country.rq")), "--format", "jsonl"], seed_store)
     rows = [json.loads(l) for l in res.stdout.splitlines()]
     assert rows and all(r["dishes"] >= 1 for r in rows)
     stats = json.loads(run_cli(["stats", "--format", "json"], seed_store).stdout)

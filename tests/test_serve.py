@@ -12,12 +12,13 @@ from contextlib import ExitStack
 
 import pytest
 
-from kgcult import inspect, serve
+from kgcult import inspection as inspect
+from kgcult.serve import app as serve
 from kgcult.errors import KgcultError
 from kgcult.store import Store
 
-from .conftest import SERVE_FOOD as FOOD
-from .conftest import build_store, run_cli, running_server
+from tests.conftest import SERVE_FOOD as FOOD
+from tests.conftest import build_store, run_cli, running_server
 WD = "http://www.wikidata.org/entity/"
 
 
@@ -450,7 +451,7 @@ def _start_cli(args, store_path):
     import sys
     import time
 
-    from .conftest import free_port
+    from tests.conftest import free_port
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "kgcult.cli", "--store", str(store_path), "serve",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kgcult import serve
+from kgcult.serve import app as serve
 
-from .conftest import build_store, running_server
+from tests.conftest import build_store, running_server
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from kgcult import snapshot, vocab
-from kgcult.snapshot import SnapshotError
+from kgcult import vocab
+from kgcult.store import snapshot
+from kgcult.store.snapshot import SnapshotError
 from kgcult.store import Store
 
-from .conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, run_cli
 
 MINI = FIXTURES / "foundation" / "mini.ttl"
 
@@ -50,7 +51,7 @@ def test_export_is_sorted_nquads_with_manifest(loaded, tmp_path):
 
 
 def test_closure_graphs_not_exported_and_content_hash_ignores_metadata(loaded, tmp_path):
-    from kgcult import hierarchy
+    from kgcult.store import closure as hierarchy
 
     m1 = snapshot.export(loaded, tmp_path / "1")
     hierarchy.build(loaded)

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from kgcult.errors import KgcultError
-from kgcult.sparqlutil import bind_values
+from kgcult.sparql.text import bind_values
 
-from .conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, run_cli
 
 MINI = FIXTURES / "foundation" / "mini.ttl"
 
@@ -117,7 +117,7 @@ def test_stats(spath):
 
 
 def test_every_command_has_help():
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     def walk(cmd, path):
         res = run_cli(path + ["--help"])

@@ -5,13 +5,13 @@ import math
 import numpy as np
 import pytest
 
-from kgcult.probe import spectral as S
+from kgcult.spectral import analysis as S
 
 
 def run_cli(args):
     from click.testing import CliRunner
 
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
@@ -111,7 +111,7 @@ def test_spectral_cli_bad_items(tmp_path):
     items.write_text('{"domain": "currency", "country": "A"}\n')
     from click.testing import CliRunner
 
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     res = CliRunner().invoke(main, ["spectral", "--items", str(items), "--out", str(tmp_path / "o")])
     assert res.exit_code == 1

@@ -12,10 +12,10 @@ import zstandard
 
 from kgcult import vocab
 from kgcult.errors import KgcultError
-from kgcult.rdfio import RdfSyntaxError
+from kgcult.store.rdfio import RdfSyntaxError
 from kgcult.store import Store
 
-from .conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, run_cli
 
 MINI = FIXTURES / "foundation" / "mini.ttl"
 NT = (
@@ -185,7 +185,7 @@ def test_load_standin_exact_count_and_corrupted_copy_refused(tmp_path, standin_p
 
 @pytest.mark.parametrize("name", ["p.nt", "p.nt.gz"])
 def test_parallel_ntriples_load_matches_sequential(tmp_path, monkeypatch, name):
-    from kgcult import bulk
+    from kgcult.store import bulk
 
     monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
     body = "".join(
@@ -202,7 +202,7 @@ def test_parallel_ntriples_load_matches_sequential(tmp_path, monkeypatch, name):
 
 
 def test_parallel_load_error_in_a_later_range_rolls_back(tmp_path, monkeypatch):
-    from kgcult import bulk
+    from kgcult.store import bulk
 
     monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
     good = NT * 1000

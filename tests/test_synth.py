@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kgcult import hierarchy, paths, synth, taxonomy
+from kgcult.store import closure as hierarchy
+from kgcult import resources as resources
+from kgcult.synth import generate as synth
+from kgcult.synth import taxonomy
 from kgcult.errors import KgcultError
 from kgcult.store import Store
 
@@ -357,10 +360,10 @@ def test_synth_eval_bad_input(mini_path, tmp_path):
 # -- the seed -------------------------------------------------------------------------
 
 def _seed_store(tmp_path) -> Store:
-    snap = paths.dumps("seed")
+    snap = resources.seed()
     s = Store(tmp_path / "seed")
     if (snap / "MANIFEST.json").exists():
-        from kgcult import snapshot
+        from kgcult.store import snapshot
 
         snapshot.import_(s, str(snap))
     else:

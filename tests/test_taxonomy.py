@@ -8,13 +8,15 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from kgcult import hierarchy, paths, taxonomy
+from kgcult.store import closure as hierarchy
+from kgcult import resources as resources
+from kgcult.synth import taxonomy
 from kgcult.errors import KgcultError
 
 from tests.conftest import SHARED, run_cli
 
 FIXTURE = Path(__file__).parent / "fixtures" / "synth" / "mini.ttl"
-TTL = paths.ontology("taxonomy.ttl")
+TTL = resources.ontology("taxonomy.ttl")
 SKOS = "http://www.w3.org/2004/02/skos/core#"
 CS = taxonomy.SCHEME
 

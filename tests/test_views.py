@@ -11,7 +11,7 @@ import pytest
 from kgcult import views
 from kgcult.errors import KgcultError
 
-from .conftest import run_cli
+from tests.conftest import run_cli
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "views"
 WD = "http://www.wikidata.org/entity/"
@@ -115,7 +115,7 @@ def _fixture_store_path(tmp_path, name):
 def test_cli_malformed_param_exits_nonzero(tmp_path):
     path = _fixture_store_path(tmp_path, "fmlama.ttl")
     from click.testing import CliRunner
-    from kgcult.cli import main
+    from kgcult.cli.main import main
 
     res = CliRunner().invoke(main, ["--store", path, "build", "fmlama", "--param", "languages"])
     assert res.exit_code == 1
@@ -173,7 +173,7 @@ def test_rebuild_is_byte_identical_and_manifest_complete(fm_store, tmp_path):
     for f in files1:
         assert (r1.directory / f).read_bytes() == (r2.directory / f).read_bytes(), f
     m = json.loads((r1.directory / "MANIFEST.json").read_text())
-    from kgcult.snapshot import store_content_hash
+    from kgcult.store.snapshot import store_content_hash
     assert m["snapshot_content_sha256"] == store_content_hash(fm_store)
     assert m["queries"]["origins"]["file"] == "queries/views/fmlama-origins.rq"
     assert len(m["queries"]["origins"]["sha256"]) == 64
@@ -467,7 +467,7 @@ def test_entity_metadata_fields(fm_store, tmp_path):
 def test_fmlama_same_sha_on_a_remote_endpoint(fm_store, tmp_path, oxigraph_server):
     """The views only call store.select: the same build against `oxigraph serve` (holding
     the same data and closure graphs) gives the same output sha256."""
-    from kgcult import hierarchy
+    from kgcult.store import closure as hierarchy
     from kgcult.store import open_store
     import pyoxigraph as ox
 
@@ -484,9 +484,9 @@ def test_fmlama_same_sha_on_a_remote_endpoint(fm_store, tmp_path, oxigraph_serve
 
 def test_seed_demo_counts_and_identical_rebuild(tmp_path):
     """The documented demo: import the seed snapshot, build fmlama twice, print counts."""
-    from kgcult import paths
+    from kgcult import resources as resources
 
-    seed = paths.dumps("seed")
+    seed = resources.seed()
     if not (seed / "MANIFEST.json").is_file():
         pytest.skip("dumps/seed has no snapshot yet")
     store = tmp_path / "seed-store"

@@ -13,7 +13,7 @@ import pytest
 
 from kgcult import views
 
-from .conftest import SHARED, require_shared
+from tests.conftest import SHARED, require_shared
 
 REF_EN = SHARED / "reference" / "fmlama" / "data_lang" / "en" / "en_dishes.jsonl"
 # The 14 origin countries of FmLAMA's data_lang step (03-language_split.py).
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def standin_store(tmp_path_factory):
-    from kgcult import hierarchy
+    from kgcult.store import closure as hierarchy
     from kgcult.store import Store
 
     nt = require_shared()

@@ -13,9 +13,9 @@ granularity (+ granularity_score), country (QIDs: origin, else country, else
 nationality), description, status (resolved | unresolved | ambiguous; ``tied`` lists the
 QIDs of an ambiguous result).
 """
-from .candidates import STAGES
-from .index import LabelIndex, load_or_build
-from .linker import Linker
-from .topics import Topic, load_topics
+from kgcult.link.candidates import STAGES
+from kgcult.link.index import LabelIndex, load_or_build
+from kgcult.link.linker import Linker
+from kgcult.link.topics import Topic, load_topics
 
 __all__ = ["Linker", "LabelIndex", "load_or_build", "load_topics", "Topic", "STAGES"]

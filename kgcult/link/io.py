@@ -2,7 +2,7 @@
 lines reported by line number and skipped or fatal (``on_error``)."""
 from __future__ import annotations
 
-from ..errors import KgcultError
+from kgcult.errors import KgcultError
 
 ROW_FIELDS = ("mention", "lang", "topic", "country", "id")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Iterator
 
-from .. import vocab
-from ..errors import KgcultError
-from . import candidates as C
-from . import normalize, rank
-from .index import LabelIndex, index_dir, load_or_build, topics_hash
-from .topics import Topic
+from kgcult import vocab
+from kgcult.errors import KgcultError
+from kgcult.link import candidates as C
+from kgcult.link import normalize, rank
+from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
+from kgcult.link.topics import Topic
 
 MAX_CANDIDATES = 10
 # Calibrated thresholds for the fallback stages (see docs/link.md): a fuzzy or embedding
@@ -63,7 +63,7 @@ class Linker:
         """Open a linker on ``store`` (a Store or a store path; a path is opened read-only),
         loading the persisted label index or building it."""
         if isinstance(store, (str, bytes)) or hasattr(store, "__fspath__"):
-            from ..store import Store
+            from kgcult.store.embedded import Store
 
             store = Store(store, read_only=True)
         ix = load_or_build(store, rebuild=rebuild, log=log)
@@ -238,7 +238,7 @@ class Linker:
         key = (topic, lang)
         pool = self._emb.get(key)
         if pool is None:
-            from .embed import EmbeddingPool, embed_rows
+            from kgcult.link.embed import EmbeddingPool, embed_rows
 
             parts = []
             for lg in sorted({lang, normalize.base_lang(lang), "en"}):
@@ -265,7 +265,7 @@ class Linker:
         if not groups:
             return
         if self._encoder is None:
-            from .embed import Encoder
+            from kgcult.link.embed import Encoder
 
             self._encoder = Encoder(self.model)
         texts = sorted({s["mention"].strip() for g in groups.values() for s in g})

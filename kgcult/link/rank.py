@@ -10,7 +10,7 @@ Candidates equal on everything but the QID are a tie: the result keeps the small
 """
 from __future__ import annotations
 
-from .candidates import STAGES
+from kgcult.link.candidates import STAGES
 
 STAGE_RANK = {s: i for i, s in enumerate(STAGES)}
 STAGE_SCORE = {"exact": 1.0, "normalized": 0.9, "english": 0.85, "any": 0.8}

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from .. import paths, vocab
-from ..errors import KgcultError
+from kgcult import vocab
+from kgcult import resources as resources
+from kgcult.errors import KgcultError
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Topic:
 
 
 def load_topics(path: str | Path | None = None) -> list[Topic]:
-    path = Path(path) if path else paths.ontology("topics.ttl")
+    path = Path(path) if path else resources.ontology("topics.ttl")
     try:
         quads = list(ox.parse(path=str(path), format=ox.RdfFormat.TURTLE))
     except (SyntaxError, OSError) as e:

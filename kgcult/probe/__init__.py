@@ -4,4 +4,4 @@ LMs (:mod:`.masked`, :mod:`.causal`, :mod:`.run`), their metrics (:mod:`.metrics
 
 Heavy dependencies (torch, transformers) are imported only when a model is loaded.
 """
-from .run import probe_dlama, probe_fmlama  # noqa: F401
+from kgcult.probe.run import probe_dlama, probe_fmlama  # noqa: F401

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import KgcultError
+from kgcult.errors import KgcultError
 
 SCORINGS = ("sum", "mean")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import KgcultError
-from ..jsonl import iter_jsonl
+from kgcult.errors import KgcultError
+from kgcult.files import iter_jsonl
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
@@ -91,7 +91,7 @@ def from_store(store, view: str, params: dict, extra: tuple[str, ...] = ()) -> l
     directory and read its main output (and, when ``extra`` names other output files,
     return ``(rows, {name: rows})``)."""
     try:
-        from .. import views
+        from kgcult.views import engine as views
     except ImportError:
         raise KgcultError(f"no --dataset given and kgcult.views (which builds {view!r} from the "
                           f"store) is not available; pass --dataset FILE") from None

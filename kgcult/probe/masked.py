@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import KgcultError
+from kgcult.errors import KgcultError
 
 SCORINGS = ("mean", "geometric", "sum")
 

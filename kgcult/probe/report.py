@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import metrics as M
-from .run import read_predictions
+from kgcult.probe import metrics as M
+from kgcult.probe.run import read_predictions
 
 ALL = "All"
 
@@ -31,7 +31,7 @@ def _fmt(mean, std, scale=100.0, digits=2):
 
 def fmlama_report(out_dir: str | Path, embeddings: str = "auto", plot: bool = True) -> dict:
     run, rows = read_predictions(out_dir)
-    from . import vectors
+    from kgcult.probe import vectors
 
     vec = vectors.get(embeddings, run.get("lang", "en"))
     if vec is not None and hasattr(vec, "warm"):

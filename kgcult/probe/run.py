@@ -20,9 +20,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import KgcultError
-from . import datasets as ds
-from . import templates as tpl
+from kgcult.errors import KgcultError
+from kgcult.probe import datasets as ds
+from kgcult.probe import templates as tpl
 
 TOP_K = 10
 PRED_FILE = "predictions.jsonl"
@@ -31,10 +31,10 @@ RUN_FILE = "run.json"
 
 def make_scorer(loaded, batch_size: int = 32, scoring: str | None = None, span: str = "object"):
     if loaded.kind == "masked":
-        from .masked import MaskedScorer
+        from kgcult.probe.masked import MaskedScorer
 
         return MaskedScorer(loaded.model, loaded.tokenizer, loaded.device, batch_size, scoring or "mean")
-    from .causal import CausalScorer
+    from kgcult.probe.causal import CausalScorer
 
     return CausalScorer(loaded.model, loaded.tokenizer, loaded.device, batch_size, scoring or "sum", span)
 

@@ -17,8 +17,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import paths
-from ..errors import KgcultError
+from kgcult import resources as resources
+from kgcult.errors import KgcultError
 
 PLACEHOLDERS = ("[X]", "[Y]", "[C]")
 
@@ -50,7 +50,7 @@ class Template:
 
 
 def default_path(kind: str) -> Path:
-    return paths.queries("templates", f"{kind}.jsonl")
+    return resources.queries("templates", f"{kind}.jsonl")
 
 
 def load(path: str | Path) -> list[Template]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import KgcultError
+from kgcult.errors import KgcultError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

@@ -1,0 +1,290 @@
+"""Subgraph specs: which Wikidata entities and statements a subgraph holds, as data.
+
+Specs live in ``ontology/subgraphs.ttl`` (the comments there explain each field). Every
+value that ends up in a query (roots, properties, languages) is validated here, strictly,
+and later bound into queries as RDF terms through :mod:`kgcult.sparqlutil`; a root such as
+``Q1 } DROP ALL #`` or a language such as ``en") } DROP ALL #`` is rejected with an error
+naming the spec and the field, never sent anywhere.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from kgcult import vocab
+from kgcult import resources as resources
+from kgcult.errors import KgcultError
+
+DEFAULT_LANGUAGES = ("en", "zh", "ko", "ar", "he", "ru", "es", "fr", "de", "ja", "hi", "it", "fa", "th", "tr")
+LABEL_PROPERTIES = (vocab.RDFS + "label", vocab.SKOS + "altLabel", vocab.SCHEMA + "description")
+SITELINKS = vocab.WIKIBASE + "sitelinks"
+
+_ENTITY_ID = re.compile(r"^[QPL][1-9][0-9]{0,11}(?:-[FS][1-9][0-9]{0,5})?$")
+_PROP_ID = re.compile(r"^P[1-9][0-9]{0,6}$")
+_LANG = re.compile(r"^[a-z]{1,8}(?:-[a-z0-9]{1,8})*$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+class SpecError(KgcultError):
+    """A subgraph spec with a missing or invalid field."""
+
+
+@dataclass(frozen=True)
+class SubgraphSpec:
+    name: str
+    graph: str
+    roots: tuple[str, ...] = ()              # entity ids, e.g. Q746549
+    member_properties: tuple[str, ...] = ()  # property ids walked downwards (P31, P279)
+    member_depth: int = 0
+    seed_from: tuple[str, ...] = ()          # names of other subgraphs
+    seed_properties: tuple[str, ...] = ()    # property ids whose objects there are seeds
+    seed_all: bool = False                   # every entity of those graphs is a seed
+    properties: tuple[str, ...] = ()         # property ids fetched (wdt:)
+    follow_properties: tuple[str, ...] = ()  # property ids whose objects are followed
+    follow_depth: int = 0
+    label_properties: tuple[str, ...] = ()   # full IRIs (rdfs:label, ...)
+    languages: tuple[str, ...] = ()
+    sitelinks: bool = False
+    order: int = 100
+    comment: str = ""
+    source: str = ""                         # where the spec was read from
+
+    @property
+    def is_labels(self) -> bool:
+        return bool(self.label_properties or self.sitelinks)
+
+    @property
+    def staging_graph(self) -> str:
+        return vocab.STAGING_GRAPH + self.name
+
+    def fingerprint(self) -> str:
+        """sha256 of everything that decides the selection (not the comment/source)."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("comment", "source", "order")}
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+
+    def as_dict(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+# -- validation ---------------------------------------------------------------------------
+
+def check_entity(value: str, where: str) -> str:
+    """A bare entity id (Q42) from an id or a wd: IRI; anything else is rejected."""
+    v = value[len(vocab.WD):] if isinstance(value, str) and value.startswith(vocab.WD) else value
+    if not isinstance(v, str) or not _ENTITY_ID.match(v):
+        raise SpecError(f"{where}: {value!r} is not a Wikidata entity id (Q123) or wd: IRI")
+    return v
+
+
+def check_property(value: str, where: str) -> str:
+    v = value
+    if isinstance(v, str):
+        for prefix in (vocab.WDT, vocab.WD):
+            if v.startswith(prefix):
+                v = v[len(prefix):]
+                break
+    if not isinstance(v, str) or not _PROP_ID.match(v):
+        raise SpecError(f"{where}: {value!r} is not a Wikidata property id (P31) or wdt: IRI")
+    return v
+
+
+def check_language(value: str, where: str) -> str:
+    v = value.strip().lower() if isinstance(value, str) else value
+    if not isinstance(v, str) or not _LANG.match(v):
+        raise SpecError(f"{where}: {value!r} is not a language tag (letters, digits and '-', "
+                        "e.g. en, zh-hans, be-tarask)")
+    return v
+
+
+def check_label_property(value: str, where: str) -> str:
+    allowed = LABEL_PROPERTIES + (vocab.SCHEMA + "name", vocab.SKOS + "prefLabel")
+    if value not in allowed:
+        raise SpecError(f"{where}: {value!r} is not a label property ({', '.join(allowed)})")
+    return value
+
+
+def check_name(value: str, where: str) -> str:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise SpecError(f"{where}: {value!r} is not a subgraph name (lower-case letters, digits, '-', '_')")
+    return value
+
+
+def validate(spec: SubgraphSpec) -> SubgraphSpec:
+    """Return the spec with every field checked and normalized; raise SpecError otherwise."""
+    w = f"{spec.source or 'subgraph spec'}: {spec.name}"
+    name = check_name(spec.name, f"{w}: kgc:name")
+    graph = spec.graph
+    if not isinstance(graph, str) or not re.match(r"^[a-z][a-z0-9+.-]*:[^\s<>\"{}|\\^`]+$", graph):
+        raise SpecError(f"{w}: kgc:graph {graph!r} is not an IRI")
+    for d, field_name in ((spec.member_depth, "memberDepth"), (spec.follow_depth, "followDepth")):
+        if not isinstance(d, int) or not 0 <= d <= 100:
+            raise SpecError(f"{w}: kgc:{field_name} {d!r} must be an integer from 0 to 100")
+    spec = replace(
+        spec,
+        name=name,
+        roots=tuple(sorted({check_entity(r, f"{w}: kgc:root") for r in spec.roots}, key=id_sort_key)),
+        member_properties=tuple(sorted({check_property(p, f"{w}: kgc:memberProperty") for p in spec.member_properties})),
+        seed_properties=tuple(sorted({check_property(p, f"{w}: kgc:seedProperty") for p in spec.seed_properties})),
+        properties=tuple(sorted({check_property(p, f"{w}: kgc:property") for p in spec.properties})),
+        follow_properties=tuple(sorted({check_property(p, f"{w}: kgc:followProperty") for p in spec.follow_properties})),
+        label_properties=tuple(sorted({check_label_property(p, f"{w}: kgc:labelProperty") for p in spec.label_properties})),
+        languages=tuple(sorted({check_language(x, f"{w}: kgc:labelLanguage") for x in spec.languages})),
+        seed_from=tuple(sorted({check_name(s, f"{w}: kgc:seedFrom") for s in spec.seed_from})),
+    )
+    if spec.is_labels:
+        if spec.label_properties and not spec.languages:
+            raise SpecError(f"{w}: a labels spec needs at least one kgc:labelLanguage")
+        if spec.properties or spec.follow_properties:
+            raise SpecError(f"{w}: a labels spec cannot also have kgc:property/kgc:followProperty")
+    elif not spec.properties:
+        raise SpecError(f"{w}: no kgc:property: nothing to fetch")
+    if not spec.roots and not spec.seed_from:
+        raise SpecError(f"{w}: needs kgc:root or kgc:seedFrom (otherwise it selects nothing)")
+    if spec.seed_from and not (spec.seed_properties or spec.seed_all):
+        raise SpecError(f"{w}: kgc:seedFrom needs kgc:seedProperty or kgc:seedAll true")
+    if spec.member_properties and not spec.roots:
+        raise SpecError(f"{w}: kgc:memberProperty walks down from kgc:root, but there is none")
+    missing = set(spec.follow_properties) - set(spec.properties)
+    if missing:
+        raise SpecError(f"{w}: kgc:followProperty {sorted(missing)} must also be a kgc:property "
+                        "(objects are followed from the fetched claims)")
+    return spec
+
+
+def id_sort_key(qid: str):
+    """Q2 < Q10 < P1 ...: a total, deterministic order of entity ids."""
+    m = re.match(r"^([A-Z])([0-9]+)(.*)$", qid)
+    if not m:
+        return ("~", 0, qid)
+    return (m.group(1), int(m.group(2)), m.group(3))
+
+
+# -- loading ------------------------------------------------------------------------------
+
+def load_specs(path: str | Path | None = None) -> dict[str, SubgraphSpec]:
+    """Read and validate subgraph specs from Turtle (default ``ontology/subgraphs.ttl``).
+    Returns {name: spec} in dependency order (seeds before the specs that read them)."""
+    path = Path(path) if path else resources.ontology("subgraphs.ttl")
+    if not path.is_file():
+        raise SpecError(f"{path}: no such subgraph spec file")
+    try:
+        quads = list(ox.parse(path=str(path), format=ox.RdfFormat.TURTLE))
+    except SyntaxError as e:
+        from kgcult.store.rdfio import syntax_error
+
+        raise syntax_error(str(path), e) from None
+    k = vocab.KGC
+    props: dict[str, dict[str, list]] = {}
+    for q in quads:
+        props.setdefault(q.subject.value, {}).setdefault(q.predicate.value, []).append(q.object)
+    node_names: dict[str, str] = {}
+    raw = []
+    for subject, p in sorted(props.items()):
+        if k + "SubgraphSpec" not in [o.value for o in p.get(vocab.RDF + "type", [])]:
+            continue
+        w = f"{path}: spec <{subject}>"
+
+        def one(field_name, default=None):
+            vals = p.get(k + field_name, [])
+            if len(vals) > 1:
+                raise SpecError(f"{w}: kgc:{field_name} given {len(vals)} times")
+            return vals[0].value if vals else default
+
+        def many(field_name):
+            return [o.value for o in p.get(k + field_name, [])]
+
+        def integer(field_name, default):
+            v = one(field_name)
+            if v is None:
+                return default
+            try:
+                return int(v)
+            except ValueError:
+                raise SpecError(f"{w}: kgc:{field_name} {v!r} is not an integer") from None
+
+        name = one("name")
+        if name is None:
+            raise SpecError(f"{w}: lacks kgc:name")
+        node_names[subject] = name
+        comment = next((o.value for o in p.get(vocab.RDFS + "comment", [])), "")
+        raw.append((name, dict(
+            name=name,
+            graph=one("graph") or vocab.graph_iri(name),
+            roots=tuple(many("root")),
+            member_properties=tuple(many("memberProperty")),
+            member_depth=integer("memberDepth", 0),
+            seed_from=tuple(many("seedFrom")),
+            seed_properties=tuple(many("seedProperty")),
+            seed_all=(one("seedAll", "false") == "true"),
+            properties=tuple(many("property")),
+            follow_properties=tuple(many("followProperty")),
+            follow_depth=integer("followDepth", 0),
+            label_properties=tuple(many("labelProperty")),
+            languages=tuple(many("labelLanguage")),
+            sitelinks=(one("sitelinks", "false") == "true"),
+            order=integer("order", 100),
+            comment=comment,
+            source=str(path),
+        )))
+    specs = {}
+    for name, d in raw:
+        if name in specs:
+            raise SpecError(f"{path}: two specs are named {name!r}")
+        d["seed_from"] = tuple(node_names.get(s, s) for s in d["seed_from"])
+        specs[name] = validate(SubgraphSpec(**d))
+    for s in specs.values():
+        for dep in s.seed_from:
+            if dep not in specs:
+                raise SpecError(f"{path}: {s.name}: kgc:seedFrom names {dep!r}, which is not a spec here")
+    return order_specs(specs)
+
+
+def order_specs(specs: dict[str, SubgraphSpec]) -> dict[str, SubgraphSpec]:
+    """Dependency order (seedFrom first), ties by kgc:order then name; cycles are an error."""
+    out: dict[str, SubgraphSpec] = {}
+    pending = dict(specs)
+    while pending:
+        ready = [s for s in pending.values() if all(d in out or d not in specs for d in s.seed_from)]
+        if not ready:
+            raise SpecError(f"subgraph specs seed from each other in a cycle: {sorted(pending)}")
+        for s in sorted(ready, key=lambda s: (s.order, s.name)):
+            out[s.name] = s
+            del pending[s.name]
+    return out
+
+
+def select(specs: dict[str, SubgraphSpec], names: list[str] | tuple[str, ...] | None) -> list[SubgraphSpec]:
+    """The specs named (all when none), in dependency order."""
+    if not names:
+        return list(specs.values())
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        raise SpecError(f"unknown subgraph(s) {', '.join(unknown)}; known: {', '.join(specs)}")
+    return [s for s in specs.values() if s.name in set(names)]
+
+
+def override(specs: dict[str, SubgraphSpec], *, languages=None, roots: dict | None = None,
+             depth: int | None = None) -> dict[str, SubgraphSpec]:
+    """Apply command-line overrides (validated like the spec file)."""
+    out = {}
+    for name, s in specs.items():
+        changes = {}
+        if languages and s.label_properties:
+            changes["languages"] = tuple(languages)
+        if roots and name in roots:
+            changes["roots"] = tuple(roots[name])
+        if depth is not None:
+            if s.member_properties:
+                changes["member_depth"] = depth
+            if s.follow_properties:
+                changes["follow_depth"] = depth
+        out[name] = validate(replace(s, source="command line", **changes)) if changes else s
+    unknown = set(roots or {}) - set(specs)
+    if unknown:
+        raise SpecError(f"--root names unknown subgraph(s) {sorted(unknown)}")
+    return out

@@ -1,0 +1,138 @@
+"""``kgcult mirror`` and ``kgcult ingest``: thin click layers over kgcult.mirror.mirror and
+kgcult.ingest.ingest."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kgcult.acquire import specs as subgraphs
+from kgcult.errors import KgcultError
+
+
+def _info(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _specs(specs_path, languages, roots, depth):
+    specs = subgraphs.load_specs(specs_path)
+    langs = None
+    if languages:
+        langs = [x for part in languages for x in part.split(",") if x.strip()]
+    root_map: dict[str, list[str]] = {}
+    for r in roots or ():
+        if "=" not in r:
+            raise KgcultError(f"--root {r!r}: expected SUBGRAPH=QID[,QID...]")
+        name, _, ids = r.partition("=")
+        root_map.setdefault(name.strip(), []).extend(x.strip() for x in ids.split(",") if x.strip())
+    return subgraphs.override(specs, languages=langs, roots=root_map or None, depth=depth)
+
+
+_spec_options = [
+    click.option("--specs", "specs_path", type=click.Path(dir_okay=False),
+                 help="Subgraph specs (Turtle; default ontology/subgraphs.ttl)."),
+    click.option("--languages", "--lang", "languages", multiple=True, metavar="L,L,...",
+                 help="Label languages for the labels subgraph (default: the spec's: en zh ko ar he ru "
+                      "es fr de ja hi it fa th tr)."),
+    click.option("--root", "roots", multiple=True, metavar="SUBGRAPH=QID[,QID]",
+                 help="Replace a subgraph's roots (repeatable)."),
+    click.option("--depth", type=int, default=None, help="Override every member/follow depth bound."),
+]
+
+
+def spec_options(f):
+    for opt in reversed(_spec_options):
+        f = opt(f)
+    return f
+
+
+@click.command("mirror")
+@click.argument("subgraph", nargs=-1)
+@click.option("--endpoint", default=None, metavar="URL", show_default=False,
+              help="WDQS-compatible SPARQL endpoint (default https://query.wikidata.org/sparql).")
+@spec_options
+@click.option("--refresh", is_flag=True, help="Re-pull subgraphs already mirrored and swap them in atomically.")
+@click.option("--user-agent", envvar="KGCULT_USER_AGENT", default=None,
+              help="User-Agent header (WDQS policy: name the tool and a contact). Env KGCULT_USER_AGENT.")
+@click.option("--concurrency", type=int, default=2, show_default=True, help="Parallel requests.")
+@click.option("--timeout", type=float, default=90.0, show_default=True, help="Seconds per request.")
+@click.option("--batch-size", type=int, default=250, show_default=True, help="Entity ids per CONSTRUCT.")
+@click.option("--class-batch-size", type=int, default=250, show_default=True, help="Classes per enumeration query.")
+@click.option("--page-size", type=int, default=10000, show_default=True, help="Rows per enumeration page.")
+@click.option("--max-attempts", type=int, default=8, show_default=True, help="Tries per query.")
+@click.option("--retry-budget", type=int, default=200, show_default=True, help="Retries allowed in the whole run.")
+@click.option("--backoff", type=float, default=1.0, show_default=True,
+              help="First backoff in seconds (doubles per retry, with jitter).")
+@click.option("--max-backoff", type=float, default=120.0, show_default=True)
+@click.option("--max-retry-after", type=float, default=600.0, show_default=True,
+              help="Cap on a 429/503 Retry-After (seconds).")
+@click.option("--format", "construct_format", type=click.Choice(["rdfxml", "ntriples", "turtle"]),
+              default="rdfxml", show_default=True,
+              help="CONSTRUCT result format (rdfxml detects truncation anywhere in a body).")
+@click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
+              help="Checkpoint file (default <store>.mirror-checkpoint.sqlite).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.pass_obj
+def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth, refresh, user_agent,
+                   concurrency, timeout, batch_size, class_batch_size, page_size, max_attempts,
+                   retry_budget, backoff, max_backoff, max_retry_after, construct_format, checkpoint,
+                   progress):
+    """Mirror Wikidata subgraphs (all, or those named) from a SPARQL endpoint.
+
+    Each subgraph goes to its own named graph (https://w3id.org/kgcult/graph/<name>).
+    Interrupted runs resume from the checkpoint: run the same command again.
+
+    \b
+    Examples:
+      kgcult mirror --user-agent 'my-lab-mirror/1.0 (me@example.org)'
+      kgcult mirror dishes labels --endpoint http://127.0.0.1:7878/query --lang en,ja
+      kgcult mirror countries --refresh
+    """
+    from kgcult.acquire import endpoint as m
+
+    specs = _specs(specs_path, languages, roots, depth)
+    cfg = m.MirrorConfig(
+        endpoint=endpoint or m.WDQS, user_agent=user_agent or m.DEFAULT_USER_AGENT, timeout=timeout,
+        concurrency=concurrency, batch_size=batch_size, class_batch_size=class_batch_size,
+        page_size=page_size, max_attempts=max_attempts, retry_budget=retry_budget, backoff=backoff,
+        max_backoff=max_backoff, max_retry_after=max_retry_after, construct_format=construct_format,
+        refresh=refresh, checkpoint=checkpoint,
+    )
+    show = sys.stderr.isatty() if progress is None else progress
+    reports = m.mirror(obj.store(), list(subgraph), config=cfg, specs=specs, log=_info, progress=show)
+    for r in reports:
+        status = "skipped" if r.skipped else "mirrored"
+        click.echo(f"{r.name}\t{status}\t{r.triples}\t{r.graph}")
+    if any(not r.skipped for r in reports):
+        _info("the hierarchy closure is now stale: run `kgcult closure` (commands that need it rebuild it)")
+
+
+@click.command("ingest")
+@click.argument("dump", type=click.Path(dir_okay=False))
+@click.argument("subgraph", nargs=-1)
+@spec_options
+@click.option("--format", "fmt", type=click.Choice(["auto", "json", "ntriples"]), default="auto",
+              show_default=True, help="Dump format (auto: by file name).")
+@click.option("--refresh", is_flag=True, help="Replace subgraphs already in the store.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.pass_obj
+def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt, refresh, progress):
+    """Filter a Wikidata JSON dump (.json/.json.gz/.json.bz2) or truthy N-Triples dump
+    (.nt/.nt.gz/.nt.bz2) into the subgraphs: the same graphs and RDF as `kgcult mirror`.
+
+    \b
+    Examples:
+      kgcult ingest latest-all.json.bz2
+      kgcult ingest latest-truthy.nt.gz countries labels --lang en,ar
+    """
+    from kgcult.acquire import dump as ing
+
+    specs = _specs(specs_path, languages, roots, depth)
+    show = sys.stderr.isatty() if progress is None else progress
+    reports = ing.ingest(obj.store(), dump, list(subgraph), specs=specs, fmt=fmt, refresh=refresh,
+                         log=_info, progress=show)
+    for r in reports:
+        status = "skipped" if r.skipped else "ingested"
+        click.echo(f"{r.name}\t{status}\t{r.triples}\t{r.graph}")
+    if any(not r.skipped for r in reports):
+        _info("the hierarchy closure is now stale: run `kgcult closure` (commands that need it rebuild it)")

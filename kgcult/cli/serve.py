@@ -1,0 +1,71 @@
+"""``kgcult serve``: the CLI layer over :func:`kgcult.serve.serve`."""
+from __future__ import annotations
+
+import os
+
+import click
+
+from kgcult.serve import app as serve_mod
+from kgcult.errors import KgcultError
+
+
+def _info(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+@click.command("serve")
+@click.option("--bind", default="127.0.0.1", show_default=True,
+              help="Address to listen on. Anything but loopback exposes the store to the network.")
+@click.option("--port", default=7878, show_default=True, type=int, help="TCP port (0: any free port).")
+@click.option("--writable", is_flag=True,
+              help="Accept SPARQL updates at /update (needs a bearer token; one is generated on loopback).")
+@click.option("--token", envvar="KGCULT_SERVE_TOKEN", metavar="TOKEN",
+              help="Bearer token for /update (or $KGCULT_SERVE_TOKEN); required with --writable off loopback.")
+@click.option("--timeout", default=30.0, show_default=True, type=float, help="Seconds a query may run (504 after).")
+@click.option("--max-rows", default=100_000, show_default=True, type=int,
+              help="Most rows (SELECT) or triples (CONSTRUCT) in a response (507 beyond).")
+@click.option("--max-bytes", default=64 << 20, show_default=True, type=int, help="Most bytes in a response (507 beyond).")
+@click.option("--workers", default=8, show_default=True, type=int, help="Queries evaluated at once.")
+@click.option("--queue", default=64, show_default=True, type=int, help="Queries waiting for a worker (503 beyond).")
+@click.option("--queue-timeout", type=float, default=None,
+              help="Seconds a query may wait for a worker before 503 (default: --timeout).")
+@click.option("--cors", is_flag=True, help="Allow cross-origin requests (Access-Control-Allow-Origin: *).")
+@click.option("--quiet", is_flag=True, help="No access log on stderr.")
+@click.pass_obj
+def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, workers, queue, queue_timeout, cors,
+          quiet):
+    """SPARQL 1.1 endpoint over the store, with a query page at /.
+
+    Queries (GET/POST) at /query see the union of all graphs; updates at /update only with
+    --writable and `Authorization: Bearer TOKEN`. Read-only by default.
+
+    \b
+    Examples:
+      kgcult serve                       # http://127.0.0.1:7878/
+      kgcult serve --port 8000 --timeout 10 --max-rows 10000
+      kgcult serve --bind 0.0.0.0 --writable --token "$(openssl rand -hex 16)"
+      curl -H 'Accept: text/csv' --data-urlencode 'query=SELECT * WHERE { ?s ?p ?o } LIMIT 3' \\
+           http://127.0.0.1:7878/query
+    """
+    cfg = serve_mod.ServeConfig(bind=bind, port=port, writable=writable, token=token or None, timeout=timeout,
+                                max_rows=max_rows, max_bytes=max_bytes, workers=workers, queue=queue,
+                                queue_timeout=queue_timeout, cors=cors,
+                                log=None if quiet else _info)
+    serve_mod.check_config(cfg)  # refuse unsafe settings before opening the store
+    store = serve_mod.open_for_serving(obj.location, writable)
+    obj._store = store  # closed by the CLI context
+    if store.closure_stale:
+        _info("warning: the hierarchy closure is stale or missing; queries on kgc: closure graphs "
+              "(and the example queries) miss facts until you run `kgcult closure`")
+
+    def ready(server):
+        _info(f"kgcult serve: {os.path.abspath(obj.location)} at {server.url}/ "
+              f"(SPARQL endpoint {server.url}/query, {'writable' if writable else 'read-only'})")
+        if cfg.generated_token:
+            _info(f"updates at {server.url}/update need: Authorization: Bearer {cfg.token}")
+        _info("press Ctrl+C to stop")
+
+    try:
+        serve_mod.serve(store, cfg, ready=ready)
+    except OSError as e:  # pragma: no cover - bind errors become KgcultError already
+        raise KgcultError(str(e)) from None

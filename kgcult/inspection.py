@@ -1,0 +1,186 @@
+"""Looking at the graph: ``show`` (an entity card) and ``stats`` (what the store holds)."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import pyoxigraph as ox
+from pyoxigraph import NamedNode
+
+from kgcult import vocab
+from kgcult import resources as resources
+from kgcult.errors import KgcultError
+
+_QID = re.compile(r"^[QP]\d+$")
+
+
+@lru_cache(maxsize=None)
+def _ontology_labels(name: str) -> dict[str, str]:
+    out = {}
+    for q in ox.parse(path=str(resources.ontology(name)), format=ox.RdfFormat.TURTLE):
+        if q.predicate.value == vocab.RDFS + "label":
+            out[q.subject.value] = q.object.value
+    return out
+
+
+def property_label(iri: str) -> str:
+    return _ontology_labels("properties.ttl").get(iri, "")
+
+
+def stats_roots() -> list[tuple[str, str]]:
+    """(IRI, label) of the classes ``stats`` counts, from ``ontology/roots.ttl``."""
+    labels = _ontology_labels("roots.ttl")
+    return sorted(labels.items(), key=lambda kv: kv[1])
+
+
+def entity_iri(qid: str) -> str:
+    qid = qid.strip()
+    if qid.startswith(vocab.WD):
+        return qid
+    if not _QID.match(qid):
+        raise KgcultError(f"not a Wikidata id: {qid!r} (expected Q123 or P123)")
+    return vocab.WD + qid
+
+
+def labels_in(store, iris: list[str], lang: str) -> dict[str, str]:
+    """rdfs:label of each IRI in ``lang``, falling back to English."""
+    if not iris:
+        return {}
+    values = " ".join(f"<{i}>" for i in sorted(set(iris)) if _safe_iri(i))
+    rows = store.query(
+        f"""SELECT ?x ?l WHERE {{ VALUES ?x {{ {values} }} ?x rdfs:label ?l .
+            FILTER(LANG(?l) = ?lang || LANG(?l) = "en") }}""",
+        bindings={"lang": ox.Literal(lang)},
+    )
+    best: dict[str, tuple[int, str]] = {}
+    for r in rows:
+        rank = 0 if r["l"].language == lang else 1
+        x = r["x"].value
+        if x not in best or (rank, r["l"].value) < best[x]:
+            best[x] = (rank, r["l"].value)
+    return {x: v for x, (_, v) in best.items()}
+
+
+def _safe_iri(iri: str) -> bool:
+    return not any(c in iri for c in '<>"{}|^`\\ \n')
+
+
+def show(store, qid: str, lang: str = "en") -> dict:
+    """An entity card: labels, aliases and descriptions by language, claims with object
+    labels, and ancestors read from the closure graphs."""
+    iri = entity_iri(qid)
+    node = NamedNode(iri)
+    card = {"qid": vocab.qid_of(iri) or iri, "iri": iri, "labels": {}, "aliases": {},
+            "descriptions": {}, "claims": [], "ancestors": {}, "sitelinks": None}
+    rows = store.query("SELECT ?p ?o WHERE { ?x ?p ?o }", bindings={"x": node})
+    objects = []
+    for r in rows:
+        p, o = r["p"].value, r["o"]
+        if p == vocab.RDFS + "label":
+            card["labels"][o.language or ""] = o.value
+        elif p == vocab.SKOS + "altLabel":
+            card["aliases"].setdefault(o.language or "", []).append(o.value)
+        elif p == vocab.SCHEMA + "description":
+            card["descriptions"][o.language or ""] = o.value
+        elif p == vocab.WIKIBASE + "sitelinks":
+            card["sitelinks"] = int(o.value)
+        elif p.startswith(vocab.WDT):
+            card["claims"].append({"property": p[len(vocab.WDT):], "property_label": property_label(p),
+                                   "value": o.value})
+            if isinstance(o, NamedNode):
+                objects.append(o.value)
+    if not (card["labels"] or card["claims"]):
+        raise KgcultError(f"{card['qid']}: not in the store")
+    for k in card["aliases"]:
+        card["aliases"][k].sort()
+    card["labels"] = dict(sorted(card["labels"].items()))
+    card["descriptions"] = dict(sorted(card["descriptions"].items()))
+    card["label"] = card["labels"].get(lang) or card["labels"].get("en")
+    closures = {"typedAs": "kgc:typedAs", "locatedIn": "kgc:locatedIn", "partOf": "kgc:partOf"}
+    for key, pred in closures.items():
+        rows = store.query(f"SELECT DISTINCT ?y WHERE {{ ?x {pred} ?y }}", bindings={"x": node})
+        ys = sorted(r["y"].value for r in rows)
+        if ys:
+            card["ancestors"][key] = ys
+            objects.extend(ys)
+    names = labels_in(store, objects, lang)
+    for c in card["claims"]:
+        c["value_label"] = names.get(c["value"], "")
+        c["value"] = vocab.qid_of(c["value"]) or c["value"]
+    card["claims"].sort(key=lambda c: (int(c["property"][1:]) if c["property"][1:].isdigit() else 0,
+                                       c["property"], c["value"]))
+    card["ancestors"] = {
+        k: [{"qid": vocab.qid_of(y) or y, "label": names.get(y, "")} for y in ys]
+        for k, ys in card["ancestors"].items()
+    }
+    return card
+
+
+def format_card(card: dict, lang: str = "en") -> str:
+    out = [f"{card['qid']}  {card.get('label') or ''}".rstrip()]
+    desc = card["descriptions"].get(lang) or card["descriptions"].get("en")
+    if desc:
+        out.append(f"  {desc}")
+    out.append("labels:")
+    for l, v in card["labels"].items():
+        out.append(f"  {l:<6} {v}")
+    if card["aliases"]:
+        out.append("aliases:")
+        for l, vs in sorted(card["aliases"].items()):
+            out.append(f"  {l:<6} {' | '.join(vs)}")
+    if card["sitelinks"] is not None:
+        out.append(f"sitelinks: {card['sitelinks']}")
+    out.append("claims:")
+    for c in card["claims"]:
+        name = f" ({c['property_label']})" if c["property_label"] else ""
+        val = f"{c['value']} {c['value_label']}".rstrip()
+        out.append(f"  {c['property']}{name}: {val}")
+    if card["ancestors"]:
+        out.append("ancestors (from the closure graphs):")
+        for k, ys in card["ancestors"].items():
+            shown = ", ".join(f"{y['qid']} {y['label']}".rstrip() for y in ys)
+            out.append(f"  {k}: {shown}")
+    return "\n".join(out) + "\n"
+
+
+def stats(store) -> dict:
+    """Triples per graph, entities per root class (through the closure), labels per language."""
+    result = {"store": getattr(store, "location", ""), "graphs": store.graph_counts()}
+    result["triples"] = sum(n for g, n in result["graphs"].items() if vocab.is_data_graph(g))
+    roots = stats_roots()
+    values = " ".join(f"<{iri}>" for iri, _ in roots)
+    counts = {iri: 0 for iri, _ in roots}
+    for r in store.query(
+        f"""SELECT ?root (COUNT(DISTINCT ?x) AS ?n) WHERE {{
+              VALUES ?root {{ {values} }} ?x kgc:typedAs ?root }} GROUP BY ?root"""
+    ):
+        counts[r["root"].value] = int(r["n"].value)
+    result["entities_per_root"] = {
+        f"{vocab.qid_of(iri)} {label}": counts[iri] for iri, label in roots
+    }
+    langs = {}
+    for r in store.query(
+        "SELECT ?lang (COUNT(*) AS ?n) WHERE { ?x rdfs:label ?l BIND(LANG(?l) AS ?lang) } GROUP BY ?lang"
+    ):
+        langs[r["lang"].value] = int(r["n"].value)
+    result["labels_per_language"] = dict(sorted(langs.items(), key=lambda kv: (-kv[1], kv[0])))
+    result["closure_stale"] = bool(getattr(store, "closure_stale", False))
+    return result
+
+
+def format_stats(s: dict) -> str:
+    out = [f"store: {s['store']}", f"data triples: {s['triples']}", "", "triples per graph:"]
+    for g, n in s["graphs"].items():
+        out.append(f"  {n:>10}  {g or '(default graph)'}")
+    out += ["", "entities per root class (through kgc:typedAs):"]
+    for k, n in s["entities_per_root"].items():
+        out.append(f"  {n:>10}  {k}")
+    langs = s["labels_per_language"]
+    out += ["", f"rdfs:label per language ({len(langs)} languages):"]
+    for l, n in list(langs.items())[:20]:
+        out.append(f"  {n:>10}  {l}")
+    if len(langs) > 20:
+        out.append(f"  … {len(langs) - 20} more")
+    if s["closure_stale"]:
+        out += ["", "note: the closure is stale; run `kgcult closure` for up-to-date root counts"]
+    return "\n".join(out) + "\n"

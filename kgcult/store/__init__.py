@@ -1,0 +1,23 @@
+"""The store layer: the embedded Oxigraph store and a remote SPARQL endpoint behind one
+read interface (:class:`StoreReads`), bulk loading, RDF input, snapshots and the
+hierarchy closure. ``open_store(location)`` picks the backend from the location."""
+from __future__ import annotations
+
+import os
+
+from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
+from kgcult.store.embedded import LoadReport, QuerySyntaxError, Store
+from kgcult.store.remote import RemoteStore
+
+
+def open_store(location: str | os.PathLike | None = None, *, read_only: bool = False):
+    """Open the store at ``location``: a directory (embedded Oxigraph) or, for
+    ``sparql+http(s)://...``, a remote SPARQL 1.1 endpoint used read-only."""
+    loc = resolve_location(location)
+    if loc.startswith(("sparql+http://", "sparql+https://")):
+        return RemoteStore(loc[len("sparql+"):])
+    return Store(loc, read_only=read_only)
+
+
+__all__ = ["DEFAULT_LOCATION", "LoadReport", "QuerySyntaxError", "RemoteStore", "Store", "StoreReads", "open_store",
+           "resolve_location"]

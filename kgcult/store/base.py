@@ -1,0 +1,39 @@
+"""What both store backends share: where a store is (``--store`` / ``KGCULT_STORE`` /
+``.kgcult/store``) and the reads written once on top of ``query`` and ``graph_counts``."""
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from pyoxigraph import NamedNode, Quad
+
+from kgcult import vocab
+
+DEFAULT_LOCATION = os.path.join(".kgcult", "store")
+
+
+def resolve_location(location: str | os.PathLike | None = None) -> str:
+    """``--store`` beats ``KGCULT_STORE`` beats ``.kgcult/store`` under the working directory."""
+    if location:
+        return str(location)
+    return os.environ.get("KGCULT_STORE") or DEFAULT_LOCATION
+
+
+
+class StoreReads:
+    """Reads shared by the embedded Store and the RemoteStore, written once on top of
+    their ``query``, ``graph_counts`` and ``ox`` (pyoxigraph's or a SPARQL stand-in)."""
+
+    def select(self, sparql: str, **kw) -> list[dict]:
+        """SELECT as a list of {variable: term} dicts (unbound variables left out)."""
+        res = self.query(sparql, **kw)
+        names = [v.value for v in res.variables]
+        return [{n: sol[n] for n in names if sol[n] is not None} for sol in res]
+
+    def quads(self, graph: str | None = None) -> Iterator[Quad]:
+        """Every quad of ``graph`` (or of all graphs)."""
+        return self.ox.quads_for_pattern(None, None, None, NamedNode(graph) if graph else None)
+
+    def data_graphs(self) -> list[str]:
+        """Named graphs holding mirrored or loaded data (not metadata, derived or staging)."""
+        return [g for g in self.graph_counts() if vocab.is_data_graph(g)]

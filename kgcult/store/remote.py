@@ -1,0 +1,312 @@
+"""A remote SPARQL 1.1 endpoint as a read-only store: ``--store sparql+https://host/path``.
+
+:class:`RemoteStore` offers the read interface of :class:`kgcult.store.Store` (``query``,
+``select``, ``graph_counts``, ``triple_count``, ``data_graphs``, ``quads``,
+``provenance``, ``get_state``) over the SPARQL 1.1 Protocol, and returns real pyoxigraph
+result objects (parsed from SPARQL results JSON / N-Triples), so the views, the linker,
+``show`` and ``stats`` run unchanged against QLever, a WDQS mirror, ``oxigraph serve`` or
+``kgcult serve``.
+
+Default graph: kgcult queries expect the union of all graphs. ``kgcult serve`` gives that by
+default; ``oxigraph serve`` needs ``--union-default-graph`` (or ``?union-default-graph``
+in the store URL); QLever and WDQS have no named graphs to unite. Query parameters in the
+store URL are sent with every request, which is how such endpoint options are passed.
+
+The closure graphs (``kgc:typedAs``, ``kgc:subclassOf``, ...) are not computed here: the
+endpoint must hold them (serve a kgcult store, or load the closure graphs exported from
+one). ``closure_stale`` is therefore always False.
+"""
+from __future__ import annotations
+
+import gzip
+import re
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Iterator
+
+import pyoxigraph as ox
+from pyoxigraph import NamedNode, Quad, QueryResultsFormat, RdfFormat
+
+from kgcult import vocab
+from kgcult.version import __version__
+from kgcult.errors import KgcultError
+from kgcult.sparql.text import bind_values, first_keyword
+from kgcult.store.base import StoreReads
+
+DEFAULT_TIMEOUT = 300.0
+USER_AGENT = f"kgcult/{__version__} (https://w3id.org/kgcult; research mirror client)"
+_RETRY_STATUS = {429, 502, 503}
+_STATE = vocab.KGC + "store"
+
+
+class RemoteError(KgcultError):
+    """An endpoint that answered with an error, or not at all."""
+
+
+def _query_form(text: str) -> str:
+    """'select' | 'ask' | 'construct' | 'describe' (defaults to 'select')."""
+    w = first_keyword(text)
+    return w if w in ("ask", "construct", "describe") else "select"
+
+
+class RemoteStore(StoreReads):
+    """A read-only store backed by a remote SPARQL 1.1 query endpoint."""
+
+    remote = True
+    read_only = True
+    closure_stale = False
+
+    def __init__(self, url: str, *, timeout: float | None = None, retries: int = 2,
+                 user_agent: str = USER_AGENT, headers: dict | None = None):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise KgcultError(f"not an http(s) SPARQL endpoint: {url!r} (use sparql+https://host/path)")
+        self.url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path or "/", "", ""))
+        self.location = "sparql+" + url
+        # URL parameters (e.g. ?union-default-graph for oxigraph serve) go with every request
+        self.extra_params = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        env_timeout = os.environ.get("KGCULT_REMOTE_TIMEOUT")
+        self.timeout = float(timeout if timeout is not None else env_timeout or DEFAULT_TIMEOUT)
+        self.retries = retries
+        self.headers = {"User-Agent": user_agent, **(headers or {})}
+        token = os.environ.get("KGCULT_REMOTE_TOKEN")
+        if token:
+            self.headers.setdefault("Authorization", f"Bearer {token}")
+        self.requests = 0
+        self._named: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"RemoteStore({self.url!r})"
+
+    # -- HTTP ---------------------------------------------------------------------------
+
+    def _post(self, query: str, accept: str, graph: str | None) -> tuple[bytes, dict]:
+        params = [(k, v) for k, v in self.extra_params
+                  if not (graph and k in ("union-default-graph", "default-graph-uri"))]
+        if graph:
+            params.append(("default-graph-uri", graph))
+        params.append(("query", query))
+        data = urllib.parse.urlencode(params).encode("utf-8")
+        headers = {**self.headers, "Accept": accept, "Accept-Encoding": "gzip",
+                   "Content-Type": "application/x-www-form-urlencoded"}
+        attempt = 0
+        while True:
+            attempt += 1
+            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            try:
+                self.requests += 1
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    body = resp.read()
+                    hdrs = {k.lower(): v for k, v in resp.headers.items()}
+                if hdrs.get("content-encoding", "").lower() == "gzip":
+                    body = gzip.decompress(body)
+                return body, hdrs
+            except urllib.error.HTTPError as e:
+                text = e.read()[:600].decode("utf-8", "replace").strip()
+                if e.code in _RETRY_STATUS and attempt <= self.retries:
+                    time.sleep(_retry_after(e.headers.get("Retry-After"), attempt))
+                    continue
+                raise RemoteError(f"{self.url}: HTTP {e.code} {e.reason}: {text or '(empty body)'}") from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+                reason = getattr(e, "reason", e)
+                if attempt <= self.retries and not isinstance(reason, TimeoutError) and "timed out" not in str(reason):
+                    time.sleep(0.5 * attempt)
+                    continue
+                raise RemoteError(f"{self.url}: no answer ({reason}; timeout {self.timeout:g} s, "
+                                  "set KGCULT_REMOTE_TIMEOUT to change it)") from None
+
+    # -- querying ---------------------------------------------------------------------
+
+    def query(self, sparql: str, *, graph: str | None = None, bindings: dict | None = None,
+              rows: tuple | None = None):
+        """Run a query on the endpoint; returns pyoxigraph QuerySolutions, QueryBoolean or
+        QueryTriples, as :meth:`kgcult.store.Store.query` does."""
+        if bindings or rows:
+            sparql = bind_values(sparql, bindings, rows)
+        text = _prologue(sparql) + sparql
+        form = _query_form(sparql)
+        if form in ("construct", "describe"):
+            body, hdrs = self._post(text, "application/n-triples, text/turtle;q=0.9", graph)
+            self._check_truncation(hdrs)
+            ctype = hdrs.get("content-type", "application/n-triples").split(";")[0].strip()
+            fmt = RdfFormat.from_media_type(ctype) or RdfFormat.N_TRIPLES
+            try:
+                scratch = ox.Store()
+                scratch.load(body, format=fmt)
+            except (SyntaxError, ValueError) as e:
+                raise RemoteError(f"{self.url}: the endpoint sent unreadable {ctype}: {e}") from None
+            # a real QueryTriples, as the embedded store returns
+            return scratch.query("CONSTRUCT WHERE { ?s ?p ?o }")
+        body, hdrs = self._post(text, "application/sparql-results+json, application/sparql-results+xml;q=0.8", graph)
+        self._check_truncation(hdrs)
+        ctype = hdrs.get("content-type", "application/sparql-results+json").split(";")[0].strip()
+        fmt = QueryResultsFormat.XML if "xml" in ctype else QueryResultsFormat.JSON
+        try:
+            return ox.parse_query_results(body, format=fmt)
+        except (SyntaxError, ValueError) as e:
+            head = body[:300].decode("utf-8", "replace")
+            raise RemoteError(f"{self.url}: the endpoint sent unreadable results ({ctype}): {e}: {head}") from None
+
+    def _check_truncation(self, hdrs: dict) -> None:
+        if hdrs.get("x-kgcult-truncated") == "true" or "x-sparql-maxrows" in hdrs:
+            raise RemoteError(f"{self.url}: the endpoint truncated the result "
+                              f"({hdrs.get('x-sparql-maxrows') or hdrs.get('x-kgcult-rows')} rows); "
+                              "raise its row limit or narrow the query")
+
+    @property
+    def ox(self) -> "RemoteOx":
+        """A read-only stand-in for the part of pyoxigraph's Store API that kgcult's modules
+        use directly (``quads_for_pattern``, ``len``, ``named_graphs``), answered with
+        SPARQL on the endpoint."""
+        return RemoteOx(self)
+
+    def _has_named_graphs(self) -> bool:
+        if self._named is None:
+            self._named = bool(self.query("ASK { GRAPH ?g { ?s ?p ?o } }"))
+        return self._named
+
+    # -- graphs -----------------------------------------------------------------------
+
+    def graph_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for row in self.query("SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"):
+            counts[row["g"].value] = int(row["n"].value)
+        if not counts:  # an endpoint without named graphs (QLever, WDQS): one default graph
+            n = self.triple_count()
+            if n:
+                counts[""] = n
+        return dict(sorted(counts.items()))
+
+    def triple_count(self, graph: str | None = None) -> int:
+        if graph:
+            rows = self.query("SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }",
+                              bindings={"g": NamedNode(graph)})
+        else:
+            rows = self.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+        return int(next(iter(rows))["n"].value)
+
+    def provenance(self) -> list[dict]:
+        """The provenance records of the metadata graph, if the endpoint serves one."""
+        rows = self.query("SELECT ?a ?p ?o WHERE { GRAPH ?m { ?a a kgc:Load ; ?p ?o } }",
+                          bindings={"m": NamedNode(vocab.META_GRAPH)})
+        records: dict[str, dict] = {}
+        for r in rows:
+            rec = records.setdefault(r["a"].value, {})
+            p = r["p"].value
+            if p.startswith(vocab.KGC):
+                rec[p[len(vocab.KGC):]] = r["o"].value
+        return sorted(records.values(), key=lambda d: (d.get("loadedAt", ""), d.get("source", "")))
+
+    def get_state(self, name: str) -> str | None:
+        rows = self.query("SELECT ?o WHERE { GRAPH ?m { ?s ?p ?o } } LIMIT 1",
+                          bindings={"m": NamedNode(vocab.META_GRAPH), "s": NamedNode(_STATE),
+                                    "p": vocab.kgc(name)})
+        for r in rows:
+            return r["o"].value
+        return None
+
+    # -- writes: refused ----------------------------------------------------------------
+
+    def _read_only(self, what: str):
+        raise KgcultError(f"{self.location} is read-only: cannot {what} on a remote endpoint "
+                          "(use an embedded store, --store PATH)")
+
+    def load(self, *a, **k):
+        self._read_only("load files")
+
+    def replace_graph(self, *a, **k):
+        self._read_only("replace a graph")
+
+    def clear_graph(self, *a, **k):
+        self._read_only("clear a graph")
+
+    def record_activity(self, *a, **k):
+        self._read_only("record provenance")
+
+    def set_state(self, *a, **k):
+        self._read_only("change the store state")
+
+    def remove_state(self, *a, **k):
+        self._read_only("change the store state")
+
+    def mark_closure_stale(self, *a, **k):
+        self._read_only("change the store state")
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _prologue(sparql: str) -> str:
+    """PREFIX declarations for kgcult's predeclared prefixes that the query uses, on the
+    query's first line (so that an endpoint's error line numbers stay right)."""
+    used = []
+    for p, iri in vocab.PREFIXES.items():
+        if re.search(r"(?<![\w:/#-])" + re.escape(p) + r":", sparql) and not re.search(
+                r"(?i)prefix\s+" + re.escape(p) + r"\s*:", sparql):
+            used.append(f"PREFIX {p}: <{iri}> ")
+    return "".join(used)
+
+
+class RemoteOx:
+    """The read part of ``pyoxigraph.Store`` over a :class:`RemoteStore` (SPARQL queries).
+    Writes raise KgcultError: a remote endpoint is read-only here."""
+
+    def __init__(self, store: RemoteStore):
+        self._store = store
+
+    def quads_for_pattern(self, subject=None, predicate=None, object=None, graph_name=None) -> Iterator[Quad]:  # noqa: A002
+        st = self._store
+        bindings = {k: t for k, t in (("s", subject), ("p", predicate), ("o", object)) if t is not None}
+        if isinstance(graph_name, ox.DefaultGraph) or (graph_name is None and not st._has_named_graphs()):
+            # the endpoint's default graph: the union on kgcult/oxigraph, everything on QLever/WDQS
+            if isinstance(graph_name, ox.DefaultGraph) and st._has_named_graphs():
+                return iter(())  # union-default-graph endpoints keep no separate default graph
+            rows = st.query("SELECT ?s ?p ?o WHERE { ?s ?p ?o }", bindings=bindings or None)
+            return (Quad(r["s"], r["p"], r["o"], ox.DefaultGraph()) for r in rows)
+        if graph_name is not None:
+            bindings["g"] = graph_name
+        rows = st.query("SELECT ?s ?p ?o ?g WHERE { GRAPH ?g { ?s ?p ?o } }", bindings=bindings or None)
+        return (Quad(r["s"], r["p"], r["o"], r["g"]) for r in rows)
+
+    def named_graphs(self) -> Iterator[NamedNode]:
+        return (NamedNode(g) for g in self._store.graph_counts() if g)
+
+    def contains_named_graph(self, graph) -> bool:
+        return bool(self._store.query("ASK { GRAPH ?g { ?s ?p ?o } }", bindings={"g": graph}))
+
+    def __len__(self) -> int:
+        return sum(self._store.graph_counts().values())
+
+    def query(self, query: str, **kwargs):
+        graph = kwargs.get("default_graph")
+        if isinstance(graph, list) and len(graph) == 1:
+            graph = graph[0]
+        return self._store.query(query, graph=graph.value if isinstance(graph, NamedNode) else None)
+
+    def __getattr__(self, name):
+        if name in ("add", "extend", "remove", "update", "load", "bulk_load", "bulk_extend", "clear",
+                    "clear_graph", "remove_graph", "add_graph", "flush", "optimize", "backup"):
+            raise KgcultError(f"{self._store.location} is read-only: cannot {name} on a remote endpoint")
+        raise AttributeError(name)
+
+
+def _retry_after(value: str | None, attempt: int) -> float:
+    try:
+        return min(float(value), 30.0) if value else 0.5 * attempt
+    except ValueError:
+        return 0.5 * attempt
+
+
+__all__ = ["RemoteStore", "RemoteOx", "RemoteError", "DEFAULT_TIMEOUT"]
