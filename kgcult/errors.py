@@ -1,7 +1,37 @@
-"""The one exception type the CLI turns into a clean message and a non-zero exit."""
+"""kgcult's exceptions: the CLI turns each into a one-line ``error: ...`` on stderr and
+a non-zero exit; the message says what went wrong and where (file:line:column or field)."""
+from __future__ import annotations
+
+import re
 
 
 class KgcultError(Exception):
     """A user-facing error: the message says what went wrong and where."""
 
     exit_code = 1
+
+
+class RdfSyntaxError(KgcultError):
+    """A malformed RDF file; the message names the file, line and column."""
+
+    def __init__(self, path: str, line: int | None, column: int | None, detail: str):
+        self.path, self.line, self.column, self.detail = path, line, column, detail
+        where = f"{path}:{line}:{column}" if line else path
+        super().__init__(f"{where}: malformed RDF: {detail}")
+
+
+_POSITION = re.compile(r"line (\d+) column (\d+)")
+
+
+def syntax_error(path: str, exc: SyntaxError) -> RdfSyntaxError:
+    """Translate a pyoxigraph parser error into an RdfSyntaxError with file and line."""
+    line, column = exc.lineno, exc.offset
+    message = str(exc.args[0]) if exc.args else str(exc)
+    if line is None:
+        m = _POSITION.search(message)
+        if m:
+            line, column = int(m.group(1)), int(m.group(2))
+    detail = re.sub(r"^Parser error (?:between|at) line \d+ (?:column \d+(?: and line \d+ column \d+)?"
+                    r"|between columns \d+ and \d+): ", "", message)
+    detail = re.sub(r" \([^()]*, line \d+\)$", "", detail)
+    return RdfSyntaxError(path, line, column, detail)

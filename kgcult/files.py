@@ -1,15 +1,32 @@
-"""Reading JSON Lines input (datasets, mention files, answers, gold files) with one
-behaviour everywhere: blank lines ignored, each line one JSON object, a malformed line
-reported as ``file:line`` and either fatal or skipped (``on_error``)."""
+"""Files in and out, with one behaviour everywhere.
+
+* JSON Lines input (datasets, mention files, answers, gold files): blank lines ignored,
+  each line one JSON object, a malformed line reported as ``file:line`` and either fatal
+  or skipped with a warning (``on_error``).
+* Atomic output: a file or a directory is written beside its target and renamed over it
+  only when complete, so a failed run never leaves a half-written output behind.
+* ``sha256_file``: a file's digest, read in blocks.
+"""
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
 from typing import IO, Iterator
 
 from kgcult.errors import KgcultError
 
+log = logging.getLogger(__name__)
 
-def iter_jsonl(src, on_error: str = "fail", log=None) -> Iterator[tuple[int, dict]]:
+
+# -- JSON Lines input ----------------------------------------------------------------
+
+def iter_jsonl(src, on_error: str = "fail") -> Iterator[tuple[int, dict]]:
     """(line number, object) for every non-blank line of a JSONL file path or text stream."""
     if on_error not in ("fail", "skip"):
         raise KgcultError(f"on_error must be skip or fail, not {on_error!r}")
@@ -36,7 +53,7 @@ def iter_jsonl(src, on_error: str = "fail", log=None) -> Iterator[tuple[int, dic
                 if not isinstance(obj, dict):
                     raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
             except ValueError as e:
-                reject(f"{name}:{lineno}: malformed JSON line ({e})", on_error, log)
+                reject(f"{name}:{lineno}: malformed JSON line ({e})", on_error)
                 continue
             yield lineno, obj
     finally:
@@ -44,14 +61,86 @@ def iter_jsonl(src, on_error: str = "fail", log=None) -> Iterator[tuple[int, dic
             f.close()
 
 
-def reject(message: str, on_error: str = "fail", log=None) -> None:
-    """A bad input row: raise (``on_error="fail"``) or report it as skipped."""
+def reject(message: str, on_error: str = "fail") -> None:
+    """A bad input row: raise (``on_error="fail"``) or log it as skipped."""
     if on_error == "fail":
         raise KgcultError(message)
-    if log:
-        log(f"skipped: {message}")
+    log.warning("skipped: %s", message)
 
 
-def read_jsonl(src, on_error: str = "fail", log=None) -> list[dict]:
+def read_jsonl(src, on_error: str = "fail") -> list[dict]:
     """All objects of a JSONL file, in order."""
-    return [obj for _, obj in iter_jsonl(src, on_error=on_error, log=log)]
+    return [obj for _, obj in iter_jsonl(src, on_error=on_error)]
+
+
+def jsonl_bytes(rows) -> bytes:
+    """Rows as JSON Lines (UTF-8, keys in the rows' order, no ASCII escaping)."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+# -- atomic output -------------------------------------------------------------------
+
+def _sibling(path: Path, tag: str) -> Path:
+    return path.with_name(f".{path.name}.{tag}-{os.getpid()}")
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", *, fsync: bool = False, **kw):
+    """Open a temporary sibling of ``path`` for writing; it replaces ``path`` when the
+    block ends without an exception and is removed otherwise. ``path`` "-" is stdout
+    (text mode only)."""
+    if str(path) == "-":
+        yield sys.stdout
+        return
+    target = Path(path)
+    tmp = _sibling(target, "tmp")
+    if "b" not in mode:
+        kw.setdefault("encoding", "utf-8")
+    try:
+        with open(tmp, mode, **kw) as f:
+            yield f
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str, *, fsync: bool = False) -> None:
+    """Write ``data`` to ``path`` all at once or not at all."""
+    with atomic_open(path, "wb" if isinstance(data, bytes) else "w", fsync=fsync) as f:
+        f.write(data)
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike):
+    """Yield a temporary sibling directory to fill; it is swapped in for ``path`` (which a
+    re-run thus replaces whole) when the block succeeds and removed otherwise."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _sibling(target, "tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        yield tmp
+        if target.exists():
+            old = _sibling(target, "old")
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()

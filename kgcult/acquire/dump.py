@@ -36,7 +36,8 @@ from kgcult.store import rdfio
 from kgcult.acquire import specs as subgraphs
 from kgcult.errors import KgcultError
 from kgcult.acquire.endpoint import PARTIAL, Backend, SubgraphReport, _marker, _set_marker, _swap, crawl, entity_id
-from kgcult.store.embedded import now_iso, sha256_file
+from kgcult.files import sha256_file
+from kgcult.store.embedded import now_iso
 from kgcult.acquire.specs import SubgraphSpec
 
 _XSD = vocab.XSD

@@ -152,7 +152,7 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
     counts = {"rows": 0, "mentions": 0, "resolved": 0, "ambiguous": 0, "unresolved": 0}
 
     def rows():
-        for lineno, obj in iter_jsonl(src, on_error=on_error, log=info):
+        for lineno, obj in iter_jsonl(src, on_error=on_error):
             try:
                 rs = mention_rows(obj, lineno, lang, topic, where)
                 for r in rs:
@@ -233,7 +233,7 @@ def link_eval(obj, gold, errors_path, report_path, fmt, embeddings, model, stage
     """
     from kgcult.link.evaluate import evaluate, format_report, read_gold
 
-    rows = read_gold(gold, on_error=on_error, log=info)
+    rows = read_gold(gold, on_error=on_error)
     linker = _linker(obj, embeddings=embeddings, model=model, stages=stages)
     out = evaluate(linker, rows, stage_gain=stage_gain, count_ambiguous=count_ambiguous)
     rep = out["report"]

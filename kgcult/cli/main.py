@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.store import open_store, resolve_location
 from kgcult.version import __version__
@@ -50,9 +51,12 @@ class KgcultGroup(click.Group):
 @click.option("--store", "store_location", metavar="PATH", envvar="KGCULT_STORE",
               help="Store directory (default .kgcult/store, or $KGCULT_STORE), or "
                    "sparql+http(s)://host/path for a remote SPARQL endpoint (read commands).")
+@click.option("-v", "--verbose", count=True, help="More messages on stderr (debug).")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
 @click.version_option(__version__, prog_name="kgcult")
 @click.pass_context
-def main(ctx, store_location):
+def main(ctx, store_location, verbose, quiet):
     """kgcult: a local Wikidata mirror for research on cultural knowledge in LMs."""
+    kglog.setup_cli(-1 if quiet else verbose)
     ctx.obj = Context(store_location)
     ctx.call_on_close(ctx.obj.close)

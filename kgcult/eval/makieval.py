@@ -194,9 +194,9 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
 
 def metrics_file(linked, out_dir, on_error: str = "fail", log=None, granularity_from: str = "type") -> dict:
     rows = []
-    for lineno, obj in iter_jsonl(linked, on_error=on_error, log=log):
+    for lineno, obj in iter_jsonl(linked, on_error=on_error):
         if "qid" not in obj or "lang" not in obj:
-            reject(f"{linked}:{lineno}: not a linked row (needs qid and lang; produce it with `kgcult link -i`)", on_error, log)
+            reject(f"{linked}:{lineno}: not a linked row (needs qid and lang; produce it with `kgcult link -i`)", on_error)
             continue
         rows.append(obj)
     if not rows:

@@ -30,13 +30,13 @@ def _prf(tp: int, fp: int, pos: int) -> dict:
 
 def read_gold(path: str | Path, on_error: str = "fail", log=None) -> list[dict]:
     rows = []
-    for lineno, obj in iter_jsonl(path, on_error=on_error, log=log):
+    for lineno, obj in iter_jsonl(path, on_error=on_error):
         if "mention" not in obj or "gold_qid" not in obj:
-            reject(f"{path}:{lineno}: a gold row needs the fields mention and gold_qid", on_error, log)
+            reject(f"{path}:{lineno}: a gold row needs the fields mention and gold_qid", on_error)
             continue
         g = obj["gold_qid"]
         if g is not None and not (isinstance(g, str) and g[:1] == "Q"):
-            reject(f"{path}:{lineno}: gold_qid must be a QID or null, got {g!r}", on_error, log)
+            reject(f"{path}:{lineno}: gold_qid must be a QID or null, got {g!r}", on_error)
             continue
         obj["_line"] = lineno
         rows.append(obj)

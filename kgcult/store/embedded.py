@@ -21,6 +21,7 @@ from kgcult import vocab
 from kgcult.store import bulk
 from kgcult.store import rdfio
 from kgcult.errors import KgcultError
+from kgcult.files import sha256_file
 from kgcult.sparql.text import bind_values
 from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
 
@@ -33,14 +34,6 @@ _META = NamedNode(vocab.META_GRAPH)
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 @dataclass

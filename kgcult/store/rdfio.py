@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from pyoxigraph import RdfFormat
 
-from kgcult.errors import KgcultError
+from kgcult.errors import KgcultError, RdfSyntaxError, syntax_error  # noqa: F401 (re-exported)
 
 FORMATS = {
     ".nt": RdfFormat.N_TRIPLES,
@@ -25,15 +25,6 @@ FORMATS = {
 }
 COMPRESSIONS = (".gz", ".bz2", ".zst")
 QUAD_FORMATS = (RdfFormat.N_QUADS, RdfFormat.TRIG)
-
-
-class RdfSyntaxError(KgcultError):
-    """A malformed RDF file; the message names the file, line and column."""
-
-    def __init__(self, path: str, line: int | None, column: int | None, detail: str):
-        self.path, self.line, self.column, self.detail = path, line, column, detail
-        where = f"{path}:{line}:{column}" if line else path
-        super().__init__(f"{where}: malformed RDF: {detail}")
 
 
 def split_name(path: str | os.PathLike) -> tuple[RdfFormat, str | None]:
@@ -145,18 +136,3 @@ class CountingReader(io.RawIOBase):
         super().close()
 
 
-_POSITION = re.compile(r"line (\d+) column (\d+)")
-
-
-def syntax_error(path: str, exc: SyntaxError) -> RdfSyntaxError:
-    """Translate a pyoxigraph parser error into an RdfSyntaxError with file and line."""
-    line, column = exc.lineno, exc.offset
-    message = str(exc.args[0]) if exc.args else str(exc)
-    if line is None:
-        m = _POSITION.search(message)
-        if m:
-            line, column = int(m.group(1)), int(m.group(2))
-    detail = re.sub(r"^Parser error (?:between|at) line \d+ (?:column \d+(?: and line \d+ column \d+)?"
-                    r"|between columns \d+ and \d+): ", "", message)
-    detail = re.sub(r" \([^()]*, line \d+\)$", "", detail)
-    return RdfSyntaxError(path, line, column, detail)

@@ -25,7 +25,8 @@ from pyoxigraph import NamedNode, RdfFormat
 from kgcult import vocab
 from kgcult.version import __version__
 from kgcult.errors import KgcultError
-from kgcult.store.embedded import Store, sha256_file
+from kgcult.files import sha256_file
+from kgcult.store.embedded import Store
 
 FORMAT = "kgcult-snapshot/1"
 MANIFEST = "MANIFEST.json"

@@ -1,0 +1,86 @@
+"""One toolkit for Wikidata entity ids, used by every command: what a valid id is, how a
+user may write one, and how ids map to IRIs and sort.
+
+An id is ``Q`` (item), ``P`` (property) or ``L`` (lexeme) followed by a number without
+leading zeros: ``Q42``, ``P279``. Users may write it as ``Q42``, ``q42``, ``wd:Q42`` or the
+full IRI ``http://www.wikidata.org/entity/Q42``; :func:`parse` accepts all of them and
+raises a :class:`KgcultError` naming the field otherwise.
+"""
+from __future__ import annotations
+
+import re
+
+from pyoxigraph import NamedNode
+
+from kgcult.errors import KgcultError
+from kgcult.vocab import WD
+
+_ID = re.compile(r"^([QPL])([1-9][0-9]*)$")
+_KIND_NAMES = {"Q": "item", "P": "property", "L": "lexeme"}
+
+
+def is_id(value: str, kinds: str = "QP") -> bool:
+    """``Q42`` -> True for kinds containing ``Q``; anything not an id -> False."""
+    m = _ID.match(value) if isinstance(value, str) else None
+    return bool(m) and m.group(1) in kinds
+
+
+def is_item(value: str) -> bool:
+    return is_id(value, "Q")
+
+
+def parse(value: str, kinds: str = "QP", field: str = "id") -> str:
+    """The canonical id (``Q42``) of what a user wrote (``Q42``, ``q42``, ``wd:Q42``, the
+    entity IRI); a :class:`KgcultError` naming ``field`` for anything else."""
+    text = value.strip() if isinstance(value, str) else ""
+    if text.startswith(WD):
+        text = text[len(WD):]
+    elif text[:3].lower() == "wd:":
+        text = text[3:]
+    text = text[:1].upper() + text[1:]
+    if not is_id(text, kinds):
+        expected = " or ".join(f"{k}123 ({_KIND_NAMES[k]})" for k in kinds)
+        raise KgcultError(f"{field}: not a Wikidata id: {value!r} (expected {expected})")
+    return text
+
+
+def of_iri(iri: str) -> str | None:
+    """``http://www.wikidata.org/entity/Q42`` -> ``Q42``; any other IRI -> None."""
+    if isinstance(iri, str) and iri.startswith(WD):
+        local = iri[len(WD):]
+        if _ID.match(local):
+            return local
+    return None
+
+
+def of_term(term, kinds: str = "QPL") -> str | None:
+    """The id of a pyoxigraph ``wd:`` entity term, else None."""
+    if isinstance(term, NamedNode):
+        qid = of_iri(term.value)
+        if qid and qid[0] in kinds:
+            return qid
+    return None
+
+
+def shorten(iri: str) -> str:
+    """The id of an entity IRI, any other IRI unchanged (for display and output rows)."""
+    return of_iri(iri) or iri
+
+
+def iri(qid: str) -> str:
+    """``Q42`` -> its entity IRI (an IRI is returned unchanged)."""
+    return qid if "://" in qid else WD + qid
+
+
+def node(qid: str) -> NamedNode:
+    """``Q42`` -> ``NamedNode(wd:Q42)``."""
+    return NamedNode(iri(qid))
+
+
+def sort_key(value: str) -> tuple:
+    """A total, deterministic order: ids by kind then number (Q2 < Q10 < P1 ...), entity
+    IRIs as their ids, anything else after them as text."""
+    m = _ID.match(of_iri(value) or value)
+    if not m:
+        return ("~", 0, value)
+    return (m.group(1), int(m.group(2)), "")

