@@ -13,7 +13,7 @@ PKG = Path(__file__).resolve().parent.parent / "kgcult"
 # Lower layers never import higher ones. A module's layer is the first prefix that matches.
 LAYERS = [
     ("base", ["kgcult.version", "kgcult.errors", "kgcult.resources", "kgcult.data", "kgcult.files",
-              "kgcult.ids", "kgcult.log", "kgcult.vocab", "kgcult.ontology"]),
+              "kgcult.ids", "kgcult.log", "kgcult.vocab", "kgcult.ontology", "kgcult.extras"]),
     ("sparql", ["kgcult.sparql"]),
     ("store", ["kgcult.store"]),
     ("features", ["kgcult.inspection", "kgcult.acquire", "kgcult.views", "kgcult.link", "kgcult.eval",

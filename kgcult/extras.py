@@ -1,0 +1,38 @@
+"""Optional dependencies: the core (store, mirror, ingest, views, inspection, server)
+installs without the model stacks; a feature that needs one imports it through
+:func:`require`, which says which extra to install when it is missing."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+from kgcult.errors import KgcultError
+
+# extra -> what it adds (setup.cfg's [options.extras_require] lists the packages)
+EXTRAS = {
+    "link": "the linker's embedding stage (faiss, sentence-transformers) and MakiEval charts",
+    "probe": "masked/causal LM probing and spectral analysis (torch, transformers, matplotlib)",
+    "spark": "dump ingest on Spark (pyspark)",
+    "all": "every optional stack",
+}
+
+
+class MissingExtra(KgcultError):
+    """A feature needs an optional package that is not installed."""
+
+
+def require(module: str, extra: str, feature: str) -> ModuleType:
+    """Import ``module`` or fail with the ``pip install 'kgcult[extra]'`` to run."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingExtra(
+            f"{feature} needs the Python package {module.split('.')[0]!r}, which is not installed "
+            f"({e}); install it with: pip install 'kgcult[{extra}]'"
+        ) from None
+
+
+def available(module: str) -> bool:
+    """Whether an optional module can be imported (without importing it)."""
+    return importlib.util.find_spec(module) is not None
