@@ -14,7 +14,7 @@ $(PY):
 
 install: $(PY)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[test,models]'
+	$(PIP) install -q -c constraints.txt -e '.[all,test]'
 
 demo:
 	@test -x $(KG) || { echo "run 'make install' first" >&2; exit 1; }

@@ -3,4 +3,4 @@ from kgcult.version import __version__
 from kgcult.errors import KgcultError
 from kgcult.store import Store, open_store
 
-__all__ = ["KgcultError", "Store", "open_store", "__version__"]
+__all__ = ["KgcultError", "Store", "__version__", "open_store"]

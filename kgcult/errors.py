@@ -35,3 +35,26 @@ def syntax_error(path: str, exc: SyntaxError) -> RdfSyntaxError:
                     r"|between columns \d+ and \d+): ", "", message)
     detail = re.sub(r" \([^()]*, line \d+\)$", "", detail)
     return RdfSyntaxError(path, line, column, detail)
+
+
+class QuerySyntaxError(KgcultError):
+    """A SPARQL syntax error with line and column."""
+
+    def __init__(self, message: str, line: int | None, column: int | None, query: str):
+        self.line, self.column, self.query = line, column, query
+        super().__init__(message)
+
+    @classmethod
+    def from_oxigraph(cls, query: str, exc: SyntaxError) -> "QuerySyntaxError":
+        text = str(exc.args[0]) if exc.args else str(exc)
+        m = re.search(r"error at (\d+):(\d+): (.*)", text, re.S)
+        if not m:
+            return cls(f"SPARQL syntax error: {text}", None, None, query)
+        line, col, detail = int(m.group(1)), int(m.group(2)), m.group(3)
+        lines = query.splitlines() or [""]
+        src = lines[line - 1] if 0 < line <= len(lines) else ""
+        caret = " " * max(col - 1, 0) + "^"
+        return cls(
+            f"SPARQL syntax error at line {line}, column {col}: {detail}\n  {src}\n  {caret}",
+            line, col, query,
+        )

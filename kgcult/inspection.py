@@ -1,56 +1,32 @@
 """Looking at the graph: ``show`` (an entity card) and ``stats`` (what the store holds)."""
 from __future__ import annotations
 
-import re
-from functools import lru_cache
+from pyoxigraph import Literal, NamedNode
 
-import pyoxigraph as ox
-from pyoxigraph import NamedNode
-
-from kgcult import vocab
-from kgcult import resources as resources
+from kgcult import ids, ontology, vocab
 from kgcult.errors import KgcultError
 
-_QID = re.compile(r"^[QP]\d+$")
-
-
-@lru_cache(maxsize=None)
-def _ontology_labels(name: str) -> dict[str, str]:
-    out = {}
-    for q in ox.parse(path=str(resources.ontology(name)), format=ox.RdfFormat.TURTLE):
-        if q.predicate.value == vocab.RDFS + "label":
-            out[q.subject.value] = q.object.value
-    return out
-
-
 def property_label(iri: str) -> str:
-    return _ontology_labels("properties.ttl").get(iri, "")
+    return ontology.labels("properties.ttl").get(iri, "")
 
 
 def stats_roots() -> list[tuple[str, str]]:
     """(IRI, label) of the classes ``stats`` counts, from ``ontology/roots.ttl``."""
-    labels = _ontology_labels("roots.ttl")
-    return sorted(labels.items(), key=lambda kv: kv[1])
+    return sorted(ontology.labels("roots.ttl").items(), key=lambda kv: kv[1])
 
 
 def entity_iri(qid: str) -> str:
-    qid = qid.strip()
-    if qid.startswith(vocab.WD):
-        return qid
-    if not _QID.match(qid):
-        raise KgcultError(f"not a Wikidata id: {qid!r} (expected Q123 or P123)")
-    return vocab.WD + qid
+    """The entity IRI of a user-given id (Q123, P123, wd:Q123 or the IRI)."""
+    return ids.iri(ids.parse(qid, "QP", field="entity"))
 
 
 def labels_in(store, iris: list[str], lang: str) -> dict[str, str]:
     """rdfs:label of each IRI in ``lang``, falling back to English."""
     if not iris:
         return {}
-    values = " ".join(f"<{i}>" for i in sorted(set(iris)) if _safe_iri(i))
     rows = store.query(
-        f"""SELECT ?x ?l WHERE {{ VALUES ?x {{ {values} }} ?x rdfs:label ?l .
-            FILTER(LANG(?l) = ?lang || LANG(?l) = "en") }}""",
-        bindings={"lang": ox.Literal(lang)},
+        """SELECT ?x ?l WHERE { ?x rdfs:label ?l . FILTER(LANG(?l) = ?lang || LANG(?l) = "en") }""",
+        rows=(["x", "lang"], [(NamedNode(i), Literal(lang)) for i in sorted(set(iris))]),
     )
     best: dict[str, tuple[int, str]] = {}
     for r in rows:
@@ -61,16 +37,12 @@ def labels_in(store, iris: list[str], lang: str) -> dict[str, str]:
     return {x: v for x, (_, v) in best.items()}
 
 
-def _safe_iri(iri: str) -> bool:
-    return not any(c in iri for c in '<>"{}|^`\\ \n')
-
-
 def show(store, qid: str, lang: str = "en") -> dict:
     """An entity card: labels, aliases and descriptions by language, claims with object
     labels, and ancestors read from the closure graphs."""
     iri = entity_iri(qid)
     node = NamedNode(iri)
-    card = {"qid": vocab.qid_of(iri) or iri, "iri": iri, "labels": {}, "aliases": {},
+    card = {"qid": ids.shorten(iri), "iri": iri, "labels": {}, "aliases": {},
             "descriptions": {}, "claims": [], "ancestors": {}, "sitelinks": None}
     rows = store.query("SELECT ?p ?o WHERE { ?x ?p ?o }", bindings={"x": node})
     objects = []

@@ -1,12 +1,13 @@
 """Store commands: ``load``, ``snapshot export|import|verify``, ``closure``."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from kgcult import vocab
+from kgcult import ids, resources
+from kgcult import log as kglog
+from kgcult.errors import KgcultError
 from kgcult.store import closure as hierarchy
 from kgcult.store import snapshot
 from kgcult.cli.main import Context, info
@@ -31,20 +32,10 @@ def load(obj: Context, files, graph, progress):
       kgcult load ../shared/standin/wikidata-standin.nt.gz --graph standin
     """
     store = obj.store()
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = None
-    callback = None
-    if show:
-        from tqdm import tqdm
-
-        total = sum(Path(f).stat().st_size for f in files if Path(f).is_file())
-        bar = tqdm(total=total, unit="B", unit_scale=True, desc="load", file=sys.stderr)
-        callback = bar.update
-    try:
-        reports = store.load(list(files), graph=graph, progress=callback)
-    finally:
-        if bar is not None:
-            bar.close()
+    total = sum(Path(f).stat().st_size for f in files if Path(f).is_file())
+    disable = None if progress is None else not progress
+    with kglog.progress(total=total, unit="B", unit_scale=True, desc="load", disable=disable) as bar:
+        reports = store.load(list(files), graph=graph, progress=None if bar.disable else bar.update)
     for r in reports:
         rate = r.triples / r.seconds if r.seconds else 0
         info(f"{r.path}: {r.triples} triples into {r.graph or '(graphs named in the file)'} "
@@ -77,16 +68,21 @@ def snapshot_export(obj: Context, directory):
 
 
 @snapshot_group.command("import")
-@click.argument("directory", type=click.Path(file_okay=False))
+@click.argument("directory", type=click.Path(file_okay=False), required=False)
+@click.option("--seed", is_flag=True, help="Import the seed snapshot shipped with kgcult (dumps/seed).")
 @click.option("--replace", is_flag=True, help="Replace graphs the store already holds.")
 @click.pass_obj
-def snapshot_import(obj: Context, directory, replace):
+def snapshot_import(obj: Context, directory, seed, replace):
     """Verify every hash of a snapshot, then load it.
 
     \b
-    Example:
+    Examples:
       kgcult snapshot import dumps/seed
+      kgcult snapshot import --seed        # the seed inside the installed package
     """
+    if bool(directory) == seed:
+        raise KgcultError("give a snapshot DIRECTORY or --seed (one of them)")
+    directory = directory or str(resources.seed())
     manifest = snapshot.import_(obj.store(), directory, replace=replace)
     info(f"imported {manifest['triples']} triples from {directory} "
          f"(content sha256 {manifest['content_sha256']}); the closure is stale")
@@ -120,7 +116,7 @@ def closure(obj: Context, specs):
     def report(r):
         msg = f"{r.spec}: {r.edges_in} edges -> {r.triples_out} triples in {r.graph} ({r.seconds:.1f} s)"
         if r.cycles:
-            shown = "; ".join(" -> ".join(vocab.qid_of(n) or n for n in c[:6]) for c in r.cycles[:5])
+            shown = "; ".join(" -> ".join(ids.shorten(n) for n in c[:6]) for c in r.cycles[:5])
             msg += f"\n  {len(r.cycles)} cycle(s) tolerated: {shown}"
         info(msg)
 

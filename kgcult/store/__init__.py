@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
-from kgcult.store.embedded import LoadReport, QuerySyntaxError, Store
+from kgcult.errors import QuerySyntaxError
+from kgcult.store.embedded import LoadReport, Store
 from kgcult.store.remote import RemoteStore
 
 

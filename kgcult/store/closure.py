@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import networkx as nx
-import pyoxigraph as ox
 from pyoxigraph import NamedNode, Quad
 
-from kgcult import vocab
-from kgcult import resources as resources
+from kgcult import ontology, vocab
 from kgcult.errors import KgcultError
 from kgcult.store.embedded import Store
 
@@ -42,32 +40,21 @@ class ClosureReport:
 
 def load_specs(path: str | Path | None = None) -> list[ClosureSpec]:
     """Read closure specs from Turtle (default ``ontology/closures.ttl``)."""
-    path = Path(path) if path else resources.ontology("closures.ttl")
-    try:
-        quads = list(ox.parse(path=str(path), format=ox.RdfFormat.TURTLE))
-    except SyntaxError as e:
-        from kgcult.store.rdfio import syntax_error
-
-        raise syntax_error(str(path), e) from None
+    path = path or "closures.ttl"
     k = vocab.KGC
-    props: dict[str, dict[str, list[str]]] = {}
-    for q in quads:
-        props.setdefault(q.subject.value, {}).setdefault(q.predicate.value, []).append(q.object.value)
     specs = []
-    for subject, p in sorted(props.items()):
-        if k + "ClosureSpec" not in p.get(vocab.RDF + "type", []):
-            continue
-        name = subject.rsplit("#", 1)[-1]
+    for subject, p in sorted(ontology.of_type(path, k + "ClosureSpec").items(), key=lambda kv: kv[0].value):
+        name = subject.value.rsplit("#", 1)[-1]
         for required in ("graph", "derivedProperty", "stepProperty"):
             if k + required not in p:
-                raise KgcultError(f"{path}: closure spec {name} lacks kgc:{required}")
+                raise KgcultError(f"{ontology.path_of(path)}: closure spec {name} lacks kgc:{required}")
         specs.append(
             ClosureSpec(
                 name=name,
-                graph=p[k + "graph"][0],
-                derived=p[k + "derivedProperty"][0],
-                steps=sorted(p[k + "stepProperty"]),
-                first=p.get(k + "firstProperty", [None])[0],
+                graph=p[k + "graph"][0].value,
+                derived=p[k + "derivedProperty"][0].value,
+                steps=sorted(o.value for o in p[k + "stepProperty"]),
+                first=p[k + "firstProperty"][0].value if k + "firstProperty" in p else None,
             )
         )
     return specs

@@ -20,7 +20,7 @@ from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad
 from kgcult import vocab
 from kgcult.store import bulk
 from kgcult.store import rdfio
-from kgcult.errors import KgcultError
+from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.files import sha256_file
 from kgcult.sparql.text import bind_values
 from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
@@ -358,31 +358,6 @@ class Store(StoreReads):
 
     def __exit__(self, *exc):
         self.close()
-
-
-class QuerySyntaxError(KgcultError):
-    """A SPARQL syntax error with line and column."""
-
-    def __init__(self, message: str, line: int | None, column: int | None, query: str):
-        self.line, self.column, self.query = line, column, query
-        super().__init__(message)
-
-    @classmethod
-    def from_oxigraph(cls, query: str, exc: SyntaxError) -> "QuerySyntaxError":
-        import re
-
-        text = str(exc.args[0]) if exc.args else str(exc)
-        m = re.search(r"error at (\d+):(\d+): (.*)", text, re.S)
-        if not m:
-            return cls(f"SPARQL syntax error: {text}", None, None, query)
-        line, col, detail = int(m.group(1)), int(m.group(2)), m.group(3)
-        lines = query.splitlines() or [""]
-        src = lines[line - 1] if 0 < line <= len(lines) else ""
-        caret = " " * max(col - 1, 0) + "^"
-        return cls(
-            f"SPARQL syntax error at line {line}, column {col}: {detail}\n  {src}\n  {caret}",
-            line, col, query,
-        )
 
 
 def _display_path(path: str) -> str:

@@ -7,9 +7,11 @@ import gzip
 import io
 import os
 import re
+import threading
 from pathlib import Path
 from typing import BinaryIO
 
+import zstandard
 from pyoxigraph import RdfFormat
 
 from kgcult.errors import KgcultError, RdfSyntaxError, syntax_error  # noqa: F401 (re-exported)
@@ -54,8 +56,6 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
     if p.endswith(".bz2"):
         return bz2.open(p, "rb")
     if p.endswith(".zst"):
-        import zstandard
-
         return zstandard.ZstdDecompressor().stream_reader(open(p, "rb"), closefd=True)
     return open(p, "rb")
 
@@ -72,8 +72,6 @@ class decompressing_pipe:
         self.error: BaseException | None = None
 
     def __enter__(self):
-        import threading
-
         r, w = os.pipe()
         self._reader = open(r, "rb", buffering=1 << 20)
         self._thread = threading.Thread(target=self._pump, args=(w,), daemon=True)
@@ -108,8 +106,6 @@ def _decompress(compression: str | None, raw):
     if compression == ".bz2":
         return bz2.BZ2File(raw, "rb")
     if compression == ".zst":
-        import zstandard
-
         return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
     return raw
 
