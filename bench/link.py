@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import random
@@ -74,7 +75,7 @@ def prepare_store(args):
     if s.triple_count() < 1_000_000:
         log(f"loading {args.standin} into {loc} ...")
         s.load([args.standin], graph="standin")
-    hierarchy.ensure_closure(s, log=log)
+    hierarchy.ensure_closure(s)
     return s
 
 
@@ -115,7 +116,7 @@ def index_figures(store):
     from kgcult.store import Store
 
     store = Store(loc, read_only=not reopen) if reopen else store
-    ix = lx.load_or_build(store, log=log)  # persisted now (built here if absent)
+    ix = lx.load_or_build(store)  # persisted now (built here if absent)
     path = lx.index_path(store, ix.content_hash, ix.topics)
     t = time.perf_counter()
     import pickle
@@ -257,6 +258,7 @@ def main():
         if not Path(p).exists():
             raise SystemExit(f"{p} not found: ../shared (the stand-in data) is not beside this checkout")
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # kgcult's messages on stderr
 
     from kgcult.link import Linker
     from kgcult.link.evaluate import read_gold

@@ -6,43 +6,27 @@ scores the linker. Thin layer over ``kgcult.link``.
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 import time
 
 import click
 
+from kgcult.cli.main import info
 from kgcult.errors import KgcultError
-
-
-def info(msg: str) -> None:
-    click.echo(msg, err=True)
-
-
-@contextlib.contextmanager
-def _atomic_out(path: str):
-    """stdout for '-', else a temporary file renamed over ``path`` only on success."""
-    if path == "-":
-        yield sys.stdout
-        return
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            yield f
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+from kgcult.eval import makieval
+from kgcult.files import atomic_open, iter_jsonl
+from kgcult.link import Linker
+from kgcult.link import index as lindex
+from kgcult.link.evaluate import evaluate, format_report, read_gold
+from kgcult.link.io import mention_rows
+from kgcult.store import Store
 
 
 def _open_store(obj):
     """The store, read-only unless something must be written into it (a stale hierarchy
     closure is rebuilt, as `kgcult show` does); linking itself never writes to the store
     (the label index lives beside it)."""
-    from kgcult.store.embedded import Store
-
     loc = obj.location
     if loc.startswith(("sparql+http://", "sparql+https://")):
         return obj.store(read_only=True)
@@ -57,18 +41,14 @@ def _open_store(obj):
     return store
 
 
-def _linker(obj, embeddings=False, model=None, stages=None, rebuild=False):
-    from kgcult.link import Linker
-    from kgcult.link.index import load_or_build
-
-    store = _open_store(obj)
-    ix = load_or_build(store, rebuild=rebuild, log=info)
+def _linker(obj, embeddings=False, model=None, stages=None) -> Linker:
+    """The linker of ``kgcult link`` and ``kgcult link eval``; ``stages`` as --stages gives them."""
     st = None
     if stages:
         st = [s.strip() for s in stages.split(",") if s.strip()]
         if embeddings and "embedding" not in st:
             st.append("embedding")
-    return Linker(ix, store=store, model=model, embeddings=embeddings, stages=st)
+    return Linker.open(_open_store(obj), model=model, embeddings=embeddings, stages=st)
 
 
 _VALUE_OPTS = {"-i", "--input", "-o", "--output", "--lang", "--topic", "--country", "--format",
@@ -144,12 +124,10 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
         res = linker.link(mention, lang=lang, topic=topic, country=country)
         click.echo(json.dumps(res, ensure_ascii=False, indent=2))
         return
-    from kgcult.files import iter_jsonl
-    from kgcult.link.io import mention_rows
-
     src = sys.stdin if input_path == "-" else input_path
     where = "stdin" if input_path == "-" else input_path
     counts = {"rows": 0, "mentions": 0, "resolved": 0, "ambiguous": 0, "unresolved": 0}
+    topics = set(linker.topics)
 
     def rows():
         for lineno, obj in iter_jsonl(src, on_error=on_error):
@@ -158,7 +136,7 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
                 for r in rs:
                     if r.get("country") is None and country:
                         r["country"] = country
-                    if r.get("topic") is not None and r["topic"] not in linker._topic_bits:
+                    if r.get("topic") is not None and r["topic"] not in topics:
                         raise KgcultError(f"{where}:{lineno}: unknown topic {r['topic']!r}")
                     if not isinstance(r.get("lang"), str):
                         raise KgcultError(f"{where}:{lineno}: lang must be a string")
@@ -171,7 +149,7 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
             yield from rs
 
     t0 = time.perf_counter()
-    with _atomic_out(output_path) as out:
+    with atomic_open(output_path) as out:
         for res in linker.link_many(rows()):
             counts["mentions"] += 1
             counts[res["status"]] += 1
@@ -191,11 +169,9 @@ def link_index(obj, rebuild):
     Example:
       kgcult link index --rebuild
     """
-    from kgcult.link import index as lindex
-
     store = _open_store(obj)
     t0 = time.perf_counter()
-    ix = lindex.load_or_build(store, rebuild=rebuild, log=info)
+    ix = lindex.load_or_build(store, rebuild=rebuild)
     secs = time.perf_counter() - t0
     path = lindex.index_path(store, ix.content_hash, ix.topics)
     n_names = sum(len(d) for d in ix.exact.values())
@@ -231,18 +207,16 @@ def link_eval(obj, gold, errors_path, report_path, fmt, embeddings, model, stage
     Example:
       kgcult link eval ../shared/standin/link-dev.jsonl --errors /tmp/errors.jsonl
     """
-    from kgcult.link.evaluate import evaluate, format_report, read_gold
-
     rows = read_gold(gold, on_error=on_error)
     linker = _linker(obj, embeddings=embeddings, model=model, stages=stages)
     out = evaluate(linker, rows, stage_gain=stage_gain, count_ambiguous=count_ambiguous)
     rep = out["report"]
-    with _atomic_out(errors_path) as f:
+    with atomic_open(errors_path) as f:
         for e in out["errors"]:
             f.write(json.dumps(e, ensure_ascii=False) + "\n")
     info(f"{len(out['errors'])} errors written to {errors_path}")
     if report_path:
-        with _atomic_out(report_path) as f:
+        with atomic_open(report_path) as f:
             f.write(json.dumps(rep, ensure_ascii=False, indent=2) + "\n")
     if fmt == "json":
         click.echo(json.dumps(rep, ensure_ascii=False, indent=2))
@@ -272,10 +246,7 @@ def makieval_metrics(linked, out_dir, on_error, granularity_from):
       kgcult link -i extractions.jsonl -o linked.jsonl --topic food
       kgcult makieval metrics linked.jsonl --out metrics/
     """
-    from kgcult.eval import makieval
-
-    res = makieval.metrics_file(linked, out_dir, on_error=on_error, log=info,
-                                granularity_from=granularity_from)
+    res = makieval.metrics_file(linked, out_dir, on_error=on_error, granularity_from=granularity_from)
     for name in res["files"]:
         info(f"wrote {name}")
     click.echo(json.dumps(res["summary"], ensure_ascii=False, indent=2))

@@ -11,7 +11,7 @@ from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.sparql import results
 from kgcult.store import closure as hierarchy
-from kgcult.cli.main import Context, info
+from kgcult.cli.main import Context
 
 
 # -- sparql ---------------------------------------------------------------------------
@@ -62,7 +62,7 @@ def show(obj: Context, qid, lang, fmt):
       kgcult show Q746549 --lang ja
     """
     store = obj.store()
-    hierarchy.ensure_closure(store, log=info)
+    hierarchy.ensure_closure(store)
     card = inspect.show(store, qid, lang=lang)
     if fmt == "json":
         click.echo(json.dumps(card, ensure_ascii=False, indent=2))

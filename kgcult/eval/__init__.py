@@ -1,1 +1,1 @@
-"""eval"""
+"""Metrics over linked entities: MakiEval's four (``kgcult.eval.makieval``)."""

@@ -26,13 +26,18 @@ from __future__ import annotations
 
 import csv
 import json
-import os
+import logging
 from collections import defaultdict
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
+
+from kgcult import extras
 from kgcult.errors import KgcultError
-from kgcult.files import iter_jsonl, reject
+from kgcult.files import atomic_open, atomic_write, iter_jsonl, reject
+
+log = logging.getLogger(__name__)
 
 SPECIFIC = {"dish_name", "dish", "specific_ingredient", "drink_name", "book_title", "song_name",
             "clothing_type", "vehicle_type"}
@@ -41,6 +46,7 @@ GENERAL = {"dish_category", "ingredient_category", "beverage_category", "book_ge
 
 
 def type_score(t) -> int | None:
+    """g of an extraction type: 1 specific, 0 category, None for any other type."""
     if not isinstance(t, str):
         return None
     t = t.strip().lower().replace(" ", "_").replace("-", "_")
@@ -52,12 +58,14 @@ def type_score(t) -> int | None:
 
 
 def prompt_key(r: dict) -> tuple:
+    """(model, language, topic, prompt country, prompt type) of a linked row."""
     pc = r.get("prompt_country")
     ptype = r.get("prompt_type") or ("explicit" if pc else "neutral")
     return (str(r.get("model") or "-"), r.get("lang") or "en", r.get("topic") or "-", pc or "", ptype)
 
 
 def compute(rows: list[dict], granularity_from: str = "type") -> dict:
+    """The four metrics of linked rows, as lists of table rows by metric name."""
     ents: dict[tuple, dict[str, dict]] = defaultdict(dict)   # prompt -> qid -> info
     for r in rows:
         q = r.get("qid")
@@ -129,14 +137,13 @@ def _r(x):
 
 
 def consensus_matrix(cons: list[dict], model: str):
+    """(languages, matrix of mean Jaccard per language pair) of one model."""
     langs = sorted({c["lang_a"] for c in cons if c["model"] == model} |
                    {c["lang_b"] for c in cons if c["model"] == model})
     acc: dict = defaultdict(list)
     for c in cons:
         if c["model"] == model and c["jaccard"] is not None:
             acc[(c["lang_a"], c["lang_b"])].append(c["jaccard"])
-    import numpy as np
-
     m = np.full((len(langs), len(langs)), np.nan)
     for i, a in enumerate(langs):
         m[i, i] = 1.0
@@ -148,8 +155,8 @@ def consensus_matrix(cons: list[dict], model: str):
 
 
 def heatmap(cons: list[dict], path: Path) -> list[str]:
-    import matplotlib
-
+    """Draw the consensus matrix of each model (matplotlib); the paths written."""
+    matplotlib = extras.require("matplotlib", "link", "the culture consensus heatmap")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -182,17 +189,17 @@ def _slug(s: str) -> str:
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
+    with atomic_open(path, "w", newline="") as f:
         if rows:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             for r in rows:
                 w.writerow({k: "" if v is None else v for k, v in r.items()})
-    os.replace(tmp, path)
 
 
-def metrics_file(linked, out_dir, on_error: str = "fail", log=None, granularity_from: str = "type") -> dict:
+def metrics_file(linked, out_dir, on_error: str = "fail", granularity_from: str = "type") -> dict:
+    """Compute the metrics of a linked JSONL file and write their tables (CSV, JSON) and
+    the consensus heatmap (when matplotlib is installed) to ``out_dir``."""
     rows = []
     for lineno, obj in iter_jsonl(linked, on_error=on_error):
         if "qid" not in obj or "lang" not in obj:
@@ -210,10 +217,12 @@ def metrics_file(linked, out_dir, on_error: str = "fail", log=None, granularity_
         _write_csv(p, res[name])
         files.append(str(p))
     p = out / "metrics.json"
-    p.write_text(json.dumps(res, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    atomic_write(p, json.dumps(res, ensure_ascii=False, indent=1) + "\n")
     files.append(str(p))
-    if res["consensus"]:
+    if res["consensus"] and extras.available("matplotlib"):
         files += heatmap(res["consensus"], out / "consensus.png")
+    elif res["consensus"]:
+        log.info("consensus.png not drawn: matplotlib is not installed (pip install 'kgcult[link]')")
     linked_n = sum(1 for r in rows if r.get("qid") and r.get("status") != "unresolved")
     summary = {"rows": len(rows), "linked": linked_n, "prompts": len(res["diversity"]),
                "mean_diversity": _r(sum(d["diversity"] for d in res["diversity"]) / len(res["diversity"]))

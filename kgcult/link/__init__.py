@@ -3,7 +3,7 @@
 Public API (stable)::
 
     from kgcult.link import Linker
-    linker = Linker.open(store, model=None, embeddings=False)
+    linker = Linker.open(store_or_path, model=None, embeddings=False, stages=None)
     linker.link("lemon", lang="en", topic="food", country=None) -> dict
     linker.link_many([{"mention": ..., "lang": ..., "topic": ..., "country": ..., "id": ...}])
 
@@ -12,6 +12,10 @@ candidates (with scores), evidence (path of [subject, property, object] to a top
 granularity (+ granularity_score), country (QIDs: origin, else country, else
 nationality), description, status (resolved | unresolved | ambiguous; ``tied`` lists the
 QIDs of an ambiguous result).
+
+Modules: ``index`` (the label index beside the store), ``topics`` (``ontology/topics.ttl``),
+``normalize`` (name keys), ``candidates`` (the stages), ``embed`` (the optional embedding
+stage), ``rank``, ``linker``, ``io`` (JSONL input rows), ``evaluate`` (``kgcult link eval``).
 """
 from kgcult.link.candidates import STAGES
 from kgcult.link.index import LabelIndex, load_or_build

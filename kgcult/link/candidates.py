@@ -8,6 +8,8 @@ rdfs:label, 1 for a skos:altLabel.
 """
 from __future__ import annotations
 
+import math
+
 from kgcult.link import normalize
 from kgcult.link.index import LANG_BITS, LabelIndex, codes
 
@@ -132,9 +134,6 @@ class FuzzyPool:
 
 
 # -- tokens --------------------------------------------------------------------------
-
-import math  # noqa: E402
-
 
 class TokenPool:
     """Word-set containment over the names of a set of entities.

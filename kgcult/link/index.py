@@ -4,14 +4,16 @@ exact and normalized keys, with the per-entity facts the linker needs on its hot
 
 Built from the store by reading quads directly (no SPARQL, so no user text anywhere near
 a query), persisted as a pickle beside the store (``<store>.link-index/``) under the
-store's content hash (``kgcult.snapshot.store_content_hash``): a changed store gets a new
-index. For read-only stores the content hash cannot be cached in the store; a fingerprint
-(triple count + provenance records) remembers it in the index directory instead.
+store's content hash (``kgcult.store.snapshot.store_content_hash``): a changed store gets
+a new index. For read-only stores the content hash cannot be cached in the store; a
+fingerprint (triple count + provenance records) remembers it in the index directory
+instead. Progress goes to this module's logger.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import pickle
 import time
@@ -21,10 +23,15 @@ from pathlib import Path
 import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
-from kgcult import vocab
+from kgcult import ids, vocab
 from kgcult.errors import KgcultError
+from kgcult.files import atomic_write
 from kgcult.link import normalize
 from kgcult.link.topics import Topic, load_topics
+from kgcult.store.closure import ensure_closure
+from kgcult.store.snapshot import store_content_hash
+
+log = logging.getLogger(__name__)
 
 FORMAT = 5
 LANG_BITS = 10
@@ -137,14 +144,6 @@ class LabelIndex:
 
 # -- building ------------------------------------------------------------------------
 
-def _qid(term) -> str | None:
-    if isinstance(term, NamedNode) and term.value.startswith(vocab.WD):
-        q = term.value[len(vocab.WD):]
-        if q[:1] == "Q":
-            return q
-    return None
-
-
 def _data_quads(store, pred):
     for q in store.ox.quads_for_pattern(None, pred, None, None):
         g = q.graph_name
@@ -153,7 +152,7 @@ def _data_quads(store, pred):
         yield q
 
 
-def build(store, content_hash: str, topics: list[Topic] | None = None, log=None) -> LabelIndex:
+def build(store, content_hash: str, topics: list[Topic] | None = None) -> LabelIndex:
     """Read the store once and build the in-memory index."""
     t0 = time.perf_counter()
     topics = topics if topics is not None else load_topics()
@@ -184,7 +183,7 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
     n_names = 0
     for alias, pred in ((0, RDFS_LABEL), (1, SKOS_ALT)):
         for q in _data_quads(store, pred):
-            qid = _qid(q.subject)
+            qid = ids.of_term(q.subject, "Q")
             lit = q.object
             if qid is None or not isinstance(lit, ox.Literal):
                 continue
@@ -215,12 +214,11 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
             if s != f:
                 _add(ix.anyl, s, acode)
     del key_cache
-    if not qids and log:
-        log(f"warning: the store at {getattr(store, 'location', '?')} holds no rdfs:label or "
-            "skos:altLabel: every mention will stay unresolved (load data first)")
-    if log:
-        log(f"link index: {n_names} names of {len(qids)} entities in {len(ix.langs)} languages "
-            f"({time.perf_counter() - t0:.1f} s)")
+    if not qids:
+        log.warning("the store at %s holds no rdfs:label or skos:altLabel: every mention will "
+                    "stay unresolved (load data first)", getattr(store, "location", "?"))
+    log.info("link index: %d names of %d entities in %d languages (%.1f s)",
+             n_names, len(qids), len(ix.langs), time.perf_counter() - t0)
 
     n = len(qids)
     ix.nlangs = [len(entity_langs.get(e, ())) for e in range(n)]
@@ -229,11 +227,11 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
     # sitelinks: wikibase:sitelinks where present, else the number of articles about it
     sl = [0] * n
     for q in _data_quads(store, SCHEMA_ABOUT):
-        e = eid_of.get(_qid(q.object))
+        e = eid_of.get(ids.of_term(q.object, "Q"))
         if e is not None:
             sl[e] += 1
     for q in _data_quads(store, SITELINKS):
-        e = eid_of.get(_qid(q.subject))
+        e = eid_of.get(ids.of_term(q.subject, "Q"))
         if e is not None:
             try:
                 sl[e] = int(q.object.value)
@@ -242,7 +240,7 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
     ix.sitelinks = sl
 
     for q in _data_quads(store, SCHEMA_DESC):
-        e = eid_of.get(_qid(q.subject))
+        e = eid_of.get(ids.of_term(q.subject, "Q"))
         lit = q.object
         if e is not None and isinstance(lit, ox.Literal) and lit.language:
             d = ix.descriptions.setdefault(lit.language.lower(), {})
@@ -254,7 +252,7 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
     edges: dict[str, set] = {}
     for pid in BASE_PROPS + tuple(p for p in via_props if p not in BASE_PROPS):
         for q in _data_quads(store, vocab.wdt(pid)):
-            s, o = _qid(q.subject), _qid(q.object)
+            s, o = ids.of_term(q.subject, "Q"), ids.of_term(q.object, "Q")
             if s and o:
                 edges.setdefault(s, set()).add((pid, o))
                 if pid in ("P31", "P279"):
@@ -265,14 +263,14 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
     country: dict[int, dict[str, set]] = {}
     for pid in COUNTRY_PROPS:
         for q in _data_quads(store, vocab.wdt(pid)):
-            e = eid_of.get(_qid(q.subject))
-            o = _qid(q.object)
+            e = eid_of.get(ids.of_term(q.subject, "Q"))
+            o = ids.of_term(q.object, "Q")
             if e is not None and o:
                 country.setdefault(e, {}).setdefault(pid, set()).add(o)
     for e, by in country.items():
         for pid in COUNTRY_PROPS:  # origin beats country beats nationality
             if pid in by:
-                ix.country[e] = tuple(sorted(by[pid], key=_qnum))
+                ix.country[e] = tuple(sorted(by[pid], key=ids.sort_key))
                 break
 
     # topic membership from the closure (kgc:broader = (P31|P279|P361)+)
@@ -285,8 +283,8 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
             r = eid_of.get(root)
             if r is not None:
                 out.add(r)
-            for q in store.ox.quads_for_pattern(None, BROADER, vocab.wd(root), NamedNode(TOPIC_GRAPH)):
-                e = eid_of.get(_qid(q.subject))
+            for q in store.ox.quads_for_pattern(None, BROADER, ids.node(root), NamedNode(TOPIC_GRAPH)):
+                e = eid_of.get(ids.of_term(q.subject, "Q"))
                 if e is not None:
                     out.add(e)
             under_cache[root] = out
@@ -299,7 +297,7 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
             members |= under(r)
         for pid in t.via:
             for q in _data_quads(store, vocab.wdt(pid)):
-                e = eid_of.get(_qid(q.subject))
+                e = eid_of.get(ids.of_term(q.subject, "Q"))
                 if e is not None:
                     members.add(e)
         for e in members:
@@ -308,16 +306,8 @@ def build(store, content_hash: str, topics: list[Topic] | None = None, log=None)
             ix.kind_members[(t.name, k.order)] = frozenset(under(k.root))
     ix.topic_bits = bits
     ix.build_seconds = time.perf_counter() - t0
-    if log:
-        log(f"link index built in {ix.build_seconds:.1f} s")
+    log.info("link index built in %.1f s", ix.build_seconds)
     return ix
-
-
-def _qnum(q: str) -> int:
-    try:
-        return int(q[1:])
-    except ValueError:
-        return 1 << 62
 
 
 # -- persistence ---------------------------------------------------------------------
@@ -339,10 +329,8 @@ def _fingerprint(store) -> str:
     return h.hexdigest()
 
 
-def content_hash(store, log=None) -> str:
+def content_hash(store) -> str:
     """The store's content hash; for read-only stores remembered per fingerprint."""
-    from kgcult.store.snapshot import store_content_hash
-
     if not store.read_only:
         return store_content_hash(store)
     cached = store.get_state("contentSha256")
@@ -359,13 +347,12 @@ def content_hash(store, log=None) -> str:
             known = {}
     if fp in known:
         return known[fp]
-    if log:
-        log("computing the store's content hash (read-only store; remembered afterwards)")
+    log.info("computing the store's content hash (read-only store; remembered afterwards)")
     h = store_content_hash(store)
     known[fp] = h
     try:
         d.mkdir(parents=True, exist_ok=True)
-        _atomic_write(f, json.dumps(known, indent=1, sort_keys=True).encode())
+        atomic_write(f, json.dumps(known, indent=1, sort_keys=True).encode())
     except OSError:
         pass
     return h
@@ -375,26 +362,17 @@ def topics_hash(topics: list[Topic]) -> str:
     return hashlib.sha256(repr(topics).encode()).hexdigest()[:12]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def index_path(store, chash: str, topics: list[Topic]) -> Path:
     return index_dir(store) / f"labels-{chash[:16]}-{topics_hash(topics)}-v{FORMAT}.pkl"
 
 
 def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = None,
-                  persist: bool = True, log=None) -> LabelIndex:
+                  persist: bool = True) -> LabelIndex:
     """The store's label index: read from disk when it matches the store's content hash,
     else built (and written beside the store)."""
-    from kgcult.store.closure import ensure_closure
-
-    ensure_closure(store, log=log)
+    ensure_closure(store)
     topics = topics if topics is not None else load_topics()
-    chash = content_hash(store, log=log)
+    chash = content_hash(store)
     path = index_path(store, chash, topics)
     if not rebuild and path.exists():
         try:
@@ -404,11 +382,11 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
                 return ix
         except Exception:  # a truncated or foreign file: rebuild it
             pass
-    ix = build(store, chash, topics, log=log)
+    ix = build(store, chash, topics)
     if persist:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path, pickle.dumps(ix, protocol=pickle.HIGHEST_PROTOCOL))
+            atomic_write(path, pickle.dumps(ix, protocol=pickle.HIGHEST_PROTOCOL))
             for old in path.parent.glob("labels-*.pkl"):
                 if old != path:
                     old.unlink(missing_ok=True)
@@ -416,6 +394,5 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
                 if not old.name.startswith(f"emb-{chash[:16]}-"):
                     old.unlink(missing_ok=True)
         except OSError as e:
-            if log:
-                log(f"link index not persisted ({e}); it is rebuilt next time")
+            log.info("link index not persisted (%s); it is rebuilt next time", e)
     return ix

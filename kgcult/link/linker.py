@@ -2,15 +2,20 @@
 per-mention output record (MakiEval §3.3 on the local graph)."""
 from __future__ import annotations
 
+import copy
+import os
 from collections import deque
 from typing import Iterable, Iterator
 
-from kgcult import vocab
+import numpy as np
+
+from kgcult import ids
 from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
-from kgcult.link import normalize, rank
+from kgcult.link import embed, normalize, rank
 from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
 from kgcult.link.topics import Topic
+from kgcult.store import open_store
 
 MAX_CANDIDATES = 10
 # Calibrated thresholds for the fallback stages (see docs/link.md): a fuzzy or embedding
@@ -23,7 +28,11 @@ TOKENS_MARGIN = 0.1
 
 
 class Linker:
-    """Links mentions to QIDs of one store. Build with ``Linker.open(store)``."""
+    """Links mentions to QIDs of one store. Build with ``Linker.open(store)``.
+
+    ``stages`` (default: every stage of ``STAGES`` but ``embedding``, which
+    ``embeddings=True`` adds) run in pipeline order; the thresholds are the calibrated
+    cut-offs of the tokens and embedding stages (docs/link.md)."""
 
     def __init__(self, index: LabelIndex, *, store=None, model: str | None = None,
                  embeddings: bool = False, stages: Iterable[str] | None = None,
@@ -32,12 +41,8 @@ class Linker:
         self.ix = index
         self.store = store
         self.model = model
-        stages = tuple(stages) if stages is not None else tuple(
-            s for s in C.STAGES if s != "embedding" or embeddings)
-        for s in stages:
-            if s not in C.STAGES:
-                raise KgcultError(f"unknown linking stage {s!r}: one of {', '.join(C.STAGES)}")
-        self.stages = tuple(s for s in C.STAGES if s in stages)  # always in pipeline order
+        self.stages = _pipeline(stages if stages is not None else (
+            s for s in C.STAGES if s != "embedding" or embeddings))
         self.embed_min = embed_min
         self.embed_margin = embed_margin
         self.tokens_min = tokens_min
@@ -50,7 +55,7 @@ class Linker:
         self._encoder = None
         self._evidence: dict = {}
         self._topic_bits = {t.name: 1 << i for i, t in enumerate(index.topics)}
-        self._qnum = [rank.qnum(q) for q in index.qids]
+        self._qnum = [ids.sort_key(q) for q in index.qids]
         self._gran: dict = {}
         self._keys: dict = {}  # (mention, lang) -> normalized keys (mentions repeat a lot)
         self._ent_cache: dict = {}   # (eid, lang, topic) -> the entity's output fields
@@ -59,20 +64,32 @@ class Linker:
 
     @classmethod
     def open(cls, store, model: str | None = None, embeddings: bool = False, *,
-             rebuild: bool = False, log=None, **kw) -> "Linker":
-        """Open a linker on ``store`` (a Store or a store path; a path is opened read-only),
-        loading the persisted label index or building it."""
-        if isinstance(store, (str, bytes)) or hasattr(store, "__fspath__"):
-            from kgcult.store.embedded import Store
+             stages: Iterable[str] | None = None, rebuild: bool = False, **thresholds) -> "Linker":
+        """A linker on ``store`` (an open store, or a location: a path is opened
+        read-only), with the store's persisted label index, built first if missing or
+        stale. ``thresholds``: embed_min, embed_margin, tokens_min, tokens_margin."""
+        if isinstance(store, (str, os.PathLike)):
+            store = open_store(store, read_only=True)
+        ix = load_or_build(store, rebuild=rebuild)
+        return cls(ix, store=store, model=model, embeddings=embeddings, stages=stages, **thresholds)
 
-            store = Store(store, read_only=True)
-        ix = load_or_build(store, rebuild=rebuild, log=log)
-        return cls(ix, store=store, model=model, embeddings=embeddings, **kw)
+    def with_stages(self, stages: Iterable[str]) -> "Linker":
+        """The same linker with other stages, sharing this one's model, pools and caches
+        (all of them independent of the stages)."""
+        other = copy.copy(self)
+        other.stages = _pipeline(stages)
+        return other
+
+    @property
+    def topics(self) -> list[str]:
+        """The names of the topics a mention may be linked under."""
+        return [t.name for t in self.ix.topics]
 
     # -- public API ------------------------------------------------------------------
 
     def link(self, mention: str, lang: str = "en", topic: str | None = None,
              country: str | None = None) -> dict:
+        """The result record of one mention (see the module docstring of kgcult.link)."""
         return next(iter(self.link_many([{"mention": mention, "lang": lang, "topic": topic,
                                           "country": country}])))
 
@@ -238,8 +255,6 @@ class Linker:
         key = (topic, lang)
         pool = self._emb.get(key)
         if pool is None:
-            from kgcult.link.embed import EmbeddingPool, embed_rows
-
             parts = []
             for lg in sorted({lang, normalize.base_lang(lang), "en"}):
                 pkey = ("part", topic, lg)
@@ -251,9 +266,9 @@ class Linker:
                         cache = index_dir(self.store) / (
                             f"emb-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
                             f"{self._encoder.id}-{topic}-{lg}.npy")
-                    part = self._emb[pkey] = (rows, embed_rows(self._encoder, rows, cache))
+                    part = self._emb[pkey] = (rows, embed.embed_rows(self._encoder, rows, cache))
                 parts.append(part)
-            pool = self._emb[key] = EmbeddingPool(parts)
+            pool = self._emb[key] = embed.EmbeddingPool(parts)
         return pool
 
     def _embedding_stage(self, states: list[dict]) -> None:
@@ -265,9 +280,7 @@ class Linker:
         if not groups:
             return
         if self._encoder is None:
-            from kgcult.link.embed import Encoder
-
-            self._encoder = Encoder(self.model)
+            self._encoder = embed.Encoder(self.model)
         texts = sorted({s["mention"].strip() for g in groups.values() for s in g})
         vc = self._vec_cache  # mentions repeat a lot in model outputs: encode each once
         new = [t for t in texts if t not in vc]
@@ -276,8 +289,6 @@ class Linker:
                 vc.clear()
             vc.update(zip(new, self._encoder.encode(new)))  # one batched encoder call
         vec = {t: vc[t] for t in texts}
-        import numpy as np
-
         for key in sorted(groups):
             group = groups[key]
             pool = self._embedding_pool(*key)
@@ -445,11 +456,18 @@ class Linker:
         return out
 
 
+def _pipeline(stages: Iterable[str]) -> tuple[str, ...]:
+    """``stages`` checked and in pipeline order; the embedding stage needs its packages."""
+    stages = tuple(stages)
+    for s in stages:
+        if s not in C.STAGES:
+            raise KgcultError(f"unknown linking stage {s!r}: one of {', '.join(C.STAGES)}")
+    if "embedding" in stages:
+        embed.check_stack()
+    return tuple(s for s in C.STAGES if s in stages)
+
+
 _INPUT_FIELDS = frozenset({"mention", "lang", "topic", "country"})
 _UNRESOLVED = {"qid": None, "label": None, "label_en": None, "match": None, "lang_used": None,
                "status": "unresolved", "candidates": None, "evidence": None, "granularity": None,
                "granularity_score": None, "country": None, "description": None}
-
-
-def qid_iri(qid: str) -> str:
-    return vocab.WD + qid

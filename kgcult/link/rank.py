@@ -3,7 +3,8 @@
 Order: topic-valid before invalid; then the match kind (exact label < exact alias <
 normalized < English fallback < any language < fuzzy < tokens < embedding); within a
 kind an rdfs:label before a skos:altLabel, fewer edits before more (fuzzy), a higher
-score before a lower one (tokens, embedding); then the sitelink count (higher first); then the smaller QID number.
+score before a lower one (tokens, embedding); then the sitelink count (higher first); then
+the smaller QID number (``Linker._finish`` builds the keys).
 
 Candidates equal on everything but the QID are a tie: the result keeps the smaller QID
 (so output is reproducible) and says ``status: ambiguous`` with the tied candidates.
@@ -16,24 +17,8 @@ STAGE_RANK = {s: i for i, s in enumerate(STAGES)}
 STAGE_SCORE = {"exact": 1.0, "normalized": 0.9, "english": 0.85, "any": 0.8}
 
 
-def qnum(q: str) -> int:
-    try:
-        return int(q[1:])
-    except ValueError:
-        return 1 << 62
-
-
-def evidence_key(valid: bool, stage: str, alias: int, sub: float, sitelinks: int) -> tuple:
-    """Everything a ranking decision may rest on; equal keys = a tie."""
-    return (0 if valid else 1, STAGE_RANK[stage], alias, sub, -sitelinks)
-
-
-def rank_key(valid: bool, stage: str, alias: int, sub: float, sitelinks: int, qid: str) -> tuple:
-    return evidence_key(valid, stage, alias, sub, sitelinks) + (qnum(qid),)
-
-
 def score(stage: str, alias: int, sub: float) -> float:
-    """A display score in [0, 1] (the ranking uses the keys above, not this number)."""
+    """A display score in [0, 1]; ranking orders by the criteria above, not by it."""
     if stage in STAGE_SCORE:
         return round(STAGE_SCORE[stage] - 0.05 * alias, 4)
     if stage == "fuzzy":

@@ -5,10 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyoxigraph as ox
-
-from kgcult import vocab
-from kgcult import resources as resources
+from kgcult import ids, ontology, resources, vocab
 from kgcult.errors import KgcultError
 
 
@@ -30,15 +27,10 @@ class Topic:
 
 
 def load_topics(path: str | Path | None = None) -> list[Topic]:
+    """The topics of ``path`` (default: kgcult's ``ontology/topics.ttl``), sorted by name."""
     path = Path(path) if path else resources.ontology("topics.ttl")
-    try:
-        quads = list(ox.parse(path=str(path), format=ox.RdfFormat.TURTLE))
-    except (SyntaxError, OSError) as e:
-        raise KgcultError(f"{path}: cannot read the topic roots: {e}") from None
     k = vocab.KGC
-    props: dict = {}
-    for q in quads:
-        props.setdefault(q.subject, {}).setdefault(q.predicate.value, []).append(q.object)
+    props = ontology.by_subject(ontology.read(path))
     topics = []
     for subj, p in props.items():
         if not any(o.value == k + "Topic" for o in p.get(vocab.RDF + "type", [])):
@@ -51,7 +43,7 @@ def load_topics(path: str | Path | None = None) -> list[Topic]:
             try:
                 kinds.append(Kind(
                     order=int(kp[k + "order"][0].value),
-                    root=vocab.qid_of(kp[k + "kindRoot"][0].value),
+                    root=ids.parse(kp[k + "kindRoot"][0].value, "Q", field=f"{path}: kgc:kindRoot of {subj}"),
                     item_name=kp[k + "itemName"][0].value,
                     category_name=kp[k + "categoryName"][0].value,
                     score=int(kp[k + "score"][0].value) if k + "score" in kp else None,
@@ -61,7 +53,8 @@ def load_topics(path: str | Path | None = None) -> list[Topic]:
         kinds.sort(key=lambda x: x.order)
         topics.append(Topic(
             name=p[k + "name"][0].value,
-            roots=sorted(vocab.qid_of(o.value) for o in p.get(k + "root", [])),
+            roots=sorted(ids.parse(o.value, "Q", field=f"{path}: kgc:root of {subj}")
+                         for o in p.get(k + "root", [])),
             via=sorted(o.value.rsplit("/", 1)[-1] for o in p.get(k + "viaProperty", [])),
             kinds=kinds,
         ))

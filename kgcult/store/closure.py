@@ -7,6 +7,7 @@ its members reach each other (and themselves), and the cycle is reported.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,8 @@ from pyoxigraph import NamedNode, Quad
 from kgcult import ontology, vocab
 from kgcult.errors import KgcultError
 from kgcult.store.embedded import Store
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -163,14 +166,13 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, progress=None) -
     return reports
 
 
-def ensure_closure(store: Store, log=None) -> None:
+def ensure_closure(store: Store) -> None:
     """Rebuild the closure if data changed since it was built (embedded stores only)."""
     if store.remote or not store.closure_stale:
         return
     if store.read_only:
         raise KgcultError("the hierarchy closure is stale; run `kgcult closure` first")
-    if log:
-        log("closure is stale (data changed since it was built): rebuilding it now")
+    log.info("closure is stale (data changed since it was built): rebuilding it now")
     build(store)
 
 
