@@ -282,7 +282,7 @@ def test_missing_model_is_a_clear_error(tmp_path):
 
 
 def test_spectral_model_matrix_rows_are_distributions(tiny_bert, tmp_path):
-    from kgcult.spectral import analysis as spectral
+    from kgcult import spectral
     from kgcult.probe.run import make_scorer
 
     m = models.load(str(tiny_bert))

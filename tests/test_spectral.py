@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from kgcult.spectral import analysis as S
+from kgcult import spectral as S
 
 
 def run_cli(args):

@@ -10,7 +10,7 @@ import pytest
 
 from kgcult.store import closure as hierarchy
 from kgcult import resources as resources
-from kgcult.synth import generate as synth
+from kgcult import synth
 from kgcult.synth import taxonomy
 from kgcult.errors import KgcultError
 from kgcult.store import Store

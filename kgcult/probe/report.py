@@ -5,7 +5,7 @@ table gives, per country (and "All"), the mean ± population std over the templa
 DLAMA: per culture and predicate, P@1, object entropy and the most common predictions;
 the culture's aggregate P@1 is over all its triples, its entropy the mean over predicates.
 
-Writes results.csv, results.json, results.md and results.png (matplotlib, Agg backend).
+Writes results.csv, results.json, results.md and results.png (:mod:`kgcult.probe.plots`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from kgcult import files
 from kgcult.probe import metrics as M
+from kgcult.probe import plots, vectors
 from kgcult.probe.run import read_predictions
 
 ALL = "All"
@@ -31,8 +33,6 @@ def _fmt(mean, std, scale=100.0, digits=2):
 
 def fmlama_report(out_dir: str | Path, embeddings: str = "auto", plot: bool = True) -> dict:
     run, rows = read_predictions(out_dir)
-    from kgcult.probe import vectors
-
     vec = vectors.get(embeddings, run.get("lang", "en"))
     if vec is not None and hasattr(vec, "warm"):
         vec.warm({x for r in rows for x in r["gold"] + r["top"][:len(r["gold"])]})
@@ -70,8 +70,8 @@ def fmlama_report(out_dir: str | Path, embeddings: str = "auto", plot: bool = Tr
     }
     d = Path(out_dir)
     _clean_nan(result)
-    (d / "results.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    with (d / "results.csv").open("w", newline="", encoding="utf-8") as f:
+    files.atomic_write(d / "results.json", json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+    with files.atomic_open(d / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["origin", "dishes", "mAP", "mAP_std", "mWS", "mWS_std"])
         for c in countries:
@@ -89,9 +89,9 @@ def fmlama_report(out_dir: str | Path, embeddings: str = "auto", plot: bool = Tr
     for c in countries:
         lines.append(f"| {c['origin']} | {c['dishes']} | {_fmt(c['mAP'], c['mAP_std'])} | "
                      f"{_fmt(c['mWS'], c['mWS_std'])} |")
-    (d / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    files.atomic_write(d / "results.md", "\n".join(lines) + "\n")
     if plot:
-        _bar_chart(d / "results.png", [c["origin"] for c in countries],
+        plots.bar_chart(d / "results.png", [c["origin"] for c in countries],
                    [("mAP", [c["mAP"] for c in countries], [c["mAP_std"] for c in countries]),
                     ("mWS", [c["mWS"] for c in countries], [c["mWS_std"] for c in countries])],
                    f"FmLAMA {run.get('lang')}: {run.get('model')}")
@@ -127,8 +127,8 @@ def dlama_report(out_dir: str | Path, plot: bool = True) -> dict:
     result = {"task": "dlama", "model": run.get("model"), "lang": run.get("lang"),
               "scoring": run.get("scoring"), "cultures": cultures, "predicates": cells}
     d = Path(out_dir)
-    (d / "results.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    with (d / "results.csv").open("w", newline="", encoding="utf-8") as f:
+    files.atomic_write(d / "results.json", json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+    with files.atomic_open(d / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["culture", "predicate", "facts", "P@1", "entropy"])
         for c in cells:
@@ -154,9 +154,9 @@ def dlama_report(out_dir: str | Path, plot: bool = True) -> dict:
         mc = c["most_common"]
         f = lambda xs: ", ".join(f"{x['object']} ({x['percent']}%)" for x in xs) or "–"  # noqa: E731
         lines.append(f"| {c['culture']} | {c['predicate']} | {f(mc['correct'])} | {f(mc['wrong'])} |")
-    (d / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    files.atomic_write(d / "results.md", "\n".join(lines) + "\n")
     if plot:
-        _bar_chart(d / "results.png", cult_names, [("P@1", [c["P@1"] for c in cultures], None)],
+        plots.bar_chart(d / "results.png", cult_names, [("P@1", [c["P@1"] for c in cultures], None)],
                    f"DLAMA {run.get('lang')}: {run.get('model')}")
     return result
 
@@ -185,27 +185,3 @@ def _clean_nan(obj):
         for v in obj:
             _clean_nan(v)
 
-
-def _bar_chart(path: Path, names, series, title: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    x = np.arange(len(names))
-    width = 0.8 / max(1, len(series))
-    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(names) + 2), 4))
-    for i, (label, vals, errs) in enumerate(series):
-        v = np.array([np.nan if a is None else 100 * a for a in vals], dtype=float)
-        e = None if errs is None else np.array([0 if a is None else 100 * a for a in errs], dtype=float)
-        if np.all(np.isnan(v)):
-            continue
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, np.nan_to_num(v), width, yerr=e, capsize=2, label=label)
-    ax.set_xticks(x)
-    ax.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("%")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

