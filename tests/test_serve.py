@@ -13,7 +13,10 @@ from contextlib import ExitStack
 import pytest
 
 from kgcult import inspection as inspect
-from kgcult.serve import app as serve
+from kgcult.serve.config import ServeConfig, check_config, is_loopback
+from kgcult.serve.endpoint import SparqlApp
+from kgcult.serve.protocol import HttpError, parse_accept
+from kgcult.sparql.text import classify, first_keyword
 from kgcult.errors import KgcultError
 from kgcult.store import Store
 
@@ -39,7 +42,7 @@ def make_server(tmp_path):
     with ExitStack() as stack:
         count = iter(range(1000))
 
-        def start(cfg: serve.ServeConfig, writable_store: bool = False):
+        def start(cfg: ServeConfig, writable_store: bool = False):
             path = build_store(tmp_path / f"store{next(count)}")
             return stack.enter_context(running_server(path, cfg, read_only=not writable_store))
 
@@ -228,29 +231,29 @@ def test_update_without_writable_is_403_everywhere(server):
 def test_non_loopback_writable_without_token_refused_at_start(store_path):
     for bind in ("0.0.0.0", "192.0.2.10", "::"):
         with pytest.raises(KgcultError, match="not a loopback address"):
-            serve.check_config(serve.ServeConfig(bind=bind, writable=True))
+            check_config(ServeConfig(bind=bind, writable=True))
     r = run_cli(["serve", "--bind", "0.0.0.0", "--port", "0", "--writable"], store_path)
     assert r.exit_code == 1
     assert "refusing --writable on 0.0.0.0" in r.output
     # with a token it is accepted (not started here)
-    cfg = serve.check_config(serve.ServeConfig(bind="0.0.0.0", writable=True, token="s3cret-token-123"))
+    cfg = check_config(ServeConfig(bind="0.0.0.0", writable=True, token="s3cret-token-123"))
     assert cfg.token == "s3cret-token-123"
     # loopback without a token: a random token is generated, updates still need it
-    cfg = serve.check_config(serve.ServeConfig(bind="127.0.0.1", writable=True))
+    cfg = check_config(ServeConfig(bind="127.0.0.1", writable=True))
     assert cfg.generated_token and len(cfg.token) >= 24
     with pytest.raises(KgcultError, match="--token only makes sense with --writable"):
-        serve.check_config(serve.ServeConfig(token="abcdefghijk"))
+        check_config(ServeConfig(token="abcdefghijk"))
 
 
 def test_is_loopback():
-    assert serve.is_loopback("127.0.0.1") and serve.is_loopback("::1") and serve.is_loopback("localhost")
-    assert serve.is_loopback("127.8.0.1")
-    assert not serve.is_loopback("0.0.0.0") and not serve.is_loopback("10.1.2.3") and not serve.is_loopback("::")
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert is_loopback("127.8.0.1")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3") and not is_loopback("::")
 
 
 def test_writable_with_token(make_server):
     token = "t0ken-for-the-test"
-    srv = make_server(serve.ServeConfig(port=0, writable=True, token=token), writable_store=True)
+    srv = make_server(ServeConfig(port=0, writable=True, token=token), writable_store=True)
     u = srv.url
     body = INSERT.encode()
     ctype = {"Content-Type": "application/sparql-update"}
@@ -282,7 +285,7 @@ CROSS_COUNT = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
 
 
 def test_timeout_streaming_query_is_504(make_server):
-    srv = make_server(serve.ServeConfig(port=0, timeout=0.3, max_rows=10**9, max_bytes=10**10))
+    srv = make_server(ServeConfig(port=0, timeout=0.3, max_rows=10**9, max_bytes=10**10))
     status, _, body = post_query(srv.url, CROSS)
     assert status == 504 and b"timed out" in body
     # the server keeps answering
@@ -291,14 +294,14 @@ def test_timeout_streaming_query_is_504(make_server):
 
 
 def test_timeout_inside_one_evaluation_step_is_504(make_server):
-    srv = make_server(serve.ServeConfig(port=0, timeout=0.05))
+    srv = make_server(ServeConfig(port=0, timeout=0.05))
     status, _, body = post_query(srv.url, CROSS_COUNT)
     assert status == 504
     assert post_query(srv.url, "ASK { ?s ?p ?o }")[0] == 200
 
 
 def test_result_row_and_byte_limits(make_server):
-    srv = make_server(serve.ServeConfig(port=0, max_rows=3, max_bytes=2000))
+    srv = make_server(ServeConfig(port=0, max_rows=3, max_bytes=2000))
     q = "SELECT ?s ?l WHERE { ?s rdfs:label ?l } ORDER BY ?s ?l"
     status, headers, body = post_query(srv.url, q)
     assert status == 507 and b"more than 3 rows" in body and headers["X-Kgcult-Limit"] == "rows=3"
@@ -315,7 +318,7 @@ def test_result_row_and_byte_limits(make_server):
 
 def test_busy_pool_answers_503(store_path):
     st = Store(store_path, read_only=True)
-    app = serve.SparqlApp(st, serve.check_config(serve.ServeConfig(workers=1, queue=0, timeout=30)))
+    app = SparqlApp(st, check_config(ServeConfig(workers=1, queue=0, timeout=30)))
     gate, started = threading.Event(), threading.Event()
 
     def blocker(deadline, cancel):
@@ -327,7 +330,7 @@ def test_busy_pool_answers_503(store_path):
     t = threading.Thread(target=lambda: results.append(app.run(blocker)))
     t.start()
     assert started.wait(10)
-    with pytest.raises(serve.HttpError) as e:
+    with pytest.raises(HttpError) as e:
         app.run(lambda d, c: "never")
     assert e.value.status == 503 and e.value.headers["Retry-After"] == "1"
     gate.set()
@@ -340,7 +343,7 @@ def test_busy_pool_answers_503(store_path):
 
 def test_queue_timeout_drops_a_waiting_query(store_path):
     st = Store(store_path, read_only=True)
-    app = serve.SparqlApp(st, serve.check_config(serve.ServeConfig(workers=1, queue=4, timeout=30, queue_timeout=0.2)))
+    app = SparqlApp(st, check_config(ServeConfig(workers=1, queue=4, timeout=30, queue_timeout=0.2)))
     gate, started, ran = threading.Event(), threading.Event(), []
 
     def blocker(deadline, cancel):
@@ -351,7 +354,7 @@ def test_queue_timeout_drops_a_waiting_query(store_path):
     t = threading.Thread(target=lambda: app.run(blocker))
     t.start()
     assert started.wait(10)
-    with pytest.raises(serve.HttpError) as e:
+    with pytest.raises(HttpError) as e:
         app.run(lambda d, c: ran.append(1))
     assert e.value.status == 503 and "no query worker became free" in e.value.message
     gate.set()
@@ -363,7 +366,7 @@ def test_queue_timeout_drops_a_waiting_query(store_path):
 
 
 def test_request_body_limit(make_server):
-    srv = make_server(serve.ServeConfig(port=0, max_request_bytes=1000))
+    srv = make_server(ServeConfig(port=0, max_request_bytes=1000))
     status, _, _ = http(srv.url + "/query", b"SELECT * WHERE {}" + b" " * 2000, {"Content-Type": "application/sparql-query"})
     assert status == 413
 
@@ -431,17 +434,17 @@ def test_status_endpoint(server):
 
 
 def test_classify():
-    assert serve.classify("PREFIX a: <x:>\nBASE <http://b/>\n# c\n  insert data {}") == "update"
-    assert serve.classify("select * {}") == "query"
-    assert serve.classify("WITH <g> DELETE {} WHERE {}") == "update"
-    assert serve.classify("# only a comment") is None
-    assert serve.first_keyword("PREFIX : <http://x/> CONSTRUCT {} WHERE {}") == "construct"
+    assert classify("PREFIX a: <x:>\nBASE <http://b/>\n# c\n  insert data {}") == "update"
+    assert classify("select * {}") == "query"
+    assert classify("WITH <g> DELETE {} WHERE {}") == "update"
+    assert classify("# only a comment") is None
+    assert first_keyword("PREFIX : <http://x/> CONSTRUCT {} WHERE {}") == "construct"
 
 
 def test_parse_accept():
-    assert serve.parse_accept("text/csv;q=0.5, application/json, */*;q=0.1") == ["application/json", "text/csv", "*/*"]
-    assert serve.parse_accept("text/csv;q=0") == []
-    assert serve.parse_accept(None) == []
+    assert parse_accept("text/csv;q=0.5, application/json, */*;q=0.1") == ["application/json", "text/csv", "*/*"]
+    assert parse_accept("text/csv;q=0") == []
+    assert parse_accept(None) == []
 
 
 # -- the command itself, as a process ------------------------------------------------------

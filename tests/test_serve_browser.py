@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kgcult.serve import app as serve
+from kgcult.serve.pages import EXAMPLES
 
 from tests.conftest import build_store, running_server
 
@@ -55,7 +55,7 @@ def test_page_runs_an_example_query(server, tmp_path):
     assert '<a href="/entity/Q17?lang=en" class="entity">' in page
     assert "3 rows in" in page
     # the example buttons are there
-    for ex in serve.EXAMPLES:
+    for ex in EXAMPLES:
         assert f'id="example-{ex["id"]}"' in page
 
     shot = tmp_path / "query-page.png"

@@ -1,16 +1,13 @@
-"""``kgcult serve``: the CLI layer over :func:`kgcult.serve.serve`."""
+"""``kgcult serve``: the CLI layer over :class:`kgcult.serve.Server`."""
 from __future__ import annotations
 
 import os
 
 import click
 
-from kgcult.serve import app as serve_mod
-from kgcult.errors import KgcultError
-
-
-def _info(msg: str) -> None:
-    click.echo(msg, err=True)
+from kgcult.cli.main import info
+from kgcult.serve import Server, ServeConfig
+from kgcult.serve.config import check_config, open_for_serving
 
 
 @click.command("serve")
@@ -47,25 +44,19 @@ def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, worker
       curl -H 'Accept: text/csv' --data-urlencode 'query=SELECT * WHERE { ?s ?p ?o } LIMIT 3' \\
            http://127.0.0.1:7878/query
     """
-    cfg = serve_mod.ServeConfig(bind=bind, port=port, writable=writable, token=token or None, timeout=timeout,
-                                max_rows=max_rows, max_bytes=max_bytes, workers=workers, queue=queue,
-                                queue_timeout=queue_timeout, cors=cors,
-                                log=None if quiet else _info)
-    serve_mod.check_config(cfg)  # refuse unsafe settings before opening the store
-    store = serve_mod.open_for_serving(obj.location, writable)
+    cfg = ServeConfig(bind=bind, port=port, writable=writable, token=token or None, timeout=timeout,
+                      max_rows=max_rows, max_bytes=max_bytes, workers=workers, queue=queue,
+                      queue_timeout=queue_timeout, cors=cors, access_log=not quiet)
+    check_config(cfg)  # refuse unsafe settings before opening the store
+    store = open_for_serving(obj.location, writable)
     obj._store = store  # closed by the CLI context
     if store.closure_stale:
-        _info("warning: the hierarchy closure is stale or missing; queries on kgc: closure graphs "
-              "(and the example queries) miss facts until you run `kgcult closure`")
-
-    def ready(server):
-        _info(f"kgcult serve: {os.path.abspath(obj.location)} at {server.url}/ "
-              f"(SPARQL endpoint {server.url}/query, {'writable' if writable else 'read-only'})")
+        info("warning: the hierarchy closure is stale or missing; queries on kgc: closure graphs "
+             "(and the example queries) miss facts until you run `kgcult closure`")
+    with Server(store, cfg) as server:
+        info(f"kgcult serve: {os.path.abspath(obj.location)} at {server.url}/ "
+             f"(SPARQL endpoint {server.url}/query, {'writable' if writable else 'read-only'})")
         if cfg.generated_token:
-            _info(f"updates at {server.url}/update need: Authorization: Bearer {cfg.token}")
-        _info("press Ctrl+C to stop")
-
-    try:
-        serve_mod.serve(store, cfg, ready=ready)
-    except OSError as e:  # pragma: no cover - bind errors become KgcultError already
-        raise KgcultError(str(e)) from None
+            info(f"updates at {server.url}/update need: Authorization: Bearer {cfg.token}")
+        info("press Ctrl+C to stop")
+        server.serve_forever()

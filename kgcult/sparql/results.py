@@ -1,19 +1,49 @@
-"""Writing SPARQL results: table, csv, tsv, json (W3C SPARQL 1.1 Query Results JSON) and
-jsonl for SELECT; the same for ASK; N-Triples for CONSTRUCT and DESCRIBE."""
+"""SPARQL results, written one way for ``kgcult sparql`` and ``kgcult serve``.
+
+The W3C formats (JSON, XML, CSV, TSV) come from pyoxigraph's serializer; kgcult adds only
+what pyoxigraph has no form for: the CLI's table and jsonl, and serializing a list of
+rows (a result cut at the server's row limit) rather than a live result.
+CONSTRUCT and DESCRIBE print as N-Triples.
+"""
 from __future__ import annotations
 
-import io
 import json
-from typing import IO
+from typing import IO, Iterable, Sequence
 
 import pyoxigraph as ox
 from pyoxigraph import BlankNode, Literal, NamedNode, QueryResultsFormat
 
 from kgcult import vocab
 
-FORMATS = ("table", "csv", "tsv", "json", "jsonl")
-_W3C = {"csv": QueryResultsFormat.CSV, "tsv": QueryResultsFormat.TSV, "json": QueryResultsFormat.JSON}
-_XSD_STRING = vocab.XSD + "string"
+FORMATS = ("table", "csv", "tsv", "json", "jsonl")  # of `kgcult sparql`
+W3C = {"json": QueryResultsFormat.JSON, "xml": QueryResultsFormat.XML,
+       "csv": QueryResultsFormat.CSV, "tsv": QueryResultsFormat.TSV}
+_INTEGERS = {vocab.XSD + t for t in ("integer", "int", "long")}
+_DECIMALS = {vocab.XSD + t for t in ("decimal", "double", "float")}
+
+
+def tsv(variables: Sequence[str], rows: Iterable[Sequence]) -> bytes:
+    """Solutions as W3C SPARQL TSV, terms in N-Triples syntax (a row: terms or None, in
+    the order of ``variables``; a pyoxigraph QuerySolution is one)."""
+    lines = ["\t".join("?" + v for v in variables)]
+    lines += ["\t".join("" if t is None else str(t) for t in row) for row in rows]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def serialize_rows(variables: Sequence[str], rows: Iterable[Sequence], fmt: str) -> bytes:
+    """A list of solutions in a W3C format (``json``, ``xml``, ``csv``, ``tsv``).
+
+    pyoxigraph serializes only its own result iterators, so the rows reach it as TSV,
+    which keeps every term exactly."""
+    data = tsv(variables, rows)
+    if fmt == "tsv":
+        return data
+    return ox.parse_query_results(data, format=W3C["tsv"]).serialize(format=W3C[fmt])
+
+
+def serialize_boolean(result: ox.QueryBoolean, fmt: str) -> bytes:
+    """An ASK answer in a W3C format."""
+    return result.serialize(format=W3C[fmt])
 
 
 def compact(term) -> str:
@@ -41,32 +71,28 @@ def plain(term):
         return None
     if isinstance(term, Literal):
         dt = term.datatype.value
-        if dt in (vocab.XSD + "integer", vocab.XSD + "int", vocab.XSD + "long"):
-            try:
+        try:
+            if dt in _INTEGERS:
                 return int(term.value)
-            except ValueError:
-                return term.value
-        if dt in (vocab.XSD + "decimal", vocab.XSD + "double", vocab.XSD + "float"):
-            try:
+            if dt in _DECIMALS:
                 return float(term.value)
-            except ValueError:
-                return term.value
+        except ValueError:
+            return term.value
         if dt == vocab.XSD + "boolean":
             return term.value == "true"
-        return term.value
     return term.value
 
 
 def write(result, fmt: str, out: IO[str]) -> int:
-    """Write a query result to a text stream; returns the number of rows (or triples)."""
-    if isinstance(result, ox.QueryBoolean) or isinstance(result, bool):
-        value = bool(result)
-        if fmt == "json":
-            out.write(json.dumps({"head": {}, "boolean": value}) + "\n")
-        elif fmt == "jsonl":
-            out.write(json.dumps({"boolean": value}) + "\n")
+    """Write a query result in a :data:`FORMATS` format to a text stream; returns the
+    number of rows (or triples)."""
+    if isinstance(result, ox.QueryBoolean):
+        if fmt == "jsonl":
+            out.write(json.dumps({"boolean": bool(result)}) + "\n")
+        elif fmt == "table":
+            out.write(("true" if result else "false") + "\n")
         else:
-            out.write(("true" if value else "false") + "\n")
+            out.write(serialize_boolean(result, fmt).decode("utf-8").rstrip("\n") + "\n")
         return 1
     if isinstance(result, ox.QueryTriples):
         n = 0
@@ -74,15 +100,6 @@ def write(result, fmt: str, out: IO[str]) -> int:
             out.write(f"{t} .\n")
             n += 1
         return n
-    # SELECT
-    if fmt in _W3C:
-        buf = io.BytesIO()
-        rows = list(result)
-        _serialize_solutions(_Solutions(result.variables, rows), fmt, buf)
-        out.write(buf.getvalue().decode("utf-8"))
-        if fmt == "json":
-            out.write("\n")
-        return len(rows)
     names = [v.value for v in result.variables]
     if fmt == "jsonl":
         n = 0
@@ -90,59 +107,13 @@ def write(result, fmt: str, out: IO[str]) -> int:
             out.write(json.dumps({k: plain(sol[k]) for k in names}, ensure_ascii=False) + "\n")
             n += 1
         return n
-    rows = [[compact(sol[k]) for k in names] for sol in result]
-    _table(names, rows, out)
+    rows = list(result)
+    if fmt in W3C:
+        text = serialize_rows(names, rows, fmt).decode("utf-8")
+        out.write(text if text.endswith("\n") else text + "\n")
+    else:
+        _table(names, [[compact(t) for t in sol] for sol in rows], out)
     return len(rows)
-
-
-class _Solutions:
-    def __init__(self, variables, rows):
-        self.variables, self.rows = variables, rows
-
-
-def _serialize_solutions(sols: _Solutions, fmt: str, buf: io.BytesIO) -> None:
-    names = [v.value for v in sols.variables]
-    if fmt == "json":
-        bindings = []
-        for sol in sols.rows:
-            b = {}
-            for k in names:
-                t = sol[k]
-                if t is not None:
-                    b[k] = json_term(t)
-            bindings.append(b)
-        doc = {"head": {"vars": names}, "results": {"bindings": bindings}}
-        buf.write(json.dumps(doc, ensure_ascii=False).encode("utf-8"))
-    elif fmt == "csv":
-        import csv
-
-        text = io.StringIO()
-        w = csv.writer(text, lineterminator="\r\n")
-        w.writerow(names)
-        for sol in sols.rows:
-            w.writerow(["" if sol[k] is None else sol[k].value for k in names])
-        buf.write(text.getvalue().encode("utf-8"))
-    else:  # tsv: W3C SPARQL TSV, terms in Turtle/N-Triples syntax
-        lines = ["\t".join("?" + n for n in names)]
-        for sol in sols.rows:
-            lines.append("\t".join("" if sol[k] is None else str(sol[k]) for k in names))
-        buf.write(("\n".join(lines) + "\n").encode("utf-8"))
-
-
-def json_term(t) -> dict:
-    """A term in W3C SPARQL 1.1 Query Results JSON form."""
-    if isinstance(t, NamedNode):
-        return {"type": "uri", "value": t.value}
-    if isinstance(t, BlankNode):
-        return {"type": "bnode", "value": t.value}
-    if isinstance(t, Literal):
-        d = {"type": "literal", "value": t.value}
-        if t.language:
-            d["xml:lang"] = t.language
-        elif t.datatype.value != _XSD_STRING:
-            d["datatype"] = t.datatype.value
-        return d
-    return {"type": "triple", "value": str(t)}
 
 
 def _table(names: list[str], rows: list[list[str]], out: IO[str], max_width: int = 60) -> None:

@@ -1,0 +1,82 @@
+"""The server's settings, the checks that refuse unsafe ones before anything listens,
+and the store a configuration may serve."""
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import socket
+from dataclasses import dataclass, field
+
+from kgcult.errors import KgcultError
+from kgcult.store import Store, open_store
+
+
+@dataclass
+class ServeConfig:
+    bind: str = "127.0.0.1"
+    port: int = 7878
+    writable: bool = False
+    token: str | None = None
+    timeout: float = 30.0          # seconds per query (and per entity page)
+    max_rows: int = 100_000        # rows of a SELECT, triples of a CONSTRUCT
+    max_bytes: int = 64 << 20      # serialized response size
+    workers: int = 8               # query worker threads (Oxigraph evaluates without the GIL)
+    queue: int = 64                # queries waiting for a worker before 503
+    queue_timeout: float | None = None  # seconds a query may wait for a worker (default: timeout)
+    max_request_bytes: int = 1 << 20
+    read_timeout: float = 10.0     # seconds a connection may stay silent (slow or idle clients)
+    cors: bool = False
+    access_log: bool = False       # one INFO line per request on the kgcult.serve.app logger
+    generated_token: bool = field(default=False, repr=False)
+
+
+def is_loopback(host: str) -> bool:
+    """True if ``host`` (an address or a name) only ever means this machine."""
+    host = host.strip("[]")
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    addrs = {i[4][0] for i in infos}
+    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
+
+
+def check_config(cfg: ServeConfig) -> ServeConfig:
+    """Refuse unsafe or impossible settings before anything listens; on a loopback bind,
+    ``writable`` without a token gets a generated one."""
+    if cfg.token is not None and len(cfg.token) < 8:
+        raise KgcultError("--token: use at least 8 characters")
+    if cfg.token is not None and not cfg.writable:
+        raise KgcultError("--token only makes sense with --writable (the endpoint is read-only without it)")
+    if cfg.writable and not cfg.token:
+        if not is_loopback(cfg.bind):
+            raise KgcultError(
+                f"refusing --writable on {cfg.bind}, which is not a loopback address, without "
+                "--token: anyone who can reach it could change the store"
+            )
+        cfg.token = secrets.token_urlsafe(24)
+        cfg.generated_token = True
+    if cfg.queue_timeout is not None and cfg.queue_timeout < 0:
+        raise KgcultError("--queue-timeout must be 0 or more")
+    for name in ("timeout", "max_rows", "max_bytes", "workers", "max_request_bytes", "read_timeout"):
+        if getattr(cfg, name) <= 0:
+            raise KgcultError(f"--{name.replace('_', '-')} must be positive")
+    if cfg.queue < 0:
+        raise KgcultError("--queue must be 0 or more")
+    if not 0 <= cfg.port < 65536:
+        raise KgcultError(f"--port {cfg.port}: not a TCP port")
+    return cfg
+
+
+def open_for_serving(location: str, writable: bool) -> Store:
+    """The embedded store at ``location``, read-only unless updates are allowed."""
+    store = open_store(location, read_only=not writable)
+    if store.remote:
+        raise KgcultError("kgcult serve serves an embedded store, not a remote endpoint")
+    return store
