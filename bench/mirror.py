@@ -37,9 +37,10 @@ RESULTS = ROOT / "bench" / "results"
 
 import pyoxigraph as ox  # noqa: E402
 
+from kgcult import vocab  # noqa: E402
 from kgcult.acquire import endpoint as m  # noqa: E402
-from kgcult import vocab
 from kgcult.acquire import specs as subgraphs  # noqa: E402
+from kgcult.acquire.fetch import EndpointClient, MirrorConfig  # noqa: E402
 from kgcult.sparql.text import values_clause  # noqa: E402
 from kgcult.store import Store  # noqa: E402
 
@@ -81,7 +82,7 @@ def single_construct(url: str, spec, subjects: list[str]) -> tuple[int, float, i
     else:
         props = ", ".join(str(vocab.wdt(p)) for p in spec.properties)
         q = f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {ids} ?s ?p ?o FILTER(?p IN ({props})) }}"
-    client = m.SparqlClient(m.MirrorConfig(endpoint=url, timeout=600))
+    client = EndpointClient(MirrorConfig(endpoint=url, timeout=600))
     t0 = time.perf_counter()
     before = client.bytes
     triples = client.construct(q, f"{spec.name} (single CONSTRUCT)")
@@ -99,7 +100,7 @@ def run_mirror(url, specs, work: Path, tag: str, conc: int, batch: int, cbatch: 
     loc = work / f"store-{tag}"
     shutil.rmtree(loc, ignore_errors=True)
     shutil.rmtree(str(loc) + ".mirror-checkpoint.sqlite", ignore_errors=True)
-    cfg = m.MirrorConfig(endpoint=url, concurrency=conc, batch_size=batch, class_batch_size=cbatch)
+    cfg = MirrorConfig(endpoint=url, concurrency=conc, batch_size=batch, class_batch_size=cbatch)
     t0 = time.perf_counter()
     with Store(loc) as st:
         reports = m.mirror(st, config=cfg, specs=specs)
@@ -175,7 +176,7 @@ def main() -> int:
                        f"Python {platform.python_version()}, pyoxigraph {ox.__version__}",
             "source": str(STANDIN.name),
             "server_load_s": round(load_s, 1),
-            "format": m.MirrorConfig().construct_format,
+            "format": MirrorConfig().construct_format,
             "triples": total,
             "single_construct_runs_s": [round(x, 2) for x in limit_runs],
             "single_construct_s": round(limit_s, 2),

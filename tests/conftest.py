@@ -56,11 +56,11 @@ def build_store(path: Path, files=(SERVE_FOOD,)) -> Path:
 @contextmanager
 def running_server(path: Path, config=None, read_only: bool = True):
     """`kgcult serve` in-process on a free loopback port over the store at ``path``."""
-    from kgcult.serve import app as serve
+    from kgcult.serve import Server, ServeConfig
     from kgcult.store import Store
 
     st = Store(path, read_only=read_only)
-    srv = serve.make_server(st, config or serve.ServeConfig(port=0)).start()
+    srv = Server(st, config or ServeConfig(port=0)).start()
     try:
         yield srv
     finally:

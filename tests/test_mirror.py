@@ -10,9 +10,12 @@ import pytest
 from tests.conftest import run_cli
 from tests.test_mirror_proxy import FaultProxy
 
-from kgcult.acquire import endpoint as m
 from kgcult import vocab
+from kgcult.acquire import endpoint as m
 from kgcult.acquire import specs as subgraphs
+from kgcult.acquire.crawl import entity_id
+from kgcult.acquire.fetch import EndpointClient
+from kgcult.acquire.queries import labels_query, template
 from kgcult.store import Store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mirror" / "graph.ttl"
@@ -39,7 +42,7 @@ def fast_config(url, **kw) -> m.MirrorConfig:
 
 
 def _entity(term) -> str | None:
-    return m.entity_id(term)
+    return entity_id(term)
 
 
 def reference_selection(ox_store: ox.Store, specs: dict) -> dict[str, set[str]]:
@@ -90,7 +93,7 @@ def reference_selection(ox_store: ox.Store, specs: dict) -> dict[str, set[str]]:
             triples = list(ox_store.query(q, use_default_graph_as_union=True))
             if spec.sitelinks:
                 triples += list(ox_store.query(
-                    f"CONSTRUCT {{ ?s <{m.subgraphs.SITELINKS}> ?n }} WHERE {{ {ids} ?s <{m.subgraphs.SITELINKS}> ?n }}",
+                    f"CONSTRUCT {{ ?s <{subgraphs.SITELINKS}> ?n }} WHERE {{ {ids} ?s <{subgraphs.SITELINKS}> ?n }}",
                     use_default_graph_as_union=True))
         else:
             props = ", ".join(f"<{vocab.WDT}{p}>" for p in spec.properties)
@@ -231,7 +234,7 @@ def test_retry_budget(fixture_server, tmp_path):
 def test_retry_after_is_honoured(fixture_server):
     slept = []
     with FaultProxy(fixture_server.url, always="429", retry_after="2") as p:
-        client = m.SparqlClient(fast_config(p.url, max_attempts=3, sleep=slept.append))
+        client = EndpointClient(fast_config(p.url, max_attempts=3, sleep=slept.append))
         with pytest.raises(m.MirrorError, match="HTTP 429"):
             client.select_iris("SELECT ?x WHERE { ?x ?p ?o } LIMIT 1", "x", "probe")
     assert slept == [2.0, 2.0]
@@ -241,7 +244,7 @@ def test_retry_after_is_honoured(fixture_server):
 def test_bad_responses_are_retried_never_loaded(fixture_server, fault):
     slept = []
     with FaultProxy(fixture_server.url, always=fault) as p:
-        client = m.SparqlClient(fast_config(p.url, max_attempts=2, sleep=slept.append))
+        client = EndpointClient(fast_config(p.url, max_attempts=2, sleep=slept.append))
         with pytest.raises(m.MirrorError, match="failed 2 times"):
             client.construct(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ VALUES ?s {{ <{WD}Q100> }} ?s ?p ?o }}", "probe")
         with pytest.raises(m.MirrorError, match="failed 2 times"):
@@ -252,7 +255,7 @@ def test_bad_responses_are_retried_never_loaded(fixture_server, fault):
 def test_backoff_grows_with_jitter(fixture_server):
     slept = []
     with FaultProxy(fixture_server.url, always="500") as p:
-        client = m.SparqlClient(fast_config(p.url, max_attempts=5, backoff=1.0, max_backoff=100, sleep=slept.append))
+        client = EndpointClient(fast_config(p.url, max_attempts=5, backoff=1.0, max_backoff=100, sleep=slept.append))
         with pytest.raises(m.MirrorError):
             client.select_iris("SELECT ?x WHERE { ?x ?p ?o }", "x", "probe")
     assert len(slept) == 4
@@ -295,7 +298,7 @@ def test_injection_in_spec_file_is_rejected(tmp_path, field, value, needle):
 
 
 def test_language_values_are_bound_not_formatted():
-    q = m.labels_query(m.template("labels"), ["Q1"], [vocab.RDFS + "label"], ['x") } DROP ALL #'])
+    q = labels_query(template("labels"), ["Q1"], [vocab.RDFS + "label"], ['x") } DROP ALL #'])
     # even an unvalidated value can only ever be a literal inside VALUES
     assert '"x\\") } DROP ALL #"' in q
     ox.Store().query(q)  # still one well-formed query

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kgcult.acquire import endpoint as m
+from kgcult.acquire import specs as subgraphs
 from kgcult.store import Store
 
 from tests.test_mirror import FIXTURE, data_quads, fast_config
@@ -92,4 +93,4 @@ def test_kill9_at_random_points_then_resume(server, clean, tmp_path):
         assert not [g for g in st.graph_counts() if "/staging/" in g]
         # one provenance record per subgraph, however many times it was interrupted
         recs = [r for r in st.provenance() if r.get("kind") == "mirror"]
-        assert sorted(r["subgraph"] for r in recs) == sorted(m.subgraphs.load_specs())
+        assert sorted(r["subgraph"] for r in recs) == sorted(subgraphs.load_specs())

@@ -16,11 +16,13 @@ from kgcult.store import closure as hierarchy
 from kgcult.serve import app as serve
 from kgcult.store import snapshot
 from kgcult.errors import KgcultError
-from kgcult.store.remote import RemoteError, RemoteStore
+from kgcult.sparql.client import RemoteError
+from kgcult.store.remote import RemoteStore
 from kgcult.store import Store, open_store
 
 from tests.conftest import SERVE_FOOD as FOOD
 from tests.conftest import build_store, free_port, run_cli, running_server
+from tests.test_mirror_proxy import FaultProxy
 
 WD = vocab.WD
 
@@ -217,6 +219,18 @@ def test_timeout_of_a_silent_endpoint():
             st.query("ASK {}")
     finally:
         sock.close()
+
+
+def test_busy_endpoint_is_retried_then_named(served):
+    """The remote store shares the mirror's HTTP client: a 503 is retried (Retry-After
+    obeyed), and one that persists fails naming the endpoint, the status and the tries."""
+    with FaultProxy(served.url + "/query", faults=("503",), rate=1.0, max_consecutive=1) as p:
+        assert bool(RemoteStore(p.url).query("ASK { ?s ?p ?o }"))
+        assert p.stats == {"503": 1, "ok": 1}
+    with FaultProxy(served.url + "/query", always="503") as p:
+        with pytest.raises(RemoteError, match=r"/query: failed 3 times, last: HTTP 503 Service Unavailable"):
+            RemoteStore(p.url).query("ASK {}")
+        assert p.requests == 3
 
 
 def test_truncated_results_are_an_error(embedded):

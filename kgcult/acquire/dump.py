@@ -11,15 +11,17 @@ Two dump formats, plain or .gz/.bz2/.zst:
 
 Pass 1 streams the dump and keeps only the edges of the properties the specs name
 (integer-encoded arrays: memory grows with those edges and the id sets, not with the
-dump). The same crawl as the endpoint path (:func:`kgcult.mirror.crawl`) then runs
+dump). The same crawl as the endpoint path (:func:`kgcult.acquire.crawl.crawl`) then runs
 against that in-memory index to select each subgraph's members. Pass 2 streams the dump
 again and writes the members' statements into staging graphs, which replace the target
-graphs atomically at the end, with provenance (dump path, sha256, counts).
+graphs atomically at the end (:mod:`kgcult.acquire.staging`), with provenance (dump path,
+sha256, counts).
 """
 from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
 import time
@@ -32,13 +34,18 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import rdfio
 from kgcult.acquire import specs as subgraphs
-from kgcult.errors import KgcultError
-from kgcult.acquire.endpoint import PARTIAL, Backend, SubgraphReport, _marker, _set_marker, _swap, crawl, entity_id
-from kgcult.files import sha256_file
-from kgcult.store.embedded import now_iso
+from kgcult.acquire import staging
+from kgcult.acquire.crawl import ENTITY, crawl, entity_id
+from kgcult.acquire.report import SubgraphReport
 from kgcult.acquire.specs import SubgraphSpec
+from kgcult.errors import KgcultError
+from kgcult.files import sha256_file
+from kgcult.log import progress as progress_bar
+from kgcult.store import rdfio
+from kgcult.store.embedded import now_iso
+
+log = logging.getLogger(__name__)
 
 _XSD = vocab.XSD
 _DEC = NamedNode(_XSD + "decimal")
@@ -264,19 +271,17 @@ class EdgeIndex:
         return np.array(sorted(self.ids.enc(i) for i in ids), dtype=np.int64)
 
     def subjects_pointing_to(self, props, targets) -> set[str]:
-        t = self.enc_all(targets)
-        out: set[str] = set()
-        for p in props:
-            mask = np.isin(self.obj[p], t)
-            out.update(self.ids.dec(x) for x in np.unique(self.subj[p][mask]))
-        return out
+        return self._other_ends(props, targets, self.obj, self.subj)
 
     def objects_of(self, props, sources) -> set[str]:
-        s = self.enc_all(sources)
+        return self._other_ends(props, sources, self.subj, self.obj)
+
+    def _other_ends(self, props, ends, side: dict, other: dict) -> set[str]:
+        """The entities at the ``other`` end of the ``props`` edges whose ``side`` end is in ``ends``."""
+        e = self.enc_all(ends)
         out: set[str] = set()
         for p in props:
-            mask = np.isin(self.subj[p], s)
-            out.update(self.ids.dec(x) for x in np.unique(self.obj[p][mask]))
+            out.update(self.ids.dec(x) for x in np.unique(other[p][np.isin(side[p], e)]))
         return out
 
     def subjects_with_any(self, props, sources) -> set[str]:
@@ -316,7 +321,7 @@ def _split_nt(line: bytes):
 def _nt_entity(term: bytes) -> str | None:
     if term.startswith(_WD_B) and term.endswith(b">"):
         local = term[len(_WD_B):-1].decode("ascii", "replace")
-        if re.match(r"^[QPL][1-9][0-9]*(?:-[FS][1-9][0-9]*)?$", local):
+        if ENTITY.match(local):
             return local
     return None
 
@@ -344,7 +349,9 @@ def _index_nt(path: str, index: EdgeIndex, tick) -> int:
     return n
 
 
-class DumpBackend(Backend):
+class DumpBackend:
+    """The crawl's backend for a dump: answers from the pass-1 edge index."""
+
     def __init__(self, index: EdgeIndex, specs: dict[str, SubgraphSpec]):
         self.index, self.specs = index, specs
         self.members: dict[str, set[str]] = {}
@@ -385,9 +392,9 @@ def _needed(specs: dict[str, SubgraphSpec], chosen: list[SubgraphSpec]) -> list[
 
 
 def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refresh: bool = False,
-           log=None, progress: bool = False) -> list[SubgraphReport]:
-    """Filter ``dump`` into the named subgraphs (all when none)."""
-    log = log or (lambda m: None)
+           progress: bool | None = None) -> list[SubgraphReport]:
+    """Filter ``dump`` into the named subgraphs (all when none). ``progress``: a progress
+    bar on stderr (None: when stderr is a terminal)."""
     if getattr(store, "remote", False) or getattr(store, "read_only", False):
         raise IngestError("ingest writes into an embedded, writable store (not a remote endpoint)")
     if not os.path.isfile(dump):
@@ -399,11 +406,11 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     todo = []
     for s in chosen:
         existing = store.triple_count(s.graph)
-        marker = _marker(store, s.graph)
-        if marker and not marker.startswith(PARTIAL) and not refresh:
+        marker = staging.marker(store, s.graph)
+        if staging.is_complete(marker) and not refresh:
             reports[s.name].skipped = "already in the store (use --refresh to replace it)"
             reports[s.name].triples = existing
-            log(f"{s.name}: {reports[s.name].skipped}")
+            log.info("%s: %s", s.name, reports[s.name].skipped)
         elif existing and not refresh and marker is None:
             raise IngestError(f"{s.name}: graph {s.graph} already holds {existing} triples that neither "
                               "`kgcult mirror` nor `kgcult ingest` wrote; pass --refresh to replace it")
@@ -416,15 +423,11 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     digest = sha256_file(dump)
     started = now_iso()
 
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(unit="entity" if kind == "json" else "line", desc="ingest pass 1", dynamic_ncols=True)
+    bar = progress_bar(unit="entity" if kind == "json" else "line", desc="ingest pass 1", dynamic_ncols=True,
+                       leave=True, disable=None if progress is None else not progress)
 
     def tick(n=1):
-        if bar is not None:
-            bar.update(n)
+        bar.update(n)
 
     # pass 1
     struct_props = set()
@@ -433,13 +436,13 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     index = EdgeIndex(struct_props)
     entities = _index_json(dump, index, tick) if kind == "json" else _index_nt(dump, index, tick)
     index.freeze()
-    log(f"pass 1: {entities} {'entities' if kind == 'json' else 'lines'}, "
-        f"{sum(len(a) for a in index.subj.values())} edges of {len(struct_props)} properties indexed")
+    log.info("pass 1: %d %s, %d edges of %d properties indexed", entities, "entities" if kind == "json" else "lines",
+             sum(len(a) for a in index.subj.values()), len(struct_props))
 
     # selection: the same crawl as the endpoint path
     backend = DumpBackend(index, specs)
     for s in needed:
-        members, warnings = crawl(s, backend, log)
+        members, warnings = crawl(s, backend)
         backend.members[s.name] = members
         if s.name in reports:
             reports[s.name].members = len(members)
@@ -448,34 +451,19 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     # pass 2: into the (empty) target graph, marked partial until done; into a staging
     # graph swapped in atomically when the target has content to keep until then
     run_id = os.urandom(8).hex()
-    write_to: dict[str, str] = {}
-    for s in todo:
-        store.clear_graph(s.staging_graph)
-        marker = _marker(store, s.graph)
-        if marker and marker.startswith(PARTIAL):
-            store.clear_graph(s.graph)
-        if store.triple_count(s.graph):
-            write_to[s.name] = s.staging_graph
-        else:
-            _set_marker(store, s.graph, PARTIAL + run_id)
-            write_to[s.name] = s.graph
-    if bar is not None:
-        bar.reset()
-        bar.set_description("ingest pass 2")
+    write_to = {s.name: staging.begin(store, s, run_id) for s in todo}
+    bar.reset()
+    bar.set_description("ingest pass 2")
     writer = _Writer(store)
     if kind == "json":
         _emit_json(dump, todo, backend.members, writer, tick, write_to)
     else:
         _emit_nt(dump, todo, backend.members, writer, tick, write_to)
     writer.flush()
-    if bar is not None:
-        bar.close()
+    bar.close()
 
     for s in todo:
-        if write_to[s.name] == s.graph:
-            _set_marker(store, s.graph, run_id)
-        else:
-            _swap(store, s, run_id)
+        staging.finish(store, s, run_id, write_to[s.name])
         rep = reports[s.name]
         rep.triples = store.triple_count(s.graph)
         store.record_activity(kind="ingest", source=os.path.abspath(dump), sha256=digest, graph=s.graph,
@@ -483,7 +471,7 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
                               extra={"subgraph": s.name, "specSha256": s.fingerprint(), "startedAt": started,
                                      "members": rep.members, "dumpFormat": kind, "runId": run_id})
         rep.seconds = time.perf_counter() - t0
-        log(f"{s.name}: {rep.triples} triples in {s.graph} ({rep.members} members)")
+        log.info("%s: %d triples in %s (%d members)", s.name, rep.triples, s.graph, rep.members)
     store.mark_closure_stale()
     store.flush()
     return list(reports.values())

@@ -2,7 +2,7 @@
 
 Specs live in ``ontology/subgraphs.ttl`` (the comments there explain each field). Every
 value that ends up in a query (roots, properties, languages) is validated here, strictly,
-and later bound into queries as RDF terms through :mod:`kgcult.sparqlutil`; a root such as
+and later bound into queries as RDF terms through :mod:`kgcult.sparql.text`; a root such as
 ``Q1 } DROP ALL #`` or a language such as ``en") } DROP ALL #`` is rejected with an error
 naming the spec and the field, never sent anywhere.
 """
@@ -14,10 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import pyoxigraph as ox
-
-from kgcult import vocab
-from kgcult import resources as resources
+from kgcult import ids, ontology, resources, vocab
 from kgcult.errors import KgcultError
 
 DEFAULT_LANGUAGES = ("en", "zh", "ko", "ar", "he", "ru", "es", "fr", "de", "ja", "hi", "it", "fa", "th", "tr")
@@ -127,7 +124,7 @@ def validate(spec: SubgraphSpec) -> SubgraphSpec:
     spec = replace(
         spec,
         name=name,
-        roots=tuple(sorted({check_entity(r, f"{w}: kgc:root") for r in spec.roots}, key=id_sort_key)),
+        roots=tuple(sorted({check_entity(r, f"{w}: kgc:root") for r in spec.roots}, key=ids.sort_key)),
         member_properties=tuple(sorted({check_property(p, f"{w}: kgc:memberProperty") for p in spec.member_properties})),
         seed_properties=tuple(sorted({check_property(p, f"{w}: kgc:seedProperty") for p in spec.seed_properties})),
         properties=tuple(sorted({check_property(p, f"{w}: kgc:property") for p in spec.properties})),
@@ -156,15 +153,15 @@ def validate(spec: SubgraphSpec) -> SubgraphSpec:
     return spec
 
 
-def id_sort_key(qid: str):
-    """Q2 < Q10 < P1 ...: a total, deterministic order of entity ids."""
-    m = re.match(r"^([A-Z])([0-9]+)(.*)$", qid)
-    if not m:
-        return ("~", 0, qid)
-    return (m.group(1), int(m.group(2)), m.group(3))
-
-
 # -- loading ------------------------------------------------------------------------------
+
+# SubgraphSpec fields read from kgc: properties of a spec, by kind
+_LIST_FIELDS = {"roots": "root", "member_properties": "memberProperty", "seed_from": "seedFrom",
+                "seed_properties": "seedProperty", "properties": "property", "follow_properties": "followProperty",
+                "label_properties": "labelProperty", "languages": "labelLanguage"}
+_INT_FIELDS = {"member_depth": ("memberDepth", 0), "follow_depth": ("followDepth", 0), "order": ("order", 100)}
+_FLAG_FIELDS = {"seed_all": "seedAll", "sitelinks": "sitelinks"}
+
 
 def load_specs(path: str | Path | None = None) -> dict[str, SubgraphSpec]:
     """Read and validate subgraph specs from Turtle (default ``ontology/subgraphs.ttl``).
@@ -172,65 +169,12 @@ def load_specs(path: str | Path | None = None) -> dict[str, SubgraphSpec]:
     path = Path(path) if path else resources.ontology("subgraphs.ttl")
     if not path.is_file():
         raise SpecError(f"{path}: no such subgraph spec file")
-    try:
-        quads = list(ox.parse(path=str(path), format=ox.RdfFormat.TURTLE))
-    except SyntaxError as e:
-        from kgcult.store.rdfio import syntax_error
-
-        raise syntax_error(str(path), e) from None
-    k = vocab.KGC
-    props: dict[str, dict[str, list]] = {}
-    for q in quads:
-        props.setdefault(q.subject.value, {}).setdefault(q.predicate.value, []).append(q.object)
     node_names: dict[str, str] = {}
     raw = []
-    for subject, p in sorted(props.items()):
-        if k + "SubgraphSpec" not in [o.value for o in p.get(vocab.RDF + "type", [])]:
-            continue
-        w = f"{path}: spec <{subject}>"
-
-        def one(field_name, default=None):
-            vals = p.get(k + field_name, [])
-            if len(vals) > 1:
-                raise SpecError(f"{w}: kgc:{field_name} given {len(vals)} times")
-            return vals[0].value if vals else default
-
-        def many(field_name):
-            return [o.value for o in p.get(k + field_name, [])]
-
-        def integer(field_name, default):
-            v = one(field_name)
-            if v is None:
-                return default
-            try:
-                return int(v)
-            except ValueError:
-                raise SpecError(f"{w}: kgc:{field_name} {v!r} is not an integer") from None
-
-        name = one("name")
-        if name is None:
-            raise SpecError(f"{w}: lacks kgc:name")
-        node_names[subject] = name
-        comment = next((o.value for o in p.get(vocab.RDFS + "comment", [])), "")
-        raw.append((name, dict(
-            name=name,
-            graph=one("graph") or vocab.graph_iri(name),
-            roots=tuple(many("root")),
-            member_properties=tuple(many("memberProperty")),
-            member_depth=integer("memberDepth", 0),
-            seed_from=tuple(many("seedFrom")),
-            seed_properties=tuple(many("seedProperty")),
-            seed_all=(one("seedAll", "false") == "true"),
-            properties=tuple(many("property")),
-            follow_properties=tuple(many("followProperty")),
-            follow_depth=integer("followDepth", 0),
-            label_properties=tuple(many("labelProperty")),
-            languages=tuple(many("labelLanguage")),
-            sitelinks=(one("sitelinks", "false") == "true"),
-            order=integer("order", 100),
-            comment=comment,
-            source=str(path),
-        )))
+    for node, props in sorted(ontology.of_type(path, vocab.KGC + "SubgraphSpec").items(), key=lambda kv: kv[0].value):
+        d = _fields(f"{path}: spec <{node.value}>", props)
+        node_names[node.value] = d["name"]
+        raw.append((d["name"], dict(d, source=str(path))))
     specs = {}
     for name, d in raw:
         if name in specs:
@@ -242,6 +186,33 @@ def load_specs(path: str | Path | None = None) -> dict[str, SubgraphSpec]:
             if dep not in specs:
                 raise SpecError(f"{path}: {s.name}: kgc:seedFrom names {dep!r}, which is not a spec here")
     return order_specs(specs)
+
+
+def _fields(where: str, props: dict) -> dict:
+    """The SubgraphSpec fields of one spec, from its {property IRI: [terms]}."""
+    def one(field_name, default=None):
+        vals = props.get(vocab.KGC + field_name, [])
+        if len(vals) > 1:
+            raise SpecError(f"{where}: kgc:{field_name} given {len(vals)} times")
+        return vals[0].value if vals else default
+
+    def integer(field_name, default):
+        v = one(field_name)
+        if v is None:
+            return default
+        try:
+            return int(v)
+        except ValueError:
+            raise SpecError(f"{where}: kgc:{field_name} {v!r} is not an integer") from None
+
+    name = one("name")
+    if name is None:
+        raise SpecError(f"{where}: lacks kgc:name")
+    d = {f: tuple(o.value for o in props.get(vocab.KGC + p, [])) for f, p in _LIST_FIELDS.items()}
+    d.update({f: integer(p, default) for f, (p, default) in _INT_FIELDS.items()})
+    d.update({f: one(p, "false") == "true" for f, p in _FLAG_FIELDS.items()})
+    comment = next((o.value for o in props.get(vocab.RDFS + "comment", [])), "")
+    return dict(d, name=name, graph=one("graph") or vocab.graph_iri(name), comment=comment)
 
 
 def order_specs(specs: dict[str, SubgraphSpec]) -> dict[str, SubgraphSpec]:

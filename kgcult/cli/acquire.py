@@ -1,17 +1,16 @@
-"""``kgcult mirror`` and ``kgcult ingest``: thin click layers over kgcult.mirror.mirror and
-kgcult.ingest.ingest."""
+"""``kgcult mirror`` and ``kgcult ingest``: thin click layers over
+:func:`kgcult.acquire.endpoint.mirror` and :func:`kgcult.acquire.dump.ingest`."""
 from __future__ import annotations
-
-import sys
 
 import click
 
 from kgcult.acquire import specs as subgraphs
+from kgcult.acquire.dump import ingest
+from kgcult.acquire.endpoint import mirror
+from kgcult.acquire.fetch import DEFAULT_USER_AGENT, WDQS, MirrorConfig
 from kgcult.errors import KgcultError
 
-
-def _info(msg: str) -> None:
-    click.echo(msg, err=True)
+STALE = "the hierarchy closure is now stale: run `kgcult closure` (commands that need it rebuild it)"
 
 
 def _specs(specs_path, languages, roots, depth):
@@ -88,23 +87,15 @@ def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth,
       kgcult mirror dishes labels --endpoint http://127.0.0.1:7878/query --lang en,ja
       kgcult mirror countries --refresh
     """
-    from kgcult.acquire import endpoint as m
-
     specs = _specs(specs_path, languages, roots, depth)
-    cfg = m.MirrorConfig(
-        endpoint=endpoint or m.WDQS, user_agent=user_agent or m.DEFAULT_USER_AGENT, timeout=timeout,
+    cfg = MirrorConfig(
+        endpoint=endpoint or WDQS, user_agent=user_agent or DEFAULT_USER_AGENT, timeout=timeout,
         concurrency=concurrency, batch_size=batch_size, class_batch_size=class_batch_size,
         page_size=page_size, max_attempts=max_attempts, retry_budget=retry_budget, backoff=backoff,
         max_backoff=max_backoff, max_retry_after=max_retry_after, construct_format=construct_format,
         refresh=refresh, checkpoint=checkpoint,
     )
-    show = sys.stderr.isatty() if progress is None else progress
-    reports = m.mirror(obj.store(), list(subgraph), config=cfg, specs=specs, log=_info, progress=show)
-    for r in reports:
-        status = "skipped" if r.skipped else "mirrored"
-        click.echo(f"{r.name}\t{status}\t{r.triples}\t{r.graph}")
-    if any(not r.skipped for r in reports):
-        _info("the hierarchy closure is now stale: run `kgcult closure` (commands that need it rebuild it)")
+    _report(mirror(obj.store(), list(subgraph), config=cfg, specs=specs, progress=progress), "mirrored")
 
 
 @click.command("ingest")
@@ -125,14 +116,14 @@ def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt
       kgcult ingest latest-all.json.bz2
       kgcult ingest latest-truthy.nt.gz countries labels --lang en,ar
     """
-    from kgcult.acquire import dump as ing
-
     specs = _specs(specs_path, languages, roots, depth)
-    show = sys.stderr.isatty() if progress is None else progress
-    reports = ing.ingest(obj.store(), dump, list(subgraph), specs=specs, fmt=fmt, refresh=refresh,
-                         log=_info, progress=show)
+    _report(ingest(obj.store(), dump, list(subgraph), specs=specs, fmt=fmt, refresh=refresh, progress=progress),
+            "ingested")
+
+
+def _report(reports, done: str) -> None:
+    """One line per subgraph on stdout; the closure note on stderr when a graph changed."""
     for r in reports:
-        status = "skipped" if r.skipped else "ingested"
-        click.echo(f"{r.name}\t{status}\t{r.triples}\t{r.graph}")
+        click.echo(f"{r.name}\t{'skipped' if r.skipped else done}\t{r.triples}\t{r.graph}")
     if any(not r.skipped for r in reports):
-        _info("the hierarchy closure is now stale: run `kgcult closure` (commands that need it rebuild it)")
+        click.echo(STALE, err=True)

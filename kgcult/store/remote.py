@@ -2,7 +2,10 @@
 
 :class:`RemoteStore` offers the read interface of :class:`kgcult.store.Store` (``query``,
 ``select``, ``graph_counts``, ``triple_count``, ``data_graphs``, ``quads``,
-``provenance``, ``get_state``) over the SPARQL 1.1 Protocol, and returns real pyoxigraph
+``provenance``, ``get_state``) over the SPARQL 1.1 Protocol (through
+:class:`kgcult.sparql.client.SparqlClient`: busy or failing endpoints and refused
+connections are retried, a query whose answer had started or timed out is not), and
+returns real pyoxigraph
 result objects (parsed from SPARQL results JSON / N-Triples), so the views, the linker,
 ``show`` and ``stats`` run unchanged against QLever, a WDQS mirror, ``oxigraph serve`` or
 ``kgcult serve``.
@@ -18,38 +21,37 @@ one). ``closure_stale`` is therefore always False.
 """
 from __future__ import annotations
 
-import gzip
-import re
 import os
-import time
-import urllib.error
+import re
 import urllib.parse
-import urllib.request
 from typing import Iterator
 
 import pyoxigraph as ox
 from pyoxigraph import NamedNode, Quad, QueryResultsFormat, RdfFormat
 
 from kgcult import vocab
-from kgcult.version import __version__
 from kgcult.errors import KgcultError
+from kgcult.sparql.client import USER_AGENT, RemoteError, Reply, SparqlClient
 from kgcult.sparql.text import bind_values, first_keyword
 from kgcult.store.base import StoreReads
 
 DEFAULT_TIMEOUT = 300.0
-USER_AGENT = f"kgcult/{__version__} (https://w3id.org/kgcult; research mirror client)"
-_RETRY_STATUS = {429, 502, 503}
 _STATE = vocab.KGC + "store"
-
-
-class RemoteError(KgcultError):
-    """An endpoint that answered with an error, or not at all."""
 
 
 def _query_form(text: str) -> str:
     """'select' | 'ask' | 'construct' | 'describe' (defaults to 'select')."""
     w = first_keyword(text)
     return w if w in ("ask", "construct", "describe") else "select"
+
+
+def _refused(what: str):
+    """A write method of the store interface, refused on a read-only endpoint."""
+    def write(self, *args, **kwargs):
+        raise KgcultError(f"{self.location} is read-only: cannot {what} on a remote endpoint "
+                          "(use an embedded store, --store PATH)")
+
+    return write
 
 
 class RemoteStore(StoreReads):
@@ -70,12 +72,13 @@ class RemoteStore(StoreReads):
         self.extra_params = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
         env_timeout = os.environ.get("KGCULT_REMOTE_TIMEOUT")
         self.timeout = float(timeout if timeout is not None else env_timeout or DEFAULT_TIMEOUT)
-        self.retries = retries
-        self.headers = {"User-Agent": user_agent, **(headers or {})}
+        headers = dict(headers or {})
         token = os.environ.get("KGCULT_REMOTE_TOKEN")
         if token:
-            self.headers.setdefault("Authorization", f"Bearer {token}")
-        self.requests = 0
+            headers.setdefault("Authorization", f"Bearer {token}")
+        # a query whose answer had started (or timed out) is not run again: it would be as slow
+        self.client = SparqlClient(self.url, user_agent=user_agent, headers=headers, timeout=self.timeout,
+                                   attempts=retries + 1, max_retry_after=30.0, retry_reads=False)
         self._named: bool | None = None
 
     def __repr__(self) -> str:
@@ -83,40 +86,12 @@ class RemoteStore(StoreReads):
 
     # -- HTTP ---------------------------------------------------------------------------
 
-    def _post(self, query: str, accept: str, graph: str | None) -> tuple[bytes, dict]:
+    def _post(self, query: str, accept: str, graph: str | None) -> Reply:
         params = [(k, v) for k, v in self.extra_params
                   if not (graph and k in ("union-default-graph", "default-graph-uri"))]
         if graph:
             params.append(("default-graph-uri", graph))
-        params.append(("query", query))
-        data = urllib.parse.urlencode(params).encode("utf-8")
-        headers = {**self.headers, "Accept": accept, "Accept-Encoding": "gzip",
-                   "Content-Type": "application/x-www-form-urlencoded"}
-        attempt = 0
-        while True:
-            attempt += 1
-            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-            try:
-                self.requests += 1
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    body = resp.read()
-                    hdrs = {k.lower(): v for k, v in resp.headers.items()}
-                if hdrs.get("content-encoding", "").lower() == "gzip":
-                    body = gzip.decompress(body)
-                return body, hdrs
-            except urllib.error.HTTPError as e:
-                text = e.read()[:600].decode("utf-8", "replace").strip()
-                if e.code in _RETRY_STATUS and attempt <= self.retries:
-                    time.sleep(_retry_after(e.headers.get("Retry-After"), attempt))
-                    continue
-                raise RemoteError(f"{self.url}: HTTP {e.code} {e.reason}: {text or '(empty body)'}") from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-                reason = getattr(e, "reason", e)
-                if attempt <= self.retries and not isinstance(reason, TimeoutError) and "timed out" not in str(reason):
-                    time.sleep(0.5 * attempt)
-                    continue
-                raise RemoteError(f"{self.url}: no answer ({reason}; timeout {self.timeout:g} s, "
-                                  "set KGCULT_REMOTE_TIMEOUT to change it)") from None
+        return self.client.query(query, accept, params=params)
 
     # -- querying ---------------------------------------------------------------------
 
@@ -129,30 +104,31 @@ class RemoteStore(StoreReads):
         text = _prologue(sparql) + sparql
         form = _query_form(sparql)
         if form in ("construct", "describe"):
-            body, hdrs = self._post(text, "application/n-triples, text/turtle;q=0.9", graph)
-            self._check_truncation(hdrs)
-            ctype = hdrs.get("content-type", "application/n-triples").split(";")[0].strip()
+            reply = self._post(text, "application/n-triples, text/turtle;q=0.9", graph)
+            self._check_truncation(reply)
+            ctype = reply.content_type or "application/n-triples"
             fmt = RdfFormat.from_media_type(ctype) or RdfFormat.N_TRIPLES
             try:
                 scratch = ox.Store()
-                scratch.load(body, format=fmt)
+                scratch.load(reply.body, format=fmt)
             except (SyntaxError, ValueError) as e:
-                raise RemoteError(f"{self.url}: the endpoint sent unreadable {ctype}: {e}") from None
+                raise RemoteError(self.url, f"the endpoint sent unreadable {ctype}: {e}") from None
             # a real QueryTriples, as the embedded store returns
             return scratch.query("CONSTRUCT WHERE { ?s ?p ?o }")
-        body, hdrs = self._post(text, "application/sparql-results+json, application/sparql-results+xml;q=0.8", graph)
-        self._check_truncation(hdrs)
-        ctype = hdrs.get("content-type", "application/sparql-results+json").split(";")[0].strip()
+        reply = self._post(text, "application/sparql-results+json, application/sparql-results+xml;q=0.8", graph)
+        self._check_truncation(reply)
+        ctype = reply.content_type or "application/sparql-results+json"
         fmt = QueryResultsFormat.XML if "xml" in ctype else QueryResultsFormat.JSON
         try:
-            return ox.parse_query_results(body, format=fmt)
+            return ox.parse_query_results(reply.body, format=fmt)
         except (SyntaxError, ValueError) as e:
-            head = body[:300].decode("utf-8", "replace")
-            raise RemoteError(f"{self.url}: the endpoint sent unreadable results ({ctype}): {e}: {head}") from None
+            head = reply.body[:300].decode("utf-8", "replace")
+            raise RemoteError(self.url, f"the endpoint sent unreadable results ({ctype}): {e}: {head}") from None
 
-    def _check_truncation(self, hdrs: dict) -> None:
+    def _check_truncation(self, reply: Reply) -> None:
+        hdrs = reply.headers
         if hdrs.get("x-kgcult-truncated") == "true" or "x-sparql-maxrows" in hdrs:
-            raise RemoteError(f"{self.url}: the endpoint truncated the result "
+            raise RemoteError(self.url, "the endpoint truncated the result "
                               f"({hdrs.get('x-sparql-maxrows') or hdrs.get('x-kgcult-rows')} rows); "
                               "raise its row limit or narrow the query")
 
@@ -210,36 +186,17 @@ class RemoteStore(StoreReads):
 
     # -- writes: refused ----------------------------------------------------------------
 
-    def _read_only(self, what: str):
-        raise KgcultError(f"{self.location} is read-only: cannot {what} on a remote endpoint "
-                          "(use an embedded store, --store PATH)")
-
-    def load(self, *a, **k):
-        self._read_only("load files")
-
-    def replace_graph(self, *a, **k):
-        self._read_only("replace a graph")
-
-    def clear_graph(self, *a, **k):
-        self._read_only("clear a graph")
-
-    def record_activity(self, *a, **k):
-        self._read_only("record provenance")
-
-    def set_state(self, *a, **k):
-        self._read_only("change the store state")
-
-    def remove_state(self, *a, **k):
-        self._read_only("change the store state")
-
-    def mark_closure_stale(self, *a, **k):
-        self._read_only("change the store state")
+    load = _refused("load files")
+    replace_graph = _refused("replace a graph")
+    clear_graph = _refused("clear a graph")
+    record_activity = _refused("record provenance")
+    set_state = remove_state = mark_closure_stale = _refused("change the store state")
 
     def flush(self) -> None:
         pass
 
     def close(self) -> None:
-        pass
+        self.client.close()
 
     def __enter__(self):
         return self
@@ -302,11 +259,4 @@ class RemoteOx:
         raise AttributeError(name)
 
 
-def _retry_after(value: str | None, attempt: int) -> float:
-    try:
-        return min(float(value), 30.0) if value else 0.5 * attempt
-    except ValueError:
-        return 0.5 * attempt
-
-
-__all__ = ["RemoteStore", "RemoteOx", "RemoteError", "DEFAULT_TIMEOUT"]
+__all__ = ["RemoteStore", "RemoteOx", "DEFAULT_TIMEOUT"]

@@ -1,0 +1,84 @@
+"""The selection of a subgraph's members, shared by the endpoint and the dump sources.
+
+:func:`crawl` walks down from the spec's roots along its member properties, adds the seeds
+read from other subgraphs, then fetches the members' claims and follows the objects of
+its follow properties to a fixpoint, within the spec's depth bounds. What a step asks
+for is answered by a :class:`Backend`: SPARQL queries against an endpoint
+(:mod:`kgcult.acquire.endpoint`) or an in-memory edge index of a dump
+(:mod:`kgcult.acquire.dump`).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Protocol
+
+from pyoxigraph import NamedNode
+
+from kgcult import ids, vocab
+from kgcult.acquire.specs import SubgraphSpec
+
+log = logging.getLogger(__name__)
+
+# an item, property or lexeme id, or a lexeme's form or sense (L7-F1), which kgcult.ids
+# does not take for an id but which a subgraph may reference
+ENTITY = re.compile(r"^[QPL][1-9][0-9]*(?:-[FS][1-9][0-9]*)?$")
+
+
+def entity_id(term) -> str | None:
+    """The id of a wd: entity IRI term (Q42, L7-F1), else None."""
+    if isinstance(term, NamedNode) and term.value.startswith(vocab.WD):
+        local = term.value[len(vocab.WD):]
+        if ENTITY.match(local):
+            return local
+    return None
+
+
+class Backend(Protocol):
+    """What a crawl needs from a data source."""
+
+    def seeds(self, spec: SubgraphSpec) -> set[str]:
+        """Entities the subgraphs ``spec`` seeds from lead to."""
+
+    def down(self, spec: SubgraphSpec, level: int, frontier: list[str]) -> set[str]:
+        """Entities x with x p c for p in spec.member_properties, c in frontier."""
+
+    def fetch(self, spec: SubgraphSpec, level: int, ids: list[str]) -> set[str]:
+        """Fetch (write) the members' claims; return entity objects of follow properties."""
+
+
+def crawl(spec: SubgraphSpec, backend: Backend) -> tuple[set[str], list[str]]:
+    """Run the selection of ``spec`` against ``backend``; return (members, warnings), the
+    warnings also logged. Deterministic: levels are sorted and cut into batches the same
+    way on every run."""
+    warnings: list[str] = []
+    seen = set(spec.roots)
+    frontier = sorted(seen, key=ids.sort_key)
+    for depth in range(spec.member_depth):
+        if not frontier or not spec.member_properties:
+            break
+        new = backend.down(spec, depth, frontier) - seen
+        seen |= new
+        frontier = sorted(new, key=ids.sort_key)
+    else:
+        if frontier and spec.member_properties and spec.member_depth > 1:
+            warnings.append(f"{spec.name}: the member walk stopped at its depth bound {spec.member_depth} "
+                            f"(the last level's {len(frontier)} entities were not expanded)")
+    members = seen | backend.seeds(spec)
+    level_ids = sorted(members, key=ids.sort_key)
+    done = set(members)
+    for depth in range(spec.follow_depth + 1):
+        if not level_ids:
+            break
+        objects = backend.fetch(spec, depth, level_ids)
+        new = objects - done
+        if depth == spec.follow_depth:
+            if new and spec.follow_properties:
+                warnings.append(f"{spec.name}: follow depth bound {spec.follow_depth} reached; "
+                                f"{len(new)} referenced entities were not followed")
+            break
+        done |= new
+        level_ids = sorted(new, key=ids.sort_key)
+    for w in warnings:
+        log.warning(w)
+    return done, warnings

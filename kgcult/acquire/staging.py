@@ -1,0 +1,75 @@
+"""How a new version of a subgraph's graph reaches the store, for both sources.
+
+The metadata graph records, per target graph, the run that wrote it (``kgc:mirrorRun``).
+A graph with nothing to keep (new, or the partial load of an interrupted run) is written
+directly and marked ``partial:<run>`` until complete; a graph with content is rebuilt in a
+staging graph that replaces it in one SPARQL Update transaction (:func:`swap`), so readers
+see the old graph until the new one is whole.
+"""
+from __future__ import annotations
+
+from pyoxigraph import Literal, NamedNode
+
+from kgcult import vocab
+from kgcult.acquire.specs import SubgraphSpec
+from kgcult.errors import KgcultError
+
+PARTIAL = "partial:"
+_META = NamedNode(vocab.META_GRAPH)
+_RUN = vocab.kgc("mirrorRun")
+
+
+def marker(store, graph: str) -> str | None:
+    """The run that wrote ``graph`` (``partial:<run>`` while it runs), or None."""
+    for q in store.ox.quads_for_pattern(NamedNode(graph), _RUN, None, _META):
+        return q.object.value
+    return None
+
+
+def is_complete(value: str | None) -> bool:
+    """Whether a marker says a run finished writing its graph."""
+    return value is not None and not value.startswith(PARTIAL)
+
+
+def set_marker(store, graph: str, value: str) -> None:
+    """Record (atomically) which run wrote ``graph``."""
+    g = NamedNode(graph)
+    store.ox.update(
+        f"DELETE WHERE {{ GRAPH {_META} {{ {g} {_RUN} ?r }} }} ;\n"
+        f"INSERT DATA {{ GRAPH {_META} {{ {g} {_RUN} {Literal(value)} }} }}"
+    )
+
+
+def swap(store, spec: SubgraphSpec, run_id: str) -> None:
+    """Replace the target graph by the staging graph, atomically (one SPARQL Update)."""
+    t, s, m = spec.graph, spec.staging_graph, vocab.META_GRAPH
+    for iri in (t, s):
+        if any(c in iri for c in '<>"{}|\\^` \n'):
+            raise KgcultError(f"graph IRI {iri!r} is not usable")
+    store.ox.update(
+        f"DROP SILENT GRAPH <{t}> ;\n"
+        f"ADD SILENT GRAPH <{s}> TO GRAPH <{t}> ;\n"
+        f"DROP SILENT GRAPH <{s}> ;\n"
+        f"DELETE WHERE {{ GRAPH <{m}> {{ <{t}> <{_RUN.value}> ?r }} }} ;\n"
+        f"INSERT DATA {{ GRAPH <{m}> {{ <{t}> <{_RUN.value}> {Literal(run_id)} }} }}"
+    )
+
+
+def begin(store, spec: SubgraphSpec, run_id: str) -> str:
+    """The (empty) graph to write run ``run_id``'s version of ``spec`` into: the target
+    itself, marked partial, when it has nothing to keep; else the staging graph."""
+    store.clear_graph(spec.staging_graph)
+    if (marker(store, spec.graph) or "").startswith(PARTIAL):
+        store.clear_graph(spec.graph)
+    if store.triple_count(spec.graph):
+        return spec.staging_graph
+    set_marker(store, spec.graph, PARTIAL + run_id)
+    return spec.graph
+
+
+def finish(store, spec: SubgraphSpec, run_id: str, written: str) -> None:
+    """Make the graph :func:`begin` gave (``written``) the complete version of ``spec``."""
+    if written == spec.graph:
+        set_marker(store, spec.graph, run_id)
+    else:
+        swap(store, spec, run_id)

@@ -1,0 +1,202 @@
+"""One HTTP client for SPARQL 1.1 endpoints, used by the mirror and by the remote store.
+
+A query goes out as a POST of form fields (the endpoint's parameters, then ``query=``) with
+a User-Agent and an Accept header, over a urllib3 connection pool. Every attempt has one
+deadline, ``timeout``, for connecting, the response and the whole body. A
+:class:`urllib3.util.Retry` policy decides what is tried again and when: HTTP 429, 500,
+502, 503 and 504, connection errors, timeouts and broken bodies, and any answer the
+caller's ``check`` rejects with :class:`BadResponse` (an HTML page served with status 200,
+a body cut short). A server's ``Retry-After`` is obeyed (up to ``max_retry_after``);
+otherwise the wait grows exponentially with jitter. A request gets at most ``attempts``
+tries, the client at most ``retry_budget`` retries in all. What cannot be had raises
+:class:`RemoteError`, naming the endpoint, the status or problem, and the tries.
+"""
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Callable
+
+import urllib3
+from urllib3.exceptions import HTTPError, InvalidHeader, MaxRetryError, ReadTimeoutError
+from urllib3.util import Retry, Timeout
+
+from kgcult.errors import KgcultError
+from kgcult.version import __version__
+
+USER_AGENT = f"kgcult/{__version__} (https://w3id.org/kgcult; research mirror client)"
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_CHUNK = 1 << 16
+_POOL_PREFIX = re.compile(r"^HTTPS?Connection(?:Pool)?\([^)]*\): ")
+_TIMEOUT_NOTE = re.compile(r"\s*\((?:read|connect) timeout=[^)]*\)")
+
+
+class RemoteError(KgcultError):
+    """An endpoint that answered with an error, or not at all."""
+
+    def __init__(self, endpoint: str, problem: str, *, status: int | None = None, attempts: int = 1):
+        self.endpoint, self.problem, self.status, self.attempts = endpoint, problem, status, attempts
+        tries = f"failed {attempts} times, last: " if attempts > 1 else ""
+        super().__init__(f"{endpoint}: {tries}{problem}")
+
+
+class RetriesExhausted(RemoteError):
+    """Every attempt a request was allowed failed."""
+
+
+class RetryBudgetExhausted(RemoteError):
+    """The client's retries are spent (``retry_budget``)."""
+
+    def __init__(self, endpoint: str, last: str, budget: int):
+        super().__init__(endpoint, f"retry budget of {budget} exhausted (last error: {last})")
+        self.last, self.budget = last, budget
+
+
+class BadResponse(Exception):
+    """Raised by a ``check``: the answer arrived but cannot be used, so it is asked again."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    content_type: str  # the media type, lower-case, without parameters
+    headers: urllib3.HTTPHeaderDict  # case-insensitive
+    body: bytes
+
+
+class Backoff(Retry):
+    """urllib3's Retry with kgcult's wait between tries: ``backoff_factor * 2**(n-1)``
+    before the n-th retry, scaled by a factor drawn from ``[1 - backoff_jitter, 1 +
+    backoff_jitter]`` and capped at ``backoff_max`` (urllib3's own formula waits nothing
+    before the first retry and adds its jitter instead)."""
+
+    def __init__(self, *args, rng: random.Random | None = None, **kw):
+        super().__init__(*args, **kw)
+        self.rng = rng or random.Random()
+
+    def new(self, **kw) -> Backoff:
+        retry = super().new(**kw)
+        retry.rng = self.rng
+        return retry
+
+    def get_backoff_time(self) -> float:
+        if not self.history:
+            return 0.0
+        base = self.backoff_factor * 2 ** (len(self.history) - 1)
+        return min(self.backoff_max, base * self.rng.uniform(1 - self.backoff_jitter, 1 + self.backoff_jitter))
+
+
+class _Failed(Exception):
+    """One failed attempt: what to report, and what the Retry policy counts."""
+
+    def __init__(self, problem: str, *, error: Exception | None = None, response=None):
+        super().__init__(problem)
+        self.problem, self.error, self.response = problem, error, response
+
+
+class SparqlClient:
+    """Queries to one SPARQL endpoint; thread-safe (the mirror shares one among its
+    workers). ``requests``, ``retries`` and ``bytes`` count what it has done."""
+
+    def __init__(self, endpoint: str, *, user_agent: str = USER_AGENT, headers: dict | None = None,
+                 timeout: float = 60.0, attempts: int = 3, backoff: float = 0.5, max_backoff: float = 120.0,
+                 max_retry_after: float = 600.0, retry_reads: bool = True, retry_budget: int | None = None,
+                 sleep: Callable[[float], None] = time.sleep, seed: int | None = None, pool_size: int = 4):
+        self.endpoint, self.timeout, self.retry_budget, self._sleep = endpoint, timeout, retry_budget, sleep
+        # retry_reads=False: a request whose answer had started (or timed out) is not sent again
+        self.policy = Backoff(total=attempts - 1, read=None if retry_reads else 0, allowed_methods={"POST"},
+                              status_forcelist=RETRY_STATUS, backoff_factor=backoff, backoff_max=max_backoff,
+                              backoff_jitter=0.5, rng=random.Random(seed))
+        self.max_retry_after = max_retry_after
+        self._pool = urllib3.PoolManager(maxsize=pool_size,
+                                         headers={"User-Agent": user_agent, "Accept-Encoding": "gzip",
+                                                  **(headers or {})})
+        self._lock = threading.Lock()
+        self.requests = self.retries = self.bytes = 0
+
+    def query(self, text: str, accept: str, *, params=(), check: Callable[[Reply], object] | None = None):
+        """POST ``text`` as the ``query`` field after ``params`` (name, value pairs); return
+        ``check(reply)``, or the :class:`Reply` without a check, once an attempt succeeds."""
+        body = urllib.parse.urlencode([*params, ("query", text)]).encode("utf-8")
+        headers = {"Accept": accept, "Content-Type": "application/x-www-form-urlencoded"}
+        retry = self.policy
+        while True:
+            try:
+                reply = self._attempt(body, headers, retry)
+                return check(reply) if check else reply
+            except BadResponse as e:
+                failed = _Failed(str(e), error=e)
+            except _Failed as e:
+                failed = e
+            try:
+                retry = retry.increment("POST", self.endpoint, response=failed.response, error=failed.error)
+            except MaxRetryError:
+                status = failed.response.status if failed.response is not None else None
+                raise RetriesExhausted(self.endpoint, failed.problem, status=status,
+                                       attempts=len(retry.history) + 1) from None
+            with self._lock:
+                if self.retry_budget is not None and self.retries >= self.retry_budget:
+                    raise RetryBudgetExhausted(self.endpoint, failed.problem, self.retry_budget)
+                self.retries += 1
+            self._sleep(self._wait(retry, failed.response))
+
+    def close(self) -> None:
+        """Close the pooled connections (a later query opens new ones)."""
+        self._pool.clear()
+
+    def _attempt(self, body: bytes, headers: dict, retry: Retry) -> Reply:
+        deadline = time.monotonic() + self.timeout
+        try:
+            resp = self._pool.request("POST", self.endpoint, body=body, headers=headers, retries=False,
+                                      redirect=False, preload_content=False, timeout=Timeout(total=self.timeout))
+        except HTTPError as e:
+            raise _Failed(f"no answer ({_reason(e)}; timeout {self.timeout:g} s)", error=e) from None
+        try:
+            data = self._read(resp, deadline)
+        except ReadTimeoutError as e:
+            resp.close()
+            raise _Failed(f"timeout: the body did not arrive within {self.timeout:g} s", error=e) from None
+        except HTTPError as e:
+            resp.close()
+            raise _Failed(f"truncated response ({_reason(e)})", error=e) from None
+        finally:
+            resp.release_conn()
+        with self._lock:
+            self.requests += 1
+            self.bytes += len(data)
+        if resp.status >= 300:
+            text = data[:600].decode("utf-8", "replace").strip()
+            problem = f"HTTP {resp.status} {resp.reason}: {text or '(empty body)'}"
+            if retry.is_retry("POST", resp.status, bool(resp.headers.get("Retry-After"))):
+                raise _Failed(problem, response=resp)
+            raise RemoteError(self.endpoint, problem, status=resp.status)
+        ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        return Reply(resp.status, ctype, resp.headers, data)
+
+    def _wait(self, retry: Retry, response) -> float:
+        """Seconds before the next try: the server's Retry-After (capped), else the backoff."""
+        if response is not None:
+            try:
+                after = retry.get_retry_after(response)
+            except InvalidHeader:
+                after = None
+            if after is not None:
+                return min(after, self.max_retry_after)
+        return retry.get_backoff_time()
+
+    def _read(self, resp, deadline: float) -> bytes:
+        parts = []
+        while chunk := resp.read(_CHUNK):
+            parts.append(chunk)
+            if time.monotonic() > deadline:
+                raise ReadTimeoutError(None, self.endpoint, "deadline")
+        return b"".join(parts)
+
+
+def _reason(error: Exception) -> str:
+    """urllib3's message without the connection pool's repr and its timeout note."""
+    return _TIMEOUT_NOTE.sub("", _POOL_PREFIX.sub("", str(error)))
