@@ -149,7 +149,7 @@ def open_bench_store(path: str | None) -> Store:
                 sys.exit(f"{STANDIN} not found: the stand-in is needed for this benchmark")
             print(f"loading {STANDIN} into {loc} ...", file=sys.stderr)
             s.load([STANDIN], graph="wikidata-standin")
-    hierarchy.ensure_closure(s, log=lambda m: print(m, file=sys.stderr))
+    hierarchy.ensure_closure(s)
     return s
 
 
@@ -177,12 +177,12 @@ def main():
     build_times = []
     result = None
     for _ in range(args.runs):
-        t, result = timed(lambda: views.build(store, "fmlama", None, out))
+        t, result = timed(lambda: views.build(store, "fmlama", None, out=out))
         build_times.append(t)
     m = result.manifest
-    counts = [json.loads(x) for x in (result.directory / "counts.jsonl").read_text().splitlines()]
+    counts = [json.loads(x) for x in (result.path / "counts.jsonl").read_text().splitlines()]
     n_countries = len(counts)
-    one_s, _ = timed(lambda: views.build(store, "fmlama", {"countries": sample[0]}, out / "one"))
+    one_s, _ = timed(lambda: views.build(store, "fmlama", {"countries": sample[0]}, out=out / "one"))
 
     core = []
     for q in sample:

@@ -44,8 +44,8 @@ def dl_store(tmp_path_factory):
 
 
 def fm_build(store, tmp_path, **params):
-    r = views.build(store, "fmlama", params or None, tmp_path / "out")
-    return r, read_jsonl(r.directory / "fmlama.jsonl")
+    r = views.build(store, "fmlama", params or None, out=tmp_path / "out")
+    return r, read_jsonl(r.path / "fmlama.jsonl")
 
 
 def by_lang(rows, lang):
@@ -97,7 +97,7 @@ def test_bad_param_value_names_the_declaration_line():
 
 def test_unknown_view_is_a_clear_error(store, tmp_path):
     with pytest.raises(KgcultError, match="unknown view 'nope'.*nope.json"):
-        views.build(store, "nope", None, tmp_path)
+        views.build(store, "nope", None, out=tmp_path)
     r = run_cli(["build", "nope"], tmp_path / "s2")
     assert r.exit_code == 1
 
@@ -134,7 +134,7 @@ def test_query_syntax_error_names_view_file_and_line(store, tmp_path):
     d.mkdir()
     _write_view(d, "broken", "# a comment\nSELECT ?s WHERE {\n  ?s ?p ?o .\n  ?s nope:x ?o .\n}\n")
     with pytest.raises(KgcultError) as e:
-        views.build(store, "broken", None, tmp_path / "out", directory=d)
+        views.build(store, "broken", None, out=tmp_path / "out", directory=d)
     msg = str(e.value)
     assert "view broken" in msg and "broken.rq:4:" in msg
 
@@ -153,26 +153,26 @@ def test_generic_table_view_groups_lists(fm_store, tmp_path):
     _write_view(d, "parts", "SELECT ?dish ?part WHERE { ?dish wdt:P527 ?part . ?dish wdt:P495 ?c }",
                 {"fields": ["dish", "part"], "parameters": {"c": {"type": "qid", "default": "Q142"}},
                  "config": {"group_by": ["dish"], "lists": ["part"], "qids": True}})
-    r = views.build(fm_store, "parts", None, tmp_path / "out", directory=d)
-    rows = read_jsonl(r.directory / "parts.jsonl")
+    r = views.build(fm_store, "parts", None, out=tmp_path / "out", directory=d)
+    rows = read_jsonl(r.path / "parts.jsonl")
     assert {"dish": "Q9200001", "part": ["Q9300001"]} in rows
     assert all(isinstance(x["part"], list) for x in rows)
-    r2 = views.build(fm_store, "parts", {"c": "Q38"}, tmp_path / "out", directory=d)
+    r2 = views.build(fm_store, "parts", {"c": "Q38"}, out=tmp_path / "out", directory=d)
     assert r2.manifest["sha256"] != r.manifest["sha256"]
-    assert {x["dish"] for x in read_jsonl(r2.directory / "parts.jsonl")} == {"Q9200005"}
+    assert {x["dish"] for x in read_jsonl(r2.path / "parts.jsonl")} == {"Q9200005"}
 
 
 # -- manifests and determinism -----------------------------------------------------
 
 def test_rebuild_is_byte_identical_and_manifest_complete(fm_store, tmp_path):
-    r1 = views.build(fm_store, "fmlama", None, tmp_path / "a", csv_out=True)
-    r2 = views.build(fm_store, "fmlama", None, tmp_path / "b", csv_out=True)
-    files1 = sorted(p.relative_to(r1.directory) for p in r1.directory.rglob("*") if p.is_file())
-    files2 = sorted(p.relative_to(r2.directory) for p in r2.directory.rglob("*") if p.is_file())
+    r1 = views.build(fm_store, "fmlama", None, out=tmp_path / "a", csv_out=True)
+    r2 = views.build(fm_store, "fmlama", None, out=tmp_path / "b", csv_out=True)
+    files1 = sorted(p.relative_to(r1.path) for p in r1.path.rglob("*") if p.is_file())
+    files2 = sorted(p.relative_to(r2.path) for p in r2.path.rglob("*") if p.is_file())
     assert files1 == files2
     for f in files1:
-        assert (r1.directory / f).read_bytes() == (r2.directory / f).read_bytes(), f
-    m = json.loads((r1.directory / "MANIFEST.json").read_text())
+        assert (r1.path / f).read_bytes() == (r2.path / f).read_bytes(), f
+    m = json.loads((r1.path / "MANIFEST.json").read_text())
     from kgcult.store.snapshot import store_content_hash
     assert m["snapshot_content_sha256"] == store_content_hash(fm_store)
     assert m["queries"]["origins"]["file"] == "queries/views/fmlama-origins.rq"
@@ -180,18 +180,18 @@ def test_rebuild_is_byte_identical_and_manifest_complete(fm_store, tmp_path):
     assert m["parameters"]["languages"] == "en,zh,ko,ar,he,ru"
     assert m["kgcult_version"]
     import hashlib
-    main = (r1.directory / "fmlama.jsonl").read_bytes()
+    main = (r1.path / "fmlama.jsonl").read_bytes()
     assert m["sha256"] == hashlib.sha256(main).hexdigest()
     assert m["rows"] == main.count(b"\n")
     for o in m["outputs"]:
-        assert hashlib.sha256((r1.directory / o["file"]).read_bytes()).hexdigest() == o["sha256"]
-    assert (r1.directory / "fmlama.csv").read_text().splitlines()[0].startswith("url,origin,origin_name,lang")
+        assert hashlib.sha256((r1.path / o["file"]).read_bytes()).hexdigest() == o["sha256"]
+    assert (r1.path / "fmlama.csv").read_text().splitlines()[0].startswith("url,origin,origin_name,lang")
 
 
 def test_rebuild_replaces_the_old_output_whole(fm_store, tmp_path):
-    views.build(fm_store, "fmlama", {"languages": "en,zh"}, tmp_path)
+    views.build(fm_store, "fmlama", {"languages": "en,zh"}, out=tmp_path)
     assert (tmp_path / "fmlama" / "data_lang" / "zh").is_dir()
-    views.build(fm_store, "fmlama", {"languages": "en"}, tmp_path)
+    views.build(fm_store, "fmlama", {"languages": "en"}, out=tmp_path)
     assert not (tmp_path / "fmlama" / "data_lang" / "zh").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
@@ -200,7 +200,7 @@ def test_refuses_to_overwrite_a_foreign_directory(fm_store, tmp_path):
     (tmp_path / "fmlama").mkdir()
     (tmp_path / "fmlama" / "precious.txt").write_text("x")
     with pytest.raises(KgcultError, match="refusing"):
-        views.build(fm_store, "fmlama", None, tmp_path)
+        views.build(fm_store, "fmlama", None, out=tmp_path)
     assert (tmp_path / "fmlama" / "precious.txt").exists()
 
 
@@ -214,6 +214,63 @@ def test_cli_build_prints_counts_and_sha(tmp_path):
     assert '"origin": "France"' in r1.stdout
     r2 = run_cli(["build", "fmlama", "--out", str(out)], path)
     assert r2.stdout.splitlines()[0].split("\t")[2] == first[2]
+
+
+
+def test_build_in_memory_matches_the_written_files(fm_store, tmp_path):
+    mem = views.build(fm_store, "fmlama", {"languages": ["en", "zh"], "countries": ["wd:Q142", "Q148"]},
+                      csv_out=True)
+    assert mem.path is None and not (tmp_path / "fmlama").exists()
+    assert mem.name == "fmlama" and mem.manifest["parameters"]["countries"] == "Q142,Q148"
+    assert mem.rows == mem.outputs["fmlama.jsonl"] and mem.rows
+    assert list(mem.rows[0])[:6] == ["url", "origin", "origin_name", "lang", "sub_label", "obj_label"]
+    assert {r["origin"] for r in mem.rows} == {"France", "People's Republic of China"}
+    assert mem.outputs["counts.jsonl"][0]["country"] in ("Q142", "Q148")
+    assert sorted(mem.files) == sorted(o["file"] for o in mem.manifest["outputs"])
+    assert "fmlama.csv" in mem.files and "fmlama.csv" not in mem.outputs
+    written = views.build(fm_store, "fmlama", "languages=en,zh countries=Q142,Q148".split(), out=tmp_path / "a")
+    assert written.path == tmp_path / "a" / "fmlama" and written.manifest == {
+        **mem.manifest, "outputs": [o for o in mem.manifest["outputs"] if not o["file"].endswith(".csv")]}
+    assert mem.write(tmp_path / "b") == tmp_path / "b" / "fmlama" == mem.path
+    for name, data in mem.files.items():
+        assert (mem.path / name).read_bytes() == data
+        if name in written.files:
+            assert (written.path / name).read_bytes() == data
+    assert json.loads((mem.path / "MANIFEST.json").read_text()) == mem.manifest
+    assert [json.loads(x) for x in mem.files["fmlama.jsonl"].decode().splitlines()] == mem.rows
+
+
+def test_parameter_types_languages_and_enumerations(store, tmp_path):
+    d = tmp_path / "views"
+    d.mkdir()
+    _write_view(d, "typed", "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1", {"parameters": {
+        "langs": {"type": "langs", "default": "en,zh-hans"},
+        "lang": {"type": "lang", "default": "en"},
+        "kind": {"type": "list", "default": "a", "values": ["a", "b"]},
+        "item": {"type": "qid", "default": "Q1"}}})
+    v = views.get_view("typed", d)
+    p = views.parse_params(v, {"langs": ["ja", "be-tarask"], "kind": "a,b", "item": "http://www.wikidata.org/entity/Q42"})
+    assert p == {"langs": ["ja", "be-tarask"], "lang": "en", "kind": ["a", "b"], "item": "Q42"}
+    for bad, needle in [({"langs": "en,en gb"}, "not a language tag"), ({"lang": "en,ja"}, "exactly one language tag"),
+                        ({"kind": "c"}, "'c' is not one of a, b"), ({"item": "P31"}, "not a Wikidata item id")]:
+        with pytest.raises(KgcultError, match=needle) as e:
+            views.parse_params(v, bad)
+        assert "typed.json:" in str(e.value)
+    assert views.views(d)[0]["parameters"]["kind"]["values"] == ["a", "b"]
+    _write_view(d, "typed", "SELECT ?s WHERE { ?s ?p ?o }", {"parameters": {
+        "n": {"type": "int", "default": "1", "values": ["1"]}}})
+    with pytest.raises(KgcultError, match=r"typed.json:\d+: .*'values' applies to str and list"):
+        views.registry(d)
+
+
+def test_probe_dataset_from_the_view_in_memory(fm_store):
+    from kgcult.probe import datasets
+
+    rows = datasets.from_store(fm_store, "fmlama", {"languages": "en"})
+    assert rows and rows[0]["_where"] == "view fmlama: fmlama.jsonl:1"
+    raw, extra = datasets.from_store(fm_store, "fmlama", {"languages": "en"}, extra=("counts.jsonl", "nope.jsonl"))
+    assert [dict(r, _where=None) for r in raw] == [dict(r, _where=None) for r in rows]
+    assert extra["counts.jsonl"][0]["_where"] == "view fmlama: counts.jsonl:1" and extra["nope.jsonl"] == []
 
 
 # -- FmLAMA rules ------------------------------------------------------------------
@@ -282,7 +339,7 @@ def test_fmlama_label_language_agreement(fm_store, tmp_path):
 
 def test_fmlama_aligned_subset_counts_and_country_filter(fm_store, tmp_path):
     r, rows = fm_build(fm_store, tmp_path, languages="en,zh")
-    d = r.directory
+    d = r.path
     en = read_jsonl(d / "data_lang" / "en" / "en_dishes.jsonl")
     zh = read_jsonl(d / "data_lang" / "zh" / "zh_dishes.jsonl")
     assert {x["lang"] for x in en} == {"en"} and {x["lang"] for x in zh} == {"zh"}
@@ -312,8 +369,8 @@ def test_view_queries_read_the_closure_not_property_paths():
 # -- DLAMA rules -------------------------------------------------------------------
 
 def dl_build(store, tmp_path, **params):
-    r = views.build(store, "dlama", params, tmp_path / "out")
-    rows = read_jsonl(r.directory / "dlama.jsonl")
+    r = views.build(store, "dlama", params, out=tmp_path / "out")
+    rows = read_jsonl(r.path / "dlama.jsonl")
     return r, {(x["predicate"], x["culture"], x["sub_uri"]): x for x in rows}
 
 
@@ -362,7 +419,7 @@ def test_dlama_p279_augmentation(dl_store, tmp_path):
     # Arabic (an object of P37 for Lebanon) is added; Semitic languages (not an object) is not.
     assert egypt["obj_uri"] == ["Q13955", "Q29919"]
     assert egypt["obj_label"]["en"] == ["Arabic", "Egyptian Arabic"]
-    cands = read_jsonl(r.directory / "candidates.jsonl")
+    cands = read_jsonl(r.path / "candidates.jsonl")
     assert cands == [{"predicate": "P37", "obj_uri": ["Q150", "Q652", "Q13955", "Q29919"],
                       "obj_label": {"en": ["French", "Italian", "Arabic", "Egyptian Arabic"]}}]
 
@@ -379,12 +436,12 @@ def test_dlama_p131_augmentation(dl_store, tmp_path):
 
 def test_dlama_entropy_and_per_language_files(dl_store, tmp_path):
     r, _ = dl_build(dl_store, tmp_path, predicates="P30", cultures="arab,west", languages="en")
-    ent = {(e["predicate"], e["culture"]): e for e in read_jsonl(r.directory / "entropy.jsonl")}
+    ent = {(e["predicate"], e["culture"]): e for e in read_jsonl(r.path / "entropy.jsonl")}
     # Egypt {Africa, Asia}, Lebanon {Asia}: both pick Asia -> entropy 0.
     assert ent[("P30", "arab")] == {"predicate": "P30", "culture": "arab", "triples": 2, "entropy": 0.0,
                                     "most_common": "Q48"}
     assert ent[("P30", "west")]["entropy"] == 0.0
-    f = read_jsonl(r.directory / "en" / "P30_arab.jsonl")
+    f = read_jsonl(r.path / "en" / "P30_arab.jsonl")
     assert f[0].keys() == {"sub_uri", "obj_uri", "sub_label", "obj_label"}
 
 
@@ -398,9 +455,9 @@ def test_entropy_definition():
 
 def test_dlama_unknown_culture_and_predicate(dl_store, tmp_path):
     with pytest.raises(KgcultError, match="unknown culture 'mars'"):
-        views.build(dl_store, "dlama", {"cultures": "mars"}, tmp_path)
+        views.build(dl_store, "dlama", {"cultures": "mars"}, out=tmp_path)
     with pytest.raises(KgcultError, match=r"dlama.json:\d+: view dlama: predicate 'P999'"):
-        views.build(dl_store, "dlama", {"predicates": "P999"}, tmp_path)
+        views.build(dl_store, "dlama", {"predicates": "P999"}, out=tmp_path)
 
 
 def test_culture_groups_from_the_paper():
@@ -430,25 +487,25 @@ def test_spectral_items_lists_and_matrix(store, tmp_path):
     f = tmp_path / "spectral.ttl"
     f.write_text(SPECTRAL_TTL)
     store.load([f], graph="fixture")
-    r = views.build(store, "spectral-items", {"domains": "currency,national-dish"}, tmp_path / "out",
+    r = views.build(store, "spectral-items", {"domains": "currency,national-dish"}, out=tmp_path / "out",
                     csv_out=True)
-    items = {(x["domain"], x["item"]): x for x in read_jsonl(r.directory / "spectral-items.jsonl")}
+    items = {(x["domain"], x["item"]): x for x in read_jsonl(r.path / "spectral-items.jsonl")}
     assert items[("currency", "Q4916")]["countries"] == ["Q38", "Q142"]
     assert items[("currency", "Q4916")]["label"] == {"en": "euro"}
     assert set(items) == {("currency", "Q4916"), ("currency", "Q8146"),
                           ("national-dish", "Q9"), ("national-dish", "Q10")}
-    m = read_jsonl(r.directory / "matrix" / "currency.jsonl")
+    m = read_jsonl(r.path / "matrix" / "currency.jsonl")
     assert m == [{"country": "Q17", "country_label": "Japan", "Q4916": 0, "Q8146": 1},
                  {"country": "Q38", "country_label": "Italy", "Q4916": 1, "Q8146": 0},
                  {"country": "Q142", "country_label": "France", "Q4916": 1, "Q8146": 0}]
-    assert (r.directory / "matrix" / "currency.csv").read_text().splitlines()[0] == "country,country_label,Q4916,Q8146"
+    assert (r.path / "matrix" / "currency.csv").read_text().splitlines()[0] == "country,country_label,Q4916,Q8146"
     with pytest.raises(KgcultError, match="unknown domain 'weather'"):
-        views.build(store, "spectral-items", {"domains": "weather"}, tmp_path / "out")
+        views.build(store, "spectral-items", {"domains": "weather"}, out=tmp_path / "out")
 
 
 def test_entity_metadata_fields(fm_store, tmp_path):
-    r = views.build(fm_store, "entity-metadata", {"roots": "Q746549", "languages": "en,zh"}, tmp_path)
-    rows = {x["qid"]: x for x in read_jsonl(r.directory / "entity-metadata.jsonl")}
+    r = views.build(fm_store, "entity-metadata", {"roots": "Q746549", "languages": "en,zh"}, out=tmp_path)
+    rows = {x["qid"]: x for x in read_jsonl(r.path / "entity-metadata.jsonl")}
     d1 = rows["Q9200001"]
     assert list(d1) == ["qid", "labels", "descriptions", "country", "country_source", "topic_roots"]
     assert d1["labels"] == {"en": "bouillabaisse", "zh": "马赛鱼汤"}
@@ -458,8 +515,8 @@ def test_entity_metadata_fields(fm_store, tmp_path):
     assert rows["Q9200003"]["country"] == [] and rows["Q9200003"]["country_source"] is None
     assert "Q9200010" not in rows      # food, not under dish
     r2 = views.build(fm_store, "entity-metadata", {"entities": "Q9200005,Q9400001", "languages": "en"},
-                     tmp_path / "b")
-    rows2 = {x["qid"]: x for x in read_jsonl(r2.directory / "entity-metadata.jsonl")}
+                     out=tmp_path / "b")
+    rows2 = {x["qid"]: x for x in read_jsonl(r2.path / "entity-metadata.jsonl")}
     assert rows2["Q9200005"]["country"] == ["Q38", "Q142"]
     assert rows2["Q9400001"]["country_source"] == "P17" and rows2["Q9400001"]["topic_roots"] == []
 
@@ -471,13 +528,13 @@ def test_fmlama_same_sha_on_a_remote_endpoint(fm_store, tmp_path, oxigraph_serve
     from kgcult.store import open_store
     import pyoxigraph as ox
 
-    local = views.build(fm_store, "fmlama", None, tmp_path / "local")
+    local = views.build(fm_store, "fmlama", None, out=tmp_path / "local")
     hierarchy.ensure_closure(fm_store)
     dump = tmp_path / "all.nq"
     fm_store.ox.dump(output=str(dump), format=ox.RdfFormat.N_QUADS)
     server = oxigraph_server([dump])
     remote = open_store("sparql+" + server.url + "?union-default-graph")
-    r = views.build(remote, "fmlama", None, tmp_path / "remote")
+    r = views.build(remote, "fmlama", None, out=tmp_path / "remote")
     assert r.manifest["sha256"] == local.manifest["sha256"]
     assert [o["sha256"] for o in r.manifest["outputs"]] == [o["sha256"] for o in local.manifest["outputs"]]
 

@@ -60,8 +60,8 @@ def compare(ours_rows, ref_rows):
 
 
 def test_fmlama_english_rows_agree_with_the_released_file(standin_store, tmp_path):
-    r = views.build(standin_store, "fmlama", {"languages": "en"}, tmp_path, snapshot_hash="-")
-    res = compare(_rows(r.directory / "data_lang" / "en" / "en_dishes.jsonl"), _rows(REF_EN))
+    r = views.build(standin_store, "fmlama", {"languages": "en"}, out=tmp_path, snapshot_hash="-")
+    res = compare(_rows(r.path / "data_lang" / "en" / "en_dishes.jsonl"), _rows(REF_EN))
     print({k: (v if not isinstance(v, list) else len(v)) for k, v in res.items()})
     assert res["both"] >= 1000
     assert res["rate"] == 1.0, res["disagree"][:20]
@@ -82,9 +82,9 @@ def test_fmlama_english_rows_agree_with_the_released_file(standin_store, tmp_pat
 
 
 def test_fmlama_14_country_filter_reproduces_data_lang(standin_store, tmp_path):
-    r = views.build(standin_store, "fmlama", {"languages": "en", "countries": FMLAMA_14}, tmp_path,
+    r = views.build(standin_store, "fmlama", {"languages": "en", "countries": FMLAMA_14}, out=tmp_path,
                     snapshot_hash="-")
-    ours = _rows(r.directory / "data_lang" / "en" / "en_dishes.jsonl")
+    ours = _rows(r.path / "data_lang" / "en" / "en_dishes.jsonl")
     res = compare(ours, _rows(REF_EN))
     assert res["extra"] == [] and res["rate"] == 1.0
     assert {x["origin"] for x in ours} <= {x["origin"] for x in _rows(REF_EN)}
@@ -93,8 +93,8 @@ def test_fmlama_14_country_filter_reproduces_data_lang(standin_store, tmp_path):
 def test_dlama_p30_entropy_matches_the_paper(standin_store, tmp_path):
     """DLAMA-v1 Tables D3/E4/E5 report P30 (continent) entropies of 1.0 (Arab), 1.0 (West),
     0.0 (Asia, 13 facts) and 0.0 (South America, 12 facts); the stand-in gives the same."""
-    r = views.build(standin_store, "dlama", {"predicates": "P30"}, tmp_path, snapshot_hash="-")
-    ent = {e["culture"]: e for e in _rows(r.directory / "entropy.jsonl")}
+    r = views.build(standin_store, "dlama", {"predicates": "P30"}, out=tmp_path, snapshot_hash="-")
+    ent = {e["culture"]: e for e in _rows(r.path / "entropy.jsonl")}
     assert (ent["asia"]["triples"], ent["asia"]["entropy"]) == (13, 0.0)
     assert (ent["south-america"]["triples"], ent["south-america"]["entropy"]) == (12, 0.0)
     assert round(ent["arab"]["entropy"], 1) == 1.0 and round(ent["west"]["entropy"], 1) == 1.0

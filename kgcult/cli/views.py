@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
-from kgcult.views import engine as views_lib
+from kgcult import views
+from kgcult.cli.main import info
 from kgcult.errors import KgcultError
-
-
-def _info(msg: str) -> None:
-    click.echo(msg, err=True)
 
 
 @click.command("views")
@@ -25,7 +21,7 @@ def views_command(fmt):
       kgcult views
       kgcult views --format json
     """
-    listing = views_lib.views()
+    listing = views.views()
     if fmt == "json":
         click.echo(json.dumps(listing, ensure_ascii=False, indent=2))
         return
@@ -40,7 +36,7 @@ def views_command(fmt):
 @click.argument("view", required=False)
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="A view parameter (repeatable); lists are comma-separated, e.g. languages=en,zh.")
-@click.option("--out", "out", type=click.Path(file_okay=False), default=views_lib.DEFAULT_OUT, show_default=True,
+@click.option("--out", "out", type=click.Path(file_okay=False), default=views.DEFAULT_OUT, show_default=True,
               help="Output directory; each view is written to OUT/<view>/.")
 @click.option("--csv", "csv_out", is_flag=True, help="Also write every JSONL output as CSV.")
 @click.option("--all", "all_views", is_flag=True, help="Build every view with its default parameters.")
@@ -69,19 +65,18 @@ def build_command(obj, view, params, out, csv_out, all_views, print_output):
         raise KgcultError("--param applies to one view; --all builds every view with its defaults")
     store = obj.store()
     if all_views:
-        results = views_lib.build_all(store, out, csv_out=csv_out, log=_info)
+        results = views.build_all(store, out=out, csv_out=csv_out)
     else:
-        results = [views_lib.build(store, view, list(params), out, csv_out=csv_out, log=_info)]
+        results = [views.build(store, view, list(params), out=out, csv_out=csv_out)]
     for r in results:
         m = r.manifest
-        _info(f"{r.view}: {m['rows']} rows -> {r.directory} ({len(m['outputs'])} files, "
-              f"snapshot {str(m['snapshot_content_sha256'])[:12]})")
-        click.echo(f"{r.view}\t{m['rows']}\t{m['sha256']}\t{r.directory}")
+        info(f"{r.name}: {m['rows']} rows -> {r.path} ({len(m['outputs'])} files, "
+             f"snapshot {str(m['snapshot_content_sha256'])[:12]})")
+        click.echo(f"{r.name}\t{m['rows']}\t{m['sha256']}\t{r.path}")
     if print_output:
         if len(results) != 1:
             raise KgcultError("--print needs exactly one view")
-        path = Path(results[0].directory) / print_output
-        names = [o["file"] for o in results[0].manifest["outputs"]]
-        if print_output not in names:
-            raise KgcultError(f"view {results[0].view} has no output {print_output!r} (outputs: {', '.join(names)})")
-        click.echo(path.read_text(encoding="utf-8"), nl=False)
+        files = results[0].files
+        if print_output not in files:
+            raise KgcultError(f"view {results[0].name} has no output {print_output!r} (outputs: {', '.join(sorted(files))})")
+        click.echo(files[print_output].decode("utf-8"), nl=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kgcult import views
 from kgcult.errors import KgcultError
 from kgcult.files import iter_jsonl
 
@@ -87,23 +88,18 @@ def dlama_rows(rows: list[dict], lang: str | None = None) -> list[dict]:
 
 
 def from_store(store, view: str, params: dict, extra: tuple[str, ...] = ()) -> list[dict] | tuple:
-    """Build a view with :func:`kgcult.views.build` (imported lazily) into a temporary
-    directory and read its main output (and, when ``extra`` names other output files,
-    return ``(rows, {name: rows})``)."""
-    try:
-        from kgcult.views import engine as views
-    except ImportError:
-        raise KgcultError(f"no --dataset given and kgcult.views (which builds {view!r} from the "
-                          f"store) is not available; pass --dataset FILE") from None
-    import tempfile
+    """Build a view in memory (:func:`kgcult.views.build`) and give its main output's rows
+    (and, when ``extra`` names other outputs, ``(rows, {name: rows})``, [] for an output the
+    view did not produce). Each row remembers where it came from (``_where``)."""
+    res = views.build(store, view, params)
 
-    with tempfile.TemporaryDirectory(prefix="kgcult-probe-") as tmp:
-        res = views.build(store, view, params=params, out=tmp)
-        d = Path(res.directory)
-        rows = read_jsonl(d / res.manifest["output"])
-        if extra:
-            return rows, {name: read_jsonl(d / name) if (d / name).is_file() else [] for name in extra}
-        return rows
+    def located(name: str) -> list[dict]:
+        return [dict(row, _where=f"view {view}: {name}:{n}") for n, row in enumerate(res.outputs.get(name, []), 1)]
+
+    rows = located(res.manifest["output"])
+    if extra:
+        return rows, {name: located(name) for name in extra}
+    return rows
 
 
 def _pick(v, lang: str):

@@ -1,0 +1,154 @@
+"""What a build produces: sorted rows, their JSONL (and CSV) bytes, and the manifest
+(snapshot content hash, declaration and query sha256s, parameters, row counts, output
+sha256s), held in memory by :class:`BuildResult` and written atomically by its ``write``.
+Same store and parameters -> byte-identical files."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgcult import ids
+from kgcult.errors import KgcultError
+from kgcult.files import atomic_directory, jsonl_bytes
+from kgcult.store.snapshot import store_content_hash
+from kgcult.version import __version__
+from kgcult.views.spec import View, ViewError, param_text
+
+MANIFEST = "MANIFEST.json"
+
+
+@dataclass
+class Output:
+    """One file of a build, as a processor gives it: rows, their fields in order, and
+    whether it is the view's main output."""
+    path: str                  # relative to the view's output directory
+    rows: list[dict]
+    fields: list[str]
+    main: bool = False
+
+
+def item_key(value: str) -> tuple:
+    """The order of every view's output: Wikidata items (ids or entity IRIs) by number,
+    Q2 before Q10, then anything else as text. Unlike :func:`kgcult.ids.sort_key`, which
+    puts properties and lexemes before items, this keeps outputs as they always were."""
+    qid = ids.of_iri(value) or value
+    return (0, int(qid[1:]), "") if ids.is_item(qid) else (1, 0, value)
+
+
+def ordered(rows: list[dict], fields: list[str]) -> list[dict]:
+    """Rows with the declared fields first, in order, then the others by name."""
+    out = []
+    for r in rows:
+        row = {f: r[f] for f in fields if f in r}
+        row.update({k: r[k] for k in sorted(r) if k not in row})
+        out.append(row)
+    return out
+
+
+def csv_bytes(rows: list[dict], fields: list[str]) -> bytes:
+    """CSV with the declared fields first, then the others as first met."""
+    cols = list(fields)
+    for r in rows:
+        cols.extend(k for k in r if k not in cols)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in cols])
+    return buf.getvalue().encode("utf-8")
+
+
+def _cell(value):
+    """None as an empty cell, lists and objects as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def snapshot_content_hash(store) -> str | None:
+    """The store's snapshot content hash. A remote endpoint is not dumped to compute it:
+    its metadata graph may name it (a served kgcult store does), else None."""
+    if not store.remote:
+        return store_content_hash(store)
+    for name in ("contentSha256", "snapshotContentSha256"):
+        try:
+            value = store.get_state(name)
+        except (KgcultError, AttributeError, OSError):
+            value = None
+        if value:
+            return value
+    return None
+
+
+@dataclass
+class BuildResult:
+    """A built view in memory: ``rows`` (the main output), ``outputs`` ({file: rows} for
+    every JSONL output), ``files`` ({relative file: bytes}, CSV included when asked for),
+    ``manifest`` (as MANIFEST.json holds it), and ``path`` once written."""
+    name: str
+    outputs: dict[str, list[dict]]
+    files: dict[str, bytes]
+    manifest: dict
+    path: Path | None = None
+
+    @property
+    def rows(self) -> list[dict]:
+        return self.outputs[self.manifest["output"]]
+
+    def write(self, directory: str | os.PathLike) -> Path:
+        """Write the files and MANIFEST.json into ``directory/<name>/``, replacing a previous
+        build whole (never a directory that holds no MANIFEST.json)."""
+        target = Path(directory) / self.name
+        if target.exists() and any(target.iterdir()) and not (target / MANIFEST).is_file():
+            raise ViewError(f"{target}: exists and is not a kgcult view output (no {MANIFEST}); "
+                            "refusing to overwrite it")
+        with atomic_directory(target) as tmp:
+            for rel, data in self.files.items():
+                p = tmp / rel
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(data)
+            (tmp / MANIFEST).write_bytes(
+                (json.dumps(self.manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        self.path = target
+        return target
+
+
+def result(view: View, params: dict, query_text: dict[str, str], outputs: list[Output], *,
+           csv_out: bool, snapshot: str | None) -> BuildResult:
+    """The rows, files and manifest of a build from its processor's outputs."""
+    rows = {o.path: ordered(o.rows, o.fields) for o in outputs}
+    files: dict[str, bytes] = {}
+    counts: dict[str, int] = {}
+    for o in outputs:
+        files[o.path], counts[o.path] = jsonl_bytes(rows[o.path]), len(o.rows)
+        if csv_out:
+            name = re.sub(r"\.jsonl$", ".csv", o.path)
+            files[name], counts[name] = csv_bytes(o.rows, o.fields), len(o.rows)
+    main = next(o.path for o in outputs if o.main)
+    manifest = {
+        "view": view.name,
+        "description": view.description,
+        "kgcult_version": __version__,
+        "snapshot_content_sha256": snapshot,
+        "declaration": {"file": view.rel(view.path), "sha256": sha256_bytes(view.text.encode("utf-8"))},
+        "queries": {k: {"file": view.rel(p), "sha256": sha256_bytes(query_text[k].encode("utf-8"))}
+                    for k, p in sorted(view.queries.items())},
+        "parameters": {k: param_text(v) for k, v in sorted(params.items())},
+        "output": main,
+        "rows": len(rows[main]),
+        "sha256": sha256_bytes(files[main]),
+        "outputs": [{"file": p, "rows": counts[p], "sha256": sha256_bytes(b)} for p, b in sorted(files.items())],
+    }
+    return BuildResult(view.name, rows, files, manifest)
