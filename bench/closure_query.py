@@ -13,7 +13,7 @@ import sys
 from common import STANDIN, WORK, require, save, timed
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
-from kgcult.store import closure as hierarchy  # noqa: E402
+from kgcult.store import hierarchy  # noqa: E402
 from kgcult.store import Store  # noqa: E402
 
 # FmLAMA's shape: a dish is (P31|P279)+ dish; its origin is its P495 country or the

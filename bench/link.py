@@ -65,7 +65,7 @@ def loadavg():
 # -- the store --------------------------------------------------------------------------
 
 def prepare_store(args):
-    from kgcult.store import closure as hierarchy
+    from kgcult.store import hierarchy
     from kgcult.store import Store
 
     if args.store:

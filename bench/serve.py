@@ -68,7 +68,7 @@ def pick_store(arg: str | None) -> Path:
         return Path(os.environ["KGCULT_BENCH_STORE"])
     if Path("/tmp/kgcult-standin-store").exists():
         return Path("/tmp/kgcult-standin-store")
-    from kgcult.store import closure as hierarchy
+    from kgcult.store import hierarchy
     from kgcult.store import Store
 
     path = WORK / "serve-seed-store"

@@ -19,7 +19,7 @@ import pyoxigraph as ox
 from kgcult import ids, inspection, views
 from kgcult.link import Linker
 from kgcult.serve import Server, ServeConfig
-from kgcult.store import closure as hierarchy
+from kgcult.store import hierarchy
 from kgcult.store import open_store, snapshot
 from kgcult.store.embedded import LoadReport
 

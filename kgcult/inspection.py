@@ -78,11 +78,11 @@ def show(store, qid: str, lang: str = "en") -> dict:
     names = labels_in(store, objects, lang)
     for c in card["claims"]:
         c["value_label"] = names.get(c["value"], "")
-        c["value"] = vocab.qid_of(c["value"]) or c["value"]
+        c["value"] = ids.shorten(c["value"])
     card["claims"].sort(key=lambda c: (int(c["property"][1:]) if c["property"][1:].isdigit() else 0,
                                        c["property"], c["value"]))
     card["ancestors"] = {
-        k: [{"qid": vocab.qid_of(y) or y, "label": names.get(y, "")} for y in ys]
+        k: [{"qid": ids.shorten(y), "label": names.get(y, "")} for y in ys]
         for k, ys in card["ancestors"].items()
     }
     return card
@@ -128,7 +128,7 @@ def stats(store) -> dict:
     ):
         counts[r["root"].value] = int(r["n"].value)
     result["entities_per_root"] = {
-        f"{vocab.qid_of(iri)} {label}": counts[iri] for iri, label in roots
+        f"{ids.shorten(iri)} {label}": counts[iri] for iri, label in roots
     }
     langs = {}
     for r in store.query(

@@ -41,10 +41,6 @@ PREFIXES = {
 }
 
 
-def wd(qid: str) -> NamedNode:
-    return NamedNode(WD + qid)
-
-
 def wdt(pid: str) -> NamedNode:
     return NamedNode(WDT + pid)
 
@@ -58,13 +54,6 @@ def graph_iri(name: str) -> str:
     if "://" in name or name.startswith("urn:"):
         return name
     return GRAPH + name
-
-
-def qid_of(iri: str) -> str | None:
-    """``http://www.wikidata.org/entity/Q42`` -> ``Q42``; anything else -> None."""
-    if iri.startswith(WD):
-        return iri[len(WD):]
-    return None
 
 
 def is_derived_graph(iri: str) -> bool:

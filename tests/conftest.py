@@ -43,7 +43,7 @@ SERVE_FOOD = FIXTURES / "serve" / "food.ttl"
 
 def build_store(path: Path, files=(SERVE_FOOD,)) -> Path:
     """A store at ``path`` holding ``files`` (default: the serve food fixture) and its closure."""
-    from kgcult.store import closure as hierarchy
+    from kgcult.store import hierarchy
     from kgcult.store import Store
 
     s = Store(path)

@@ -5,8 +5,8 @@ import networkx as nx
 import pytest
 
 from kgcult import vocab
-from kgcult.store import closure as hierarchy
-from kgcult.store.closure import transitive_reach
+from kgcult.store import hierarchy
+from kgcult.store.hierarchy import transitive_reach
 
 from tests.conftest import FIXTURES, run_cli
 

@@ -25,7 +25,7 @@ def run_cli(args, store_path=None, input=None):
 
 
 def make_store(path):
-    from kgcult.store import closure as hierarchy
+    from kgcult.store import hierarchy
     from kgcult.store import Store
 
     s = Store(path)

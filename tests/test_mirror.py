@@ -12,7 +12,7 @@ from tests.test_mirror_proxy import FaultProxy
 
 from kgcult import vocab
 from kgcult.acquire import endpoint as m
-from kgcult.acquire import specs as subgraphs
+from kgcult.acquire import subgraphs
 from kgcult.acquire.crawl import entity_id
 from kgcult.acquire.fetch import EndpointClient
 from kgcult.acquire.queries import labels_query, template

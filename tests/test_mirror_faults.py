@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kgcult.acquire import endpoint as m
-from kgcult.acquire import specs as subgraphs
+from kgcult.acquire import subgraphs
 from kgcult.store import Store
 
 from tests.test_mirror import FIXTURE, data_quads, fast_config

@@ -6,7 +6,7 @@ import pyoxigraph as ox
 import pytest
 
 from kgcult.acquire import endpoint as m
-from kgcult.acquire import specs as subgraphs
+from kgcult.acquire import subgraphs
 from kgcult.store.rdfio import open_binary
 from kgcult.store import Store
 

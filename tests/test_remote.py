@@ -12,8 +12,8 @@ import pytest
 from pyoxigraph import Literal, NamedNode
 
 from kgcult import vocab
-from kgcult.store import closure as hierarchy
-from kgcult.serve import app as serve
+from kgcult.store import hierarchy
+from kgcult.serve import Server, ServeConfig
 from kgcult.store import snapshot
 from kgcult.errors import KgcultError
 from kgcult.sparql.client import RemoteError
@@ -235,7 +235,7 @@ def test_busy_endpoint_is_retried_then_named(served):
 
 def test_truncated_results_are_an_error(embedded):
     st = Store(embedded, read_only=True)
-    srv = serve.make_server(st, serve.ServeConfig(port=0, max_rows=2)).start()
+    srv = Server(st, ServeConfig(port=0, max_rows=2)).start()
     try:
         r = RemoteStore(srv.url + "/query")
         with pytest.raises(RemoteError, match="more than 2 rows"):
@@ -303,7 +303,7 @@ def seed_served(tmp_path_factory):
     snapshot.store_content_hash(s)
     s.close()
     st = Store(_copy(path, "served"), read_only=True)
-    srv = serve.make_server(st, serve.ServeConfig(port=0)).start()
+    srv = Server(st, ServeConfig(port=0)).start()
     yield path, srv
     srv.stop()
     st.close()

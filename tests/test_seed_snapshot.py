@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kgcult import resources as resources
+from kgcult import resources
 from kgcult.store import snapshot
 from kgcult.store import Store
 

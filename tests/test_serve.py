@@ -12,7 +12,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from kgcult import inspection as inspect
+from kgcult import inspection
 from kgcult.serve.config import ServeConfig, check_config, is_loopback
 from kgcult.serve.endpoint import SparqlApp
 from kgcult.serve.protocol import HttpError, parse_accept
@@ -418,7 +418,7 @@ def test_entity_page_shows_the_card(server, store_path):
         assert text in page, text
     status, _, body = http(server.url + "/api/entity/Q46383?lang=ja")
     with Store(store_path, read_only=True) as st:
-        assert json.loads(body) == inspect.show(st, "Q46383", lang="ja")
+        assert json.loads(body) == inspection.show(st, "Q46383", lang="ja")
     assert json.loads(body)["label"] == "寿司"
     # values are escaped
     status, _, body = http(server.url + "/entity/Q9100023")

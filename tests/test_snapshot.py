@@ -51,7 +51,7 @@ def test_export_is_sorted_nquads_with_manifest(loaded, tmp_path):
 
 
 def test_closure_graphs_not_exported_and_content_hash_ignores_metadata(loaded, tmp_path):
-    from kgcult.store import closure as hierarchy
+    from kgcult.store import hierarchy
 
     m1 = snapshot.export(loaded, tmp_path / "1")
     hierarchy.build(loaded)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kgcult.store import closure as hierarchy
-from kgcult import resources as resources
+from kgcult.store import hierarchy
+from kgcult import resources
 from kgcult import synth
 from kgcult.synth import taxonomy
 from kgcult.errors import KgcultError

@@ -524,7 +524,7 @@ def test_entity_metadata_fields(fm_store, tmp_path):
 def test_fmlama_same_sha_on_a_remote_endpoint(fm_store, tmp_path, oxigraph_server):
     """The views only call store.select: the same build against `oxigraph serve` (holding
     the same data and closure graphs) gives the same output sha256."""
-    from kgcult.store import closure as hierarchy
+    from kgcult.store import hierarchy
     from kgcult.store import open_store
     import pyoxigraph as ox
 
@@ -541,7 +541,7 @@ def test_fmlama_same_sha_on_a_remote_endpoint(fm_store, tmp_path, oxigraph_serve
 
 def test_seed_demo_counts_and_identical_rebuild(tmp_path):
     """The documented demo: import the seed snapshot, build fmlama twice, print counts."""
-    from kgcult import resources as resources
+    from kgcult import resources
 
     seed = resources.seed()
     if not (seed / "MANIFEST.json").is_file():

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def standin_store(tmp_path_factory):
-    from kgcult.store import closure as hierarchy
+    from kgcult.store import hierarchy
     from kgcult.store import Store
 
     nt = require_shared()

@@ -16,7 +16,7 @@ from typing import Protocol
 from pyoxigraph import NamedNode
 
 from kgcult import ids, vocab
-from kgcult.acquire.specs import SubgraphSpec
+from kgcult.acquire.subgraphs import SubgraphSpec
 
 log = logging.getLogger(__name__)
 

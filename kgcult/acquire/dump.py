@@ -34,11 +34,11 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.acquire import specs as subgraphs
+from kgcult.acquire import subgraphs
 from kgcult.acquire import staging
 from kgcult.acquire.crawl import ENTITY, crawl, entity_id
 from kgcult.acquire.report import SubgraphReport
-from kgcult.acquire.specs import SubgraphSpec
+from kgcult.acquire.subgraphs import SubgraphSpec
 from kgcult.errors import KgcultError
 from kgcult.files import sha256_file
 from kgcult.log import progress as progress_bar

@@ -1,6 +1,6 @@
 """Mirror Wikidata subgraphs from a WDQS-compatible SPARQL endpoint into the store.
 
-For each subgraph spec (``ontology/subgraphs.ttl``, see :mod:`kgcult.acquire.specs`), the
+For each subgraph spec (``ontology/subgraphs.ttl``, see :mod:`kgcult.acquire.subgraphs`), the
 crawl (:mod:`kgcult.acquire.crawl`) asks this module's backend to:
 
 1. select members: the roots, then level by level the entities one step below them
@@ -32,14 +32,14 @@ from pathlib import Path
 from pyoxigraph import Literal, NamedNode
 
 from kgcult import ids, vocab
-from kgcult.acquire import specs as subgraphs
+from kgcult.acquire import subgraphs
 from kgcult.acquire import staging
 from kgcult.acquire.checkpoint import Checkpoint, default_path, load_batches, staging_dir, staging_root, write_batch
 from kgcult.acquire.crawl import crawl, entity_id
 from kgcult.acquire.fetch import EndpointClient, MirrorConfig, MirrorError
 from kgcult.acquire.queries import NAMES, labels_query, members_query, sha, statements_query, template
 from kgcult.acquire.report import SubgraphReport
-from kgcult.acquire.specs import SubgraphSpec
+from kgcult.acquire.subgraphs import SubgraphSpec
 from kgcult.log import progress as progress_bar
 from kgcult.sparql.text import bind_values
 from kgcult.store.embedded import now_iso

@@ -9,7 +9,7 @@ import re
 from pyoxigraph import Literal, NamedNode
 
 from kgcult import ids, resources, vocab
-from kgcult.acquire.specs import SITELINKS
+from kgcult.acquire.subgraphs import SITELINKS
 from kgcult.errors import KgcultError
 from kgcult.sparql.text import bind_values, term
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyoxigraph import Literal, NamedNode
 
 from kgcult import vocab
-from kgcult.acquire.specs import SubgraphSpec
+from kgcult.acquire.subgraphs import SubgraphSpec
 from kgcult.errors import KgcultError
 
 PARTIAL = "partial:"

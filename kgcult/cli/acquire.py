@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kgcult.acquire import specs as subgraphs
+from kgcult.acquire import subgraphs
 from kgcult.acquire.dump import ingest
 from kgcult.acquire.endpoint import mirror
 from kgcult.acquire.fetch import DEFAULT_USER_AGENT, WDQS, MirrorConfig

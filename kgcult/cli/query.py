@@ -6,11 +6,11 @@ import sys
 
 import click
 
-from kgcult import inspection as inspect
+from kgcult import inspection
 from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.sparql import results
-from kgcult.store import closure as hierarchy
+from kgcult.store import hierarchy
 from kgcult.cli.main import Context
 
 
@@ -63,11 +63,11 @@ def show(obj: Context, qid, lang, fmt):
     """
     store = obj.store()
     hierarchy.ensure_closure(store)
-    card = inspect.show(store, qid, lang=lang)
+    card = inspection.show(store, qid, lang=lang)
     if fmt == "json":
         click.echo(json.dumps(card, ensure_ascii=False, indent=2))
     else:
-        click.echo(inspect.format_card(card, lang), nl=False)
+        click.echo(inspection.format_card(card, lang), nl=False)
 
 
 @click.command()
@@ -80,8 +80,8 @@ def stats(obj: Context, fmt):
     Example:
       kgcult stats --format json
     """
-    s = inspect.stats(obj.store())
+    s = inspection.stats(obj.store())
     if fmt == "json":
         click.echo(json.dumps(s, ensure_ascii=False, indent=2))
     else:
-        click.echo(inspect.format_stats(s), nl=False)
+        click.echo(inspection.format_stats(s), nl=False)

@@ -8,7 +8,7 @@ import click
 from kgcult import ids, resources
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
-from kgcult.store import closure as hierarchy
+from kgcult.store import hierarchy
 from kgcult.store import snapshot
 from kgcult.cli.main import Context, info
 

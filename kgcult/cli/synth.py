@@ -11,7 +11,7 @@ from kgcult import files, ids
 from kgcult import synth as synth_lib
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
-from kgcult.store import closure as hierarchy
+from kgcult.store import hierarchy
 from kgcult.synth import taxonomy as tax_lib
 
 

@@ -28,7 +28,7 @@ from kgcult.errors import KgcultError
 from kgcult.files import atomic_write
 from kgcult.link import normalize
 from kgcult.link.topics import Topic, load_topics
-from kgcult.store.closure import ensure_closure
+from kgcult.store.hierarchy import ensure_closure
 from kgcult.store.snapshot import store_content_hash
 
 log = logging.getLogger(__name__)

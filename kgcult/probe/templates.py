@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kgcult import resources as resources
+from kgcult import resources
 from kgcult.errors import KgcultError
 
 PLACEHOLDERS = ("[X]", "[Y]", "[C]")

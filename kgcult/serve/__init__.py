@@ -7,7 +7,7 @@ cheroot server). :class:`Server` is the entry point.
 """
 from __future__ import annotations
 
-from kgcult.serve.app import Server, make_server
+from kgcult.serve.app import Server
 from kgcult.serve.config import ServeConfig
 
-__all__ = ["ServeConfig", "Server", "make_server"]
+__all__ = ["ServeConfig", "Server"]

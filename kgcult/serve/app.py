@@ -192,6 +192,11 @@ class Server:
             host = "127.0.0.1"
         return f"http://{host}:{self.port}"
 
+    @property
+    def endpoint(self) -> str:
+        """The SPARQL query endpoint, for any SPARQL client (SPARQLWrapper, ``--store sparql+...``)."""
+        return self.url + "/query"
+
     def start(self) -> Server:
         """Serve in a background thread (for the Python API, tests and benchmarks)."""
         self._thread = threading.Thread(target=self._httpd.serve, name="kgcult-serve", daemon=True)
@@ -219,8 +224,3 @@ class Server:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def make_server(store, config: ServeConfig | None = None) -> Server:
-    """A listening (not yet serving) :class:`Server` over ``store``."""
-    return Server(store, config)

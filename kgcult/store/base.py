@@ -37,3 +37,15 @@ class StoreReads:
     def data_graphs(self) -> list[str]:
         """Named graphs holding mirrored or loaded data (not metadata, derived or staging)."""
         return [g for g in self.graph_counts() if vocab.is_data_graph(g)]
+
+    def provenance(self) -> list[dict]:
+        """Every provenance record of the metadata graph, oldest first, as plain dicts."""
+        rows = self.query("SELECT ?a ?p ?o WHERE { GRAPH ?m { ?a a kgc:Load ; ?p ?o } }",
+                          bindings={"m": NamedNode(vocab.META_GRAPH)})
+        records: dict[str, dict] = {}
+        for r in rows:
+            rec = records.setdefault(r["a"].value, {})
+            p = r["p"].value
+            if p.startswith(vocab.KGC):
+                rec[p[len(vocab.KGC):]] = r["o"].value
+        return sorted(records.values(), key=lambda d: (d.get("loadedAt", ""), d.get("source", "")))

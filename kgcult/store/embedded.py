@@ -293,20 +293,6 @@ class Store(StoreReads):
         self._ox.extend(quads)
         return node
 
-    def provenance(self) -> list[dict]:
-        """Every provenance record, oldest first, as plain dicts."""
-        rows = self._ox.query(
-            f"SELECT ?a ?p ?o WHERE {{ GRAPH <{vocab.META_GRAPH}> {{ ?a a kgc:Load ; ?p ?o }} }}",
-            prefixes=vocab.PREFIXES,
-        )
-        records: dict[str, dict] = {}
-        for r in rows:
-            rec = records.setdefault(r["a"].value, {})
-            p = r["p"].value
-            if p.startswith(vocab.KGC):
-                rec[p[len(vocab.KGC):]] = r["o"].value
-        return sorted(records.values(), key=lambda d: (d.get("loadedAt", ""), d.get("source", "")))
-
     def get_state(self, name: str) -> str | None:
         for q in self._ox.quads_for_pattern(_STATE, vocab.kgc(name), None, _META):
             return q.object.value

@@ -164,18 +164,6 @@ class RemoteStore(StoreReads):
             rows = self.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
         return int(next(iter(rows))["n"].value)
 
-    def provenance(self) -> list[dict]:
-        """The provenance records of the metadata graph, if the endpoint serves one."""
-        rows = self.query("SELECT ?a ?p ?o WHERE { GRAPH ?m { ?a a kgc:Load ; ?p ?o } }",
-                          bindings={"m": NamedNode(vocab.META_GRAPH)})
-        records: dict[str, dict] = {}
-        for r in rows:
-            rec = records.setdefault(r["a"].value, {})
-            p = r["p"].value
-            if p.startswith(vocab.KGC):
-                rec[p[len(vocab.KGC):]] = r["o"].value
-        return sorted(records.values(), key=lambda d: (d.get("loadedAt", ""), d.get("source", "")))
-
     def get_state(self, name: str) -> str | None:
         rows = self.query("SELECT ?o WHERE { GRAPH ?m { ?s ?p ?o } } LIMIT 1",
                           bindings={"m": NamedNode(vocab.META_GRAPH), "s": NamedNode(_STATE),

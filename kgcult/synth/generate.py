@@ -16,7 +16,7 @@ from typing import Iterable
 from pyoxigraph import NamedNode
 
 from kgcult import ids, vocab
-from kgcult import inspection as kinspect
+from kgcult import inspection
 from kgcult.errors import KgcultError
 from kgcult.synth import taxonomy
 from kgcult.synth.graph import GraphCache
@@ -97,7 +97,7 @@ def synthesize(store, tax: taxonomy.Taxonomy, topic, country: str, langs: Iterab
 def _given_keywords(store, tax, topic, country: str, qids: Iterable[str]) -> list[dict]:
     """Keyword records for QIDs the caller chose, with the anchors and country ties the
     graph gives them (so every template kind applies as for graph keywords)."""
-    qids = [kinspect.entity_iri(q) for q in qids]
+    qids = [inspection.entity_iri(q) for q in qids]
     targets = [tax.topics[c] for c in topic.children] if topic.primary else [topic]
     target = next((t for t in targets if t.anchored), targets[0] if targets else topic)
     graph = {ids.iri(k["qid"]): k for k in taxonomy.keywords(store, tax, topic, country, lang="en")}
@@ -185,7 +185,7 @@ def _record(ctx: _Ctx, t: Template, lang: str, *, subject: str, question: str, g
                                   key=ids.sort_key),
         "facts": [[ids.shorten(s), p, ids.shorten(o)] for s, p, o in facts],
         "fact_labels": [[c.label(s, lang) or c.label(s, "en") or ids.shorten(s),
-                         kinspect.property_label(vocab.WDT + p) or p,
+                         inspection.property_label(vocab.WDT + p) or p,
                          c.label(o, lang) or c.label(o, "en") or ids.shorten(o)] for s, p, o in facts],
         "mentions": mentions,
         "source": "template",

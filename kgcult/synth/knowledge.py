@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from kgcult import ids, vocab
-from kgcult import inspection as kinspect
+from kgcult import inspection
 from kgcult.errors import KgcultError
 from kgcult.link import Linker
 from kgcult.synth.graph import GraphCache
@@ -15,7 +15,7 @@ def knowledge_point(store, qid: str, lang: str = "en", cache: GraphCache | None 
     """The facts the graph holds about one entity, in ``lang``: label, aliases, description,
     and claims with object labels (``value_label_lang`` says which language the object label
     is in: ``lang``, else English, else none). Raises KgcultError if the entity is absent."""
-    iri = kinspect.entity_iri(qid)
+    iri = inspection.entity_iri(qid)
     c = cache or GraphCache(store)
     c.fetch_claims([iri])
     c.fetch_names([iri])
@@ -29,7 +29,7 @@ def knowledge_point(store, qid: str, lang: str = "en", cache: GraphCache | None 
             lab = c.label(o, lang)
             llang = lang if lab else ("en" if c.label(o, "en") else "")
             facts.append({
-                "property": pid, "property_label": kinspect.property_label(vocab.WDT + pid),
+                "property": pid, "property_label": inspection.property_label(vocab.WDT + pid),
                 "value": ids.shorten(o), "value_label": lab or c.label(o, "en") or "",
                 "value_label_lang": llang,
             })

@@ -7,7 +7,7 @@ import logging
 import os
 from typing import Iterable
 
-from kgcult.store.closure import ensure_closure
+from kgcult.store.hierarchy import ensure_closure
 from kgcult.views.engine import ViewContext
 from kgcult.views.output import BuildResult, result, snapshot_content_hash
 from kgcult.views.registry import PROCESSORS, get_view, registry
