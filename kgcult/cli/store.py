@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from kgcult import ids, resources
+from kgcult import resources
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.store import hierarchy
@@ -110,14 +110,4 @@ def closure(obj: Context, specs):
     Example:
       kgcult closure
     """
-    store = obj.store()
-    specs_ = hierarchy.load_specs(specs) if specs else None
-
-    def report(r):
-        msg = f"{r.spec}: {r.edges_in} edges -> {r.triples_out} triples in {r.graph} ({r.seconds:.1f} s)"
-        if r.cycles:
-            shown = "; ".join(" -> ".join(ids.shorten(n) for n in c[:6]) for c in r.cycles[:5])
-            msg += f"\n  {len(r.cycles)} cycle(s) tolerated: {shown}"
-        info(msg)
-
-    hierarchy.build(store, specs_, progress=report)
+    hierarchy.build(obj.store(), hierarchy.load_specs(specs) if specs else None)

@@ -15,7 +15,7 @@ from pathlib import Path
 import networkx as nx
 from pyoxigraph import NamedNode, Quad
 
-from kgcult import ontology, vocab
+from kgcult import ids, ontology, vocab
 from kgcult.errors import KgcultError
 from kgcult.store.embedded import Store
 
@@ -39,6 +39,13 @@ class ClosureReport:
     triples_out: int
     cycles: list[list[str]] = field(default_factory=list)
     seconds: float = 0.0
+
+    def __str__(self) -> str:
+        msg = f"{self.spec}: {self.edges_in} edges -> {self.triples_out} triples in {self.graph} ({self.seconds:.1f} s)"
+        if self.cycles:
+            shown = "; ".join(" -> ".join(ids.shorten(n) for n in c[:6]) for c in self.cycles[:5])
+            msg += f"\n  {len(self.cycles)} cycle(s) tolerated: {shown}"
+        return msg
 
 
 def load_specs(path: str | Path | None = None) -> list[ClosureSpec]:
@@ -140,8 +147,9 @@ def compute(store: Store, spec: ClosureSpec) -> tuple[list[tuple[str, str]], lis
     return pairs, cycles, n_edges
 
 
-def build(store: Store, specs: list[ClosureSpec] | None = None, progress=None) -> list[ClosureReport]:
-    """(Re)build every closure graph and mark the closure fresh."""
+def build(store: Store, specs: list[ClosureSpec] | None = None) -> list[ClosureReport]:
+    """(Re)build every closure graph and mark the closure fresh; each graph is logged
+    with its counts and the cycles it tolerated."""
     if store.remote:
         raise KgcultError("closures are built in the embedded store; a remote endpoint must provide its own")
     specs = specs if specs is not None else load_specs()
@@ -156,8 +164,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, progress=None) -
         triples += [(NamedNode(n), in_cycle, spec_iri[spec.name]) for cyc in cycles for n in cyc]
         count = store.replace_graph(spec.graph, triples)
         reports.append(ClosureReport(spec.name, spec.graph, n_edges, count, cycles, time.perf_counter() - t0))
-        if progress:
-            progress(reports[-1])
+        log.info("%s", reports[-1])
     store.set_state("closureStale", False)
     store.record_activity(kind="closure", source="ontology/closures.ttl",
                           triples=sum(r.triples_out for r in reports))

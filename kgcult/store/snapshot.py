@@ -25,7 +25,7 @@ from pyoxigraph import NamedNode, RdfFormat
 from kgcult import vocab
 from kgcult.version import __version__
 from kgcult.errors import KgcultError
-from kgcult.files import sha256_file
+from kgcult.files import atomic_open, sha256_file
 from kgcult.store.embedded import Store
 
 FORMAT = "kgcult-snapshot/1"
@@ -80,12 +80,10 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
         raw = b"".join(lines)
         name = graph_file_name(iri)
         path = out / name
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
+        with atomic_open(path, "wb") as f:
             # filename="" and mtime=0 make the gzip header independent of time and path.
             with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=6) as gz:
                 gz.write(raw)
-        os.replace(tmp, path)
         written.add(name)
         graphs.append(
             {
