@@ -24,7 +24,9 @@ def test_python_api_examples_run(tmp_path, monkeypatch):
 
 
 def _commands(group: click.Group, prefix=()):
-    for name, cmd in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
         yield (*prefix, name), cmd
         if isinstance(cmd, click.Group):
             yield from _commands(cmd, (*prefix, name))

@@ -326,10 +326,6 @@ def test_views_build_same_sha256_remote_and_embedded(seed_served, tmp_path):
 
 
 def test_cli_build_fmlama_same_sha256(seed_served, tmp_path):
-    from kgcult.cli.main import main
-
-    if "build" not in main.commands:
-        pytest.skip("`kgcult build` is not registered yet (kgcult/cli_views.py)")
     path, srv = seed_served
     a = run_cli(["build", "fmlama", "--out", str(tmp_path / "emb")], path)
     b = run_cli(["build", "fmlama", "--out", str(tmp_path / "rem")], "sparql+" + srv.url + "/query")
@@ -362,10 +358,6 @@ def test_link_index_reads_a_remote_endpoint(seed_served):
 
 
 def test_cli_link_against_remote(seed_served, tmp_path, monkeypatch):
-    from kgcult.cli.main import main
-
-    if "link" not in main.commands:
-        pytest.skip("`kgcult link` is not registered yet")
     path, srv = seed_served
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("KGCULT_CACHE", str(tmp_path / "cache"))

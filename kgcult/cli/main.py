@@ -4,6 +4,8 @@ Machine output goes to stdout; messages and errors to stderr; errors exit non-ze
 """
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from kgcult import log as kglog
@@ -33,8 +35,41 @@ def info(msg: str) -> None:
     click.echo(msg, err=True)
 
 
+# Each command's module, loaded when the command runs (or --help lists it), so that
+# `kgcult link` does not pay for importing the server, the probers or the mirror.
+COMMANDS = {
+    "load": "kgcult.cli.store:load",
+    "snapshot": "kgcult.cli.store:snapshot_group",
+    "closure": "kgcult.cli.store:closure",
+    "sparql": "kgcult.cli.query:sparql",
+    "show": "kgcult.cli.query:show",
+    "stats": "kgcult.cli.query:stats",
+    "mirror": "kgcult.cli.acquire:mirror_command",
+    "ingest": "kgcult.cli.acquire:ingest_command",
+    "views": "kgcult.cli.views:views_command",
+    "build": "kgcult.cli.views:build_command",
+    "link": "kgcult.cli.link:link_group",
+    "makieval": "kgcult.cli.link:makieval_group",
+    "probe": "kgcult.cli.probe:probe_group",
+    "spectral": "kgcult.cli.probe:spectral_cmd",
+    "serve": "kgcult.cli.serve:serve",
+    "taxonomy": "kgcult.cli.synth:taxonomy_cmd",
+    "synth": "kgcult.cli.synth:synth_cmd",
+}
+
+
 class KgcultGroup(click.Group):
-    """Turns KgcultError into ``error: ...`` on stderr and exit status 1."""
+    """The ``kgcult`` group: commands from :data:`COMMANDS`, loaded on first use (click's
+    lazy-group pattern), and KgcultError turned into ``error: ...`` on stderr and exit 1."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx, name: str):
+        if name not in self.commands and name in COMMANDS:
+            module, attr = COMMANDS[name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return self.commands.get(name)
 
     def invoke(self, ctx):
         try:
