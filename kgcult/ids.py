@@ -2,7 +2,9 @@
 user may write one, and how ids map to IRIs and sort.
 
 An id is ``Q`` (item), ``P`` (property) or ``L`` (lexeme) followed by a number without
-leading zeros: ``Q42``, ``P279``. Users may write it as ``Q42``, ``q42``, ``wd:Q42`` or the
+leading zeros: ``Q42``, ``P279``. A lexeme's form or sense (``L7-F1``, ``L7-S2``) is an
+*entity* too (:func:`is_entity`, :func:`entity_of_term`): the graph may reference one,
+but no command takes it where an id is asked for. Users may write it as ``Q42``, ``q42``, ``wd:Q42`` or the
 full IRI ``http://www.wikidata.org/entity/Q42``; :func:`parse` accepts all of them and
 raises a :class:`KgcultError` naming the field otherwise.
 """
@@ -16,6 +18,7 @@ from kgcult.errors import KgcultError
 from kgcult.vocab import WD
 
 _ID = re.compile(r"^([QPL])([1-9][0-9]*)$")
+_ENTITY = re.compile(r"^[QPL][1-9][0-9]*(?:-[FS][1-9][0-9]*)?$")
 _KIND_NAMES = {"Q": "item", "P": "property", "L": "lexeme"}
 
 
@@ -27,6 +30,17 @@ def is_id(value: str, kinds: str = "QP") -> bool:
 
 def is_item(value: str) -> bool:
     return is_id(value, "Q")
+
+
+def is_entity(value: str) -> bool:
+    """An id, or a lexeme's form or sense (``L7-F1``)."""
+    return isinstance(value, str) and bool(_ENTITY.match(value))
+
+
+def split(value: str) -> tuple[str, int] | None:
+    """``Q42`` -> ("Q", 42); anything but an id -> None."""
+    m = _ID.match(value) if isinstance(value, str) else None
+    return (m.group(1), int(m.group(2))) if m else None
 
 
 def parse(value: str, kinds: str = "QP", field: str = "id") -> str:
@@ -59,6 +73,15 @@ def of_term(term, kinds: str = "QPL") -> str | None:
         qid = of_iri(term.value)
         if qid and qid[0] in kinds:
             return qid
+    return None
+
+
+def entity_of_term(term) -> str | None:
+    """The entity (id, form or sense) of a pyoxigraph ``wd:`` term, else None."""
+    if isinstance(term, NamedNode) and term.value.startswith(WD):
+        local = term.value[len(WD):]
+        if _ENTITY.match(local):
+            return local
     return None
 
 

@@ -10,10 +10,9 @@ import pytest
 from tests.conftest import run_cli
 from tests.test_mirror_proxy import FaultProxy
 
-from kgcult import vocab
+from kgcult import ids, vocab
 from kgcult.acquire import endpoint as m
 from kgcult.acquire import subgraphs
-from kgcult.acquire.crawl import entity_id
 from kgcult.acquire.fetch import EndpointClient
 from kgcult.acquire.queries import labels_query, template
 from kgcult.store import Store
@@ -42,7 +41,7 @@ def fast_config(url, **kw) -> m.MirrorConfig:
 
 
 def _entity(term) -> str | None:
-    return entity_id(term)
+    return ids.entity_of_term(term)
 
 
 def reference_selection(ox_store: ox.Store, specs: dict) -> dict[str, set[str]]:

@@ -10,29 +10,12 @@ for is answered by a :class:`Backend`: SPARQL queries against an endpoint
 from __future__ import annotations
 
 import logging
-import re
 from typing import Protocol
 
-from pyoxigraph import NamedNode
-
-from kgcult import ids, vocab
+from kgcult import ids
 from kgcult.acquire.subgraphs import SubgraphSpec
 
 log = logging.getLogger(__name__)
-
-# an item, property or lexeme id, or a lexeme's form or sense (L7-F1), which kgcult.ids
-# does not take for an id but which a subgraph may reference
-ENTITY = re.compile(r"^[QPL][1-9][0-9]*(?:-[FS][1-9][0-9]*)?$")
-
-
-def entity_id(term) -> str | None:
-    """The id of a wd: entity IRI term (Q42, L7-F1), else None."""
-    if isinstance(term, NamedNode) and term.value.startswith(vocab.WD):
-        local = term.value[len(vocab.WD):]
-        if ENTITY.match(local):
-            return local
-    return None
-
 
 class Backend(Protocol):
     """What a crawl needs from a data source."""

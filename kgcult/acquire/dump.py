@@ -33,10 +33,10 @@ import numpy as np
 import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
-from kgcult import vocab
+from kgcult import ids, vocab
 from kgcult.acquire import subgraphs
 from kgcult.acquire import staging
-from kgcult.acquire.crawl import ENTITY, crawl, entity_id
+from kgcult.acquire.crawl import crawl
 from kgcult.acquire.report import SubgraphReport
 from kgcult.acquire.subgraphs import SubgraphSpec
 from kgcult.errors import KgcultError
@@ -53,7 +53,6 @@ _DT = NamedNode(_XSD + "dateTime")
 _INT = NamedNode(_XSD + "integer")
 _WKT = NamedNode("http://www.opengis.net/ont/geosparql#wktLiteral")
 _SITELINKS = NamedNode(subgraphs.SITELINKS)
-_ID = re.compile(r"^([QPL])([1-9][0-9]*)$")
 _WD_B = b"<" + vocab.WD.encode()
 _WDT_B = b"<" + vocab.WDT.encode()
 
@@ -72,9 +71,9 @@ class Ids:
         self.other_rev: list[str] = []
 
     def enc(self, e: str) -> int:
-        m = _ID.match(e)
-        if m:
-            return int(m.group(2)) * 4 + "QPL".index(m.group(1))
+        parts = ids.split(e)
+        if parts:
+            return parts[1] * 4 + "QPL".index(parts[0])
         n = self.other.get(e)
         if n is None:
             n = len(self.other_rev) * 4 + 3
@@ -302,7 +301,7 @@ def _index_json(path: str, index: EdgeIndex, tick) -> int:
         tick()
         eid = e["id"]
         for pid, term in truthy_claims(e, index.props):
-            o = entity_id(term)
+            o = ids.entity_of_term(term)
             index.add(pid, eid, o)
     return n
 
@@ -321,7 +320,7 @@ def _split_nt(line: bytes):
 def _nt_entity(term: bytes) -> str | None:
     if term.startswith(_WD_B) and term.endswith(b">"):
         local = term[len(_WD_B):-1].decode("ascii", "replace")
-        if ENTITY.match(local):
+        if ids.is_entity(local):
             return local
     return None
 

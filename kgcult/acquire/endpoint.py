@@ -35,7 +35,7 @@ from kgcult import ids, vocab
 from kgcult.acquire import subgraphs
 from kgcult.acquire import staging
 from kgcult.acquire.checkpoint import Checkpoint, default_path, load_batches, staging_dir, staging_root, write_batch
-from kgcult.acquire.crawl import crawl, entity_id
+from kgcult.acquire.crawl import crawl
 from kgcult.acquire.fetch import EndpointClient, MirrorConfig, MirrorError
 from kgcult.acquire.queries import NAMES, labels_query, members_query, sha, statements_query, template
 from kgcult.acquire.report import SubgraphReport
@@ -65,7 +65,7 @@ def seeds_from_store(store, spec: SubgraphSpec, specs: dict[str, SubgraphSpec]) 
         else:
             terms = (q.object for p in spec.seed_properties
                      for q in store.ox.quads_for_pattern(None, vocab.wdt(p), None, g))
-        out.update(e for e in map(entity_id, terms) if e)
+        out.update(e for e in map(ids.entity_of_term, terms) if e)
     return out
 
 
@@ -144,7 +144,7 @@ class EndpointBackend:
             q = members_query(tpl, chunk, props, after, self.config.page_size)
             iris = self.client.select_iris(q, "x", f"{what}, page {page + 1}")
             n += 1
-            out.extend(e for e in (entity_id(NamedNode(iri)) for iri in iris if iri.startswith(vocab.WD)) if e)
+            out.extend(e for e in (ids.entity_of_term(NamedNode(iri)) for iri in iris if iri.startswith(vocab.WD)) if e)
             if len(iris) < self.config.page_size:
                 break
             if iris[-1] <= after:
@@ -188,7 +188,7 @@ class EndpointBackend:
         """In a worker thread: fetch one batch, parse it completely, stage it as a file."""
         triples = self.client.construct(q, what)
         objs = sorted({e for t in triples if t.predicate.value in follow
-                       for e in [entity_id(t.object)] if e}, key=ids.sort_key)
+                       for e in [ids.entity_of_term(t.object)] if e}, key=ids.sort_key)
         write_batch(path, triples)
         return len(triples), objs
 

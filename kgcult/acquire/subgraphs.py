@@ -21,8 +21,6 @@ DEFAULT_LANGUAGES = ("en", "zh", "ko", "ar", "he", "ru", "es", "fr", "de", "ja",
 LABEL_PROPERTIES = (vocab.RDFS + "label", vocab.SKOS + "altLabel", vocab.SCHEMA + "description")
 SITELINKS = vocab.WIKIBASE + "sitelinks"
 
-_ENTITY_ID = re.compile(r"^[QPL][1-9][0-9]{0,11}(?:-[FS][1-9][0-9]{0,5})?$")
-_PROP_ID = re.compile(r"^P[1-9][0-9]{0,6}$")
 _LANG = re.compile(r"^[a-z]{1,8}(?:-[a-z0-9]{1,8})*$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -73,7 +71,7 @@ class SubgraphSpec:
 def check_entity(value: str, where: str) -> str:
     """A bare entity id (Q42) from an id or a wd: IRI; anything else is rejected."""
     v = value[len(vocab.WD):] if isinstance(value, str) and value.startswith(vocab.WD) else value
-    if not isinstance(v, str) or not _ENTITY_ID.match(v):
+    if not ids.is_entity(v):
         raise SpecError(f"{where}: {value!r} is not a Wikidata entity id (Q123) or wd: IRI")
     return v
 
@@ -85,7 +83,7 @@ def check_property(value: str, where: str) -> str:
             if v.startswith(prefix):
                 v = v[len(prefix):]
                 break
-    if not isinstance(v, str) or not _PROP_ID.match(v):
+    if not ids.is_id(v, "P"):
         raise SpecError(f"{where}: {value!r} is not a Wikidata property id (P31) or wdt: IRI")
     return v
 
