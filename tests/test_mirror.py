@@ -239,6 +239,18 @@ def test_retry_after_is_honoured(fixture_server):
     assert slept == [2.0, 2.0]
 
 
+def test_user_agent_and_fractional_retry_after(fixture_server):
+    slept = []
+    with FaultProxy(fixture_server.url, always="503", retry_after="1.5") as p:
+        client = EndpointClient(fast_config(p.url, max_attempts=2, sleep=slept.append,
+                                            user_agent="my-lab/1.0 (me@example.org)"))
+        with pytest.raises(m.MirrorError, match="HTTP 503"):
+            client.select_iris("SELECT ?x WHERE { ?x ?p ?o } LIMIT 1", "x", "probe")
+    assert slept == [1.5]  # WDQS-style fractional seconds are obeyed, not replaced by the backoff
+    assert [h["User-Agent"] for h in p.headers] == ["my-lab/1.0 (me@example.org)"] * 2
+    assert all(h["Accept-Encoding"] == "gzip" for h in p.headers)
+
+
 @pytest.mark.parametrize("fault", ["html200", "htmlxml", "truncated", "short", "reset", "500"])
 def test_bad_responses_are_retried_never_loaded(fixture_server, fault):
     slept = []

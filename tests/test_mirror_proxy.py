@@ -48,6 +48,7 @@ class FaultProxy:
         self.streak: dict[bytes, int] = {}
         self.stats: dict[str, int] = {}
         self.requests = 0
+        self.headers: list[dict] = []  # the headers of every request received
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -115,6 +116,8 @@ class FaultProxy:
         h.wfile.flush()
 
     def _handle(self, h, body: bytes):
+        with self.lock:
+            self.headers.append(dict(h.headers.items()))
         fault = self._pick(body + h.path.encode())
         if self.latency:
             time.sleep(self.latency)

@@ -221,9 +221,28 @@ def test_timeout_of_a_silent_endpoint():
         sock.close()
 
 
+def test_every_request_carries_the_user_agent_and_the_token(served, monkeypatch):
+    monkeypatch.setenv("KGCULT_REMOTE_TOKEN", "s3cret")
+    with FaultProxy(served.url + "/query", rate=0.0) as p:
+        st = RemoteStore(p.url)
+        st.query("ASK { ?s ?p ?o }")
+        st.graph_counts()
+    assert len(p.headers) >= 2
+    for h in p.headers:
+        assert h["User-Agent"].startswith("kgcult/") and h["Authorization"] == "Bearer s3cret"
+
+
+def test_a_server_failure_is_not_run_again(served):
+    """500 is how WDQS reports its own query timeout: repeating the query would be as slow."""
+    with FaultProxy(served.url + "/query", always="500") as p:
+        with pytest.raises(RemoteError, match="HTTP 500"):
+            RemoteStore(p.url).query("ASK {}")
+        assert p.requests == 1
+
+
 def test_busy_endpoint_is_retried_then_named(served):
-    """The remote store shares the mirror's HTTP client: a 503 is retried (Retry-After
-    obeyed), and one that persists fails naming the endpoint, the status and the tries."""
+    """The remote store shares the mirror's HTTP client: a 503 is retried, and one that
+    persists fails naming the endpoint, the status and the tries."""
     with FaultProxy(served.url + "/query", faults=("503",), rate=1.0, max_consecutive=1) as p:
         assert bool(RemoteStore(p.url).query("ASK { ?s ?p ?o }"))
         assert p.stats == {"503": 1, "ok": 1}

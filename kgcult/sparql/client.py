@@ -3,8 +3,8 @@
 A query goes out as a POST of form fields (the endpoint's parameters, then ``query=``) with
 a User-Agent and an Accept header, over a urllib3 connection pool. Every attempt has one
 deadline, ``timeout``, for connecting, the response and the whole body. A
-:class:`urllib3.util.Retry` policy decides what is tried again and when: HTTP 429, 500,
-502, 503 and 504, connection errors, timeouts and broken bodies, and any answer the
+:class:`urllib3.util.Retry` policy decides what is tried again and when: HTTP 408, 429
+and 5xx (``retry_status``), connection errors, timeouts and broken bodies, and any answer the
 caller's ``check`` rejects with :class:`BadResponse` (an HTML page served with status 200,
 a body cut short). A server's ``Retry-After`` is obeyed (up to ``max_retry_after``);
 otherwise the wait grows exponentially with jitter. A request gets at most ``attempts``
@@ -29,7 +29,7 @@ from kgcult.errors import KgcultError
 from kgcult.version import __version__
 
 USER_AGENT = f"kgcult/{__version__} (https://w3id.org/kgcult; research mirror client)"
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+RETRY_STATUS = frozenset({408, 429, *range(500, 600)})  # busy, throttled, or a server-side failure
 _CHUNK = 1 << 16
 _POOL_PREFIX = re.compile(r"^HTTPS?Connection(?:Pool)?\([^)]*\): ")
 _TIMEOUT_NOTE = re.compile(r"\s*\((?:read|connect) timeout=[^)]*\)")
@@ -78,6 +78,13 @@ class Backoff(Retry):
         super().__init__(*args, **kw)
         self.rng = rng or random.Random()
 
+    def parse_retry_after(self, retry_after: str) -> float:
+        """Seconds as any number (``1.5``; urllib3 takes whole seconds only) or an HTTP date."""
+        try:
+            return max(0.0, float(retry_after))
+        except ValueError:
+            return super().parse_retry_after(retry_after)
+
     def new(self, **kw) -> Backoff:
         retry = super().new(**kw)
         retry.rng = self.rng
@@ -105,16 +112,17 @@ class SparqlClient:
     def __init__(self, endpoint: str, *, user_agent: str = USER_AGENT, headers: dict | None = None,
                  timeout: float = 60.0, attempts: int = 3, backoff: float = 0.5, max_backoff: float = 120.0,
                  max_retry_after: float = 600.0, retry_reads: bool = True, retry_budget: int | None = None,
+                 retry_status: frozenset[int] = RETRY_STATUS,
                  sleep: Callable[[float], None] = time.sleep, seed: int | None = None, pool_size: int = 4):
         self.endpoint, self.timeout, self.retry_budget, self._sleep = endpoint, timeout, retry_budget, sleep
         # retry_reads=False: a request whose answer had started (or timed out) is not sent again
         self.policy = Backoff(total=attempts - 1, read=None if retry_reads else 0, allowed_methods={"POST"},
-                              status_forcelist=RETRY_STATUS, backoff_factor=backoff, backoff_max=max_backoff,
+                              status_forcelist=retry_status, backoff_factor=backoff, backoff_max=max_backoff,
                               backoff_jitter=0.5, rng=random.Random(seed))
         self.max_retry_after = max_retry_after
-        self._pool = urllib3.PoolManager(maxsize=pool_size,
-                                         headers={"User-Agent": user_agent, "Accept-Encoding": "gzip",
-                                                  **(headers or {})})
+        # sent with every request (urllib3 replaces a pool's headers by a request's own)
+        self._headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", **(headers or {})}
+        self._pool = urllib3.PoolManager(maxsize=pool_size)
         self._lock = threading.Lock()
         self.requests = self.retries = self.bytes = 0
 
@@ -122,7 +130,7 @@ class SparqlClient:
         """POST ``text`` as the ``query`` field after ``params`` (name, value pairs); return
         ``check(reply)``, or the :class:`Reply` without a check, once an attempt succeeds."""
         body = urllib.parse.urlencode([*params, ("query", text)]).encode("utf-8")
-        headers = {"Accept": accept, "Content-Type": "application/x-www-form-urlencoded"}
+        headers = {**self._headers, "Accept": accept, "Content-Type": "application/x-www-form-urlencoded"}
         retry = self.policy
         while True:
             try:

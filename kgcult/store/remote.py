@@ -36,6 +36,7 @@ from kgcult.sparql.text import bind_values, first_keyword
 from kgcult.store.base import StoreReads
 
 DEFAULT_TIMEOUT = 300.0
+RETRY_STATUS = frozenset({429, 502, 503})
 _STATE = vocab.KGC + "store"
 
 
@@ -76,9 +77,11 @@ class RemoteStore(StoreReads):
         token = os.environ.get("KGCULT_REMOTE_TOKEN")
         if token:
             headers.setdefault("Authorization", f"Bearer {token}")
-        # a query whose answer had started (or timed out) is not run again: it would be as slow
+        # a query whose answer had started, timed out or failed on the server (500, 504: often
+        # the endpoint's own timeout) is not run again: it would be as slow; busy answers are
         self.client = SparqlClient(self.url, user_agent=user_agent, headers=headers, timeout=self.timeout,
-                                   attempts=retries + 1, max_retry_after=30.0, retry_reads=False)
+                                   attempts=retries + 1, max_retry_after=30.0, retry_reads=False,
+                                   retry_status=RETRY_STATUS)
         self._named: bool | None = None
 
     def __repr__(self) -> str:
