@@ -167,6 +167,26 @@ def test_format_parameter_and_ask_formats(server):
     assert b"<boolean>true</boolean>" in body
     status, _, body = post_query(server.url, "ASK { wd:Q38 wdt:P495 ?o }")
     assert json.loads(body) == {"head": {}, "boolean": False}
+    status, _, body = post_query(server.url, "ASK { wd:Q38 ?p ?o }", "text/csv")
+    assert (status, body) == (200, b"true\n")
+
+
+TRIPLE_TERM = "SELECT ?t WHERE { BIND(<<( wd:Q38 wdt:P31 wd:Q6256 )>> AS ?t) }"
+
+
+@pytest.mark.parametrize("accept", ["application/sparql-results+json", "application/sparql-results+xml",
+                                    "text/csv", "text/tab-separated-values"])
+def test_triple_terms_in_results(server, accept):
+    status, _, body = post_query(server.url, TRIPLE_TERM, accept)
+    assert status == 200, body
+    assert b"http://www.wikidata.org/entity/Q6256" in body
+    if "json" in accept:
+        assert json.loads(body)["results"]["bindings"][0]["t"]["type"] == "triple"
+
+
+def test_request_line_limit(server):
+    status, _, _ = http(server.url + "/query?" + urllib.parse.urlencode({"query": "ASK {}" + " " * (100 << 10)}))
+    assert status == 414
 
 
 def test_union_default_graph_and_dataset_parameters(server):
@@ -411,7 +431,7 @@ def test_examples_run_and_use_closures(server):
 
 def test_entity_page_shows_the_card(server, store_path):
     status, headers, body = http(server.url + "/entity/Q46383")
-    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert status == 200 and headers["Content-Type"].startswith("text/html"), body[:500]
     page = body.decode()
     for text in ("sushi", "寿司", "すし", "Japanese dish of vinegared rice", "P495 (country of origin)",
                  'href="/entity/Q17?lang=en">Japan (Q17)', "typedAs", "dish (Q746549)", "sitelinks: 120"):

@@ -30,6 +30,7 @@ from kgcult.version import __version__
 log = logging.getLogger(__name__)
 
 ALLOW = "GET, POST, HEAD, OPTIONS"
+MAX_HEADER_BYTES = 64 << 10  # as http.server allowed for the request line
 SPARE_THREADS = 8  # HTTP threads beyond workers + queue: pages and 503s are answered while queries wait
 URLS = Map([
     Rule("/query", endpoint="query", methods=["GET", "POST"]),
@@ -171,6 +172,7 @@ class Server:
                                server_name=f"kgcult/{__version__}", request_queue_size=128,
                                timeout=cfg.read_timeout)
         self._httpd.max_request_body_size = cfg.max_request_bytes
+        self._httpd.max_request_header_size = MAX_HEADER_BYTES  # request line + headers (414/413 beyond)
         try:
             self._httpd.prepare()
         except OSError as e:

@@ -8,7 +8,7 @@ import socket
 from dataclasses import dataclass, field
 
 from kgcult.errors import KgcultError
-from kgcult.store import Store, open_store
+from kgcult.store import Store
 
 
 @dataclass
@@ -76,7 +76,6 @@ def check_config(cfg: ServeConfig) -> ServeConfig:
 
 def open_for_serving(location: str, writable: bool) -> Store:
     """The embedded store at ``location``, read-only unless updates are allowed."""
-    store = open_store(location, read_only=not writable)
-    if store.remote:
+    if location.startswith(("sparql+http://", "sparql+https://")):
         raise KgcultError("kgcult serve serves an embedded store, not a remote endpoint")
-    return store
+    return Store(location, read_only=not writable)

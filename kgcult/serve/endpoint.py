@@ -23,7 +23,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import pyoxigraph as ox
 from pyoxigraph import NamedNode, RdfFormat
 
-from kgcult import inspection, vocab
+from kgcult import inspection, langtags, vocab
 from kgcult.errors import KgcultError
 from kgcult.serve.config import ServeConfig
 from kgcult.serve.protocol import (RDF_TYPES, RESULTS_MEDIA, RESULTS_TYPES, HttpError, QueryRequest, Reply,
@@ -32,7 +32,6 @@ from kgcult.sparql import results
 from kgcult.sparql.text import classify
 from kgcult.version import __version__
 
-_LANG = re.compile(r"^[A-Za-z-]{1,20}$")
 _TURTLE_LIKE = (RdfFormat.TURTLE, RdfFormat.TRIG)
 
 
@@ -175,7 +174,7 @@ class SparqlApp:
 
         if isinstance(result, ox.QueryBoolean):
             fmt = RESULTS_TYPES[choose(req.accept, RESULTS_TYPES, "application/sparql-results+json")]
-            return Reply(200, RESULTS_MEDIA[fmt] + "; charset=utf-8", results.serialize_boolean(result, fmt))
+            return Reply(200, RESULTS_MEDIA[fmt] + "; charset=utf-8", results.serialize_boolean(bool(result), fmt))
         if isinstance(result, ox.QueryTriples):
             rdf_format = RDF_TYPES[choose(req.accept, RDF_TYPES, "application/n-triples")]
             triples = collect(result)
@@ -230,8 +229,10 @@ class SparqlApp:
 
     def entity_card(self, qid: str, lang: str) -> dict:
         """The card of ``kgcult show`` (404 for an entity the store does not hold)."""
-        if not _LANG.match(lang):
-            raise HttpError(400, "lang: expected a language tag such as en or zh-hans")
+        try:
+            lang = langtags.parse(lang, "lang")
+        except KgcultError as e:
+            raise HttpError(400, str(e)) from None
 
         def job(deadline, cancel):
             try:

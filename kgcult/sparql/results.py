@@ -1,49 +1,100 @@
-"""SPARQL results, written one way for ``kgcult sparql`` and ``kgcult serve``.
-
-The W3C formats (JSON, XML, CSV, TSV) come from pyoxigraph's serializer; kgcult adds only
-what pyoxigraph has no form for: the CLI's table and jsonl, and serializing a list of
-rows (a result cut at the server's row limit) rather than a live result.
+"""SPARQL results, written one way for ``kgcult sparql`` and ``kgcult serve``: the W3C
+forms (JSON, XML, CSV, TSV) of a list of solutions (the server cuts a result at its row
+limit, so it serializes rows, not a live result), plus the CLI's table and jsonl.
 CONSTRUCT and DESCRIBE print as N-Triples.
+
+pyoxigraph's own serializers are not used: they only take a live result, and they write
+other bytes (compact JSON, XML on one line) than kgcult always has, which its manifests
+and users' scripts may rely on.
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import IO, Iterable, Sequence
+from xml.sax.saxutils import escape as xml_escape
+from xml.sax.saxutils import quoteattr
 
 import pyoxigraph as ox
-from pyoxigraph import BlankNode, Literal, NamedNode, QueryResultsFormat
+from pyoxigraph import BlankNode, Literal, NamedNode
 
 from kgcult import vocab
 
 FORMATS = ("table", "csv", "tsv", "json", "jsonl")  # of `kgcult sparql`
-W3C = {"json": QueryResultsFormat.JSON, "xml": QueryResultsFormat.XML,
-       "csv": QueryResultsFormat.CSV, "tsv": QueryResultsFormat.TSV}
+W3C = ("json", "xml", "csv", "tsv")
 _INTEGERS = {vocab.XSD + t for t in ("integer", "int", "long")}
 _DECIMALS = {vocab.XSD + t for t in ("decimal", "double", "float")}
+_XSD_STRING = vocab.XSD + "string"
 
 
-def tsv(variables: Sequence[str], rows: Iterable[Sequence]) -> bytes:
-    """Solutions as W3C SPARQL TSV, terms in N-Triples syntax (a row: terms or None, in
-    the order of ``variables``; a pyoxigraph QuerySolution is one)."""
-    lines = ["\t".join("?" + v for v in variables)]
-    lines += ["\t".join("" if t is None else str(t) for t in row) for row in rows]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+def json_term(t) -> dict:
+    """A term in W3C SPARQL 1.1 Query Results JSON form (a triple term as its N-Triples text)."""
+    if isinstance(t, NamedNode):
+        return {"type": "uri", "value": t.value}
+    if isinstance(t, BlankNode):
+        return {"type": "bnode", "value": t.value}
+    if isinstance(t, Literal):
+        d = {"type": "literal", "value": t.value}
+        if t.language:
+            d["xml:lang"] = t.language
+        elif t.datatype.value != _XSD_STRING:
+            d["datatype"] = t.datatype.value
+        return d
+    return {"type": "triple", "value": str(t)}
+
+
+def _xml_term(t) -> str:
+    if isinstance(t, NamedNode):
+        return f"<uri>{xml_escape(t.value)}</uri>"
+    if isinstance(t, BlankNode):
+        return f"<bnode>{xml_escape(t.value)}</bnode>"
+    if isinstance(t, Literal):
+        if t.language:
+            return f"<literal xml:lang={quoteattr(t.language)}>{xml_escape(t.value)}</literal>"
+        if t.datatype.value != _XSD_STRING:
+            return f"<literal datatype={quoteattr(t.datatype.value)}>{xml_escape(t.value)}</literal>"
+        return f"<literal>{xml_escape(t.value)}</literal>"
+    return f"<literal>{xml_escape(str(t))}</literal>"
 
 
 def serialize_rows(variables: Sequence[str], rows: Iterable[Sequence], fmt: str) -> bytes:
-    """A list of solutions in a W3C format (``json``, ``xml``, ``csv``, ``tsv``).
+    """Solutions in a W3C format (``json``, ``xml``, ``csv``, ``tsv``); a row holds terms or
+    None in the order of ``variables`` (a pyoxigraph QuerySolution is one)."""
+    names = list(variables)
+    if fmt == "json":
+        bindings = [{k: json_term(t) for k, t in zip(names, r) if t is not None} for r in rows]
+        return json.dumps({"head": {"vars": names}, "results": {"bindings": bindings}},
+                          ensure_ascii=False).encode("utf-8")
+    if fmt == "xml":
+        out = ['<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">\n<head>']
+        out += [f"<variable name={quoteattr(n)}/>" for n in names]
+        out.append("</head>\n<results>")
+        for r in rows:
+            out.append("<result>" + "".join(f"<binding name={quoteattr(n)}>{_xml_term(t)}</binding>"
+                                            for n, t in zip(names, r) if t is not None) + "</result>")
+        out.append("</results>\n</sparql>\n")
+        return "\n".join(out).encode("utf-8")
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\r\n")
+        w.writerow(names)
+        for r in rows:
+            w.writerow(["" if t is None else str(t) if isinstance(t, ox.Triple) else t.value for t in r])
+        return buf.getvalue().encode("utf-8")
+    lines = ["\t".join("?" + n for n in names)]  # tsv: terms in N-Triples syntax
+    lines += ["\t".join("" if t is None else str(t) for t in r) for r in rows]
+    return ("\n".join(lines) + "\n").encode("utf-8")
 
-    pyoxigraph serializes only its own result iterators, so the rows reach it as TSV,
-    which keeps every term exactly."""
-    data = tsv(variables, rows)
-    if fmt == "tsv":
-        return data
-    return ox.parse_query_results(data, format=W3C["tsv"]).serialize(format=W3C[fmt])
 
-
-def serialize_boolean(result: ox.QueryBoolean, fmt: str) -> bytes:
+def serialize_boolean(value: bool, fmt: str) -> bytes:
     """An ASK answer in a W3C format."""
-    return result.serialize(format=W3C[fmt])
+    if fmt == "xml":
+        return ('<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">'
+                f"<head/><boolean>{'true' if value else 'false'}</boolean></sparql>\n").encode()
+    if fmt in ("csv", "tsv"):
+        return (("true" if value else "false") + "\n").encode()
+    return json.dumps({"head": {}, "boolean": bool(value)}).encode()
 
 
 def compact(term) -> str:
@@ -92,7 +143,7 @@ def write(result, fmt: str, out: IO[str]) -> int:
         elif fmt == "table":
             out.write(("true" if result else "false") + "\n")
         else:
-            out.write(serialize_boolean(result, fmt).decode("utf-8").rstrip("\n") + "\n")
+            out.write(serialize_boolean(bool(result), fmt).decode("utf-8").rstrip("\n") + "\n")
         return 1
     if isinstance(result, ox.QueryTriples):
         n = 0
