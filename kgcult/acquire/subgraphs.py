@@ -14,14 +14,13 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kgcult import ids, ontology, resources, vocab
+from kgcult import ids, langtags, ontology, resources, vocab
 from kgcult.errors import KgcultError
 
 DEFAULT_LANGUAGES = ("en", "zh", "ko", "ar", "he", "ru", "es", "fr", "de", "ja", "hi", "it", "fa", "th", "tr")
 LABEL_PROPERTIES = (vocab.RDFS + "label", vocab.SKOS + "altLabel", vocab.SCHEMA + "description")
 SITELINKS = vocab.WIKIBASE + "sitelinks"
 
-_LANG = re.compile(r"^[a-z]{1,8}(?:-[a-z0-9]{1,8})*$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 
@@ -89,11 +88,7 @@ def check_property(value: str, where: str) -> str:
 
 
 def check_language(value: str, where: str) -> str:
-    v = value.strip().lower() if isinstance(value, str) else value
-    if not isinstance(v, str) or not _LANG.match(v):
-        raise SpecError(f"{where}: {value!r} is not a language tag (letters, digits and '-', "
-                        "e.g. en, zh-hans, be-tarask)")
-    return v
+    return langtags.parse(value, where, SpecError)
 
 
 def check_label_property(value: str, where: str) -> str:

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from kgcult import ids, resources
+from kgcult import ids, langtags, resources
 from kgcult.errors import KgcultError
 
 PARAM_TYPES = ("str", "list", "qid", "qids", "lang", "langs", "int", "bool")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-_LANG = re.compile(r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
 _SINGLE_NOUN = {"qid": "QID", "lang": "language tag"}
 NAME_KEY = '"name"'
 PARAMS_KEY = '"parameters"'
@@ -213,9 +212,7 @@ def _item(text: str, where: str) -> str:
 
 
 def _lang(text: str, where: str) -> str:
-    if not _LANG.match(text):
-        raise ViewError(f"{where}: {text!r} is not a language tag (en, zh-hans, ...)")
-    return text
+    return langtags.parse(text, where, ViewError)
 
 
 def _check_values(p: Param, values: list[str], where: str) -> None:
