@@ -4,9 +4,11 @@ user may write one, and how ids map to IRIs and sort.
 An id is ``Q`` (item), ``P`` (property) or ``L`` (lexeme) followed by a number without
 leading zeros: ``Q42``, ``P279``. A lexeme's form or sense (``L7-F1``, ``L7-S2``) is an
 *entity* too (:func:`is_entity`, :func:`entity_of_term`): the graph may reference one,
-but no command takes it where an id is asked for. Users may write it as ``Q42``, ``q42``, ``wd:Q42`` or the
-full IRI ``http://www.wikidata.org/entity/Q42``; :func:`parse` accepts all of them and
-raises a :class:`KgcultError` naming the field otherwise.
+but no command takes it where an id is asked for.
+
+Users may write an id as ``Q42``, ``q42``, ``wd:Q42`` or the full IRI
+``http://www.wikidata.org/entity/Q42``; :func:`parse` accepts all of them and raises a
+:class:`KgcultError` naming the field otherwise.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from kgcult.errors import KgcultError
 from kgcult.vocab import WD
 
 _ID = re.compile(r"^([QPL])([1-9][0-9]*)$")
-_ENTITY = re.compile(r"^[QPL][1-9][0-9]*(?:-[FS][1-9][0-9]*)?$")
+_ENTITY = re.compile(r"^([QPL])([1-9][0-9]*)((?:-[FS][1-9][0-9]*)?)$")
 _KIND_NAMES = {"Q": "item", "P": "property", "L": "lexeme"}
 
 
@@ -58,13 +60,17 @@ def parse(value: str, kinds: str = "QP", field: str = "id") -> str:
     return text
 
 
-def of_iri(iri: str) -> str | None:
-    """``http://www.wikidata.org/entity/Q42`` -> ``Q42``; any other IRI -> None."""
+def _local_name(iri: str, pattern: re.Pattern) -> str | None:
     if isinstance(iri, str) and iri.startswith(WD):
         local = iri[len(WD):]
-        if _ID.match(local):
+        if pattern.match(local):
             return local
     return None
+
+
+def of_iri(iri: str) -> str | None:
+    """``http://www.wikidata.org/entity/Q42`` -> ``Q42``; any other IRI -> None."""
+    return _local_name(iri, _ID)
 
 
 def of_term(term, kinds: str = "QPL") -> str | None:
@@ -76,18 +82,20 @@ def of_term(term, kinds: str = "QPL") -> str | None:
     return None
 
 
+def entity_of_iri(iri: str) -> str | None:
+    """The entity (id, form or sense) of a ``wd:`` IRI, else None."""
+    return _local_name(iri, _ENTITY)
+
+
 def entity_of_term(term) -> str | None:
     """The entity (id, form or sense) of a pyoxigraph ``wd:`` term, else None."""
-    if isinstance(term, NamedNode) and term.value.startswith(WD):
-        local = term.value[len(WD):]
-        if _ENTITY.match(local):
-            return local
-    return None
+    return entity_of_iri(term.value) if isinstance(term, NamedNode) else None
 
 
 def shorten(iri: str) -> str:
-    """The id of an entity IRI, any other IRI unchanged (for display and output rows)."""
-    return of_iri(iri) or iri
+    """The entity of a ``wd:`` IRI (Q42, L7-F1), any other IRI unchanged (for display and
+    output rows)."""
+    return entity_of_iri(iri) or iri
 
 
 def iri(qid: str) -> str:
@@ -101,9 +109,10 @@ def node(qid: str) -> NamedNode:
 
 
 def sort_key(value: str) -> tuple:
-    """A total, deterministic order: ids by kind then number (Q2 < Q10 < P1 ...), entity
-    IRIs as their ids, anything else after them as text."""
-    m = _ID.match(of_iri(value) or value)
+    """A total, deterministic order: entities by kind then number (Q2 < Q10 < P1 ...), a
+    lexeme's forms and senses after it, entity IRIs as their entities, anything else after
+    them as text."""
+    m = _ENTITY.match(entity_of_iri(value) or value) if isinstance(value, str) else None
     if not m:
         return ("~", 0, value)
-    return (m.group(1), int(m.group(2)), "")
+    return (m.group(1), int(m.group(2)), m.group(3))

@@ -144,7 +144,7 @@ class EndpointBackend:
             q = members_query(tpl, chunk, props, after, self.config.page_size)
             iris = self.client.select_iris(q, "x", f"{what}, page {page + 1}")
             n += 1
-            out.extend(e for e in (ids.entity_of_term(NamedNode(iri)) for iri in iris if iri.startswith(vocab.WD)) if e)
+            out.extend(e for e in map(ids.entity_of_iri, iris) if e)
             if len(iris) < self.config.page_size:
                 break
             if iris[-1] <= after:

@@ -144,6 +144,19 @@ class LabelIndex:
 
 # -- building ------------------------------------------------------------------------
 
+_WD_LEN = len(vocab.WD)
+
+
+def _local(term) -> str | None:
+    """The local name of a ``wd:`` IRI term, unvalidated: a cheap key for the index's own
+    id table (which holds valid item ids only, so nothing else finds an entry)."""
+    if type(term) is ox.NamedNode:
+        v = term.value
+        if v.startswith(vocab.WD):
+            return v[_WD_LEN:]
+    return None
+
+
 def _data_quads(store, pred):
     for q in store.ox.quads_for_pattern(None, pred, None, None):
         g = q.graph_name
@@ -183,9 +196,9 @@ def build(store, content_hash: str, topics: list[Topic] | None = None) -> LabelI
     n_names = 0
     for alias, pred in ((0, RDFS_LABEL), (1, SKOS_ALT)):
         for q in _data_quads(store, pred):
-            qid = ids.of_term(q.subject, "Q")
+            qid = _local(q.subject)
             lit = q.object
-            if qid is None or not isinstance(lit, ox.Literal):
+            if qid is None or not isinstance(lit, ox.Literal) or (qid not in eid_of and not ids.is_item(qid)):
                 continue
             lang = lit.language
             if not lang:
@@ -227,11 +240,11 @@ def build(store, content_hash: str, topics: list[Topic] | None = None) -> LabelI
     # sitelinks: wikibase:sitelinks where present, else the number of articles about it
     sl = [0] * n
     for q in _data_quads(store, SCHEMA_ABOUT):
-        e = eid_of.get(ids.of_term(q.object, "Q"))
+        e = eid_of.get(_local(q.object))
         if e is not None:
             sl[e] += 1
     for q in _data_quads(store, SITELINKS):
-        e = eid_of.get(ids.of_term(q.subject, "Q"))
+        e = eid_of.get(_local(q.subject))
         if e is not None:
             try:
                 sl[e] = int(q.object.value)
@@ -240,7 +253,7 @@ def build(store, content_hash: str, topics: list[Topic] | None = None) -> LabelI
     ix.sitelinks = sl
 
     for q in _data_quads(store, SCHEMA_DESC):
-        e = eid_of.get(ids.of_term(q.subject, "Q"))
+        e = eid_of.get(_local(q.subject))
         lit = q.object
         if e is not None and isinstance(lit, ox.Literal) and lit.language:
             d = ix.descriptions.setdefault(lit.language.lower(), {})
@@ -263,7 +276,7 @@ def build(store, content_hash: str, topics: list[Topic] | None = None) -> LabelI
     country: dict[int, dict[str, set]] = {}
     for pid in COUNTRY_PROPS:
         for q in _data_quads(store, vocab.wdt(pid)):
-            e = eid_of.get(ids.of_term(q.subject, "Q"))
+            e = eid_of.get(_local(q.subject))
             o = ids.of_term(q.object, "Q")
             if e is not None and o:
                 country.setdefault(e, {}).setdefault(pid, set()).add(o)
@@ -284,7 +297,7 @@ def build(store, content_hash: str, topics: list[Topic] | None = None) -> LabelI
             if r is not None:
                 out.add(r)
             for q in store.ox.quads_for_pattern(None, BROADER, ids.node(root), NamedNode(TOPIC_GRAPH)):
-                e = eid_of.get(ids.of_term(q.subject, "Q"))
+                e = eid_of.get(_local(q.subject))
                 if e is not None:
                     out.add(e)
             under_cache[root] = out
@@ -297,7 +310,7 @@ def build(store, content_hash: str, topics: list[Topic] | None = None) -> LabelI
             members |= under(r)
         for pid in t.via:
             for q in _data_quads(store, vocab.wdt(pid)):
-                e = eid_of.get(ids.of_term(q.subject, "Q"))
+                e = eid_of.get(_local(q.subject))
                 if e is not None:
                     members.add(e)
         for e in members:

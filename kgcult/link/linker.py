@@ -55,7 +55,7 @@ class Linker:
         self._encoder = None
         self._evidence: dict = {}
         self._topic_bits = {t.name: 1 << i for i, t in enumerate(index.topics)}
-        self._qnum = [ids.sort_key(q) for q in index.qids]
+        self._qnum = [int(q[1:]) for q in index.qids]  # the index holds item ids (Q...) only
         self._gran: dict = {}
         self._keys: dict = {}  # (mention, lang) -> normalized keys (mentions repeat a lot)
         self._ent_cache: dict = {}   # (eid, lang, topic) -> the entity's output fields
