@@ -16,7 +16,8 @@ from typing import Sequence
 
 import pyoxigraph as ox
 
-from kgcult import ids, inspection, views
+from kgcult import inspection, views
+from kgcult.ids import node as wd  # kgcult.wd("Q17"): an entity term to bind  # noqa: F401
 from kgcult.link import Linker
 from kgcult.serve import Server, ServeConfig
 from kgcult.store import hierarchy
@@ -37,13 +38,13 @@ class KG:
     # -- querying -----------------------------------------------------------------
 
     def sparql(self, query: str, *, graph: str | None = None, **bindings):
-        """Run a SPARQL query over the union of all graphs (WDQS prefixes predeclared).
+        """Run a SPARQL query over the union of all graphs (kgcult's common prefixes predeclared).
 
         SELECT gives a list of ``{variable: value}`` dicts (values as strings, unbound
         variables left out), ASK a bool, CONSTRUCT/DESCRIBE a list of pyoxigraph triples.
         Keyword arguments are bound as values (never formatted into the query text):
         ``kg.sparql("SELECT ?l WHERE { ?x rdfs:label ?l }", x=kgcult.wd("Q17"))``."""
-        res = self.store.query(query, graph=graph, bindings=bindings or None)
+        res = self.query(query, graph=graph, **bindings)
         if isinstance(res, ox.QueryBoolean):
             return bool(res)
         if isinstance(res, ox.QueryTriples):
@@ -128,8 +129,3 @@ def open(location: str | os.PathLike | None = None, *, read_only: bool = False) 
     ``.kgcult/store`` (or ``$KGCULT_STORE``) when omitted, or ``sparql+http(s)://...`` for a
     remote SPARQL endpoint (read-only)."""
     return KG(location, read_only=read_only)
-
-
-def wd(qid: str) -> ox.NamedNode:
-    """``wd("Q17")``: the entity's IRI as a term, for ``kg.sparql(..., x=wd("Q17"))``."""
-    return ids.node(qid)

@@ -1,6 +1,7 @@
 """Optional dependencies: the core (store, mirror, ingest, views, inspection, server)
 installs without the model stacks; a feature that needs one imports it through
-:func:`require`, which says which extra to install when it is missing."""
+:func:`require`, which says which extra to install when it is missing. The extras and
+their packages are listed once, in setup.cfg (``[options.extras_require]``)."""
 from __future__ import annotations
 
 import importlib
@@ -8,15 +9,6 @@ import importlib.util
 from types import ModuleType
 
 from kgcult.errors import KgcultError
-
-# extra -> what it adds (setup.cfg's [options.extras_require] lists the packages)
-EXTRAS = {
-    "link": "the linker's embedding stage (faiss, sentence-transformers) and MakiEval charts",
-    "probe": "masked/causal LM probing and spectral analysis (torch, transformers, matplotlib)",
-    "spark": "dump ingest on Spark (pyspark)",
-    "all": "every optional stack",
-}
-
 
 class MissingExtra(KgcultError):
     """A feature needs an optional package that is not installed."""
@@ -36,3 +28,10 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
 def available(module: str) -> bool:
     """Whether an optional module can be imported (without importing it)."""
     return importlib.util.find_spec(module) is not None
+
+
+def pyplot(extra: str, feature: str) -> ModuleType:
+    """matplotlib.pyplot on the Agg backend (files only, no display), or the error naming
+    ``extra``."""
+    require("matplotlib", extra, feature).use("Agg")
+    return require("matplotlib.pyplot", extra, feature)

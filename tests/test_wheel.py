@@ -91,3 +91,13 @@ def test_core_install_has_no_torch_and_names_the_extra(installed):
     assert r.returncode == 1
     assert "pip install 'kgcult[probe]'" in r.stderr
     assert "Traceback" not in r.stderr
+
+    kgcult = venv / "bin" / "kgcult"
+    store = tmp / "linkstore"
+    _run([kgcult, "--store", store, "snapshot", "import", "--seed"], cwd=tmp)
+    _run([kgcult, "--store", store, "closure"], cwd=tmp)
+    linked = _run([kgcult, "--store", store, "link", "sushi", "--lang", "en"], cwd=tmp)  # no model stack needed
+    assert json.loads(linked.stdout)["qid"] == "Q46383"
+    r = subprocess.run([str(kgcult), "--store", str(store), "link", "sushi", "--embeddings"],
+                       capture_output=True, text=True, cwd=tmp)
+    assert r.returncode == 1 and "pip install 'kgcult[link]'" in r.stderr and "Traceback" not in r.stderr

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import click
 
-from kgcult import files, spectral
+from kgcult import files, spectral, views
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
 from kgcult.probe import datasets as ds
 from kgcult.probe import models, report, run, templates
-from kgcult.store.snapshot import store_content_hash
 
 
 def _rows(obj, dataset_files, view: str, langs: list[str]):
@@ -24,10 +23,9 @@ def _rows(obj, dataset_files, view: str, langs: list[str]):
     store = obj.store()
     rows = ds.from_store(store, view, {"languages": ",".join(dict.fromkeys(langs))})
     src = {"view": view, "store": str(obj.location)}
-    try:
-        src["store_content_sha256"] = store_content_hash(store)
-    except Exception:  # noqa: BLE001 - provenance is best effort for remote stores
-        pass
+    snapshot = views.snapshot_content_hash(store)  # what the view's manifest records (cached)
+    if snapshot:
+        src["store_content_sha256"] = snapshot
     return rows, src
 
 

@@ -198,8 +198,10 @@ def synth_eval(ctx, answers, questions, fmt, items):
     obj = ctx.find_root().obj
     store = obj.store()
     hierarchy.ensure_closure(store)
-    report = synth_lib.score_answers(store, files.iter_jsonl(questions), files.iter_jsonl(answers),
-                                     answers_path=answers)
+    def records(path):  # each with its line number, for errors naming file:line
+        return [dict(rec, _line=n) for n, rec in files.iter_jsonl(path)]
+
+    report = synth_lib.score_answers(store, records(questions), records(answers), answers_path=answers)
     if fmt == "json":
         if not items:
             report.pop("items", None)

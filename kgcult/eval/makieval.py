@@ -156,9 +156,7 @@ def consensus_matrix(cons: list[dict], model: str):
 
 def heatmap(cons: list[dict], path: Path) -> list[str]:
     """Draw the consensus matrix of each model (matplotlib); the paths written."""
-    matplotlib = extras.require("matplotlib", "link", "the culture consensus heatmap")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = extras.pyplot("link", "the culture consensus heatmap")
 
     models = sorted({c["model"] for c in cons})
     written = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kgcult import ids, ontology, resources, vocab
+from kgcult import ids, ontology, vocab
 from kgcult.errors import KgcultError
 
 
@@ -28,7 +28,7 @@ class Topic:
 
 def load_topics(path: str | Path | None = None) -> list[Topic]:
     """The topics of ``path`` (default: kgcult's ``ontology/topics.ttl``), sorted by name."""
-    path = Path(path) if path else resources.ontology("topics.ttl")
+    path = ontology.path_of(path or "topics.ttl")
     k = vocab.KGC
     props = ontology.by_subject(ontology.read(path))
     topics = []

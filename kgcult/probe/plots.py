@@ -5,14 +5,12 @@ from pathlib import Path
 
 import numpy as np
 
-from kgcult.extras import require
+from kgcult import extras
 
 
 def pyplot():
-    """matplotlib.pyplot on the Agg backend; a clear error naming the extra when missing."""
-    matplotlib = require("matplotlib", "probe", "plotting results")
-    matplotlib.use("Agg")
-    return require("matplotlib.pyplot", "probe", "plotting results")
+    """matplotlib.pyplot for the probing charts (the ``probe`` extra)."""
+    return extras.pyplot("probe", "plotting results")
 
 
 def bar_chart(path: Path, names, series, title: str) -> None:

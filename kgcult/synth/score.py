@@ -29,12 +29,12 @@ def _spans(text: str) -> list[str]:
     return list(dict.fromkeys(spans))
 
 
-def score_answers(store, questions: Iterable[tuple[int, dict]], answers: Iterable[tuple[int, dict]],
-                  linker=None, answers_path: str = "answers") -> dict:
+def score_answers(store, questions: Iterable[dict], answers: Iterable[dict], linker=None,
+                  answers_path: str = "answers") -> dict:
     """Link each free-text answer (the whole answer, then its comma/and-separated parts) and
-    compare with the question's gold QIDs. ``questions`` and ``answers`` are (line number,
-    record) pairs, as :func:`kgcult.files.iter_jsonl` reads them; an answer record holds the
-    question's ``id`` and its text (``answer``, ``prediction``, ``response`` or ``output``).
+    compare with the question's gold QIDs. An answer record holds the question's ``id`` and
+    its text (``answer``, ``prediction``, ``response`` or ``output``); a record's ``_line``
+    (its line in a file, when it was read from one) is named in errors.
 
     * exact: a span resolves to a gold QID and is one of its labels (any language; case,
       width and punctuation ignored);
@@ -46,16 +46,16 @@ def score_answers(store, questions: Iterable[tuple[int, dict]], answers: Iterabl
 
     Returns overall figures and the same per topic, language and country."""
     by_id = {}
-    for n, q in questions:
+    for q in questions:
         if "id" not in q or "gold_qids" not in q:
-            raise KgcultError(f"questions line {n}: missing 'id' or 'gold_qids'")
+            raise KgcultError(f"questions line {q.get('_line', '?')}: missing 'id' or 'gold_qids'")
         by_id[q["id"]] = q
-    answers = list(answers)
     if linker is None:
         linker = Linker.open(store)
     results = {}
     cache = GraphCache(store)
-    for n, rec in answers:
+    for rec in answers:
+        n = rec.get("_line", "?")
         qid = rec.get("id")
         if qid not in by_id:
             raise KgcultError(f"{answers_path}:{n}: id {qid!r} is not in the questions file")

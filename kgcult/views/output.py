@@ -137,6 +137,7 @@ def result(view: View, params: dict, query_text: dict[str, str], outputs: list[O
             name = re.sub(r"\.jsonl$", ".csv", o.path)
             files[name], counts[name] = csv_bytes(o.rows, o.fields), len(o.rows)
     main = next(o.path for o in outputs if o.main)
+    sha = {name: sha256_bytes(data) for name, data in files.items()}
     manifest = {
         "view": view.name,
         "description": view.description,
@@ -148,7 +149,7 @@ def result(view: View, params: dict, query_text: dict[str, str], outputs: list[O
         "parameters": {k: param_text(v) for k, v in sorted(params.items())},
         "output": main,
         "rows": len(rows[main]),
-        "sha256": sha256_bytes(files[main]),
-        "outputs": [{"file": p, "rows": counts[p], "sha256": sha256_bytes(b)} for p, b in sorted(files.items())],
+        "sha256": sha[main],
+        "outputs": [{"file": p, "rows": counts[p], "sha256": sha[p]} for p in sorted(files)],
     }
     return BuildResult(view.name, rows, files, manifest)
