@@ -246,7 +246,8 @@ class SparqlClient:
                                           redirect=False, preload_content=False, timeout=Timeout(total=self.timeout))
             except HTTPError as e:
                 if watchdog.fired:
-                    raise _Failed(late, error=ReadTimeoutError(None, self.endpoint, "deadline")) from None
+                    raise _Failed(f"no answer (timed out; timeout {self.timeout:g} s)",
+                                  error=ReadTimeoutError(None, self.endpoint, "deadline")) from None
                 raise _Failed(f"no answer ({_reason(e)}; timeout {self.timeout:g} s)", error=e) from None
             try:
                 data = self._read(resp, deadline)
