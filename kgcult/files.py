@@ -6,6 +6,7 @@
 * Atomic output: a file or a directory is written beside its target and renamed over it
   only when complete, so a failed run never leaves a half-written output behind.
 * ``sha256_file``: a file's digest, read in blocks.
+* ``text_of``: a text input (a query file) as ``str``, or an error that says it is not text.
 """
 from __future__ import annotations
 
@@ -144,3 +145,20 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+# -- text input ------------------------------------------------------------------------
+
+def text_of(data: bytes, name: str) -> str:
+    """``data`` read from ``name`` (a query file, stdin) as UTF-8 text; a binary file or
+    another encoding is a :class:`KgcultError` naming the file and the offending byte."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise KgcultError(f"{name}: a binary file, not text (NUL byte at offset {nul})")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise KgcultError(f"{name}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None

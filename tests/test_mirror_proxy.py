@@ -12,6 +12,10 @@ on a deterministic, seeded schedule answers instead with one of:
   short     a body cut in half whose Content-Length matches the cut (only the format can tell)
   html200   an HTML error page with status 200 (text/html)
   htmlxml   an HTML error page with status 200 that claims to be the requested type
+  linecut   an N-Triples/Turtle body cut at a line end near its middle, Content-Length to match
+  inject    a CONSTRUCT answer with triples added about subjects never asked for, a property
+            and a language not asked for
+  drip      the whole response (status line, headers, body) one byte every ``delay`` seconds
 
 A request body is faulted at most ``max_consecutive`` times in a row, so a client with
 enough attempts always gets through; ``always`` makes every request fail (for the tests
@@ -30,6 +34,16 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ALL_FAULTS = ("429", "500", "503", "delay", "reset", "truncated", "short", "html200", "htmlxml")
+# what a hostile or broken endpoint does; not part of the random schedule of ALL_FAULTS
+EXTRA_FAULTS = ("linecut", "inject", "drip")
+INJECTED_NT = (b"<http://www.wikidata.org/entity/Q999999> <http://www.wikidata.org/prop/direct/P31> "
+               b"<http://evil.example/injected> .\n"
+               b"<http://evil.example/page> <http://www.w3.org/2000/01/rdf-schema#label> \"evil\"@en .\n")
+INJECTED_RDFXML = (
+    b'<rdf:Description rdf:about="http://www.wikidata.org/entity/Q999999">'
+    b'<P31 xmlns="http://www.wikidata.org/prop/direct/" rdf:resource="http://evil.example/injected"/>'
+    b'</rdf:Description><rdf:Description rdf:about="http://evil.example/page">'
+    b'<label xmlns="http://www.w3.org/2000/01/rdf-schema#" xml:lang="en">evil</label></rdf:Description>')
 HTML = (b"<!DOCTYPE html><html><head><title>Error</title></head><body><h1>Service unavailable"
         b"</h1><p>try again later</p></body></html>")
 
@@ -115,6 +129,15 @@ class FaultProxy:
         h.wfile.write(data)
         h.wfile.flush()
 
+    def _drip(self, h, status: int, ctype: str, data: bytes):
+        head = (f"HTTP/1.1 {status} OK\r\nContent-Type: {ctype}\r\n"
+                f"Content-Length: {len(data)}\r\n\r\n").encode()
+        h.close_connection = True
+        for i in range(len(head) + len(data)):
+            h.wfile.write((head + data)[i:i + 1])
+            h.wfile.flush()
+            time.sleep(self.delay)
+
     def _handle(self, h, body: bytes):
         with self.lock:
             self.headers.append(dict(h.headers.items()))
@@ -147,9 +170,23 @@ class FaultProxy:
                 return self._send(h, 200, "text/html; charset=utf-8", HTML)
             if fault == "htmlxml":
                 return self._send(h, 200, ctype, HTML)
+            if fault == "linecut" and b"\n" in data[: len(data) // 2]:
+                return self._send(h, status, ctype, data[: data.rindex(b"\n", 0, len(data) // 2) + 1])
+            if fault == "inject" and status == 200 and "json" not in ctype:
+                return self._send(h, status, ctype, inject(data, ctype))
+            if fault == "drip":
+                return self._drip(h, status, ctype, data)
             return self._send(h, status, ctype, data)
         except (BrokenPipeError, ConnectionResetError, OSError):
             h.close_connection = True
+
+
+def inject(data: bytes, ctype: str) -> bytes:
+    """``data`` (a CONSTRUCT answer) with triples an honest endpoint would not send."""
+    if "rdf+xml" in ctype or "/xml" in ctype:
+        end = data.rindex(b"</")
+        return data[:end] + INJECTED_RDFXML + data[end:]
+    return data + (b"" if data.endswith(b"\n") or not data else b"\n") + INJECTED_NT
 
 
 # -- the proxy's own tests ----------------------------------------------------------------

@@ -126,3 +126,19 @@ def test_every_command_has_help():
             walk(sub, path + [name])
 
     walk(main, [])
+
+
+@pytest.mark.parametrize("data,needle", [
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00", "a binary file, not text (NUL byte at offset 7)"),
+    (b'SELECT ?x WHERE {\n ?x ?p "caf\xe9" }', ":2: not UTF-8 text (byte 0xe9"),
+])
+def test_query_file_that_is_not_text_is_a_clear_error(spath, tmp_path, data, needle):
+    (tmp_path / "q.rq").write_bytes(data)
+    r = run_cli(["sparql", "-f", str(tmp_path / "q.rq")], spath)
+    assert r.exit_code == 1 and needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_query_file_with_bom_runs(spath, tmp_path):
+    (tmp_path / "q.rq").write_bytes(b"\xef\xbb\xbfASK { ?s ?p ?o }")
+    r = run_cli(["sparql", "-f", str(tmp_path / "q.rq"), "--format", "json"], spath)
+    assert r.exit_code == 0 and json.loads(r.stdout)["boolean"] is True

@@ -37,7 +37,7 @@ from kgcult.acquire import staging
 from kgcult.acquire.checkpoint import Checkpoint, default_path, load_batches, staging_dir, staging_root, write_batch
 from kgcult.acquire.crawl import crawl
 from kgcult.acquire.fetch import EndpointClient, MirrorConfig, MirrorError
-from kgcult.acquire.queries import NAMES, labels_query, members_query, sha, statements_query, template
+from kgcult.acquire.queries import NAMES, Requested, labels_query, members_query, sha, statements_query, template
 from kgcult.acquire.report import SubgraphReport
 from kgcult.acquire.subgraphs import SubgraphSpec
 from kgcult.log import progress as progress_bar
@@ -83,13 +83,14 @@ class EndpointBackend:
         self.queries = 0
         self.resumed = 0
         self.triples = 0
+        self.dropped = 0
 
     def begin(self, spec: SubgraphSpec, staged: Path) -> None:
         self.staging = staged
         staged.mkdir(parents=True, exist_ok=True)
         self.memo = {k: v for k, v in self.cp.results(spec.name).items()
                      if not k.startswith("construct:") or self.batch_file(k).exists()}
-        self.keys, self.queries, self.resumed, self.triples = [], 0, 0, 0
+        self.keys, self.queries, self.resumed, self.triples, self.dropped = [], 0, 0, 0, 0
 
     def batch_file(self, key: str) -> Path:
         return self.staging / (key.split(":", 1)[1] + ".nt")
@@ -157,40 +158,49 @@ class EndpointBackend:
         batches = chunks(members, self.config.batch_size)
         for i, batch in enumerate(batches):
             where = f"{spec.name}: level {level}, batch {i + 1}/{len(batches)} ({batch[0]}..{batch[-1]}, {len(batch)} ids)"
+            asked = Requested.of(spec, batch)
             if spec.is_labels:
                 jobs.append((labels_query(self.tpl["labels"], batch, list(spec.label_properties),
-                                          list(spec.languages), spec.sitelinks), where + " labels"))
+                                          list(spec.languages), spec.sitelinks), where + " labels", asked))
             else:
-                jobs.append((statements_query(self.tpl["statements"], batch, list(spec.properties)), where))
+                jobs.append((statements_query(self.tpl["statements"], batch, list(spec.properties)), where, asked))
         self._add_total(len(jobs))
         follow = {vocab.WDT + p for p in spec.follow_properties}
         objects: set[str] = set()
         pending = {}
-        for q, what in jobs:
+        for q, what, asked in jobs:
             key = "construct:" + sha(q)
             self.keys.append(key)
             if key in self.memo:
-                objects.update(json.loads(self.memo[key])["objects"])
+                memo = json.loads(self.memo[key])
+                objects.update(memo["objects"])
+                self.dropped += memo.get("dropped", 0)
                 self.resumed += 1
                 self._tick()
             else:
-                pending[self.pool.submit(self._fetch_one, q, what, self.batch_file(key), follow)] = key
+                pending[self.pool.submit(self._fetch_one, q, what, self.batch_file(key), follow, asked)] = key
         for fut in _as_completed(pending):
-            n, objs = fut.result()
+            n, objs, dropped = fut.result()
             # the batch file is complete (written, fsynced, renamed) before the checkpoint says so
-            self.cp.put(spec.name, pending[fut], {"triples": n, "objects": objs})
+            self.cp.put(spec.name, pending[fut], {"triples": n, "objects": objs, "dropped": dropped})
             self.queries += 1
+            self.dropped += dropped
             objects.update(objs)
             self._tick(n)
         return objects
 
-    def _fetch_one(self, q: str, what: str, path: Path, follow: set[str]) -> tuple[int, list[str]]:
-        """In a worker thread: fetch one batch, parse it completely, stage it as a file."""
-        triples = self.client.construct(q, what)
+    def _fetch_one(self, q: str, what: str, path: Path, follow: set[str],
+                   asked: Requested) -> tuple[int, list[str], int]:
+        """In a worker thread: fetch one batch, parse it completely, keep what it asked
+        for, stage that as a file."""
+        triples, dropped = asked.split(self.client.construct(q, what))
+        if dropped:
+            log.info("%s: dropped %d triple(s) the endpoint added (subjects or properties not asked for)",
+                     what, dropped)
         objs = sorted({e for t in triples if t.predicate.value in follow
                        for e in [ids.entity_of_term(t.object)] if e}, key=ids.sort_key)
         write_batch(path, triples)
-        return len(triples), objs
+        return len(triples), objs, dropped
 
 
 def _as_completed(futures: dict):
@@ -280,7 +290,11 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
         load_batches(store, written, backend.batch_files())
         staging.finish(store, spec, run["run_id"], written)
     rep.triples = store.triple_count(spec.graph)
-    rep.queries, rep.resumed_queries = backend.queries, backend.resumed
+    rep.queries, rep.resumed_queries, rep.dropped = backend.queries, backend.resumed, backend.dropped
+    if rep.dropped:
+        rep.warnings.append(f"{spec.name}: dropped {rep.dropped} triple(s) the endpoint sent about subjects, "
+                            "properties or languages its queries did not ask for")
+        log.warning("%s", rep.warnings[-1])
     rep.retries = client.retries - retries_before
     keys = sorted(set(backend.keys))
     if not _recorded(store, run["run_id"]):  # killed after recording, before cp.finish?
@@ -308,6 +322,7 @@ def _record(store, spec, config, run, rep, keys, backend, fp) -> None:
             "subgraph": spec.name, "specSha256": fp, "queryCount": len(keys),
             "templateSha256": sha("".join(backend.tpl[n] for n in sorted(backend.tpl))),
             "startedAt": run["started"], "members": rep.members, "userAgent": config.user_agent,
+            "droppedTriples": rep.dropped,
             "runId": run["run_id"],
         },
     )

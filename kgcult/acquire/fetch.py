@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import pyoxigraph as ox
+from pyoxigraph import NamedNode
 
+from kgcult.acquire.queries import count_query
 from kgcult.errors import KgcultError
 from kgcult.sparql.client import BadResponse, RemoteError, Reply, RetriesExhausted, RetryBudgetExhausted, SparqlClient
 from kgcult.version import __version__
@@ -24,6 +26,9 @@ DEFAULT_USER_AGENT = (
     "https://w3id.org/kgcult; set --user-agent to add your contact) urllib3/2"
 )
 
+# A body in these formats that is cut at a line end still parses: a complete answer is
+# recognised by its size, counted by the endpoint first (one extra SELECT per batch).
+COUNTED_FORMATS = ("ntriples", "turtle")
 FORMATS = {
     # name: (Accept header, pyoxigraph format, content types accepted in the response)
     "rdfxml": ("application/rdf+xml", ox.RdfFormat.RDF_XML, ("application/rdf+xml", "application/xml", "text/xml")),
@@ -119,6 +124,10 @@ class EndpointClient:
                     t = r[var]
                     if t["type"] != "uri":
                         raise TypeError(f"?{var} is a {t['type']}")
+                    try:
+                        NamedNode(t["value"])
+                    except ValueError:
+                        raise TypeError(f"?{var} is not a valid IRI: {t['value'][:200]!r}") from None
                     out.append(t["value"])
                 return out
             except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
@@ -126,9 +135,27 @@ class EndpointClient:
 
         return self._ask(query, "application/sparql-results+json", check, what)
 
+    def count(self, query: str, what: str) -> int:
+        """The integer ``?n`` of a one-row SELECT."""
+        def check(reply: Reply) -> int:
+            if "json" not in reply.content_type:
+                raise BadResponse(f"expected SPARQL JSON results, got {reply.content_type or 'no content type'}")
+            try:
+                rows = json.loads(reply.body.decode("utf-8"))["results"]["bindings"]
+                return int(rows[0]["n"]["value"])
+            except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
+                raise BadResponse(f"malformed SPARQL JSON count: {e}") from None
+
+        return self._ask(query, "application/sparql-results+json", check, what)
+
     def construct(self, query: str, what: str) -> list:
-        """The triples of a CONSTRUCT, parsed completely."""
+        """The triples of a CONSTRUCT, parsed completely. In N-Triples or Turtle, which
+        cannot show a cut at a line end, the endpoint's count of the triples comes first
+        and a body with fewer is asked for again."""
         accept, fmt, ctypes = FORMATS[self.config.construct_format]
+        expected = 0
+        if self.config.construct_format in COUNTED_FORMATS:
+            expected = self.count(count_query(query), f"{what} (triple count)")
 
         def check(reply: Reply) -> list:
             body = reply.body
@@ -140,9 +167,13 @@ class EndpointClient:
                 # Oxigraph's RDF/XML parser accepts a document cut short; the root must close
                 raise BadResponse("truncated RDF/XML (the rdf:RDF root element is not closed)")
             try:
-                return [q.triple for q in ox.parse(body, format=fmt)]
+                triples = [q.triple for q in ox.parse(body, format=fmt)]
             except (SyntaxError, ValueError) as e:
                 raise BadResponse(f"unparseable {self.config.construct_format} body: {str(e)[:200]}") from None
+            if len(set(triples)) < expected:
+                raise BadResponse(f"the body holds {len(set(triples))} triples where the endpoint "
+                                  f"counts {expected}: cut short")
+            return triples
 
         return self._ask(query, accept, check, what)
 

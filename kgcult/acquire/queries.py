@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 
 from pyoxigraph import Literal, NamedNode
 
 from kgcult import ids, resources, vocab
-from kgcult.acquire.subgraphs import SITELINKS
+from kgcult.acquire.subgraphs import SITELINKS, SubgraphSpec
 from kgcult.errors import KgcultError
 from kgcult.sparql.text import bind_values, term
 
@@ -64,3 +65,47 @@ def labels_query(tpl: str, entities: list[str], label_props: list[str], langs: l
 def sha(text: str) -> str:
     """The sha256 of a query (its checkpoint key and its share of the provenance hash)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_CONSTRUCT = re.compile(r"^CONSTRUCT\s*\{\s*\?s\s+\?p\s+\?o\s*\.?\s*\}\s*WHERE\s*\{", re.M)
+
+
+def count_query(construct: str) -> str:
+    """The SELECT that counts the distinct triples of a ``CONSTRUCT { ?s ?p ?o } WHERE
+    {...}`` batch query (the shape of every template in ``queries/mirror/``): what a
+    complete answer must hold."""
+    m = _CONSTRUCT.search(construct)
+    if not m:
+        raise KgcultError("a mirror CONSTRUCT template must start `CONSTRUCT { ?s ?p ?o } WHERE {`")
+    return (construct[:m.start()] + "SELECT (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o WHERE {"
+            + construct[m.end():].rstrip() + "\n}\n")
+
+
+@dataclass(frozen=True)
+class Requested:
+    """What one CONSTRUCT batch asked for: its subjects, the spec's predicates and, for
+    labels, the languages. An answer's other triples (about subjects never asked for, with
+    other predicates or in other languages) are an endpoint's additions: dropped, counted."""
+    subjects: frozenset[str]
+    predicates: frozenset[str]
+    languages: frozenset[str] = frozenset()  # for literals of the label properties
+
+    @classmethod
+    def of(cls, spec: SubgraphSpec, batch: list[str]) -> Requested:
+        subjects = frozenset(ids.iri(e) for e in batch)
+        if spec.is_labels:
+            preds = set(spec.label_properties) | ({SITELINKS} if spec.sitelinks else set())
+            return cls(subjects, frozenset(preds), frozenset(x.lower() for x in spec.languages))
+        return cls(subjects, frozenset(vocab.WDT + p for p in spec.properties))
+
+    def wanted(self, triple) -> bool:
+        if triple.subject.value not in self.subjects or triple.predicate.value not in self.predicates:
+            return False
+        if self.languages and triple.predicate.value != SITELINKS:
+            return (getattr(triple.object, "language", None) or "").lower() in self.languages
+        return True
+
+    def split(self, triples) -> tuple[list, int]:
+        """The wanted triples, and how many others there were."""
+        kept = [t for t in triples if self.wanted(t)]
+        return kept, len(triples) - len(kept)

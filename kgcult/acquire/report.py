@@ -13,6 +13,7 @@ class SubgraphReport:
     queries: int = 0
     resumed_queries: int = 0
     retries: int = 0
+    dropped: int = 0                  # triples an endpoint sent that no query asked for
     seconds: float = 0.0
     skipped: str | None = None
     warnings: list[str] = field(default_factory=list)

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kgcult import inspection
+from kgcult import files, inspection
 from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.sparql import results
@@ -18,7 +18,7 @@ from kgcult.cli.main import Context
 
 @click.command()
 @click.argument("query", required=False)
-@click.option("-f", "--file", "query_file", type=click.File("r", encoding="utf-8"),
+@click.option("-f", "--file", "query_file", type=click.File("rb"),
               help="Read the query from a file ('-' for stdin).")
 @click.option("--format", "fmt", type=click.Choice(results.FORMATS), default="table", show_default=True)
 @click.option("--graph", metavar="IRI", help="Query only this named graph (default: union of all graphs).")
@@ -37,7 +37,7 @@ def sparql(obj: Context, query, query_file, fmt, graph):
     if query and query_file:
         raise KgcultError("give the query either as an argument or with -f, not both")
     if query_file:
-        query = query_file.read()
+        query = files.text_of(query_file.read(), getattr(query_file, "name", "<stdin>"))
     if not query:
         raise KgcultError("no query: pass it as an argument or with -f FILE (or -f - for stdin)")
     store = obj.store(read_only=False)

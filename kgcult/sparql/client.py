@@ -6,7 +6,9 @@ deadline, ``timeout``, for connecting, the response and the whole body. A
 :class:`urllib3.util.Retry` policy decides what is tried again and when: HTTP 408, 429
 and 5xx (``retry_status``), connection errors, timeouts and broken bodies, and any answer the
 caller's ``check`` rejects with :class:`BadResponse` (an HTML page served with status 200,
-a body cut short). A server's ``Retry-After`` is obeyed (up to ``max_retry_after``);
+a body cut short). The deadline is a total one: a watchdog closes the connection when it
+passes, so a server that trickles its headers or body a byte at a time cannot hold a
+request past ``timeout``. A server's ``Retry-After`` is obeyed (up to ``max_retry_after``);
 otherwise the wait grows exponentially with jitter. A request gets at most ``attempts``
 tries, the client at most ``retry_budget`` retries in all. What cannot be had raises
 :class:`RemoteError`, naming the endpoint, the status or problem, and the tries.
@@ -21,7 +23,11 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Callable
 
+import socket
+
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import HTTPError, InvalidHeader, MaxRetryError, ReadTimeoutError
 from urllib3.util import Retry, Timeout
 
@@ -97,6 +103,80 @@ class Backoff(Retry):
         return min(self.backoff_max, base * self.rng.uniform(1 - self.backoff_jitter, 1 + self.backoff_jitter))
 
 
+# -- a total deadline per request ---------------------------------------------------------
+# urllib3's timeouts bound each socket read, not the whole exchange. The connections below
+# tell the request's watchdog which socket they use, so that it can shut that socket down
+# when the deadline passes; the blocked read then fails at once.
+_watch = threading.local()
+
+
+class _WatchedMixin:
+    def request(self, *args, **kwargs):
+        watchdog = getattr(_watch, "current", None)
+        if watchdog is not None:
+            watchdog.attach(self)
+        return super().request(*args, **kwargs)
+
+
+class _WatchedHTTPConnection(_WatchedMixin, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_WatchedMixin, HTTPSConnection):
+    pass
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+class _Watchdog:
+    """Shuts the attached connection's socket down ``seconds`` after it starts."""
+
+    def __init__(self, seconds: float):
+        self.fired = False
+        self._conn = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def attach(self, conn) -> None:
+        with self._lock:
+            self._conn = conn
+            fired = self.fired
+        if fired:
+            self._shutdown(conn)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            conn = self._conn
+        if conn is not None:
+            self._shutdown(conn)
+
+    @staticmethod
+    def _shutdown(conn) -> None:
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> _Watchdog:
+        _watch.current = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+        _watch.current = None
+
+
 class _Failed(Exception):
     """One failed attempt: what to report, and what the Retry policy counts."""
 
@@ -123,6 +203,7 @@ class SparqlClient:
         # sent with every request (urllib3 replaces a pool's headers by a request's own)
         self._headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", **(headers or {})}
         self._pool = urllib3.PoolManager(maxsize=pool_size)
+        self._pool.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
         self._lock = threading.Lock()
         self.requests = self.retries = self.bytes = 0
 
@@ -158,21 +239,25 @@ class SparqlClient:
 
     def _attempt(self, body: bytes, headers: dict, retry: Retry) -> Reply:
         deadline = time.monotonic() + self.timeout
-        try:
-            resp = self._pool.request("POST", self.endpoint, body=body, headers=headers, retries=False,
-                                      redirect=False, preload_content=False, timeout=Timeout(total=self.timeout))
-        except HTTPError as e:
-            raise _Failed(f"no answer ({_reason(e)}; timeout {self.timeout:g} s)", error=e) from None
-        try:
-            data = self._read(resp, deadline)
-        except ReadTimeoutError as e:
-            resp.close()
-            raise _Failed(f"timeout: the body did not arrive within {self.timeout:g} s", error=e) from None
-        except HTTPError as e:
-            resp.close()
-            raise _Failed(f"truncated response ({_reason(e)})", error=e) from None
-        finally:
-            resp.release_conn()
+        late = f"timeout: no complete answer within {self.timeout:g} s"
+        with _Watchdog(self.timeout) as watchdog:
+            try:
+                resp = self._pool.request("POST", self.endpoint, body=body, headers=headers, retries=False,
+                                          redirect=False, preload_content=False, timeout=Timeout(total=self.timeout))
+            except HTTPError as e:
+                if watchdog.fired:
+                    raise _Failed(f"no answer (timed out; timeout {self.timeout:g} s)",
+                                  error=ReadTimeoutError(None, self.endpoint, "deadline")) from None
+                raise _Failed(f"no answer ({_reason(e)}; timeout {self.timeout:g} s)", error=e) from None
+            try:
+                data = self._read(resp, deadline)
+            except (ReadTimeoutError, HTTPError, OSError) as e:
+                resp.close()
+                if watchdog.fired or isinstance(e, ReadTimeoutError):
+                    raise _Failed(late, error=ReadTimeoutError(None, self.endpoint, "deadline")) from None
+                raise _Failed(f"truncated response ({_reason(e)})", error=e) from None
+            finally:
+                resp.release_conn()
         with self._lock:
             self.requests += 1
             self.bytes += len(data)
@@ -198,7 +283,7 @@ class SparqlClient:
 
     def _read(self, resp, deadline: float) -> bytes:
         parts = []
-        while chunk := resp.read(_CHUNK):
+        while chunk := resp.read1(_CHUNK):
             parts.append(chunk)
             if time.monotonic() > deadline:
                 raise ReadTimeoutError(None, self.endpoint, "deadline")
