@@ -210,6 +210,11 @@ def probe_fmlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path
 
 # -- DLAMA ----------------------------------------------------------------------------
 
+def candidate_group(pair: str, predicate: str) -> str:
+    """The key of a DLAMA candidate set: the predicate, within its pair when there is one."""
+    return f"{pair}/{predicate}" if pair else predicate
+
+
 def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
                 limit: int | None = None, predicates=None) -> tuple[dict, dict]:
     rows = [r for r in ds.dlama_rows(rows, lang) if r["lang"] in (lang, "")]
@@ -227,21 +232,29 @@ def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
         if not rows:
             raise KgcultError(msg)
         log.info("%s: skipped", msg)
-    by_pred: dict[str, list[dict]] = {}
+    by_group: dict[str, list[dict]] = {}
     for r in rows:
-        by_pred.setdefault(r["predicate"], []).append(r)
+        by_group.setdefault(candidate_group(r["pair"], r["predicate"]), []).append(r)
     items, cands = {}, {}
-    for p, prow in sorted(by_pred.items()):
-        # candidate set: the unique objects of the predicate's triples (DLAMA §5.1)
-        cands[p] = sorted({o for r in prow for o in r["objects"]})
+    for g, prow in sorted(by_group.items()):
+        # candidate set: the unique objects of the predicate's triples in the pair (DLAMA §5.1;
+        # DLAMA-v1 builds each pair separately)
+        cands[g] = sorted({o for r in prow for o in r["objects"]})
         if limit:
             prow = prow[:limit]
+        p = prow[0]["predicate"]
         t = templates[p]
-        items[p] = []
+        items[g] = []
         for r in prow:
             before, after = t.split(r["subject"], r["country"])
-            items[p].append({"key": r["key"], "template": t.id, "predicate": p, "culture": r["culture"],
-                             "subject": r["subject"], "gold": r["objects"], "before": before, "after": after})
+            item = {"key": r["key"], "template": t.id, "predicate": p, "culture": r["culture"],
+                    "subject": r["subject"], "gold": r["objects"], "before": before, "after": after}
+            for extra in ("pair", "group"):
+                if r[extra]:
+                    item[extra] = r[extra]
+            if r["object_ids"]:
+                item["gold_ids"] = r["object_ids"]
+            items[g].append(item)
     return items, cands
 
 
@@ -252,13 +265,13 @@ def probe_dlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path 
     templates = tpl.dlama_templates(lang, templates_path)
     items, cands = dlama_items(rows, lang, templates, limit, predicates)
     scorer = make_scorer(loaded, batch_size, scoring, span)
-    used = sorted(items)
+    used = sorted({it["predicate"] for its in items.values() for it in its})
     run = {
         "task": "dlama", "model": loaded.name, "kind": loaded.kind, "scoring": scorer.scoring,
         "span": span if loaded.kind == "causal" else None, "lang": lang, "subject_lang": lang,
         "templates": {templates[p].id: templates[p].text for p in used},
         "templates_sha256": _sha([(templates[p].id, templates[p].text) for p in used]),
-        "n_candidates": {p: len(cands[p]) for p in used}, "candidates_sha256": _sha(cands),
+        "n_candidates": {g: len(cands[g]) for g in sorted(items)}, "candidates_sha256": _sha(cands),
         "source": source or {},
     }
     out = Output(out_dir, run, overwrite)
