@@ -71,7 +71,7 @@ def fmlama_report(out_dir: str | Path, embeddings: str = "auto", plot: bool = Tr
         "scoring": run.get("scoring"), "templates": templates,
         "n_candidates": run.get("n_candidates"),
         "embeddings": getattr(vec, "name", None) if vec is not None else None,
-        "countries": countries,
+        "protocol": protocol(run), "countries": countries,
     }
     d = Path(out_dir)
     _clean_nan(result)
@@ -86,7 +86,8 @@ def fmlama_report(out_dir: str | Path, embeddings: str = "auto", plot: bool = Tr
         f"templates {run.get('lang')}, subjects {run.get('subject_lang')}, context {run.get('context')}; "
         f"{len(templates)} templates, {run.get('n_candidates')} candidates. "
         f"Mean ± std over templates, in %."
-        + ("" if vec is not None else " mWS not computed (no word vectors for this language)."),
+        + ("" if vec is not None else " mWS not computed (no word vectors for this language).")
+        + (f" Scoring: {protocol(run)}." if protocol(run) else ""),
         "",
         "| origin | dishes | mAP (%) | mWS (%) |",
         "|---|---:|---:|---:|",
