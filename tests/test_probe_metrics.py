@@ -79,9 +79,14 @@ def test_most_common_predictions():
     assert mc["wrong"][0] == {"object": "Paris", "count": 2, "percent": 40.0}
 
 
-def test_mean_std_population():
-    m, s = M.mean_std([0.1, 0.3])
-    assert m == pytest.approx(0.2) and s == pytest.approx(0.1)
+def test_mean_std_is_the_sample_std_as_statistics_stdev():
+    import statistics
+
+    m, s = M.mean_std([0.1, 0.3, 0.35])
+    assert m == pytest.approx(statistics.mean([0.1, 0.3, 0.35]))
+    assert s == pytest.approx(statistics.stdev([0.1, 0.3, 0.35]))   # ddof=1, FmLAMA's spread
+    assert M.mean_std([0.1, 0.3])[1] == pytest.approx(0.1414213562)
+    assert M.mean_std([0.4]) == (pytest.approx(0.4), 0.0)
     assert all(math.isnan(x) for x in M.mean_std([]))
 
 

@@ -52,6 +52,8 @@ def fmlama_rows(rows: list[dict]) -> list[dict]:
             "url": str(r["url"]), "origin": str(origin),
             "origin_name": str(r.get("origin_name") or origin), "lang": str(r.get("lang") or ""),
             "sub_label": r["sub_label"].strip(), "obj_label": golds, "_where": where,
+            "origin_uri": str(r.get("origin_uri") or ""),
+            "continent": [str(c) for c in r["continent"]] if isinstance(r.get("continent"), list) else [],
         })
     return out
 

@@ -1,7 +1,9 @@
 """Per-country / per-culture result tables from a probe's predictions.jsonl.
 
 FmLAMA: for each template and origin country, mAP and mWS over the country's dishes; the
-table gives, per country (and "All"), the mean ± population std over the templates.
+table gives, per country (and "All"), the mean ± sample std (ddof=1, FmLAMA's
+``statistics.stdev``) over the templates; then the same with the 14 release countries and
+every other origin as "Others", and by continent (P30), as the paper's figures group them.
 DLAMA: per pair, culture and predicate, P@1, object entropy (from the object QIDs, as
 DLAMA §5) and the most common predictions; the culture's aggregate P@1 is over the triples
 of DLAMA-v1's 20 predicates, its entropy the mean over them; P407 and kgcult's extra
@@ -36,71 +38,96 @@ def _fmt(mean, std, scale=100.0, digits=2):
     return f"{mean * scale:.{digits}f} ± {std * scale:.{digits}f}"
 
 
+OTHERS = "Others"
+
+
+def _fmlama_groups(rows: list[dict], vec, key) -> list[dict]:
+    """mAP and mWS per group (``key(row)`` gives the row's groups), mean ± sample std over
+    templates (FmLAMA's ``statistics.stdev``)."""
+    per = defaultdict(lambda: defaultdict(lambda: {"ap": [], "ws": []}))  # group -> template
+    members = defaultdict(set)
+    for r in rows:
+        ap = M.ap_from_ranks(r["gold_ranks"], len(r["gold"]))
+        ws = M.word_similarity(r["top"], r["gold"], vec) if vec is not None else None
+        for g in key(r):
+            cell = per[g][r["template"]]
+            cell["ap"].append(ap)
+            members[g].add(r["key"])
+            if ws is not None:
+                cell["ws"].append(ws)
+    out = []
+    for g, by_t in per.items():
+        maps = [float(np.mean(c["ap"])) for c in by_t.values() if c["ap"]]
+        mwss = [float(np.mean(c["ws"])) for c in by_t.values() if c["ws"]]
+        m, s = M.mean_std(maps)
+        wm, wsd = M.mean_std(mwss) if mwss else (float("nan"), float("nan"))
+        out.append({
+            "origin": g, "dishes": len(members[g]), "mAP": m, "mAP_std": s, "mWS": wm, "mWS_std": wsd,
+            "per_template": {t: {"mAP": float(np.mean(c["ap"])) if c["ap"] else None,
+                                 "mWS": float(np.mean(c["ws"])) if c["ws"] else None}
+                             for t, c in sorted(by_t.items())},
+        })
+    out.sort(key=lambda c: (c["origin"] != ALL, c["origin"] == OTHERS, -c["dishes"], c["origin"]))
+    return out
+
+
 def fmlama_report(out_dir: str | Path, embeddings: str = "auto", plot: bool = True) -> dict:
+    """Per origin country (and All), per release country with the rest as "Others", and per
+    continent (when the rows carry them): mAP and mWS, mean ± sample std over templates."""
     run, rows = read_predictions(out_dir)
     vec = vectors.get(embeddings, run.get("lang", "en"))
     if vec is not None and hasattr(vec, "warm"):
         vec.warm({x for r in rows for x in r["gold"] + r["top"][:len(r["gold"])]})
     templates = sorted({r["template"] for r in rows})
-    per = defaultdict(lambda: defaultdict(lambda: {"ap": [], "ws": []}))  # origin -> template
-    for r in rows:
-        ap = M.ap_from_ranks(r["gold_ranks"], len(r["gold"]))
-        ws = M.word_similarity(r["top"], r["gold"], vec) if vec is not None else None
-        for origin in (r["origin"], ALL):
-            cell = per[origin][r["template"]]
-            cell["ap"].append(ap)
-            if ws is not None:
-                cell["ws"].append(ws)
-    countries = []
-    for origin, by_t in per.items():
-        n = len({r["key"] for r in rows if origin == ALL or r["origin"] == origin})
-        maps = [float(np.mean(c["ap"])) for c in by_t.values() if c["ap"]]
-        mwss = [float(np.mean(c["ws"])) for c in by_t.values() if c["ws"]]
-        m, s = M.mean_std(maps)
-        wm, wsd = M.mean_std(mwss) if mwss else (float("nan"), float("nan"))
-        countries.append({
-            "origin": origin, "dishes": n, "mAP": m, "mAP_std": s, "mWS": wm, "mWS_std": wsd,
-            "per_template": {t: {"mAP": float(np.mean(c["ap"])) if c["ap"] else None,
-                                 "mWS": float(np.mean(c["ws"])) if c["ws"] else None}
-                             for t, c in sorted(by_t.items())},
-        })
-    countries.sort(key=lambda c: (c["origin"] != ALL, -c["dishes"], c["origin"]))
+    countries = _fmlama_groups(rows, vec, lambda r: (r["origin"], ALL))
+    release = set(get_view("fmlama").config.get("release_countries", []))
+    groupings = {}
+    if rows and all(r.get("origin_uri") for r in rows):
+        groupings["release_and_others"] = _fmlama_groups(
+            rows, vec, lambda r: (r["origin"] if r["origin_uri"] in release else OTHERS, ALL))
+    if any(r.get("continent") for r in rows):
+        groupings["continent"] = _fmlama_groups(rows, vec, lambda r: (*(r.get("continent") or ["–"]), ALL))
     result = {
         "task": "fmlama", "model": run.get("model"), "lang": run.get("lang"),
         "subject_lang": run.get("subject_lang"), "context": run.get("context"),
         "scoring": run.get("scoring"), "templates": templates,
         "n_candidates": run.get("n_candidates"),
         "embeddings": getattr(vec, "name", None) if vec is not None else None,
-        "protocol": protocol(run), "countries": countries,
+        "protocol": protocol(run), "countries": countries, "groupings": groupings,
     }
     d = Path(out_dir)
     _clean_nan(result)
     files.atomic_write(d / "results.json", json.dumps(result, ensure_ascii=False, indent=2) + "\n")
     with files.atomic_open(d / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["origin", "dishes", "mAP", "mAP_std", "mWS", "mWS_std"])
-        for c in countries:
-            w.writerow([c["origin"], c["dishes"]] + [_num(c[k]) for k in ("mAP", "mAP_std", "mWS", "mWS_std")])
+        w.writerow(["grouping", "origin", "dishes", "mAP", "mAP_std", "mWS", "mWS_std"])
+        for gname, table in [("origin", countries), *groupings.items()]:
+            for c in table:
+                w.writerow([gname, c["origin"], c["dishes"]]
+                           + [_num(c[k]) for k in ("mAP", "mAP_std", "mWS", "mWS_std")])
     lines = [
         f"FmLAMA probing of `{run.get('model')}` ({run.get('kind')}, scoring {run.get('scoring')}); "
         f"templates {run.get('lang')}, subjects {run.get('subject_lang')}, context {run.get('context')}; "
         f"{len(templates)} templates, {run.get('n_candidates')} candidates. "
-        f"Mean ± std over templates, in %."
+        f"Mean ± sample std over templates, in %."
         + ("" if vec is not None else " mWS not computed (no word vectors for this language).")
         + (f" Scoring: {protocol(run)}." if protocol(run) else ""),
-        "",
-        "| origin | dishes | mAP (%) | mWS (%) |",
-        "|---|---:|---:|---:|",
     ]
-    for c in countries:
-        lines.append(f"| {c['origin']} | {c['dishes']} | {_fmt(c['mAP'], c['mAP_std'])} | "
-                     f"{_fmt(c['mWS'], c['mWS_std'])} |")
+    titles = {"release_and_others": "The 14 countries of FmLAMA's release, every other origin as Others",
+              "continent": "By continent (P30 of the origin; a country on two continents counts in both)"}
+    for gname, table in [("origin", countries), *groupings.items()]:
+        if gname != "origin":
+            lines += ["", titles[gname] + ":"]
+        lines += ["", "| origin | dishes | mAP (%) | mWS (%) |", "|---|---:|---:|---:|"]
+        for c in table:
+            lines.append(f"| {c['origin']} | {c['dishes']} | {_fmt(c['mAP'], c['mAP_std'])} | "
+                         f"{_fmt(c['mWS'], c['mWS_std'])} |")
     files.atomic_write(d / "results.md", "\n".join(lines) + "\n")
     if plot:
         plots.bar_chart(d / "results.png", [c["origin"] for c in countries],
-                   [("mAP", [c["mAP"] for c in countries], [c["mAP_std"] for c in countries]),
-                    ("mWS", [c["mWS"] for c in countries], [c["mWS_std"] for c in countries])],
-                   f"FmLAMA {run.get('lang')}: {run.get('model')}")
+                        [("mAP", [c["mAP"] for c in countries], [c["mAP_std"] for c in countries]),
+                         ("mWS", [c["mWS"] for c in countries], [c["mWS_std"] for c in countries])],
+                        f"FmLAMA {run.get('lang')}: {run.get('model')}")
     return result
 
 

@@ -179,8 +179,13 @@ def fmlama_items(rows: list[dict], lang: str, templates: list[tpl.Template],
         subject = subj_of.get(r["url"], r["sub_label"])
         for t in templates:
             before, after = t.split(subject, r["origin_name"])
-            items.append({"key": r["url"], "template": t.id, "origin": r["origin"],
-                          "sub_label": subject, "gold": r["obj_label"], "before": before, "after": after})
+            item = {"key": r["url"], "template": t.id, "origin": r["origin"],
+                    "sub_label": subject, "gold": r["obj_label"], "before": before, "after": after}
+            if r["origin_uri"]:
+                item["origin_uri"] = r["origin_uri"]
+            if r["continent"]:
+                item["continent"] = r["continent"]
+            items.append(item)
     return items, cands
 
 

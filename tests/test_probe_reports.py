@@ -1,4 +1,4 @@
-"""The DLAMA probe report as DLAMA computes it, from hand-written predictions (no model):
+"""The probe reports as the originals compute them, from hand-written predictions (no model):
 entropy over object QIDs, the aggregate over DLAMA-v1's predicates only, per-pair columns,
 and causal-LM runs labelled as kgcult's own protocol."""
 from __future__ import annotations
@@ -83,3 +83,32 @@ def test_fmlama_causal_report_is_labelled_too(tmp_path):
     res = report.fmlama_report(d, embeddings="none", plot=False)
     assert "kgcult's own protocol" in res["protocol"]
     assert "kgcult's own protocol" in (d / "results.md").read_text()
+
+
+def _fm_row(key, template, origin, uri, continent, top, gold):
+    rank = [1 if top == g else 2 for g in gold]
+    return {"key": key, "template": template, "origin": origin, "origin_uri": uri, "continent": continent,
+            "sub_label": key, "gold": gold, "top": [top, "z"], "gold_ranks": rank, "n_candidates": 3}
+
+
+def test_fmlama_report_groups_others_and_continents(tmp_path):
+    d = tmp_path / "g"
+    rows = []
+    for t in ("t1", "t2"):
+        rows += [
+            _fm_row("pizza", t, "Italy", "Q38", ["Europe"], "cheese", ["cheese"]),
+            _fm_row("koshari", t, "Egypt", "Q79", ["Africa", "Asia"], "rice" if t == "t1" else "x", ["rice"]),
+            _fm_row("kimchi", t, "South Korea", "Q884", ["Asia"], "x", ["cabbage"]),
+        ]
+    _write(d, {"task": "fmlama", "model": "m", "kind": "masked", "scoring": "mean", "lang": "en"}, rows)
+    res = report.fmlama_report(d, embeddings="none", plot=False)
+    others = {c["origin"]: c for c in res["groupings"]["release_and_others"]}
+    # Egypt and South Korea are not among the 14 release countries: one "Others" group.
+    assert set(others) == {"All", "Italy", "Others"} and others["Others"]["dishes"] == 2
+    cont = {c["origin"]: c for c in res["groupings"]["continent"]}
+    assert cont["Asia"]["dishes"] == 2 and cont["Africa"]["dishes"] == 1 and cont["Europe"]["dishes"] == 1
+    # Africa: template t1 AP 1.0, t2 AP 0.5 -> mean 0.75, sample std 0.3536 (ddof=1).
+    assert cont["Africa"]["mAP"] == pytest.approx(0.75)
+    assert cont["Africa"]["mAP_std"] == pytest.approx(0.35355339)
+    md = (d / "results.md").read_text()
+    assert "| Others | 2 |" in md and "By continent" in md
