@@ -1,5 +1,6 @@
 """Metric definitions against hand-computed values (FmLAMA mAP/mWS, DLAMA P@1/entropy)."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,6 +142,27 @@ def test_fmlama_release_template_format():
         pytest.skip(f"{rel} not found: ../shared is not beside this checkout")
     ts = T.fmlama_templates("en", "country", rel)
     assert len(ts) == 5 and all(t.id.startswith("country_") for t in ts)
+
+
+def test_release_numbered_placeholders_map_to_x_y_c(tmp_path):
+    """FmLAMA's released ar/he files write [1]/[2]/[3] for subject/object/country; they load
+    as [X]/[Y]/[C], and a release-style directory is read per language."""
+    from kgcult.probe import templates as T
+
+    d = tmp_path / "templates"
+    d.mkdir()
+    (d / "ar_templates.jsonl").write_text(
+        '{"relation": "hasParts_1", "template": "[1] dish with [2].", "avg": 1.0}\n'
+        '{"relation": "country_1", "template": "in [3], [1] dish with [2].", "avg": 1.0}\n', encoding="utf-8")
+    plain = T.fmlama_templates("ar", "plain", d)
+    assert [t.text for t in plain] == ["[X] dish with [Y]."]
+    ctx = T.fmlama_templates("ar", "country", d / "ar_templates.jsonl")
+    assert ctx[0].text == "in [C], [X] dish with [Y]." and ctx[0].context
+    assert ctx[0].split("kushari", "Egypt") == ("in Egypt, kushari dish with ", ".")
+    rel = Path(__file__).resolve().parents[2] / "shared" / "reference" / "fmlama" / "templates"
+    if rel.is_dir():      # the real release: every language loads
+        for lang in ("en", "zh", "ko", "ar", "he", "ru"):
+            assert len(T.fmlama_templates(lang, "plain", rel)) == 5
 
 
 def test_template_file_errors(tmp_path):

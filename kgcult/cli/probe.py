@@ -71,9 +71,10 @@ def probe_group():
 @click.option("--subject-lang", help="Language of the dish label (code-switching, e.g. --lang en --subject-lang zh).")
 @click.option("--context", type=click.Choice(["plain", "country", "all"]), default="plain", show_default=True,
               help="plain templates, the 'In [C], ...' cultural-context variants, or both.")
-@click.option("--templates", "templates_path", type=click.Path(dir_okay=False, exists=True),
-              help="Template file (default queries/templates/fmlama.jsonl; the FmLAMA release's "
-                   "<lang>_templates.jsonl also works).")
+@click.option("--templates", "templates_path", type=click.Path(exists=True),
+              help="Template file or directory (default queries/templates/fmlama.jsonl, the paper's "
+                   "Fig. 9 wording). The FmLAMA release's set: its templates/ directory (reads "
+                   "<lang>_templates.jsonl; [1]/[2]/[3] read as [X]/[Y]/[C]) or one of its files.")
 @click.option("--embeddings", default="auto", show_default=True,
               help="Vectors for mWS: glove, minilm, st:PATH (sentence-transformers dir), none, auto.")
 @click.pass_obj
