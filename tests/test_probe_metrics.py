@@ -173,3 +173,27 @@ def test_template_file_errors(tmp_path):
     f.write_text('{"id": "a", "template": "[X] has [Y]."}\n{"id": "b", "template": "no object here"}\n')
     with pytest.raises(KgcultError, match=r"t.jsonl:2"):
         T.load(f)
+
+
+def test_fasttext_vectors_use_get_word_vector_on_the_whole_label(tmp_path):
+    """--embeddings fasttext:PATH: the original's rule, get_word_vector(label) on the whole
+    label (character n-grams across the space), not the mean of the words' vectors."""
+    fasttext = pytest.importorskip("fasttext", reason="the fasttext(-wheel) package is not installed")
+    from kgcult.errors import KgcultError
+    from kgcult.probe import vectors
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("salt and pepper are spices\nflour and sugar make cake\nsugar cane gives sugar\n" * 5)
+    model = fasttext.train_unsupervised(str(corpus), model="skipgram", dim=8, minCount=1, epoch=2,
+                                        minn=2, maxn=3, thread=1, verbose=0)
+    path = tmp_path / "tiny.bin"
+    model.save_model(str(path))
+    vec = vectors.get(f"fasttext:{path}")
+    assert vec.name == "fasttext:tiny.bin"
+    whole = vec("sugar cane")
+    assert np.allclose(whole, model.get_word_vector("sugar cane"))
+    mean = (model.get_word_vector("sugar") + model.get_word_vector("cane")) / 2
+    assert not np.allclose(whole, mean)
+    assert M.word_similarity(["sugar cane"], ["sugar cane"], vec) == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(KgcultError, match="no such file"):
+        vectors.get(f"fasttext:{tmp_path / 'missing.bin'}")

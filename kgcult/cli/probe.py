@@ -80,7 +80,8 @@ def probe_group():
                    "Fig. 9 wording). The FmLAMA release's set: its templates/ directory (reads "
                    "<lang>_templates.jsonl; [1]/[2]/[3] read as [X]/[Y]/[C]) or one of its files.")
 @click.option("--embeddings", default="auto", show_default=True,
-              help="Vectors for mWS: glove, minilm, st:PATH (sentence-transformers dir), none, auto.")
+              help="Vectors for mWS: fasttext:PATH (a fastText .bin, as the original), glove, minilm, "
+                   "st:PATH (sentence-transformers dir), use, none, auto.")
 @click.pass_obj
 def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, max_tokens, span, limit, out_dir,
                      overwrite, progress, plot, dataset_files, lang, subject_lang, context, templates_path,
