@@ -476,3 +476,21 @@ def test_seed_demo_counts_and_identical_rebuild(tmp_path):
     assert counts and all(c["rows"] > 0 for c in counts)
     r2 = run_cli(["build", "fmlama", "--out", str(out)], store)
     assert r2.stdout.split("\t")[2] == lines[0].split("\t")[2]
+
+
+def test_fmlama_rows_carry_origin_qid_and_continents(tmp_path):
+    """origin_uri and continent (P30 English labels): the report's Others/continent groupings."""
+    from kgcult.store import Store
+
+    extra = tmp_path / "p30.ttl"
+    extra.write_text("@prefix wd: <http://www.wikidata.org/entity/> .\n"
+                     "@prefix wdt: <http://www.wikidata.org/prop/direct/> .\n"
+                     "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+                     'wd:Q142 wdt:P30 wd:Q46 . wd:Q46 rdfs:label "Europe"@en .\n', encoding="utf-8")
+    s = Store(tmp_path / "s")
+    s.load([FIX / "fmlama.ttl", extra], graph="fixture")
+    r = views.build(s, "fmlama", {"languages": "en"}, snapshot_hash="-")
+    fr = next(x for x in r.outputs["fmlama.jsonl"] if x["url"].endswith("Q9200001"))
+    assert fr["origin_uri"] == "Q142" and fr["continent"] == ["Europe"]
+    assert views.get_view("fmlama").config["release_countries"][:2] == ["Q38", "Q30"]
+    s.close()
