@@ -202,7 +202,7 @@ def test_proxy_forwards_and_faults(oxigraph_server):
     with FaultProxy(srv.url, rate=0.0) as p:
         req = urllib.request.Request(p.url, data=q, headers={"Accept": "application/sparql-results+json",
                                                              "Content-Type": "application/x-www-form-urlencoded"})
-        assert b'"148"' in urllib.request.urlopen(req, timeout=10).read()
+        assert b'"162"' in urllib.request.urlopen(req, timeout=10).read()
     with FaultProxy(srv.url, always="429", retry_after="7") as p:
         req = urllib.request.Request(p.url, data=q, headers={"Content-Type": "application/x-www-form-urlencoded"})
         try:

@@ -1,5 +1,6 @@
 """Metric definitions against hand-computed values (FmLAMA mAP/mWS, DLAMA P@1/entropy)."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,9 +80,14 @@ def test_most_common_predictions():
     assert mc["wrong"][0] == {"object": "Paris", "count": 2, "percent": 40.0}
 
 
-def test_mean_std_population():
-    m, s = M.mean_std([0.1, 0.3])
-    assert m == pytest.approx(0.2) and s == pytest.approx(0.1)
+def test_mean_std_is_the_sample_std_as_statistics_stdev():
+    import statistics
+
+    m, s = M.mean_std([0.1, 0.3, 0.35])
+    assert m == pytest.approx(statistics.mean([0.1, 0.3, 0.35]))
+    assert s == pytest.approx(statistics.stdev([0.1, 0.3, 0.35]))   # ddof=1, FmLAMA's spread
+    assert M.mean_std([0.1, 0.3])[1] == pytest.approx(0.1414213562)
+    assert M.mean_std([0.4]) == (pytest.approx(0.4), 0.0)
     assert all(math.isnan(x) for x in M.mean_std([]))
 
 
@@ -138,6 +144,27 @@ def test_fmlama_release_template_format():
     assert len(ts) == 5 and all(t.id.startswith("country_") for t in ts)
 
 
+def test_release_numbered_placeholders_map_to_x_y_c(tmp_path):
+    """FmLAMA's released ar/he files write [1]/[2]/[3] for subject/object/country; they load
+    as [X]/[Y]/[C], and a release-style directory is read per language."""
+    from kgcult.probe import templates as T
+
+    d = tmp_path / "templates"
+    d.mkdir()
+    (d / "ar_templates.jsonl").write_text(
+        '{"relation": "hasParts_1", "template": "[1] dish with [2].", "avg": 1.0}\n'
+        '{"relation": "country_1", "template": "in [3], [1] dish with [2].", "avg": 1.0}\n', encoding="utf-8")
+    plain = T.fmlama_templates("ar", "plain", d)
+    assert [t.text for t in plain] == ["[X] dish with [Y]."]
+    ctx = T.fmlama_templates("ar", "country", d / "ar_templates.jsonl")
+    assert ctx[0].text == "in [C], [X] dish with [Y]." and ctx[0].context
+    assert ctx[0].split("kushari", "Egypt") == ("in Egypt, kushari dish with ", ".")
+    rel = Path(__file__).resolve().parents[2] / "shared" / "reference" / "fmlama" / "templates"
+    if rel.is_dir():      # the real release: every language loads
+        for lang in ("en", "zh", "ko", "ar", "he", "ru"):
+            assert len(T.fmlama_templates(lang, "plain", rel)) == 5
+
+
 def test_template_file_errors(tmp_path):
     from kgcult.errors import KgcultError
     from kgcult.probe import templates as T
@@ -146,3 +173,27 @@ def test_template_file_errors(tmp_path):
     f.write_text('{"id": "a", "template": "[X] has [Y]."}\n{"id": "b", "template": "no object here"}\n')
     with pytest.raises(KgcultError, match=r"t.jsonl:2"):
         T.load(f)
+
+
+def test_fasttext_vectors_use_get_word_vector_on_the_whole_label(tmp_path):
+    """--embeddings fasttext:PATH: the original's rule, get_word_vector(label) on the whole
+    label (character n-grams across the space), not the mean of the words' vectors."""
+    fasttext = pytest.importorskip("fasttext", reason="the fasttext(-wheel) package is not installed")
+    from kgcult.errors import KgcultError
+    from kgcult.probe import vectors
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("salt and pepper are spices\nflour and sugar make cake\nsugar cane gives sugar\n" * 5)
+    model = fasttext.train_unsupervised(str(corpus), model="skipgram", dim=8, minCount=1, epoch=2,
+                                        minn=2, maxn=3, thread=1, verbose=0)
+    path = tmp_path / "tiny.bin"
+    model.save_model(str(path))
+    vec = vectors.get(f"fasttext:{path}")
+    assert vec.name == "fasttext:tiny.bin"
+    whole = vec("sugar cane")
+    assert np.allclose(whole, model.get_word_vector("sugar cane"))
+    mean = (model.get_word_vector("sugar") + model.get_word_vector("cane")) / 2
+    assert not np.allclose(whole, mean)
+    assert M.word_similarity(["sugar cane"], ["sugar cane"], vec) == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(KgcultError, match="no such file"):
+        vectors.get(f"fasttext:{tmp_path / 'missing.bin'}")

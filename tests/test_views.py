@@ -36,13 +36,6 @@ def fm_store(tmp_path_factory):
     s.close()
 
 
-@pytest.fixture(scope="module")
-def dl_store(tmp_path_factory):
-    s = _loaded(tmp_path_factory, "dlama.ttl")
-    yield s
-    s.close()
-
-
 def fm_build(store, tmp_path, **params):
     r = views.build(store, "fmlama", params or None, out=tmp_path / "out")
     return r, read_jsonl(r.path / "fmlama.jsonl")
@@ -379,96 +372,12 @@ def test_view_queries_read_the_closure_not_property_paths():
 
 # -- DLAMA rules -------------------------------------------------------------------
 
-def dl_build(store, tmp_path, **params):
-    r = views.build(store, "dlama", params, out=tmp_path / "out")
-    rows = read_jsonl(r.path / "dlama.jsonl")
-    return r, {(x["predicate"], x["culture"], x["sub_uri"]): x for x in rows}
-
-
-def test_dlama_culture_filter_and_exhaustive_objects(dl_store, tmp_path):
-    _, rows = dl_build(dl_store, tmp_path, predicates="P17", cultures="arab,west", languages="en")
-    arab = {s for (p, c, s) in rows if c == "arab"}
-    west = {s for (p, c, s) in rows if c == "west"}
-    assert arab == {"Q85", "Q87", "Q9600001", "Q9600002", "Q9600003", "Q9600004", "Q9600010"}
-    assert west == {"Q90", "Q9600001"}
-    # all objects of the subject, not only the culture's country
-    assert rows[("P17", "arab", "Q9600001")]["obj_uri"] == ["Q79", "Q142"]
-    assert rows[("P17", "arab", "Q9600001")]["country"] == ["Q79"]
-    assert rows[("P17", "west", "Q9600001")]["obj_uri"] == ["Q79", "Q142"]
-    assert rows[("P17", "west", "Q9600001")]["country"] == ["Q142"]
-
-
-def test_dlama_ranking_and_cap(dl_store, tmp_path):
-    _, rows = dl_build(dl_store, tmp_path, predicates="P17", cultures="arab", languages="en,ar",
-                       max_subjects="2")
-    # Jeita (500 sitelinks) has no ar label: dropped; then Cairo (200), Alexandria (100).
-    ranked = sorted((x["rank"], s) for (_, _, s), x in rows.items())
-    assert ranked == [(1, "Q85"), (2, "Q87")]
-    assert rows[("P17", "arab", "Q85")]["sitelinks"] == 200
-    # Without wikibase:sitelinks the number of sitelink articles ranks; ties by QID.
-    _, rows = dl_build(dl_store, tmp_path / "all", predicates="P17", cultures="arab", languages="en")
-    ranked = [s for _, s in sorted((x["rank"], s) for (_, _, s), x in rows.items())]
-    assert ranked == ["Q9600010", "Q85", "Q87", "Q9600001", "Q9600004", "Q9600002", "Q9600003"]
-
-
-def test_dlama_missing_label_drop(dl_store, tmp_path):
-    _, rows = dl_build(dl_store, tmp_path, predicates="P30,P37", cultures="arab,asia", languages="en,ar")
-    assert ("P30", "arab", "Q822") not in rows          # Lebanon has no ar label
-    assert ("P30", "arab", "Q79") in rows
-    assert ("P37", "asia", "Q17") not in rows           # its only object has no labels
-    _, rows_en = dl_build(dl_store, tmp_path / "en", predicates="P30", cultures="arab", languages="en")
-    assert ("P30", "arab", "Q822") in rows_en
-    r = rows[("P30", "arab", "Q79")]
-    assert r["sub_label"] == {"en": "Egypt", "ar": "مصر"}
-    assert r["obj_label"] == {"en": ["Africa", "Asia"], "ar": ["أفريقيا", "آسيا"]}
-
-
-def test_dlama_p279_augmentation(dl_store, tmp_path):
-    r, rows = dl_build(dl_store, tmp_path, predicates="P37", cultures="arab,west", languages="en")
-    egypt = rows[("P37", "arab", "Q79")]
-    assert egypt["raw_obj_uri"] == ["Q29919"]
-    # Arabic (an object of P37 for Lebanon) is added; Semitic languages (not an object) is not.
-    assert egypt["obj_uri"] == ["Q13955", "Q29919"]
-    assert egypt["obj_label"]["en"] == ["Arabic", "Egyptian Arabic"]
-    cands = read_jsonl(r.path / "candidates.jsonl")
-    assert cands == [{"predicate": "P37", "obj_uri": ["Q150", "Q652", "Q13955", "Q29919"],
-                      "obj_label": {"en": ["French", "Italian", "Arabic", "Egyptian Arabic"]}}]
-
-
-def test_dlama_p131_augmentation(dl_store, tmp_path):
-    _, rows = dl_build(dl_store, tmp_path, predicates="P131", cultures="arab", languages="en,ar")
-    tower = rows[("P131", "arab", "Q9600002")]
-    assert tower["raw_obj_uri"] == ["Q9600003"]
-    # Zamalek + Cairo Governorate; Lower Egypt lacks an ar label; Egypt is a country.
-    assert tower["obj_uri"] == ["Q9600003", "Q9600004"]
-    _, rows_en = dl_build(dl_store, tmp_path / "en", predicates="P131", cultures="arab", languages="en")
-    assert rows_en[("P131", "arab", "Q9600002")]["obj_uri"] == ["Q9600003", "Q9600004", "Q9600005"]
-
-
-def test_dlama_entropy_and_per_language_files(dl_store, tmp_path):
-    r, _ = dl_build(dl_store, tmp_path, predicates="P30", cultures="arab,west", languages="en")
-    ent = {(e["predicate"], e["culture"]): e for e in read_jsonl(r.path / "entropy.jsonl")}
-    # Egypt {Africa, Asia}, Lebanon {Asia}: both pick Asia -> entropy 0.
-    assert ent[("P30", "arab")] == {"predicate": "P30", "culture": "arab", "triples": 2, "entropy": 0.0,
-                                    "most_common": "Q48"}
-    assert ent[("P30", "west")]["entropy"] == 0.0
-    f = read_jsonl(r.path / "en" / "P30_arab.jsonl")
-    assert f[0].keys() == {"sub_uri", "obj_uri", "sub_label", "obj_label"}
-
-
 def test_entropy_definition():
     h, most = views.entropy([["Q1"], ["Q2"], ["Q1", "Q3"], ["Q3"]])
     # counts: Q1 2, Q3 2, Q2 1 -> picks Q1, Q2, Q1 (tie Q1/Q3 -> smaller QID), Q3
     assert math.isclose(h, -(0.5 * math.log2(0.5) + 2 * 0.25 * math.log2(0.25)))
     assert most == "Q1"
     assert views.entropy([["Q5"], ["Q5"]])[0] == 0.0
-
-
-def test_dlama_unknown_culture_and_predicate(dl_store, tmp_path):
-    with pytest.raises(KgcultError, match="unknown culture 'mars'"):
-        views.build(dl_store, "dlama", {"cultures": "mars"}, out=tmp_path)
-    with pytest.raises(KgcultError, match=r"dlama.json:\d+: view dlama: predicate 'P999'"):
-        views.build(dl_store, "dlama", {"predicates": "P999"}, out=tmp_path)
 
 
 def test_culture_groups_from_the_paper():
@@ -567,3 +476,21 @@ def test_seed_demo_counts_and_identical_rebuild(tmp_path):
     assert counts and all(c["rows"] > 0 for c in counts)
     r2 = run_cli(["build", "fmlama", "--out", str(out)], store)
     assert r2.stdout.split("\t")[2] == lines[0].split("\t")[2]
+
+
+def test_fmlama_rows_carry_origin_qid_and_continents(tmp_path):
+    """origin_uri and continent (P30 English labels): the report's Others/continent groupings."""
+    from kgcult.store import Store
+
+    extra = tmp_path / "p30.ttl"
+    extra.write_text("@prefix wd: <http://www.wikidata.org/entity/> .\n"
+                     "@prefix wdt: <http://www.wikidata.org/prop/direct/> .\n"
+                     "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+                     'wd:Q142 wdt:P30 wd:Q46 . wd:Q46 rdfs:label "Europe"@en .\n', encoding="utf-8")
+    s = Store(tmp_path / "s")
+    s.load([FIX / "fmlama.ttl", extra], graph="fixture")
+    r = views.build(s, "fmlama", {"languages": "en"}, snapshot_hash="-")
+    fr = next(x for x in r.outputs["fmlama.jsonl"] if x["url"].endswith("Q9200001"))
+    assert fr["origin_uri"] == "Q142" and fr["continent"] == ["Europe"]
+    assert views.get_view("fmlama").config["release_countries"][:2] == ["Q38", "Q30"]
+    s.close()

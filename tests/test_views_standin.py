@@ -91,10 +91,46 @@ def test_fmlama_14_country_filter_reproduces_data_lang(standin_store, tmp_path):
 
 
 def test_dlama_p30_entropy_matches_the_paper(standin_store, tmp_path):
-    """DLAMA-v1 Tables D3/E4/E5 report P30 (continent) entropies of 1.0 (Arab), 1.0 (West),
-    0.0 (Asia, 13 facts) and 0.0 (South America, 12 facts); the stand-in gives the same."""
-    r = views.build(standin_store, "dlama", {"predicates": "P30"}, out=tmp_path, snapshot_hash="-")
-    ent = {e["culture"]: e for e in _rows(r.path / "entropy.jsonl")}
-    assert (ent["asia"]["triples"], ent["asia"]["entropy"]) == (13, 0.0)
-    assert (ent["south-america"]["triples"], ent["south-america"]["entropy"]) == (12, 0.0)
-    assert round(ent["arab"]["entropy"], 1) == 1.0 and round(ent["west"]["entropy"], 1) == 1.0
+    """DLAMA-v1 Tables E4/E5 report P30 (continent) with 0.0 entropy for Asia (13 facts) and
+    South America (12 facts). The stand-in's Taiwan is not typed sovereign state (X-FACTR's
+    2020 P31), so Asia has 12; the Netherlands is not a sovereign state and stays out of West."""
+    r = views.build(standin_store, "dlama", {"predicates": "P30", "pairs": "asia-west,south-america-west",
+                                             "require_article": "false"}, snapshot_hash="-")
+    ent = {(e["pair"], e["culture"]): e for e in r.outputs["entropy.jsonl"]}
+    assert (ent[("asia-west", "asia")]["triples"], ent[("asia-west", "asia")]["entropy"]) == (12, 0.0)
+    sa = ent[("south-america-west", "south-america")]
+    assert (sa["triples"], sa["entropy"]) == (12, 0.0)
+    west = {x["sub_uri"] for x in r.outputs["dlama.jsonl"] if x["culture"] == "west"}
+    assert "Q55" not in west and "Q142" in west
+
+
+SUPPLEMENT = SHARED / "standin" / "dlama-supplement.nt.gz"
+V1 = ["P17", "P19", "P20", "P27", "P30", "P36", "P37", "P47", "P103", "P106", "P136", "P190",
+      "P264", "P364", "P449", "P495", "P530", "P1303", "P1376", "P1412", "P407"]
+
+
+def test_dlama_v1_pairs_on_the_standin_and_its_supplement(tmp_path):
+    """Every DLAMA predicate yields facts from the stand-in + dlama-supplement, except where
+    the sample holds no route to a culture: the supplement's P1303 subjects have no P27."""
+    from kgcult.store import Store, hierarchy
+
+    nt = require_shared()
+    require_shared(SUPPLEMENT)
+    existing = os.environ.get("KGCULT_DLAMA_STORE")
+    if existing:
+        s = Store(existing, read_only=True)
+    else:
+        s = Store(tmp_path / "store")
+        s.load([nt, SUPPLEMENT], graph="wikidata-standin")
+        hierarchy.ensure_closure(s)
+    r = views.build(s, "dlama", {"require_article": "false"}, snapshot_hash="-")
+    facts: dict[str, int] = {}
+    for e in r.outputs["entropy.jsonl"]:
+        facts[e["predicate"]] = facts.get(e["predicate"], 0) + e["triples"]
+    assert sorted(facts) == sorted(V1)
+    assert {p for p, n in facts.items() if n == 0} <= {"P1303"}
+    members = " ".join(f"wd:{q}" for qs in views.culture_groups().values() for q in qs)
+    assert not bool(s.query("ASK { VALUES ?c { %s } ?s wdt:P1303 ?o ; wdt:P27 ?c . }" % members))
+    pairs = {x["pair"] for x in r.outputs["dlama.jsonl"]}
+    assert pairs == {"arab-west", "asia-west", "south-america-west"}
+    s.close()

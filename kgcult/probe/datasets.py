@@ -4,7 +4,10 @@ FmLAMA rows (the shape of the released FmLAMA files and of ``kgcult build fmlama
 ``{"url", "origin", "origin_name", "lang", "sub_label", "obj_label": [ingredient labels]}``.
 
 DLAMA rows: ``{"subject", "predicate", "objects": [labels], "culture", "lang"}``; optional
-``subject_uri`` / ``url`` (a stable key), and the aliases ``sub_label`` / ``obj_label``.
+``subject_uri`` / ``url`` (a stable key), the aliases ``sub_label`` / ``obj_label``, and
+what the dlama view adds: ``pair`` (the DLAMA-v1 pair; candidates are per pair and
+predicate), ``group`` (``v1``, ``dlama-code`` or ``kgcult``) and ``obj_uri`` (the objects'
+QIDs, from which the report computes DLAMA's entropy).
 """
 from __future__ import annotations
 
@@ -49,6 +52,8 @@ def fmlama_rows(rows: list[dict]) -> list[dict]:
             "url": str(r["url"]), "origin": str(origin),
             "origin_name": str(r.get("origin_name") or origin), "lang": str(r.get("lang") or ""),
             "sub_label": r["sub_label"].strip(), "obj_label": golds, "_where": where,
+            "origin_uri": str(r.get("origin_uri") or ""),
+            "continent": [str(c) for c in r["continent"]] if isinstance(r.get("continent"), list) else [],
         })
     return out
 
@@ -79,8 +84,12 @@ def dlama_rows(rows: list[dict], lang: str | None = None) -> list[dict]:
             continue
         pred = str(r["predicate"]).rsplit("/", 1)[-1]
         key = r.get("subject_uri") or r.get("url") or r.get("sub_uri") or subj.strip()
+        pair = str(r.get("pair") or "")
+        ids = r.get("obj_uri")
         out.append({
-            "key": f"{pred}|{key}", "subject": subj.strip(), "predicate": pred, "objects": objs,
+            "key": f"{pair}|{pred}|{key}" if pair else f"{pred}|{key}", "subject": subj.strip(),
+            "predicate": pred, "objects": objs, "pair": pair, "group": str(r.get("group") or ""),
+            "object_ids": [str(x) for x in ids] if isinstance(ids, list) else [],
             "culture": str(r.get("culture") or ""), "lang": str(r.get("lang") or ""),
             "country": r["country"] if isinstance(r.get("country"), str) else "", "_where": where,
         })

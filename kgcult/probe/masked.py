@@ -23,6 +23,9 @@ import numpy as np
 from kgcult.errors import KgcultError
 
 SCORINGS = ("mean", "geometric", "sum")
+# FmLAMA's code leaves out candidates longer than 10 subtokens; so does kgcult by default
+# (--max-candidate-tokens 0 lifts the cap). A left-out candidate gets no score and no rank.
+MAX_CANDIDATE_TOKENS = 10
 
 
 @dataclass
@@ -50,7 +53,7 @@ class MaskedScorer:
     kind = "masked"
 
     def __init__(self, model, tokenizer, device: str = "cpu", batch_size: int = 32,
-                 scoring: str = "mean", fast_head: bool = True):
+                 scoring: str = "mean", fast_head: bool = True, max_tokens: int | None = MAX_CANDIDATE_TOKENS):
         if scoring not in SCORINGS:
             raise KgcultError(f"masked-LM scoring must be one of {', '.join(SCORINGS)}, not {scoring!r}")
         if tokenizer.mask_token_id is None:
@@ -60,6 +63,7 @@ class MaskedScorer:
         self.device = device
         self.batch_size = max(1, int(batch_size))
         self.scoring = scoring
+        self.max_tokens = max_tokens or None   # candidates longer than this are not ranked
         self.base, self.head = _head_and_base(model) if fast_head else (None, None)
         self.forward_passes = 0  # counted rows (one per query and length)
         self._ctx_cache: dict[tuple[str, str], list[int]] = {}
@@ -78,7 +82,7 @@ class MaskedScorer:
         ids = [self._cand_ids(c) for c in labels]
         by_len: dict[int, list[int]] = {}
         for i, t in enumerate(ids):
-            if t:
+            if t and (self.max_tokens is None or len(t) <= self.max_tokens):
                 by_len.setdefault(len(t), []).append(i)
         groups = {}
         for d, idx in sorted(by_len.items()):

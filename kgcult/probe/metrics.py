@@ -113,8 +113,9 @@ def most_common_predictions(top1: Sequence[str], valid: Sequence[Iterable[str]],
 # -- aggregation ----------------------------------------------------------------------
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and population standard deviation (ddof=0) over templates; NaNs ignored."""
+    """Mean and sample standard deviation (ddof=1, as FmLAMA's ``statistics.stdev``) over
+    templates; NaNs ignored; a single value has a spread of 0 (stdev is undefined there)."""
     v = np.array([x for x in values if x is not None and not math.isnan(x)], dtype=float)
     if v.size == 0:
         return float("nan"), float("nan")
-    return float(v.mean()), float(v.std(ddof=0))
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0

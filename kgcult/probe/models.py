@@ -58,7 +58,7 @@ def smollm2_gguf() -> tuple[Path, str]:
 @dataclass
 class LoadedModel:
     name: str
-    kind: str  # "masked" or "causal"
+    kind: str  # "masked", "causal" or "seq2seq" (T5/mT5)
     model: object
     tokenizer: object
     device: str
@@ -84,6 +84,8 @@ def detect_kind(path: str, gguf_file: str | None = None) -> str:
         except (OSError, json.JSONDecodeError) as e:
             raise KgcultError(f"{cfg}: unreadable model config ({e})") from None
         archs = " ".join(conf.get("architectures") or [])
+        if conf.get("is_encoder_decoder") or "ConditionalGeneration" in archs:
+            return "seq2seq"
         if "MaskedLM" in archs:
             return "masked"
         if "CausalLM" in archs or "LMHeadModel" in archs:
@@ -93,6 +95,8 @@ def detect_kind(path: str, gguf_file: str | None = None) -> str:
         return "masked"
     conf = require("transformers", "probe", "model probing").AutoConfig.from_pretrained(path)
     archs = " ".join(getattr(conf, "architectures", None) or [])
+    if getattr(conf, "is_encoder_decoder", False):
+        return "seq2seq"
     return "causal" if ("CausalLM" in archs or "LMHeadModel" in archs) else "masked"
 
 
@@ -100,8 +104,8 @@ def load(name: str, kind: str = "auto", device: str = "cpu", gguf_file: str | No
     """Load a model and its tokenizer for probing (eval mode, on ``device``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    if kind not in ("auto", "masked", "causal"):
-        raise KgcultError(f"model kind must be auto, masked or causal, not {kind!r}")
+    if kind not in ("auto", "masked", "causal", "seq2seq"):
+        raise KgcultError(f"model kind must be auto, masked, causal or seq2seq, not {kind!r}")
     torch = require("torch", "probe", "model probing")
     transformers = require("transformers", "probe", "model probing")
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -113,7 +117,8 @@ def load(name: str, kind: str = "auto", device: str = "cpu", gguf_file: str | No
         transformers.utils.logging.disable_progress_bar()
         extra = {"gguf_file": gguf_file} if gguf_file else {}
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, **extra)
-        cls = transformers.AutoModelForMaskedLM if kind == "masked" else transformers.AutoModelForCausalLM
+        cls = {"masked": transformers.AutoModelForMaskedLM, "seq2seq": transformers.AutoModelForSeq2SeqLM
+               }.get(kind, transformers.AutoModelForCausalLM)
         model = cls.from_pretrained(path, **extra)
     except KgcultError:
         raise

@@ -25,7 +25,8 @@ from kgcult.log import progress as progress_bar
 from kgcult.probe import datasets as ds
 from kgcult.probe import templates as tpl
 from kgcult.probe.causal import CausalScorer
-from kgcult.probe.masked import MaskedScorer
+from kgcult.probe.masked import MAX_CANDIDATE_TOKENS, MaskedScorer
+from kgcult.probe.seq2seq import Seq2SeqScorer
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +35,17 @@ PRED_FILE = "predictions.jsonl"
 RUN_FILE = "run.json"
 
 
-def make_scorer(loaded, batch_size: int = 32, scoring: str | None = None, span: str = "object"):
-    """The scorer for a loaded model: masked (default scoring ``mean``) or causal (``sum``)."""
+def make_scorer(loaded, batch_size: int = 32, scoring: str | None = None, span: str = "object",
+                max_tokens: int | None = MAX_CANDIDATE_TOKENS):
+    """The scorer for a loaded model: masked (default scoring ``mean``), encoder-decoder
+    (T5/mT5 sentinel scoring, ``mean``) or causal (``sum``). ``max_tokens``: candidates
+    longer than this many subtokens are left out (masked and T5; FmLAMA: 10; 0/None: no cap)."""
     if loaded.kind == "masked":
-        return MaskedScorer(loaded.model, loaded.tokenizer, loaded.device, batch_size, scoring or "mean")
+        return MaskedScorer(loaded.model, loaded.tokenizer, loaded.device, batch_size, scoring or "mean",
+                            max_tokens=max_tokens)
+    if loaded.kind == "seq2seq":
+        return Seq2SeqScorer(loaded.model, loaded.tokenizer, loaded.device, batch_size, scoring or "mean",
+                             max_tokens=max_tokens)
     return CausalScorer(loaded.model, loaded.tokenizer, loaded.device, batch_size, scoring or "sum", span)
 
 
@@ -64,6 +72,7 @@ class Output:
         if runf.exists():
             old = json.loads(runf.read_text(encoding="utf-8"))
             keys = ("task", "model", "kind", "scoring", "lang", "subject_lang", "templates_sha256",
+                    "max_candidate_tokens",
                     "candidates_sha256", "span")
             diff = [k for k in keys if old.get(k) != run.get(k)]
             if diff:
@@ -101,12 +110,13 @@ def _rank_rows(scores: np.ndarray, labels: list[str], items: list[dict], k: int 
     out = []
     for s, item in zip(scores, items):
         order = np.argsort(-s, kind="stable")
-        rank = np.empty(len(order), dtype=np.int64)
+        order = order[np.isfinite(s[order])]        # unscored candidates (over the length cap) are not ranked
+        rank = np.zeros(len(s), dtype=np.int64)
         rank[order] = np.arange(1, len(order) + 1)
         gold = item["gold"]
         kk = max(k, len(gold))
         row = {k2: v for k2, v in item.items() if k2 not in ("before", "after")}
-        row["gold_ranks"] = [int(rank[pos[g]]) if g in pos else None for g in gold]
+        row["gold_ranks"] = [int(rank[pos[g]]) if g in pos and rank[pos[g]] > 0 else None for g in gold]
         row["n_candidates"] = len(labels)
         row["top"] = [labels[i] for i in order[:kk]]
         row["top_scores"] = [_finite(s[i]) for i in order[:kk]]
@@ -179,8 +189,13 @@ def fmlama_items(rows: list[dict], lang: str, templates: list[tpl.Template],
         subject = subj_of.get(r["url"], r["sub_label"])
         for t in templates:
             before, after = t.split(subject, r["origin_name"])
-            items.append({"key": r["url"], "template": t.id, "origin": r["origin"],
-                          "sub_label": subject, "gold": r["obj_label"], "before": before, "after": after})
+            item = {"key": r["url"], "template": t.id, "origin": r["origin"],
+                    "sub_label": subject, "gold": r["obj_label"], "before": before, "after": after}
+            if r["origin_uri"]:
+                item["origin_uri"] = r["origin_uri"]
+            if r["continent"]:
+                item["continent"] = r["continent"]
+            items.append(item)
     return items, cands
 
 
@@ -188,13 +203,14 @@ def probe_fmlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path
                  subject_lang: str | None = None, context: str = "plain", templates_path=None,
                  scoring: str | None = None, batch_size: int = 32, span: str = "object",
                  limit: int | None = None, progress: bool | None = None, overwrite: bool = False,
-                 source: dict | None = None) -> dict:
+                 source: dict | None = None, max_tokens: int | None = MAX_CANDIDATE_TOKENS) -> dict:
     templates = tpl.fmlama_templates(lang, context, templates_path)
     items, cands = fmlama_items(rows, lang, templates, subject_lang, limit)
-    scorer = make_scorer(loaded, batch_size, scoring, span)
+    scorer = make_scorer(loaded, batch_size, scoring, span, max_tokens)
     run = {
         "task": "fmlama", "model": loaded.name, "kind": loaded.kind, "scoring": scorer.scoring,
         "span": span if loaded.kind == "causal" else None,
+        "max_candidate_tokens": None if loaded.kind == "causal" else (max_tokens or None),
         "lang": lang, "subject_lang": subject_lang or lang, "context": context,
         "templates": {t.id: t.text for t in templates},
         "templates_sha256": _sha([(t.id, t.text) for t in templates]),
@@ -209,6 +225,11 @@ def probe_fmlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path
 
 
 # -- DLAMA ----------------------------------------------------------------------------
+
+def candidate_group(pair: str, predicate: str) -> str:
+    """The key of a DLAMA candidate set: the predicate, within its pair when there is one."""
+    return f"{pair}/{predicate}" if pair else predicate
+
 
 def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
                 limit: int | None = None, predicates=None) -> tuple[dict, dict]:
@@ -227,38 +248,48 @@ def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
         if not rows:
             raise KgcultError(msg)
         log.info("%s: skipped", msg)
-    by_pred: dict[str, list[dict]] = {}
+    by_group: dict[str, list[dict]] = {}
     for r in rows:
-        by_pred.setdefault(r["predicate"], []).append(r)
+        by_group.setdefault(candidate_group(r["pair"], r["predicate"]), []).append(r)
     items, cands = {}, {}
-    for p, prow in sorted(by_pred.items()):
-        # candidate set: the unique objects of the predicate's triples (DLAMA §5.1)
-        cands[p] = sorted({o for r in prow for o in r["objects"]})
+    for g, prow in sorted(by_group.items()):
+        # candidate set: the unique objects of the predicate's triples in the pair (DLAMA §5.1;
+        # DLAMA-v1 builds each pair separately)
+        cands[g] = sorted({o for r in prow for o in r["objects"]})
         if limit:
             prow = prow[:limit]
+        p = prow[0]["predicate"]
         t = templates[p]
-        items[p] = []
+        items[g] = []
         for r in prow:
             before, after = t.split(r["subject"], r["country"])
-            items[p].append({"key": r["key"], "template": t.id, "predicate": p, "culture": r["culture"],
-                             "subject": r["subject"], "gold": r["objects"], "before": before, "after": after})
+            item = {"key": r["key"], "template": t.id, "predicate": p, "culture": r["culture"],
+                    "subject": r["subject"], "gold": r["objects"], "before": before, "after": after}
+            for extra in ("pair", "group"):
+                if r[extra]:
+                    item[extra] = r[extra]
+            if r["object_ids"]:
+                item["gold_ids"] = r["object_ids"]
+            items[g].append(item)
     return items, cands
 
 
 def probe_dlama(loaded, rows: list[dict], lang: str = "en", out_dir: str | Path = "probe-out",
                 templates_path=None, scoring: str | None = None, batch_size: int = 32,
                 span: str = "object", limit: int | None = None, progress: bool | None = None,
-                overwrite: bool = False, source: dict | None = None, predicates=None) -> dict:
+                overwrite: bool = False, source: dict | None = None, predicates=None,
+                max_tokens: int | None = MAX_CANDIDATE_TOKENS) -> dict:
     templates = tpl.dlama_templates(lang, templates_path)
     items, cands = dlama_items(rows, lang, templates, limit, predicates)
-    scorer = make_scorer(loaded, batch_size, scoring, span)
-    used = sorted(items)
+    scorer = make_scorer(loaded, batch_size, scoring, span, max_tokens)
+    used = sorted({it["predicate"] for its in items.values() for it in its})
     run = {
         "task": "dlama", "model": loaded.name, "kind": loaded.kind, "scoring": scorer.scoring,
         "span": span if loaded.kind == "causal" else None, "lang": lang, "subject_lang": lang,
+        "max_candidate_tokens": None if loaded.kind == "causal" else (max_tokens or None),
         "templates": {templates[p].id: templates[p].text for p in used},
         "templates_sha256": _sha([(templates[p].id, templates[p].text) for p in used]),
-        "n_candidates": {p: len(cands[p]) for p in used}, "candidates_sha256": _sha(cands),
+        "n_candidates": {g: len(cands[g]) for g in sorted(items)}, "candidates_sha256": _sha(cands),
         "source": source or {},
     }
     out = Output(out_dir, run, overwrite)

@@ -8,8 +8,11 @@ FmLAMA rows carry ``context`` (true for the "In [C], ..." variants); DLAMA rows 
 ``predicate``; spectral rows carry ``domain``, ``var`` and ``human_category``.
 
 ``load(path)`` also reads the template files released with FmLAMA
-(``{"relation": "hasParts_1" | "country_1", "template": ...}``), so a user can probe with
-those by ``--templates FILE``.
+(``{"relation": "hasParts_1" | "country_1", "template": ...}``), their ``[1]/[2]/[3]``
+placeholders (the release's ar and he files) read as ``[X]/[Y]/[C]``; a user probes with
+the release's set by ``--templates DIR`` (the release's ``templates/`` directory, one
+``<lang>_templates.jsonl`` per language) or ``--templates FILE``. kgcult does not
+redistribute the release's sentences; its default set is the paper's Fig. 9 wording.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from kgcult import resources
 from kgcult.errors import KgcultError
 
 PLACEHOLDERS = ("[X]", "[Y]", "[C]")
+RELEASE_PLACEHOLDERS = {"[1]": "[X]", "[2]": "[Y]", "[3]": "[C]"}   # FmLAMA's ar/he files
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ def load(path: str | Path) -> list[Template]:
         if "relation" in row and "id" not in row:  # the FmLAMA release's format
             tid = str(row["relation"])
             context = tid.startswith("country")
+            for numbered, named in RELEASE_PLACEHOLDERS.items():
+                text = text.replace(numbered, named)
         else:
             tid = str(row.get("id") or f"t{n}")
             context = bool(row.get("context", "[C]" in text))
@@ -96,6 +102,8 @@ def fmlama_templates(lang: str, context: str = "plain", path: str | Path | None 
     """The five FmLAMA templates of a language; ``context`` is plain, country or all."""
     if context not in ("plain", "country", "all"):
         raise KgcultError(f"context must be plain, country or all, not {context!r}")
+    if path is not None and Path(path).is_dir():
+        path = Path(path) / f"{lang}_templates.jsonl"   # the release's templates/ layout
     rows = load(path or default_path("fmlama"))
     if path is None or any(t.lang for t in rows):
         rows = [t for t in rows if not t.lang or t.lang == lang]

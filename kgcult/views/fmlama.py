@@ -38,6 +38,7 @@ def process(ctx: ViewContext) -> list[Output]:
     per_lang = _rows_per_language(ctx, langs)
     kept_dishes = sorted({r["url"] for rows in per_lang.values() for r in rows})
     _add_optional_fields(ctx, per_lang, kept_dishes, langs)
+    _add_continents(ctx, per_lang)
     for rows in per_lang.values():
         rows.sort(key=lambda r: (r["origin"], item_key(r["url"])))
 
@@ -124,6 +125,21 @@ def _add_optional_fields(ctx: ViewContext, per_lang: dict[str, list[dict]], dish
             imgs = sorted(extras[d].get(images, ()))
             if imgs:
                 r["image"] = imgs
+
+
+def _add_continents(ctx: ViewContext, per_lang: dict[str, list[dict]]) -> None:
+    """``origin_uri`` (the origin's QID) and ``continent`` (English labels of its P30
+    continents) on every row: what the probe report's Others and by-continent groupings use."""
+    countries = sorted({r["_country"] for rows in per_lang.values() for r in rows})
+    cont: dict[str, set[str]] = defaultdict(set)
+    if countries:
+        for r in ctx.select("continents", rows=(["country"], [[NamedNode(c)] for c in countries])):
+            cont[r["country"]].add(r["continent"])
+    labels = ctx.labels({c for cs in cont.values() for c in cs}, ["en"])
+    for rows in per_lang.values():
+        for r in rows:
+            r["origin_uri"] = ids.shorten(r["_country"])
+            r["continent"] = sorted({labels[c]["en"] for c in cont.get(r["_country"], ()) if "en" in labels.get(c, {})})
 
 
 def _country_counts(rows: list[dict], aligned_ids: set[str], langs: list[str]) -> list[dict]:
