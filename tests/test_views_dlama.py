@@ -155,3 +155,28 @@ def test_unknown_pair_culture_and_predicate(store):
         views.build(store, "dlama", {"predicates": "P999"})
     with pytest.raises(KgcultError, match="pairs"):
         views.build(store, "dlama", {"pairs": "arab-asia"})
+
+
+def test_require_article_auto_follows_what_the_store_holds(tmp_path):
+    """auto (the default) requires an article only where the store holds articles at all:
+    the fixture has some (so auto = true); the same graph without any schema:about triple
+    (as a mirror or the seed gives) falls back to keeping every subject (auto = false)."""
+    from kgcult.store import Store
+
+    with Store(tmp_path / "with") as s:
+        s.load([FIX], graph="fixture")
+        _, auto = build(s, pairs="arab-west", predicates="P27")
+        _, true = build(s, pairs="arab-west", predicates="P27", require_article="true")
+        assert set(auto) == set(true)
+    with Store(tmp_path / "without") as s:
+        s.load([FIX], graph="fixture")
+        s.ox.update("DELETE WHERE { GRAPH ?g { ?a <http://schema.org/about> ?s } }")
+        _, auto = build(s, pairs="arab-west", predicates="P27")
+        _, false = build(s, pairs="arab-west", predicates="P27", require_article="false")
+        _, true = build(s, pairs="arab-west", predicates="P27", require_article="true")
+        assert set(auto) == set(false) and auto and not true
+
+
+def test_require_article_rejects_other_values(store):
+    with pytest.raises(views.ViewError, match="require_article: 'maybe' is not one of auto, true, false"):
+        build(store, pairs="arab-west", predicates="P27", require_article="maybe")

@@ -118,7 +118,7 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, m
 @click.option("--predicate", "predicates", multiple=True, help="Only these predicates (repeatable, e.g. P17).")
 @click.option("--param", "view_params", multiple=True, metavar="NAME=VALUE",
               help="Parameter of the dlama view built from the store (repeatable), e.g. pairs=asia-west "
-                   "or require_article=false.")
+                   "or require_article=false (default auto).")
 @click.pass_obj
 def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, max_tokens, span, limit, out_dir,
                     overwrite, progress, plot, dataset_files, lang, templates_path, predicates, view_params):

@@ -174,6 +174,10 @@ def _build_set(ctx: ViewContext, specs: dict, preds: list[str], cultures: list[s
     all_subjects = sorted({s for d in triples.values() for s in d})
     sitelinks = _sitelinks(ctx, all_subjects)
     articles = _articles(ctx, all_subjects)                                      # step 2
+    require_article = ctx.params["require_article"] == "true" or (ctx.params["require_article"] == "auto" and bool(articles))
+    if ctx.params["require_article"] == "auto" and not articles and all_subjects:
+        log.warning("dlama: the store holds no Wikipedia article (schema:about) of any subject, so subjects "
+                    "are not required to have one (require_article=auto) and are ranked by sitelinks")
     objects: dict[tuple[str, str], set[str]] = defaultdict(set)                 # step 3
     for pid in preds:
         subs = sorted({s for (pp, _), d in triples.items() if pp == pid for s in d})
@@ -194,7 +198,7 @@ def _build_set(ctx: ViewContext, specs: dict, preds: list[str], cultures: list[s
         for s, countries in subj_countries.items():
             own = {a: n for site, arts in articles.get(s, {}).items()
                    if any(site in sites.get(ids.shorten(c), ()) for c in countries) for a, n in arts.items()}
-            if ctx.params["require_article"] and not own:
+            if require_article and not own:
                 continue
             size[(pid, culture, s)] = max(own.values(), default=0)
             ranked.append(s)
