@@ -91,6 +91,7 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
         if tok.is_word("SERVICE"):
             edits += _service(query, tokens, i, prefixes, language)
     edits += _hints(query, tokens, prefixes)
+    edits += _group_by_aliases(query, tokens)
     if closure_fresh is not None:
         path_edits = _paths(tokens, prefixes, closures)
         if path_edits and not closure_fresh:
@@ -104,6 +105,20 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
     if any("?" + _HELPER in e[2] for e in edits):
         text = _expand_select_star(text)
     return Prepared(text, notices)
+
+
+def refuse_services(update: str) -> None:
+    """Raise KgcultError if a SPARQL update has any SERVICE (an update is never rewritten:
+    even the label service is refused there)."""
+    tokens = tokenize(update)
+    prefixes = {**PREFIXES, **_declared(tokens)}
+    for i, tok in enumerate(tokens):
+        if tok.is_word("SERVICE"):
+            j = i + 2 if i + 1 < len(tokens) and tokens[i + 1].is_word("SILENT") else i + 1
+            target = tokens[j] if j < len(tokens) else tok
+            iri = _term_iri(target, prefixes)
+            raise KgcultError(f"SERVICE {'<' + iri + '>' if iri else target.text} is refused in an update: "
+                              "kgcult never sends a request on a query's behalf")
 
 
 def prefix_prologue(query: str) -> str:
@@ -127,6 +142,13 @@ def syntax_error(query: str, evaluated: str, exc: SyntaxError) -> QuerySyntaxErr
         else:
             return QuerySyntaxError(f"kgcult's WDQS rewrite made an invalid query (a bug, please "
                                     f"report it): {exc}", None, None, query)
+    for tok in tokenize(query):  # Oxigraph points past an undeclared prefix: point at it
+        if tok.kind == "pname" and tok.text.split(":", 1)[0] not in PREFIXES \
+                and tok.text.split(":", 1)[0] not in _declared(tokenize(query)):
+            line = query.count("\n", 0, tok.start) + 1
+            column = tok.start - (query.rfind("\n", 0, tok.start) + 1) + 1
+            return QuerySyntaxError.at(query, line, column, f"undeclared prefix {tok.text.split(':', 1)[0]}: "
+                                       "(declare it with PREFIX; WDQS's prefixes are predeclared)")
     return QuerySyntaxError.from_oxigraph(query, exc)
 
 
@@ -206,7 +228,10 @@ def _label_service(query: str, tokens: list[Token], i: int, brace: int, prefixes
     close = matching_close(tokens, brace)
     if close >= len(tokens):
         return []
-    languages, explicit = _service_body(tokens[brace + 1:close], prefixes)
+    body = tokens[brace + 1:close]
+    if any(t.kind == "pname" and _term_iri(t, prefixes) is None for t in body):
+        return []  # an undeclared prefix: left for Oxigraph's parser to report
+    languages, explicit = _service_body(body, prefixes)
     langs = []
     for part in ",".join(languages or ["[AUTO_LANGUAGE]"]).split(","):
         part = part.strip().lower()
@@ -326,6 +351,40 @@ def _hints(query: str, tokens: list[Token], prefixes: dict):
     return edits
 
 
+# -- GROUP BY a projected alias ----------------------------------------------------------
+
+
+def _group_by_aliases(query: str, tokens: list[Token]):
+    """``SELECT (LANG(?l) AS ?lang) ... GROUP BY ?x ?lang`` (FmLAMA's query): WDQS
+    (Blazegraph) accepts grouping by a variable the WHERE clause never binds that the
+    SELECT then defines; SPARQL 1.1 does not. Grouping by a variable unbound in every row
+    changes nothing, so such a variable is left out of the GROUP BY."""
+    select = next((i for i, t in enumerate(tokens) if t.is_word("SELECT")), None)
+    if select is None:
+        return []
+    where = next((i for i in range(select, len(tokens)) if tokens[i].is_punct("{")), None)
+    if where is None:
+        return []
+    end = matching_close(tokens, where)
+    aliases = {tokens[i + 1].text[1:] for i in range(select, where)
+               if tokens[i].is_word("AS") and i + 1 < where and tokens[i + 1].kind == "var"}
+    if not aliases:
+        return []
+    in_where = {t.text[1:] for t in tokens[where:end] if t.kind == "var"}
+    edits = []
+    for i in range(end + 1, len(tokens) - 1):
+        if tokens[i].is_word("GROUP") and tokens[i + 1].is_word("BY"):
+            k = i + 2
+            while k < len(tokens) and tokens[k].kind == "var":
+                name = tokens[k].text[1:]
+                if name in aliases and name not in in_where:
+                    edits.append((tokens[k].start, tokens[k].end, blank_out(tokens[k].text)))
+                k += 1
+            if k - (i + 2) == len(edits):  # every key removed: keep the grouping itself
+                edits = []
+    return edits
+
+
 # -- property paths ------------------------------------------------------------------------
 
 
@@ -381,5 +440,5 @@ def _duplicates_matter(tokens: list[Token]) -> bool:
     return not (first + 1 < len(tokens) and tokens[first + 1].is_word("DISTINCT", "REDUCED"))
 
 
-__all__ = ["prepare", "Prepared", "prefix_prologue", "syntax_error", "PREFIXES", "WDQS_PREFIXES",
+__all__ = ["prepare", "Prepared", "refuse_services", "prefix_prologue", "syntax_error", "PREFIXES", "WDQS_PREFIXES",
            "LABEL_SERVICE", "DEFAULT_LANGUAGE"]
