@@ -92,7 +92,8 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
             edits += _service(query, tokens, i, prefixes, language)
     edits += _hints(query, tokens, prefixes)
     edits += _group_by_aliases(query, tokens)
-    if closure_fresh is not None:
+    if closure_fresh is not None:  # evaluated here, by Oxigraph
+        edits += _union_subselects(tokens)
         path_edits = _paths(tokens, prefixes, closures)
         if path_edits and not closure_fresh:
             notices.append("the closure is stale (data changed since `kgcult closure`): property paths "
@@ -349,6 +350,47 @@ def _hints(query: str, tokens: list[Token], prefixes: dict):
             stop = tokens[end].end
         edits.append((tok.start, stop, blank_out(query[tok.start:stop])))
     return edits
+
+
+# -- UNION evaluated on its own ------------------------------------------------------------
+
+
+def _union_subselects(tokens: list[Token]):
+    """``{A} UNION {B} ...`` -> ``{ SELECT * WHERE { {A} UNION {B} ... } }``: the same
+    solutions (a group and ``SELECT *`` of it bind the same variables), but Oxigraph then
+    evaluates the union once and joins it, instead of once per row of what precedes it
+    (FmLAMA's origin union: 17 s -> 13 ms on the stand-in)."""
+    edits = []
+    done: set[int] = set()
+    for u, tok in enumerate(tokens):
+        if not tok.is_word("UNION") or u in done or not tokens[u - 1].is_punct("}"):
+            continue
+        start = _group_open(tokens, u - 1)
+        if start is None:
+            continue
+        end = u
+        while end < len(tokens) and tokens[end].is_word("UNION"):
+            done.add(end)
+            if end + 1 >= len(tokens) or not tokens[end + 1].is_punct("{"):
+                return []  # malformed: leave the query to Oxigraph's parser
+            end = matching_close(tokens, end + 1) + 1
+        if end > len(tokens):
+            return []
+        edits.append((tokens[start].start, tokens[start].start, "{ SELECT * WHERE { "))
+        edits.append((tokens[end - 1].end, tokens[end - 1].end, " } }"))
+    return edits
+
+
+def _group_open(tokens: list[Token], close: int) -> int | None:
+    depth = 0
+    for j in range(close, -1, -1):
+        if tokens[j].is_punct("}"):
+            depth += 1
+        elif tokens[j].is_punct("{"):
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
 
 
 # -- GROUP BY a projected alias ----------------------------------------------------------
