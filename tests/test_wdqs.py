@@ -383,3 +383,17 @@ def test_closure_paths_identical_on_the_standin(tmp_path_factory):
                   "SELECT ?x ?y WHERE { ?x wdt:P361+ ?y }"]:
             assert "kgcult/ns#" in wdqs.prepare(q, closure_fresh=True).text
             assert through_kgcult(s, q) == as_written(s, q), q
+
+
+def test_the_query_page_offers_a_wdqs_example_that_runs(tmp_path):
+    from kgcult.serve.pages import EXAMPLES
+
+    ex = next(e for e in EXAMPLES if e["id"] == "wdqs-label-service")
+    assert "SERVICE wikibase:label" in ex["query"] and "PREFIX" not in ex["query"]
+    path = build_store(tmp_path / "food")
+    with running_server(path) as srv:
+        url = srv.url + "/query?" + urllib.parse.urlencode({"query": ex["query"]})
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            rows = json.load(resp)["results"]["bindings"]
+    assert len(rows) == 2 and all(r["dishLabel"]["value"] for r in rows)
+    assert {r["dish"]["value"] for r in rows} <= {r["dish"]["value"] for r in rows if "dishLabel" in r}
