@@ -204,7 +204,8 @@ def test_union_default_graph_and_dataset_parameters(server):
 
 def test_syntax_error_is_400_with_position(server):
     status, _, body = post_query(server.url, "SELECT ?x WHERE { ?x ?y }")
-    assert status == 400 and b"syntax error" in body.lower() and b"1:" in body
+    assert status == 400 and b"syntax error" in body.lower() and b"line 1, column 26" in body
+    assert body.splitlines()[1:] == [b"  SELECT ?x WHERE { ?x ?y }", b"  " + b" " * 25 + b"^"]  # a caret
 
 
 def test_no_query_and_unknown_paths(server):
