@@ -397,3 +397,16 @@ def test_the_query_page_offers_a_wdqs_example_that_runs(tmp_path):
             rows = json.load(resp)["results"]["bindings"]
     assert len(rows) == 2 and all(r["dishLabel"]["value"] for r in rows)
     assert {r["dish"]["value"] for r in rows} <= {r["dish"]["value"] for r in rows if "dishLabel" in r}
+
+
+def test_values_blocks_are_one_token_and_bound_text_is_never_rewritten(labels_store):
+    from kgcult.sparql.tokens import tokenize
+
+    q = 'SELECT * WHERE { VALUES (?x ?m) { (<http://a#b> "} SERVICE <http://x/> {") } ?x ?p ?m }'
+    kinds = [t.kind for t in tokenize(q)]
+    assert kinds.count("values") == 1 and "string" not in kinds
+    assert wdqs.prepare(q, closure_fresh=True).text == q
+    # a mention with braces, quotes and a SERVICE keyword, bound as a value: just a literal
+    mention = 'pizza" } SERVICE <http://127.0.0.1:9/> { "'
+    got = rows(labels_store.query("SELECT ?d WHERE { ?d rdfs:label ?m }", bindings={"m": mention}))
+    assert got == []

@@ -28,9 +28,18 @@ _TOKEN = re.compile(r"""
 """, re.X | re.S)
 
 
-@dataclass(frozen=True)
+# the data block of a VALUES clause, as one token: only terms, strings lexed whole
+_VALUES_BLOCK = re.compile(
+    r"\{(?:[^{}\"'#<]++"                 # anything but braces, quotes, comments, IRIs
+    r"|<[^<>\"{}|^`\\\x00-\x20]*+>|<"    # an IRI (may hold '#')
+    r'|"(?:[^"\\\n]++|\\.)*+"'         # strings, escapes included
+    r"|'(?:[^'\\\n]++|\\.)*+'"
+    r"|\#[^\n]*+)*+\}")                 # a comment
+
+
+@dataclass(frozen=True, slots=True)
 class Token:
-    kind: str    # string iri var bnode pname langtag number word punct other
+    kind: str    # string iri var bnode pname langtag number word punct other values
     text: str
     start: int   # offset in the query text
     end: int
@@ -43,14 +52,36 @@ class Token:
 
 
 def tokenize(text: str) -> list[Token]:
-    """The tokens of ``text``, whitespace and comments left out."""
-    out = []
-    for m in _TOKEN.finditer(text):
-        kind = m.lastgroup
+    """The tokens of ``text``, whitespace and comments left out. The data block of a
+    ``VALUES`` clause (thousands of bound rows, from kgcult's own value binding) is one
+    ``values`` token: nothing in it is ever rewritten."""
+    out: list[Token] = []
+    pos, n = 0, len(text)
+    values_at = -1  # index in out of the last VALUES keyword
+    while pos < n:
+        m = _TOKEN.match(text, pos)
+        kind, pos = m.lastgroup, m.end()
         if kind in ("ws", "comment"):
             continue
-        out.append(Token(kind, m.group(), m.start(), m.end()))
+        tok = Token(kind, m.group(), m.start(), pos)
+        if kind == "word" and tok.text.upper() == "VALUES":
+            values_at = len(out)
+        elif kind == "punct" and tok.text == "{" and values_at >= 0 and _values_header(out[values_at + 1:]):
+            block = _VALUES_BLOCK.match(text, tok.start)
+            if block:
+                tok = Token("values", block.group(), tok.start, block.end())
+                pos = block.end()
+            values_at = -1
+        out.append(tok)
     return out
+
+
+def _values_header(tokens: list[Token]) -> bool:
+    """``?x`` or ``( ?x ?y ... )``: what lies between VALUES and its data block."""
+    if len(tokens) == 1:
+        return tokens[0].kind == "var"
+    return bool(tokens) and tokens[0].text == "(" and tokens[-1].text == ")" \
+        and all(t.kind == "var" for t in tokens[1:-1])
 
 
 def matching_close(tokens: list[Token], i: int) -> int:
