@@ -410,3 +410,14 @@ def test_values_blocks_are_one_token_and_bound_text_is_never_rewritten(labels_st
     mention = 'pizza" } SERVICE <http://127.0.0.1:9/> { "'
     got = rows(labels_store.query("SELECT ?d WHERE { ?d rdfs:label ?m }", bindings={"m": mention}))
     assert got == []
+
+
+def test_the_python_api_and_the_cli_run_wdqs_queries(labels_path):
+    import kgcult
+
+    kg = kgcult.open(labels_path, read_only=True)
+    assert {r["dishLabel"] for r in kg.sparql(ISSUE_QUERY)} == {"Pizza", "寿司", "Q900003"}
+    kg.store.close()
+    result = run_cli(["sparql", ISSUE_QUERY, "--format", "csv"], store_path=labels_path)
+    assert result.exit_code == 0, result.output
+    assert "Pizza" in result.output and "Q900003" in result.output
