@@ -421,3 +421,10 @@ def test_the_python_api_and_the_cli_run_wdqs_queries(labels_path):
     result = run_cli(["sparql", ISSUE_QUERY, "--format", "csv"], store_path=labels_path)
     assert result.exit_code == 0, result.output
     assert "Pizza" in result.output and "Q900003" in result.output
+
+
+def test_a_remote_endpoint_gets_the_prefixes_a_query_uses_even_among_bound_values():
+    q = resources.queries("views", "fmlama-extras.rq").read_text()  # VALUES ?property { wdt:P186 wdt:P18 }
+    assert wdqs.prefix_prologue(q) == f"PREFIX wdt: <{wdqs.PREFIXES['wdt']}> "
+    q = 'SELECT * WHERE { VALUES ?x { "wd:b" <http://x/rdfs:y> 1^^xsd:integer _:b } }'
+    assert wdqs.prefix_prologue(q) == f"PREFIX xsd: <{wdqs.PREFIXES['xsd']}> "

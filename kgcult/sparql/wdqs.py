@@ -39,6 +39,8 @@ DEFAULT_LANGUAGE = "en"  # what [AUTO_LANGUAGE] means unless the caller says oth
 _PREFIX_LINE = re.compile(r"^\s*PREFIX\s+([\w.-]*):\s*<([^>]*)>", re.I | re.M)
 _LABEL_SUFFIXES = ("AltLabel", "Label", "Description")  # AltLabel before Label: longest first
 _AGGREGATES = {"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT", "GROUP"}
+_STRINGS_AND_IRIS = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|<[^<>\s]*>""")
+_PNAME_PREFIX = re.compile(r"(?<![\w.:-])([A-Za-z][\w.-]*):")
 _HELPER = "_kgcultLabel_"  # helper variables of the label fallback (SELECT * leaves them out)
 _ALIAS = "_kgcultAlias_"
 
@@ -128,6 +130,10 @@ def prefix_prologue(query: str) -> str:
     tokens = tokenize(query)
     declared = _declared(tokens)
     used = {t.text.split(":", 1)[0] for t in tokens if t.kind == "pname"}
+    for t in tokens:
+        if t.kind == "values":  # prefixed names among the bound values
+            bare = _STRINGS_AND_IRIS.sub(" ", t.text)
+            used.update(_PNAME_PREFIX.findall(bare))
     return "".join(f"PREFIX {p}: <{PREFIXES[p]}> " for p in sorted(used)
                    if p in PREFIXES and p not in declared)
 
