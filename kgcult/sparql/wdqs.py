@@ -41,6 +41,8 @@ _LABEL_SUFFIXES = ("AltLabel", "Label", "Description")  # AltLabel before Label:
 _AGGREGATES = {"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT", "GROUP"}
 _STRINGS_AND_IRIS = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|<[^<>\s]*>""")
 _PNAME_PREFIX = re.compile(r"(?<![\w.:-])([A-Za-z][\w.-]*):")
+# every rewrite needs one of these words or characters (SERVICE, UNION, GROUP BY, hint:, a path)
+_ANYTHING_TO_DO = re.compile(r"(?i)service|union|group|hint|queryhints|[+*]")
 _HELPER = "_kgcultLabel_"  # helper variables of the label fallback (SELECT * leaves them out)
 _ALIAS = "_kgcultAlias_"
 
@@ -82,6 +84,8 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
             language: str = DEFAULT_LANGUAGE, closures: str = "closures.ttl") -> Prepared:
     """The query as kgcult evaluates it (see the module doc); raises KgcultError for a
     SERVICE kgcult refuses."""
+    if not _ANYTHING_TO_DO.search(query):
+        return Prepared(query)  # the common case of kgcult's own queries: nothing to read
     tokens = tokenize(query)
     if not tokens:
         return Prepared(query)
