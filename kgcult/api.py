@@ -38,7 +38,8 @@ class KG:
     # -- querying -----------------------------------------------------------------
 
     def sparql(self, query: str, *, graph: str | None = None, **bindings):
-        """Run a SPARQL query over the union of all graphs (kgcult's common prefixes predeclared).
+        """Run a SPARQL query over the union of all graphs; queries written for WDQS run unchanged
+        (its prefixes, the label service, paths from the closure: docs/wdqs.md).
 
         SELECT gives a list of ``{variable: value}`` dicts (values as strings, unbound
         variables left out), ASK a bool, CONSTRUCT/DESCRIBE a list of pyoxigraph triples.

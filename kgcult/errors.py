@@ -45,16 +45,34 @@ class QuerySyntaxError(KgcultError):
         super().__init__(message)
 
     @classmethod
+    def at(cls, query: str, line: int, column: int, detail: str) -> "QuerySyntaxError":
+        """An error at ``line``:``column`` (1-based) with the query line and a caret under it."""
+        lines = query.splitlines() or [""]
+        line = min(max(line, 1), len(lines))
+        src = lines[line - 1]
+        column = min(max(column, 1), len(src) + 1)
+        caret = " " * (column - 1) + "^"
+        return cls(f"SPARQL syntax error at line {line}, column {column}: {detail}\n  {src}\n  {caret}",
+                   line, column, query)
+
+    @classmethod
     def from_oxigraph(cls, query: str, exc: SyntaxError) -> "QuerySyntaxError":
+        """Oxigraph's parser error with its grammar dump cut down to a readable line."""
         text = str(exc.args[0]) if exc.args else str(exc)
         m = re.search(r"error at (\d+):(\d+): (.*)", text, re.S)
         if not m:
             return cls(f"SPARQL syntax error: {text}", None, None, query)
-        line, col, detail = int(m.group(1)), int(m.group(2)), m.group(3)
-        lines = query.splitlines() or [""]
-        src = lines[line - 1] if 0 < line <= len(lines) else ""
-        caret = " " * max(col - 1, 0) + "^"
-        return cls(
-            f"SPARQL syntax error at line {line}, column {col}: {detail}\n  {src}\n  {caret}",
-            line, col, query,
-        )
+        return cls.at(query, int(m.group(1)), int(m.group(2)), _readable(m.group(3)))
+
+
+def _readable(detail: str) -> str:
+    """``expected one of ABS, AVG, ['0' ..= '9' | ...], ...`` -> a short ``expected ...``."""
+    detail = re.sub(r"\[[^\]]*\]", "", detail.replace("\n", " "))  # character classes
+    items = [i.strip() for i in re.sub(r"^expected (one of )?", "", detail).split(",") if i.strip()]
+    if not detail.startswith("expected"):
+        return detail.strip() or "unexpected input"
+    if not items:
+        return "unexpected input"
+    if len(items) > 8:
+        items = items[:8] + ["..."]
+    return "unexpected input; expected " + ("one of " if len(items) > 1 else "") + ", ".join(items)

@@ -28,7 +28,7 @@ from kgcult.errors import KgcultError
 from kgcult.serve.config import ServeConfig
 from kgcult.serve.protocol import (RDF_TYPES, RESULTS_MEDIA, RESULTS_TYPES, HttpError, QueryRequest, Reply,
                                    UpdateRequest, choose)
-from kgcult.sparql import results
+from kgcult.sparql import results, wdqs
 from kgcult.sparql.text import classify
 from kgcult.version import __version__
 
@@ -115,7 +115,7 @@ class SparqlApp:
         if classify(req.text) == "update":
             self.refuse_update()
         self.count("queries")
-        kwargs: dict = {"prefixes": vocab.PREFIXES}
+        kwargs: dict = {"prefixes": wdqs.PREFIXES}
         try:
             if req.default_graphs:
                 kwargs["default_graph"] = [NamedNode(g) for g in req.default_graphs]
@@ -144,14 +144,18 @@ class SparqlApp:
 
     def _evaluate(self, holder: list, req: QueryRequest, kwargs: dict, deadline: float,
                   cancel: threading.Event) -> Reply:
-        try:
-            result = self.store.ox.query(req.text, **kwargs)
+        try:  # WDQS drop-in (docs/wdqs.md): label service, SERVICE refused, closure paths
+            prepared = wdqs.prepare(req.text, closure_fresh=None if req.default_graphs or req.named_graphs
+                                    else not self.store.closure_stale)
+            result = self.store.ox.query(prepared.text, **kwargs)
             holder.append(result)
+        except KgcultError as e:
+            raise HttpError(400, str(e)) from None
         except SyntaxError as e:
-            raise HttpError(400, f"SPARQL syntax error: {e}") from None
+            raise HttpError(400, str(wdqs.syntax_error(req.text, prepared.text, e))) from None
         except (OSError, ValueError, TypeError) as e:
             raise HttpError(500, f"query failed: {e}") from None
-        headers: dict = {}
+        headers: dict = {"X-Kgcult-Notice": prepared.notice_header} if prepared.notices else {}
         limit = self.cfg.max_rows
 
         def collect(iterable) -> list:
@@ -174,7 +178,8 @@ class SparqlApp:
 
         if isinstance(result, ox.QueryBoolean):
             fmt = RESULTS_TYPES[choose(req.accept, RESULTS_TYPES, "application/sparql-results+json")]
-            return Reply(200, RESULTS_MEDIA[fmt] + "; charset=utf-8", results.serialize_boolean(bool(result), fmt))
+            return Reply(200, RESULTS_MEDIA[fmt] + "; charset=utf-8", results.serialize_boolean(bool(result), fmt),
+                         headers)
         if isinstance(result, ox.QueryTriples):
             rdf_format = RDF_TYPES[choose(req.accept, RDF_TYPES, "application/n-triples")]
             triples = collect(result)
@@ -213,7 +218,10 @@ class SparqlApp:
             raise HttpError(400, "this is a query: send it to /query")
         with self.write_lock:
             try:
+                wdqs.refuse_services(req.text)  # no request on a query's behalf (docs/wdqs.md)
                 self.store.ox.update(req.text, prefixes=vocab.PREFIXES)
+            except KgcultError as e:
+                raise HttpError(400, str(e)) from None
             except SyntaxError as e:
                 raise HttpError(400, f"SPARQL syntax error: {e}") from None
             except OSError as e:

@@ -13,7 +13,7 @@ _STATIC = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript;
            "style.css": "text/css; charset=utf-8"}
 
 # Example queries of the query page. They read the kgc: closure graphs (built by
-# `kgcult closure`), never `+`/`*` property paths.
+# `kgcult closure`); the WDQS-style one writes the path, which kgcult answers from them.
 EXAMPLES = [
     {
         "id": "dishes-per-country",
@@ -26,6 +26,20 @@ SELECT ?country (COUNT(DISTINCT ?dish) AS ?dishes) WHERE {
 GROUP BY ?country
 ORDER BY DESC(?dishes) ?country
 LIMIT 50""",
+    },
+    {
+        "id": "wdqs-label-service",
+        "title": "WDQS style: Japanese dishes with the label service",
+        "query": """# A query as written for query.wikidata.org runs unchanged: WDQS prefixes are
+# predeclared, the label service is answered locally (languages in order, the id last),
+# and the (wdt:P31|wdt:P279)+ path is read from the closure graph (docs/wdqs.md)
+SELECT ?dish ?dishLabel ?dishDescription WHERE {
+  ?dish wdt:P495 wd:Q17 ;
+        (wdt:P31|wdt:P279)+ wd:Q746549 .
+  SERVICE wikibase:label { bd:serviceParam wikibase:language "[AUTO_LANGUAGE],ja". }
+}
+ORDER BY ?dishLabel
+LIMIT 100""",
     },
     {
         "id": "dish-card",

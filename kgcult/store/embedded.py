@@ -7,6 +7,7 @@ Queries see the union of all graphs as their default graph (as a WDQS user expec
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from kgcult.store import bulk
 from kgcult.store import rdfio
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.files import sha256_file
+from kgcult.sparql import wdqs
 from kgcult.sparql.text import bind_values
 from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
 
@@ -30,6 +32,7 @@ _XSD_INT = NamedNode(vocab.XSD + "integer")
 _XSD_DT = NamedNode(vocab.XSD + "dateTime")
 _STATE = NamedNode(vocab.KGC + "store")
 _META = NamedNode(vocab.META_GRAPH)
+log = logging.getLogger(__name__)
 
 
 def now_iso() -> str:
@@ -53,6 +56,7 @@ class Store(StoreReads):
     def __init__(self, location: str | os.PathLike | None = None, *, read_only: bool = False):
         self.location = resolve_location(location)
         self.read_only = read_only
+        self._notices_given: set[str] = set()  # each notice once per store on stderr
         try:
             if read_only:
                 if not Path(self.location).exists():
@@ -89,15 +93,21 @@ class Store(StoreReads):
         QueryTriples."""
         if bindings or rows:
             sparql = bind_values(sparql, bindings, rows)
-        kwargs: dict = {"prefixes": vocab.PREFIXES}
+        kwargs: dict = {"prefixes": wdqs.PREFIXES}
         if graph:
             kwargs["default_graph"] = [NamedNode(graph)]
         else:
             kwargs["use_default_graph_as_union"] = True
+        # WDQS drop-in: label service, SERVICE refused, paths from the closure (docs/wdqs.md)
+        prepared = wdqs.prepare(sparql, closure_fresh=None if graph else not self.closure_stale)
+        for notice in prepared.notices:
+            if notice not in self._notices_given:
+                self._notices_given.add(notice)
+                log.warning("%s", notice)
         try:
-            return self._ox.query(sparql, **kwargs)
+            return self._ox.query(prepared.text, **kwargs)
         except SyntaxError as e:
-            raise QuerySyntaxError.from_oxigraph(sparql, e) from None
+            raise wdqs.syntax_error(sparql, prepared.text, e) from None
 
     # -- graphs -----------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ one). ``closure_stale`` is therefore always False.
 from __future__ import annotations
 
 import os
-import re
 import urllib.parse
 from typing import Iterator
 
@@ -31,6 +30,7 @@ from pyoxigraph import NamedNode, Quad, QueryResultsFormat, RdfFormat
 
 from kgcult import vocab
 from kgcult.errors import KgcultError
+from kgcult.sparql import wdqs
 from kgcult.sparql.client import USER_AGENT, RemoteError, Reply, SparqlClient
 from kgcult.sparql.text import bind_values, first_keyword
 from kgcult.store.base import StoreReads
@@ -104,7 +104,10 @@ class RemoteStore(StoreReads):
         QueryTriples, as :meth:`kgcult.store.Store.query` does."""
         if bindings or rows:
             sparql = bind_values(sparql, bindings, rows)
-        text = _prologue(sparql) + sparql
+        # WDQS drop-in: SERVICE refused before anything is sent, the label service rewritten,
+        # WDQS prefixes declared; paths go as written (the endpoint's closure is unknown here)
+        sparql = wdqs.prepare(sparql, closure_fresh=None).text
+        text = wdqs.prefix_prologue(sparql) + sparql
         form = _query_form(sparql)
         if form in ("construct", "describe"):
             reply = self._post(text, "application/n-triples, text/turtle;q=0.9", graph)
@@ -194,17 +197,6 @@ class RemoteStore(StoreReads):
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _prologue(sparql: str) -> str:
-    """PREFIX declarations for kgcult's predeclared prefixes that the query uses, on the
-    query's first line (so that an endpoint's error line numbers stay right)."""
-    used = []
-    for p, iri in vocab.PREFIXES.items():
-        if re.search(r"(?<![\w:/#-])" + re.escape(p) + r":", sparql) and not re.search(
-                r"(?i)prefix\s+" + re.escape(p) + r"\s*:", sparql):
-            used.append(f"PREFIX {p}: <{iri}> ")
-    return "".join(used)
 
 
 class RemoteOx:
