@@ -14,6 +14,7 @@ import json
 import logging
 import threading
 
+from cheroot import server as cheroot_server
 from cheroot import wsgi
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import Map, Rule
@@ -143,15 +144,40 @@ class WsgiApp:
     def _card(self, request: Request, qid: str, lang: str) -> dict:
         if not ids.is_id(qid):
             raise HttpError(404, f"no such page: {request.path}")
-        return self.sparql.entity_card(qid, lang)
+        return self.sparql.entity_card(qid, lang, request.remote_addr or "")
 
 
 def _json(obj) -> Reply:
     return Reply(200, "application/json; charset=utf-8", json.dumps(obj, ensure_ascii=False).encode("utf-8"))
 
 
+class _StrictLengthRequest(cheroot_server.HTTPRequest):
+    """cheroot's request, refusing a body length it would otherwise misread: a
+    ``Content-Length`` that is not a plain non-negative integer (``-1`` made cheroot read
+    to the end of the stream, past every limit) gets 400, a POST with neither a length nor
+    chunked encoding 411; either way the connection is closed."""
+
+    def read_request_headers(self):
+        if not super().read_request_headers():
+            return False
+        length = self.inheaders.get(b"Content-Length")
+        if length is not None and not (length.isdigit() and length.isascii()):
+            self.simple_response("400 Bad Request", "Content-Length must be a non-negative integer")
+            return False
+        if length is None and self.method == b"POST" and not self.chunked_read:
+            self.simple_response("411 Length Required", "a POST needs a Content-Length")
+            return False
+        return True
+
+
+class _Connection(cheroot_server.HTTPConnection):
+    RequestHandlerClass = _StrictLengthRequest
+
+
 class _Cheroot(wsgi.Server):
-    """cheroot's WSGI server with its messages on the kgcult log."""
+    """cheroot's WSGI server with strict body lengths and its messages on the kgcult log."""
+
+    ConnectionClass = _Connection
 
     def error_log(self, msg="", level=logging.INFO, traceback=False):
         log.log(level if level >= logging.WARNING else logging.DEBUG, "%s", msg, exc_info=traceback)

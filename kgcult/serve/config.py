@@ -20,9 +20,10 @@ class ServeConfig:
     timeout: float = 30.0          # seconds per query (and per entity page)
     max_rows: int = 100_000        # rows of a SELECT, triples of a CONSTRUCT
     max_bytes: int = 64 << 20      # serialized response size
-    workers: int = 8               # query worker threads (Oxigraph evaluates without the GIL)
+    workers: int = 8               # query worker processes (each opens the store read-only)
     queue: int = 64                # queries waiting for a worker before 503
     queue_timeout: float | None = None  # seconds a query may wait for a worker (default: timeout)
+    per_client: int | None = None  # requests in flight per client address (default: workers // 2, at least 1)
     max_request_bytes: int = 1 << 20
     read_timeout: float = 10.0     # seconds a connection may stay silent (slow or idle clients)
     cors: bool = False
@@ -67,6 +68,8 @@ def check_config(cfg: ServeConfig) -> ServeConfig:
     for name in ("timeout", "max_rows", "max_bytes", "workers", "max_request_bytes", "read_timeout"):
         if getattr(cfg, name) <= 0:
             raise KgcultError(f"--{name.replace('_', '-')} must be positive")
+    if cfg.per_client is not None and cfg.per_client <= 0:
+        raise KgcultError("--per-client must be positive")
     if cfg.queue < 0:
         raise KgcultError("--queue must be 0 or more")
     if not 0 <= cfg.port < 65536:

@@ -1,0 +1,146 @@
+"""Query workers: a pool of processes (pebble's ``ProcessPool``), each with the store
+opened read-only, that answer queries and entity cards. A job past its deadline is
+stopped with its process, and pebble starts a fresh one in its place: a runaway query
+(a big ``COUNT``, a join that never yields a row, a call that never returns) frees its
+worker at the deadline instead of holding it until it ends.
+
+Admission happens in the server process, before a job reaches a worker:
+
+- one client (by address) has at most ``per_client`` requests in flight; more get 429;
+- at most ``workers + queue`` requests are admitted at once; more get 503 at once;
+- an admitted request waits at most ``queue_timeout`` for a free worker, then 503.
+
+After an update (``--writable``) the server bumps :attr:`QueryPool.generation`; a worker
+reopens its read-only view of the store before its next job, so it sees the update.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from concurrent.futures import CancelledError
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from pebble import ProcessExpired, ProcessPool
+
+from kgcult import inspection
+from kgcult.errors import KgcultError
+from kgcult.serve.config import ServeConfig
+from kgcult.serve.evaluate import Answer, QueryJob, answer_query, error_answer, timed_out
+from kgcult.serve.protocol import HttpError
+from kgcult.store import Store
+
+KILL_GRACE_S = 1.0  # a worker stops a streaming query itself at the deadline; past this, it is killed
+
+# -- inside a worker process -----------------------------------------------------------------
+
+_worker: dict = {}
+
+
+def _init_worker(location: str) -> None:
+    _worker.update(location=location, generation=0, store=Store(location, read_only=True))
+
+
+def _store(generation: int) -> Store:
+    """This worker's read-only view of the store, reopened after an update."""
+    if _worker["generation"] != generation:
+        _worker["store"].close()
+        _worker["store"] = Store(_worker["location"], read_only=True)
+        _worker["generation"] = generation
+    return _worker["store"]
+
+
+def query_job(job: QueryJob, generation: int, spool_dir: str) -> Answer:
+    return answer_query(_store(generation), job, spool_dir)
+
+
+def card_job(qid: str, lang: str, generation: int):
+    """The card of ``kgcult show`` (an error answer for an entity the store does not hold)."""
+    try:
+        return inspection.show(_store(generation), qid, lang=lang)
+    except KgcultError as e:
+        return error_answer(HttpError(404, str(e)))
+
+
+# -- in the server process ---------------------------------------------------------------------
+
+class QueryPool:
+    """Worker processes over the store at ``location``, with admission control."""
+
+    def __init__(self, location: str, cfg: ServeConfig, spool_dir: str, count):
+        self.cfg, self.spool_dir, self.count = cfg, spool_dir, count
+        self.generation = 0
+        self.per_client = cfg.per_client or max(1, cfg.workers // 2)
+        self._admitted = threading.BoundedSemaphore(cfg.workers + cfg.queue)
+        self._free = threading.Semaphore(cfg.workers)
+        self._in_flight: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._pool = ProcessPool(max_workers=cfg.workers, initializer=_init_worker, initargs=(str(location),),
+                                 context=multiprocessing.get_context("spawn"))
+
+    def close(self) -> None:
+        self._pool.stop()
+        self._pool.join(10)
+
+    def in_flight(self) -> int:
+        """Requests admitted and not yet answered (running or waiting for a worker)."""
+        with self._lock:
+            return sum(self._in_flight.values())
+
+    def worker_pids(self) -> set[int]:
+        """The process ids of the live workers (pebble's pool internals; for tests and status)."""
+        return {w.pid for w in self._pool._pool_manager.worker_manager.workers.values() if w.is_alive()}
+
+    def query(self, client: str, job: QueryJob) -> Answer:
+        return self._run(client, query_job, (job, self.generation, self.spool_dir))
+
+    def card(self, client: str, qid: str, lang: str):
+        return self._run(client, card_job, (qid, lang, self.generation))
+
+    def _run(self, client: str, function, args):
+        with self._lock:
+            if self._in_flight.get(client, 0) >= self.per_client:
+                self.count("limited")
+                raise HttpError(429, f"too many queries at once from {client}: at most {self.per_client} "
+                                     "(kgcult serve --per-client); retry when one has finished",
+                                {"Retry-After": "1"})
+            self._in_flight[client] = self._in_flight.get(client, 0) + 1
+        try:
+            if not self._admitted.acquire(blocking=False):
+                self.count("busy")
+                raise HttpError(503, "the server is busy: all query workers and the queue are taken; retry later",
+                                {"Retry-After": "1"})
+            try:
+                return self._on_worker(function, args)
+            finally:
+                self._admitted.release()
+        finally:
+            with self._lock:
+                self._in_flight[client] -= 1
+                if not self._in_flight[client]:
+                    del self._in_flight[client]
+
+    def _on_worker(self, function, args):
+        cfg = self.cfg
+        queue_timeout = cfg.queue_timeout if cfg.queue_timeout is not None else cfg.timeout
+        if not self._free.acquire(timeout=queue_timeout):
+            self.count("busy")
+            raise HttpError(503, f"no query worker became free within {queue_timeout:g} s; retry later "
+                                 "(kgcult serve --workers / --queue-timeout)", {"Retry-After": "1"})
+        try:
+            future = self._pool.schedule(function, args, timeout=cfg.timeout + KILL_GRACE_S)
+        except RuntimeError:  # the pool is stopping
+            self._free.release()
+            raise HttpError(503, "the server is shutting down") from None
+        future.add_done_callback(lambda _f: self._free.release())
+        try:
+            out = future.result()
+        except (FutureTimeout, TimeoutError):  # pebble stopped the worker at the deadline
+            self.count("timeouts")
+            raise timed_out(cfg.timeout) from None
+        except ProcessExpired as e:
+            raise HttpError(500, f"the query worker died ({e}); the query was not answered") from None
+        except CancelledError:
+            raise HttpError(503, "the server is shutting down") from None
+        if isinstance(out, Answer) and out.status == 504:
+            self.count("timeouts")
+        return out
