@@ -400,12 +400,12 @@ def test_queue_timeout_drops_a_waiting_query(make_server):
 
 
 def test_one_client_cannot_take_every_worker(make_server):
-    srv = make_server(ServeConfig(port=0, workers=2, timeout=3))
+    srv = make_server(ServeConfig(port=0, workers=2, timeout=3, queue_timeout=1))
     assert srv.app.pool.per_client == 1
     t = threading.Thread(target=query_from, args=("127.0.0.2", srv.url, RUNAWAY))
     t.start()
     wait_in_flight(srv, 1)
-    status, body = query_from("127.0.0.2", srv.url, RUNAWAY)  # the same client again
+    status, body = query_from("127.0.0.2", srv.url, RUNAWAY)  # the same client again: waits, then 429
     assert status == 429 and b"too many queries at once from 127.0.0.2" in body
     # another client still gets the free worker, at once
     assert query_from("127.0.0.3", srv.url, "ASK { wd:Q177 wdt:P495 wd:Q38 }")[0] == 200

@@ -77,6 +77,16 @@ def check_config(cfg: ServeConfig) -> ServeConfig:
     return cfg
 
 
+def exposure_warning(cfg: ServeConfig) -> str | None:
+    """What a user should know before a store is served beyond this machine (queries
+    are anonymous, with or without --writable)."""
+    if is_loopback(cfg.bind):
+        return None
+    return (f"warning: serving on {cfg.bind}, which is not a loopback address: anyone who can reach "
+            f"port {cfg.port} can query the whole store and spend its query workers "
+            "(bind 127.0.0.1 and put an authenticating proxy in front to share it safely)")
+
+
 def open_for_serving(location: str, writable: bool) -> Store:
     """The embedded store at ``location``, read-only unless updates are allowed."""
     if location.startswith(("sparql+http://", "sparql+https://")):

@@ -6,9 +6,11 @@ worker at the deadline instead of holding it until it ends.
 
 Admission happens in the server process, before a job reaches a worker:
 
-- one client (by address) has at most ``per_client`` requests in flight; more get 429;
 - at most ``workers + queue`` requests are admitted at once; more get 503 at once;
-- an admitted request waits at most ``queue_timeout`` for a free worker, then 503.
+- one client (by address) has at most ``per_client`` requests past this point; its
+  further requests wait for one of them to finish, at most ``queue_timeout``, then 429;
+- a request waits for a free worker until ``queue_timeout`` (counted from admission) has
+  passed, then 503.
 
 After an update (``--writable``) the server bumps :attr:`QueryPool.generation`; a worker
 reopens its read-only view of the store before its next job, so it sees the update.
@@ -16,7 +18,9 @@ reopens its read-only view of the store before its next job, so it sees the upda
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import threading
+import time
 from concurrent.futures import CancelledError
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -29,6 +33,11 @@ from kgcult.serve.evaluate import Answer, QueryJob, answer_query, error_answer, 
 from kgcult.serve.protocol import HttpError
 from kgcult.store import Store
 
+# Workers are forked from a clean single-threaded server process that has imported this
+# module once (Python's forkserver): a replacement starts in milliseconds, and never
+# inherits the server's threads or its open store.
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload([__name__])
 KILL_GRACE_S = 1.0  # a worker stops a streaming query itself at the deadline; past this, it is killed
 
 # -- inside a worker process -----------------------------------------------------------------
@@ -37,6 +46,10 @@ _worker: dict = {}
 
 
 def _init_worker(location: str) -> None:
+    # Die at once on SIGTERM: pebble's own handler is Python code, which cannot run while
+    # Oxigraph evaluates in Rust, so pebble would wait 3 s (blocking its other work) and
+    # then SIGKILL.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _worker.update(location=location, generation=0, store=Store(location, read_only=True))
 
 
@@ -72,10 +85,12 @@ class QueryPool:
         self.per_client = cfg.per_client or max(1, cfg.workers // 2)
         self._admitted = threading.BoundedSemaphore(cfg.workers + cfg.queue)
         self._free = threading.Semaphore(cfg.workers)
-        self._in_flight: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._queue_timeout = cfg.queue_timeout if cfg.queue_timeout is not None else cfg.timeout
+        self._running: dict[str, int] = {}  # client address -> requests of its on a worker or waiting for one
+        self._admitted_count = 0
+        self._lock = threading.Condition()
         self._pool = ProcessPool(max_workers=cfg.workers, initializer=_init_worker, initargs=(str(location),),
-                                 context=multiprocessing.get_context("spawn"))
+                                 context=_CONTEXT)
 
     def close(self) -> None:
         self._pool.stop()
@@ -84,7 +99,7 @@ class QueryPool:
     def in_flight(self) -> int:
         """Requests admitted and not yet answered (running or waiting for a worker)."""
         with self._lock:
-            return sum(self._in_flight.values())
+            return self._admitted_count
 
     def worker_pids(self) -> set[int]:
         """The process ids of the live workers (pebble's pool internals; for tests and status)."""
@@ -97,34 +112,40 @@ class QueryPool:
         return self._run(client, card_job, (qid, lang, self.generation))
 
     def _run(self, client: str, function, args):
+        if not self._admitted.acquire(blocking=False):
+            self.count("busy")
+            raise HttpError(503, "the server is busy: all query workers and the queue are taken; retry later",
+                            {"Retry-After": "1"})
         with self._lock:
-            if self._in_flight.get(client, 0) >= self.per_client:
-                self.count("limited")
-                raise HttpError(429, f"too many queries at once from {client}: at most {self.per_client} "
-                                     "(kgcult serve --per-client); retry when one has finished",
-                                {"Retry-After": "1"})
-            self._in_flight[client] = self._in_flight.get(client, 0) + 1
+            self._admitted_count += 1
         try:
-            if not self._admitted.acquire(blocking=False):
-                self.count("busy")
-                raise HttpError(503, "the server is busy: all query workers and the queue are taken; retry later",
-                                {"Retry-After": "1"})
+            deadline = time.monotonic() + self._queue_timeout
+            with self._lock:  # wait for one of this client's own slots
+                if not self._lock.wait_for(lambda: self._running.get(client, 0) < self.per_client,
+                                           timeout=self._queue_timeout):
+                    self.count("limited")
+                    raise HttpError(429, f"too many queries at once from {client}: at most {self.per_client} run "
+                                         f"at a time and none finished within {self._queue_timeout:g} s "
+                                         "(kgcult serve --per-client)", {"Retry-After": "1"})
+                self._running[client] = self._running.get(client, 0) + 1
             try:
-                return self._on_worker(function, args)
+                return self._on_worker(function, args, max(deadline - time.monotonic(), 0))
             finally:
-                self._admitted.release()
+                with self._lock:
+                    self._running[client] -= 1
+                    if not self._running[client]:
+                        del self._running[client]
+                    self._lock.notify_all()
         finally:
             with self._lock:
-                self._in_flight[client] -= 1
-                if not self._in_flight[client]:
-                    del self._in_flight[client]
+                self._admitted_count -= 1
+            self._admitted.release()
 
-    def _on_worker(self, function, args):
+    def _on_worker(self, function, args, wait: float):
         cfg = self.cfg
-        queue_timeout = cfg.queue_timeout if cfg.queue_timeout is not None else cfg.timeout
-        if not self._free.acquire(timeout=queue_timeout):
+        if not self._free.acquire(timeout=wait):
             self.count("busy")
-            raise HttpError(503, f"no query worker became free within {queue_timeout:g} s; retry later "
+            raise HttpError(503, f"no query worker became free within {self._queue_timeout:g} s; retry later "
                                  "(kgcult serve --workers / --queue-timeout)", {"Retry-After": "1"})
         try:
             future = self._pool.schedule(function, args, timeout=cfg.timeout + KILL_GRACE_S)
