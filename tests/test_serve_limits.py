@@ -163,6 +163,8 @@ def test_a_huge_result_is_streamed_with_bounded_memory(make_server, tmp_path):
     assert size == int(r.headers["Content-Length"]) > 200_000_000 and lines == 20_001
     grew_server = _status("self", "VmHWM") - base_server
     grew_worker = _status(worker, "VmHWM") - base_worker
+    print(f"result {size / 1e6:.0f} MB; peak RSS growth: server {grew_server / 1e6:.1f} MB, "
+          f"worker {grew_worker / 1e6:.1f} MB")
     assert grew_worker < size / 10, (grew_worker, size)
     assert grew_server < size / 10, (grew_server, size)
 
