@@ -96,6 +96,32 @@ def test_slow_clients_are_dropped_and_free_their_threads(make_server):
         s.close()
 
 
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_trickling_client_is_dropped_at_the_request_deadline(make_server, part):
+    """A client that never goes silent long enough for the read timeout (one byte every
+    0.5 s) is still dropped once its request has taken longer than the request deadline."""
+    srv = make_server(ServeConfig(port=0, read_timeout=5, request_deadline=2))
+    start = headers(b"1000") if part == "body" else b"POST /query HTTP/1.1\r\n"
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        s.sendall(start)
+        s.settimeout(0.5)
+        closed = False
+        for _ in range(60):  # up to 30 s of trickling
+            try:
+                s.sendall(b"X-Slow: y\r\n" if part == "headers" else b"x")
+                reply = s.recv(65536)
+            except socket.timeout:
+                continue  # still waiting for us
+            except OSError:  # reset: dropped
+                closed = True
+                break
+            assert reply == b"" or reply.startswith((b"HTTP/1.1 408 ", b"HTTP/1.1 400 "))
+            closed = True
+            break
+        assert closed, "the server kept waiting for the trickling client"
+    assert query_from("127.0.0.5", srv.url, "ASK {}")[0] == 200
+
+
 # -- item 7 (the serve part): a warning for a non-loopback bind ---------------------------------
 
 def test_non_loopback_bind_warns(tmp_path):

@@ -16,7 +16,7 @@ import threading
 
 from cheroot import server as cheroot_server
 from cheroot import wsgi
-from werkzeug.exceptions import HTTPException, MethodNotAllowed
+from werkzeug.exceptions import ClientDisconnected, HTTPException, MethodNotAllowed
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
@@ -26,6 +26,7 @@ from kgcult.serve import pages, protocol
 from kgcult.serve.config import ServeConfig, check_config
 from kgcult.serve.endpoint import SparqlApp
 from kgcult.serve.protocol import HttpError, Reply
+from kgcult.serve.read_deadline import ReadDeadline
 from kgcult.version import __version__
 
 log = logging.getLogger(__name__)
@@ -50,12 +51,20 @@ URLS = Map([
 class WsgiApp:
     """The WSGI application: Werkzeug requests in, the endpoint's replies out."""
 
-    def __init__(self, sparql: SparqlApp):
-        self.sparql = sparql
+    def __init__(self, sparql: SparqlApp, read_deadline: ReadDeadline):
+        self.sparql, self.read_deadline = sparql, read_deadline
         self.cfg = sparql.cfg
 
     def __call__(self, environ, start_response):
         request = Request(environ)
+        try:
+            if request.method == "POST":
+                request.get_data(cache=True)  # the whole request is in before the deadline watch ends
+        except ClientDisconnected:
+            return Response("the request was not received in time\n", 408, content_type="text/plain")(
+                environ, start_response)
+        finally:
+            self.read_deadline.done()
         response = self.respond(request)
         if self.cfg.access_log:
             log.info('%s - "%s %s %s" %s %s', request.remote_addr, request.method,
@@ -157,6 +166,20 @@ class _StrictLengthRequest(cheroot_server.HTTPRequest):
     to the end of the stream, past every limit) gets 400, a POST with neither a length nor
     chunked encoding 411; either way the connection is closed."""
 
+    def parse_request(self):
+        self.server.read_deadline.start(self.conn.socket)
+        try:
+            super().parse_request()
+        finally:
+            if not self.ready:
+                self.server.read_deadline.done()
+
+    def respond(self):
+        try:
+            super().respond()
+        finally:
+            self.server.read_deadline.done()  # in case the application did not read a body
+
     def read_request_headers(self):
         if not super().read_request_headers():
             return False
@@ -193,16 +216,19 @@ class Server:
     def __init__(self, store, config: ServeConfig | None = None):
         self.config = cfg = check_config(config or ServeConfig())
         self.app = SparqlApp(store, cfg)
-        self._httpd = _Cheroot((cfg.bind.strip("[]"), cfg.port), WsgiApp(self.app),
+        self._read_deadline = ReadDeadline(cfg.request_deadline)
+        self._httpd = _Cheroot((cfg.bind.strip("[]"), cfg.port), WsgiApp(self.app, self._read_deadline),
                                numthreads=cfg.workers + cfg.queue + SPARE_THREADS,
                                server_name=f"kgcult/{__version__}", request_queue_size=128,
                                timeout=cfg.read_timeout)
+        self._httpd.read_deadline = self._read_deadline
         self._httpd.max_request_body_size = cfg.max_request_bytes
         self._httpd.max_request_header_size = MAX_HEADER_BYTES  # request line + headers (414/413 beyond)
         try:
             self._httpd.prepare()
         except OSError as e:
             self.app.close()
+            self._read_deadline.close()
             raise KgcultError(f"cannot listen on {cfg.bind}:{cfg.port}: {e.strerror or e}") from None
         self._thread: threading.Thread | None = None
 
@@ -244,6 +270,7 @@ class Server:
         """Stop listening, finish the requests in progress, release the query pool."""
         self._httpd.stop()
         self.app.close()
+        self._read_deadline.close()
         if self._thread is not None:
             self._thread.join(5)
 

@@ -26,6 +26,7 @@ class ServeConfig:
     per_client: int | None = None  # requests in flight per client address (default: workers // 2, at least 1)
     max_request_bytes: int = 1 << 20
     read_timeout: float = 10.0     # seconds a connection may stay silent (slow or idle clients)
+    request_deadline: float = 30.0  # seconds to receive a whole request (line, headers, body)
     cors: bool = False
     access_log: bool = False       # one INFO line per request on the kgcult.serve.app logger
     generated_token: bool = field(default=False, repr=False)
@@ -65,7 +66,8 @@ def check_config(cfg: ServeConfig) -> ServeConfig:
         cfg.generated_token = True
     if cfg.queue_timeout is not None and cfg.queue_timeout < 0:
         raise KgcultError("--queue-timeout must be 0 or more")
-    for name in ("timeout", "max_rows", "max_bytes", "workers", "max_request_bytes", "read_timeout"):
+    for name in ("timeout", "max_rows", "max_bytes", "workers", "max_request_bytes", "read_timeout",
+                 "request_deadline"):
         if getattr(cfg, name) <= 0:
             raise KgcultError(f"--{name.replace('_', '-')} must be positive")
     if cfg.per_client is not None and cfg.per_client <= 0:
