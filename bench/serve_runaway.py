@@ -24,8 +24,6 @@ import os
 import random
 import subprocess
 import sys
-import io
-import tarfile
 import threading
 import time
 import urllib.parse
@@ -45,20 +43,6 @@ RUNAWAY_CONNECTIONS = 8
 ORDINARY_CLIENTS = 40
 RUNAWAY_SOURCE = "127.0.0.66"
 RUNAWAY = ("runaway", "SELECT (COUNT(*) AS ?n) WHERE { ?a wdt:P495 ?b . ?c wdt:P495 ?d . ?e wdt:P495 ?f }")
-SCRATCH = Path(os.environ.get("KGCULT_BENCH_DIR", "/tmp/kgcult-bench")) / "serve-runaway-old"
-
-
-def old_package() -> tuple[Path, str]:
-    """The kgcult package as it was where this branch left main (the thread-pool server)."""
-    base = subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True, text=True,
-                          check=True).stdout.strip()
-    target = SCRATCH / base[:12]
-    if not (target / "kgcult").exists():
-        data = subprocess.run(["git", "archive", base, "kgcult"], cwd=ROOT, capture_output=True, check=True).stdout
-        target.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(target)
-    return target, base[:12]
 
 
 def start(pythonpath: Path, store: Path, port: int) -> subprocess.Popen:
@@ -165,7 +149,7 @@ def main() -> None:
     args = ap.parse_args()
     store = serve_bench.pick_store(args.store)
     entities, triples = serve_bench.dishes(store)
-    old_root, base = old_package()
+    old_root, base = serve_bench.old_package()
     runs = {}
     for name, root in ((f"kgcult serve, thread pool (merge base {base})", old_root),
                        ("kgcult serve, worker processes (this branch)", ROOT)):
