@@ -232,3 +232,47 @@ def test_runaway_clients_do_not_starve_ordinary_ones(make_server):
         t.join(60)
     assert ordinary and set(ordinary) == {200}, {s: ordinary.count(s) for s in set(ordinary)}
     assert set(runaway) <= {504, 429} and runaway.count(504) >= 2
+
+
+# -- --writable: updates while queries run ---------------------------------------------------------
+
+@pytest.mark.slow
+def test_queries_never_fail_while_updates_rewrite_the_store(tmp_path):
+    """Workers read checkpoints, not the store the server writes: before, a worker's
+    read-only open of the live store failed ("Corruption ... No such file") once RocksDB
+    compacted files away under it. Readers query without pause through 80 large updates."""
+    import urllib.error
+    import urllib.request
+
+    token = "t0ken-for-the-test"
+    path = build_store(tmp_path / "store")
+    with running_server(path, ServeConfig(port=0, writable=True, token=token, workers=2), read_only=False) as srv:
+        errors, stop = [], threading.Event()
+
+        def reader(source):
+            while not stop.is_set():
+                status, body = query_from(source, srv.url, "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+                if status != 200:
+                    errors.append((status, body[:300]))
+
+        readers = [threading.Thread(target=reader, args=(f"127.0.0.{20 + i}",)) for i in range(2)]
+        for t in readers:
+            t.start()
+        try:
+            for i in range(80):
+                data = " ".join(f'<{EX}{i}/{j}> <{EX}p> "{"v" * 200}{j}" .' for j in range(2000))
+                req = urllib.request.Request(srv.url + "/update", data=f"INSERT DATA {{ {data} }}".encode(),
+                                             headers={"Content-Type": "application/sparql-update",
+                                                      "Authorization": "Bearer " + token})
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    assert r.status == 204
+        finally:
+            stop.set()
+            for t in readers:
+                t.join(60)
+        assert errors == []
+        status, body = query_from("127.0.0.9", srv.url, f"SELECT (COUNT(*) AS ?n) WHERE {{ ?s <{EX}p> ?o }}")
+        assert json.loads(body)["results"]["bindings"][0]["n"]["value"] == "160000"
+        views = srv.app.views.root
+        assert len(list(views.iterdir())) <= 2  # old checkpoints are gone
+    assert not views.exists()  # and all of them once the server stopped

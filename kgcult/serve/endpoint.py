@@ -19,6 +19,7 @@ import threading
 
 from kgcult import langtags, vocab
 from kgcult.errors import KgcultError
+from kgcult.serve.checkpoints import Checkpoints, StoreView
 from kgcult.serve.config import ServeConfig
 from kgcult.serve.evaluate import Answer, QueryJob
 from kgcult.serve.protocol import HttpError, QueryRequest, Reply, UpdateRequest
@@ -39,7 +40,9 @@ class SparqlApp:
         self.stats = {"queries": 0, "timeouts": 0, "busy": 0, "limited": 0, "errors": 0, "updates": 0}
         self._stats_lock = threading.Lock()
         self._spool_dir = tempfile.TemporaryDirectory(prefix="kgcult-serve-")
-        self.pool = QueryPool(store.location, cfg, self._spool_dir.name, self.count)
+        # with --writable, workers read checkpoints (the live store changes under them)
+        self.views = Checkpoints(store) if cfg.writable else StoreView(store.location)
+        self.pool = QueryPool(self.views, cfg, self._spool_dir.name, self.count)
 
     def count(self, key: str) -> None:
         with self._stats_lock:
@@ -48,6 +51,7 @@ class SparqlApp:
     def close(self) -> None:
         self.pool.close()
         self._spool_dir.cleanup()
+        self.views.close()
 
     # -- queries -------------------------------------------------------------------------
 
@@ -96,7 +100,7 @@ class SparqlApp:
             self.store.record_activity(kind="update", source="kgcult serve /update",
                                        extra={"updateSha256": hashlib.sha256(req.text.encode()).hexdigest()})
             self.store.flush()
-            self.pool.generation += 1  # workers reopen their read-only view before their next job
+            self.views.make()  # the checkpoint queries read from now on
         return Reply(204, "text/plain", b"")
 
     # -- entity cards and status ---------------------------------------------------------

@@ -12,8 +12,10 @@ Admission happens in the server process, before a job reaches a worker:
 - a request waits for a free worker until ``queue_timeout`` (counted from admission) has
   passed, then 503.
 
-After an update (``--writable``) the server bumps :attr:`QueryPool.generation`; a worker
-reopens its read-only view of the store before its next job, so it sees the update.
+Each job names the store directory its worker reads (``views``, see
+:mod:`kgcult.serve.checkpoints`): the store itself when it is served read-only, or, with
+``--writable``, the newest checkpoint, made after each update; a worker opens a newer
+view before the job, so a query sent after an update sees it.
 """
 from __future__ import annotations
 
@@ -45,31 +47,34 @@ KILL_GRACE_S = 1.0  # a worker stops a streaming query itself at the deadline; p
 _worker: dict = {}
 
 
-def _init_worker(location: str) -> None:
+def _init_worker() -> None:
+    """A worker opens the store at its first job (the view the server names then)."""
     # Die at once on SIGTERM: pebble's own handler is Python code, which cannot run while
     # Oxigraph evaluates in Rust, so pebble would wait 3 s (blocking its other work) and
     # then SIGKILL.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _worker.update(location=location, generation=0, store=Store(location, read_only=True))
+    _worker.update(view=None, store=None)
 
 
-def _store(generation: int) -> Store:
-    """This worker's read-only view of the store, reopened after an update."""
-    if _worker["generation"] != generation:
-        _worker["store"].close()
-        _worker["store"] = Store(_worker["location"], read_only=True)
-        _worker["generation"] = generation
+def _store(view: str) -> Store:
+    """This worker's read-only store, opened anew when the server has a newer view."""
+    if _worker["view"] != view:
+        if _worker["store"] is not None:
+            _worker["store"].close()
+            _worker["store"] = None
+        _worker["store"] = Store(view, read_only=True)
+        _worker["view"] = view
     return _worker["store"]
 
 
-def query_job(job: QueryJob, generation: int, spool_dir: str) -> Answer:
-    return answer_query(_store(generation), job, spool_dir)
+def query_job(view: str, job: QueryJob, spool_dir: str) -> Answer:
+    return answer_query(_store(view), job, spool_dir)
 
 
-def card_job(qid: str, lang: str, generation: int):
+def card_job(view: str, qid: str, lang: str):
     """The card of ``kgcult show`` (an error answer for an entity the store does not hold)."""
     try:
-        return inspection.show(_store(generation), qid, lang=lang)
+        return inspection.show(_store(view), qid, lang=lang)
     except KgcultError as e:
         return error_answer(HttpError(404, str(e)))
 
@@ -79,9 +84,9 @@ def card_job(qid: str, lang: str, generation: int):
 class QueryPool:
     """Worker processes over the store at ``location``, with admission control."""
 
-    def __init__(self, location: str, cfg: ServeConfig, spool_dir: str, count):
+    def __init__(self, views, cfg: ServeConfig, spool_dir: str, count):
         self.cfg, self.spool_dir, self.count = cfg, spool_dir, count
-        self.generation = 0
+        self.views = views  # gives the store directory a job reads (StoreView or Checkpoints)
         self.per_client = cfg.per_client or max(1, cfg.workers // 2)
         self._admitted = threading.BoundedSemaphore(cfg.workers + cfg.queue)
         self._free = threading.Semaphore(cfg.workers)
@@ -89,7 +94,7 @@ class QueryPool:
         self._running: dict[str, int] = {}  # client address -> requests of its on a worker or waiting for one
         self._admitted_count = 0
         self._lock = threading.Condition()
-        self._pool = ProcessPool(max_workers=cfg.workers, initializer=_init_worker, initargs=(str(location),),
+        self._pool = ProcessPool(max_workers=cfg.workers, initializer=_init_worker,
                                  context=_CONTEXT)
 
     def close(self) -> None:
@@ -106,12 +111,12 @@ class QueryPool:
         return {w.pid for w in self._pool._pool_manager.worker_manager.workers.values() if w.is_alive()}
 
     def query(self, client: str, job: QueryJob) -> Answer:
-        return self._run(client, query_job, (job, self.generation, self.spool_dir))
+        return self._run(client, query_job, job, self.spool_dir)
 
     def card(self, client: str, qid: str, lang: str):
-        return self._run(client, card_job, (qid, lang, self.generation))
+        return self._run(client, card_job, qid, lang)
 
-    def _run(self, client: str, function, args):
+    def _run(self, client: str, function, *args):
         if not self._admitted.acquire(blocking=False):
             self.count("busy")
             raise HttpError(503, "the server is busy: all query workers and the queue are taken; retry later",
@@ -128,9 +133,11 @@ class QueryPool:
                                          f"at a time and none finished within {self._queue_timeout:g} s "
                                          "(kgcult serve --per-client)", {"Retry-After": "1"})
                 self._running[client] = self._running.get(client, 0) + 1
+            view = self.views.acquire()
             try:
-                return self._on_worker(function, args, max(deadline - time.monotonic(), 0))
+                return self._on_worker(function, (view, *args), max(deadline - time.monotonic(), 0))
             finally:
+                self.views.release(view)
                 with self._lock:
                     self._running[client] -= 1
                     if not self._running[client]:
@@ -160,6 +167,8 @@ class QueryPool:
             raise timed_out(cfg.timeout) from None
         except ProcessExpired as e:
             raise HttpError(500, f"the query worker died ({e}); the query was not answered") from None
+        except Exception as e:  # noqa: BLE001 - raised in the worker (e.g. opening the store)
+            raise HttpError(500, f"the query worker failed: {type(e).__name__}: {e}") from None
         except CancelledError:
             raise HttpError(503, "the server is shutting down") from None
         if isinstance(out, Answer) and out.status == 504:
