@@ -82,7 +82,7 @@ def card_job(view: str, qid: str, lang: str):
 # -- in the server process ---------------------------------------------------------------------
 
 class QueryPool:
-    """Worker processes over the store at ``location``, with admission control."""
+    """Worker processes that answer queries and entity cards, with admission control."""
 
     def __init__(self, views, cfg: ServeConfig, spool_dir: str, count):
         self.cfg, self.spool_dir, self.count = cfg, spool_dir, count
@@ -91,11 +91,10 @@ class QueryPool:
         self._admitted = threading.BoundedSemaphore(cfg.workers + cfg.queue)
         self._free = threading.Semaphore(cfg.workers)
         self._queue_timeout = cfg.queue_timeout if cfg.queue_timeout is not None else cfg.timeout
-        self._running: dict[str, int] = {}  # client address -> requests of its on a worker or waiting for one
+        self._running: dict[str, int] = {}  # client address -> its requests on a worker or waiting for one
         self._admitted_count = 0
         self._lock = threading.Condition()
-        self._pool = ProcessPool(max_workers=cfg.workers, initializer=_init_worker,
-                                 context=_CONTEXT)
+        self._pool = ProcessPool(max_workers=cfg.workers, initializer=_init_worker, context=_CONTEXT)
 
     def close(self) -> None:
         self._pool.stop()
@@ -167,10 +166,10 @@ class QueryPool:
             raise timed_out(cfg.timeout) from None
         except ProcessExpired as e:
             raise HttpError(500, f"the query worker died ({e}); the query was not answered") from None
-        except Exception as e:  # noqa: BLE001 - raised in the worker (e.g. opening the store)
-            raise HttpError(500, f"the query worker failed: {type(e).__name__}: {e}") from None
         except CancelledError:
             raise HttpError(503, "the server is shutting down") from None
+        except Exception as e:  # noqa: BLE001 - raised in the worker (e.g. opening the store)
+            raise HttpError(500, f"the query worker failed: {type(e).__name__}: {e}") from None
         if isinstance(out, Answer) and out.status == 504:
             self.count("timeouts")
         return out
