@@ -2,7 +2,7 @@
 (the Rust server of the same Oxigraph version, union default graph) as the baseline.
 
 Each server gets the same workload: N concurrent clients (default 50) for S seconds
-(default 20), each on its own keep-alive connection, sending a seeded random mix of cheap
+(default 20), each on its own keep-alive connection from its own loopback address, sending a seeded random mix of cheap
 and expensive SPARQL queries over the same store; plus one client that sends a
 deliberately too-expensive query every 4 s, which the server's timeout (1 s) must cut
 (504 from kgcult serve). Records throughput, p50/p99 latency per query class, and every
@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import glob
+import io
 import http.client
 import json
 import os
 import random
 import statistics
 import subprocess
+import tarfile
 import sys
 import threading
 import time
@@ -111,11 +113,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_kgcult(store: Path, port: int) -> subprocess.Popen:
+def old_package() -> tuple[Path, str]:
+    """The kgcult package as it was where this branch left main (the thread-pool server)."""
+    base = subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    target = WORK / "serve-thread-pool" / base[:12]
+    if not (target / "kgcult").exists():
+        data = subprocess.run(["git", "archive", base, "kgcult"], cwd=ROOT, capture_output=True, check=True).stdout
+        target.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(target)
+    return target, base[:12]
+
+
+def start_kgcult(store: Path, port: int, root: Path = ROOT) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "kgcult.cli", "--store", str(store), "serve", "--port", str(port), "--quiet",
          "--timeout", str(TIMEOUT_S), "--queue", "256"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def start_thread_pool(store: Path, port: int) -> subprocess.Popen:
+    """The thread-pool `kgcult serve` this branch replaced (the package at the merge base)."""
+    return start_kgcult(store, port, old_package()[0])
 
 
 def start_oxigraph(store: Path, port: int) -> subprocess.Popen:
@@ -127,11 +147,14 @@ def start_oxigraph(store: Path, port: int) -> subprocess.Popen:
 
 
 def client(port: int, path: str, end: float, seed: int, entities: list[str], out: list, slow: bool = False) -> None:
+    """One user: its own keep-alive connection from its own loopback address (kgcult serve
+    caps the queries in flight per client address)."""
     rng = random.Random(seed)
+    source = ("127.0.0.%d" % (100 + seed % 100), 0)
     classes = [m[0] for m in MIX]
     weights = [m[1] for m in MIX]
     templates = {m[0]: m[2] for m in MIX}
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60, source_address=source)
     next_slow = time.monotonic() + 1.0
     while True:
         now = time.monotonic()
@@ -163,7 +186,7 @@ def client(port: int, path: str, end: float, seed: int, entities: list[str], out
         except (OSError, http.client.HTTPException, ValueError) as e:
             status = f"error: {type(e).__name__}: {e}"
             conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60, source_address=source)
         out.append((cls, status, time.perf_counter() - t0))
     conn.close()
 
@@ -173,7 +196,7 @@ def load(port: int, path: str, clients: int, seconds: float, entities: list[str]
     end = time.monotonic() + seconds
     threads = [threading.Thread(target=client, args=(port, path, end, 1000 + i, entities, results))
                for i in range(clients - 1)]
-    threads.append(threading.Thread(target=client, args=(port, path, end, 7, entities, results, True)))
+    threads.append(threading.Thread(target=client, args=(port, path, end, 99, entities, results, True)))
     t0 = time.perf_counter()
     for t in threads:
         t.start()
@@ -222,6 +245,8 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--no-baseline", action="store_true", help="skip the oxigraph serve run")
+    ap.add_argument("--no-thread-pool", action="store_true",
+                    help="skip the run of the former thread-pool kgcult serve (the merge base with main)")
     args = ap.parse_args()
     store = pick_store(args.store)
     entities, triples = dishes(store)
@@ -231,6 +256,8 @@ def main() -> None:
     servers = [("kgcult serve", start_kgcult, "/query")]
     if not args.no_baseline:
         servers.append(("oxigraph serve-read-only", start_oxigraph, "/query"))
+    if not args.no_thread_pool:
+        servers.append((f"kgcult serve, thread pool (merge base {old_package()[1]})", start_thread_pool, "/query"))
     for name, start, path in servers:
         port = free_port()
         proc = start(store, port)
@@ -258,8 +285,11 @@ def main() -> None:
         f"Store {store} ({triples:,} triples with closures); {args.clients} concurrent keep-alive clients "
         f"for {args.seconds:g} s: {args.clients - 1} send a seeded mix of cheap and expensive SPARQL queries "
         f"(weights: {', '.join(f'{c} {w}' for c, w, _ in MIX)}), one sends a deliberately too-expensive query "
-        f"every {SLOW_EVERY_S:g} s; server timeout {TIMEOUT_S} s, default settings otherwise (8 query workers). Baseline: Oxigraph's own Rust "
-        "server (`oxigraph serve-read-only --union-default-graph`, same version, same store, same workload). "
+        f"every {SLOW_EVERY_S:g} s; server timeout {TIMEOUT_S} s, default settings otherwise (8 query worker processes, "
+        "at most 4 queries in flight per client address; each client has its own loopback address). Baselines: "
+        "Oxigraph's own Rust server (`oxigraph serve-read-only --union-default-graph`, same version, same store, "
+        "same workload) and the thread-pool `kgcult serve` this one replaced (the package at the merge base with "
+        "main, run the same way). "
         "Clients run in one Python process on the same 2 cores, which other engineers' jobs share "
         "(load average in the table), so absolute figures are a floor and the ratio is noisy.",
         "",
@@ -279,6 +309,11 @@ def main() -> None:
         ratio = k["throughput_rps"] / o["throughput_rps"] if o["throughput_rps"] else float("nan")
         lines += ["", f"Throughput ratio kgcult serve / oxigraph serve: **{ratio:.2f}x**; "
                       f"p99 ratio {k['p99_ms'] / o['p99_ms']:.2f}x." if o["p99_ms"] else ""]
+    pool = next((r for n, r in runs.items() if n.startswith("kgcult serve, thread pool")), None)
+    if pool and pool["throughput_rps"]:
+        lines += ["", f"Throughput ratio kgcult serve (worker processes) / the former thread pool, same run: "
+                      f"**{k['throughput_rps'] / pool['throughput_rps']:.2f}x** (the price of running each query "
+                      "in a process that can be killed: a round trip through pebble's pipes and its manager threads)."]
     lines += ["", f"Target (no failed requests other than the deliberate timeouts, which are cut with 504): "
                   f"**{'met' if ok_target else 'NOT met'}**."]
     if k["failed"]:

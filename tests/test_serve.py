@@ -2,9 +2,11 @@
 SPARQLWrapper, rdflib's SPARQLStore and plain urllib."""
 from __future__ import annotations
 
+from http.client import HTTPConnection
 import json
 import re
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -14,7 +16,6 @@ import pytest
 
 from kgcult import inspection
 from kgcult.serve.config import ServeConfig, check_config, is_loopback
-from kgcult.serve.endpoint import SparqlApp
 from kgcult.serve.protocol import HttpError, parse_accept
 from kgcult.sparql.text import classify, first_keyword
 from kgcult.errors import KgcultError
@@ -337,53 +338,80 @@ def test_result_row_and_byte_limits(make_server):
     assert status == 507 and headers["X-Kgcult-Limit"] == "bytes=2000"
 
 
-def test_busy_pool_answers_503(store_path):
-    st = Store(store_path, read_only=True)
-    app = SparqlApp(st, check_config(ServeConfig(workers=1, queue=0, timeout=30)))
-    gate, started = threading.Event(), threading.Event()
+RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"  # ~10^9, one step
 
-    def blocker(deadline, cancel):
-        started.set()
-        gate.wait(10)
-        return "done"
 
-    results = []
-    t = threading.Thread(target=lambda: results.append(app.run(blocker)))
+def query_from(source: str, base: str, query: str, timeout: float = 60):
+    """(status, body) of a query sent from the loopback address ``source`` (a client of its own)."""
+    conn = HTTPConnection(urllib.parse.urlsplit(base).hostname, urllib.parse.urlsplit(base).port,
+                                      timeout=timeout, source_address=(source, 0))
+    try:
+        conn.request("POST", "/query", urllib.parse.urlencode({"query": query}),
+                     {"Content-Type": "application/x-www-form-urlencoded"})
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def wait_in_flight(srv, n: int) -> None:
+    for _ in range(200):
+        if srv.app.pool.in_flight() >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"never {n} requests in flight")
+
+
+def test_runaway_query_is_stopped_and_its_worker_replaced(make_server):
+    """A query inside one long evaluation step (a 4-way cross product COUNT) gets 504 at
+    the deadline and its worker process is killed and replaced: the one worker answers again."""
+    srv = make_server(ServeConfig(port=0, workers=1, timeout=1))
+    assert query_from("127.0.0.2", srv.url, "ASK {}")[0] == 200
+    pids = srv.app.pool.worker_pids()
+    assert len(pids) == 1
+    status, body = query_from("127.0.0.2", srv.url, RUNAWAY)
+    assert status == 504 and b"timed out" in body
+    assert query_from("127.0.0.2", srv.url, "ASK { wd:Q177 wdt:P495 wd:Q38 }")[0] == 200
+    assert srv.app.pool.worker_pids().isdisjoint(pids)  # a fresh process
+    assert srv.app.stats["timeouts"] == 1
+
+
+def test_busy_pool_answers_503(make_server):
+    srv = make_server(ServeConfig(port=0, workers=1, queue=0, timeout=2))
+    out = []
+    t = threading.Thread(target=lambda: out.append(query_from("127.0.0.2", srv.url, RUNAWAY)))
     t.start()
-    assert started.wait(10)
-    with pytest.raises(HttpError) as e:
-        app.run(lambda d, c: "never")
-    assert e.value.status == 503 and e.value.headers["Retry-After"] == "1"
-    gate.set()
-    t.join(10)
-    assert results == ["done"]
-    assert app.run(lambda d, c: "again") == "again"  # the slot came back
-    app.close()
-    st.close()
+    wait_in_flight(srv, 1)
+    status, body = query_from("127.0.0.3", srv.url, "ASK {}")
+    assert status == 503 and b"busy" in body
+    t.join(30)
+    assert out[0][0] == 504
+    assert query_from("127.0.0.3", srv.url, "ASK {}")[0] == 200  # the slot came back
 
 
-def test_queue_timeout_drops_a_waiting_query(store_path):
-    st = Store(store_path, read_only=True)
-    app = SparqlApp(st, check_config(ServeConfig(workers=1, queue=4, timeout=30, queue_timeout=0.2)))
-    gate, started, ran = threading.Event(), threading.Event(), []
-
-    def blocker(deadline, cancel):
-        started.set()
-        gate.wait(10)
-        return "done"
-
-    t = threading.Thread(target=lambda: app.run(blocker))
+def test_queue_timeout_drops_a_waiting_query(make_server):
+    srv = make_server(ServeConfig(port=0, workers=1, queue=4, timeout=3, queue_timeout=0.2))
+    t = threading.Thread(target=query_from, args=("127.0.0.2", srv.url, RUNAWAY))
     t.start()
-    assert started.wait(10)
-    with pytest.raises(HttpError) as e:
-        app.run(lambda d, c: ran.append(1))
-    assert e.value.status == 503 and "no query worker became free" in e.value.message
-    gate.set()
-    t.join(10)
-    assert app.run(lambda d, c: "next") == "next"
-    assert ran == []  # the dropped query never ran
-    app.close()
-    st.close()
+    wait_in_flight(srv, 1)
+    status, body = query_from("127.0.0.3", srv.url, "ASK {}")
+    assert status == 503 and b"no query worker became free" in body
+    t.join(30)
+    assert query_from("127.0.0.3", srv.url, "ASK {}")[0] == 200
+
+
+def test_one_client_cannot_take_every_worker(make_server):
+    srv = make_server(ServeConfig(port=0, workers=2, timeout=3, queue_timeout=1))
+    assert srv.app.pool.per_client == 1
+    t = threading.Thread(target=query_from, args=("127.0.0.2", srv.url, RUNAWAY))
+    t.start()
+    wait_in_flight(srv, 1)
+    status, body = query_from("127.0.0.2", srv.url, RUNAWAY)  # the same client again: waits, then 429
+    assert status == 429 and b"too many queries at once from 127.0.0.2" in body
+    # another client still gets the free worker, at once
+    assert query_from("127.0.0.3", srv.url, "ASK { wd:Q177 wdt:P495 wd:Q38 }")[0] == 200
+    t.join(30)
+    assert srv.app.stats["limited"] == 1
 
 
 def test_request_body_limit(make_server):

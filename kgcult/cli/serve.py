@@ -7,7 +7,7 @@ import click
 
 from kgcult.cli.main import info
 from kgcult.serve import Server, ServeConfig
-from kgcult.serve.config import check_config, open_for_serving
+from kgcult.serve.config import check_config, exposure_warning, open_for_serving
 
 
 @click.command("serve")
@@ -22,15 +22,18 @@ from kgcult.serve.config import check_config, open_for_serving
 @click.option("--max-rows", default=100_000, show_default=True, type=int,
               help="Most rows (SELECT) or triples (CONSTRUCT) in a response (507 beyond).")
 @click.option("--max-bytes", default=64 << 20, show_default=True, type=int, help="Most bytes in a response (507 beyond).")
-@click.option("--workers", default=8, show_default=True, type=int, help="Queries evaluated at once.")
+@click.option("--workers", default=8, show_default=True, type=int,
+              help="Query worker processes (queries evaluated at once; each opens the store read-only).")
 @click.option("--queue", default=64, show_default=True, type=int, help="Queries waiting for a worker (503 beyond).")
 @click.option("--queue-timeout", type=float, default=None,
               help="Seconds a query may wait for a worker before 503 (default: --timeout).")
+@click.option("--per-client", type=int, default=None,
+              help="Requests in flight per client address (429 beyond; default: half the workers, at least 1).")
 @click.option("--cors", is_flag=True, help="Allow cross-origin requests (Access-Control-Allow-Origin: *).")
 @click.option("--quiet", is_flag=True, help="No access log on stderr.")
 @click.pass_obj
-def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, workers, queue, queue_timeout, cors,
-          quiet):
+def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, workers, queue, queue_timeout, per_client,
+          cors, quiet):
     """SPARQL 1.1 endpoint over the store, with a query page at /.
 
     Queries (GET/POST) at /query see the union of all graphs; updates at /update only with
@@ -46,8 +49,11 @@ def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, worker
     """
     cfg = ServeConfig(bind=bind, port=port, writable=writable, token=token or None, timeout=timeout,
                       max_rows=max_rows, max_bytes=max_bytes, workers=workers, queue=queue,
-                      queue_timeout=queue_timeout, cors=cors, access_log=not quiet)
+                      queue_timeout=queue_timeout, per_client=per_client, cors=cors, access_log=not quiet)
     check_config(cfg)  # refuse unsafe settings before opening the store
+    warning = exposure_warning(cfg)
+    if warning:
+        info(warning)
     store = open_for_serving(obj.location, writable)
     obj._store = store  # closed by the CLI context
     if store.closure_stale:

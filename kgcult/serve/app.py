@@ -14,8 +14,9 @@ import json
 import logging
 import threading
 
+from cheroot import server as cheroot_server
 from cheroot import wsgi
-from werkzeug.exceptions import HTTPException, MethodNotAllowed
+from werkzeug.exceptions import ClientDisconnected, HTTPException, MethodNotAllowed
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
@@ -25,6 +26,7 @@ from kgcult.serve import pages, protocol
 from kgcult.serve.config import ServeConfig, check_config
 from kgcult.serve.endpoint import SparqlApp
 from kgcult.serve.protocol import HttpError, Reply
+from kgcult.serve.read_deadline import ReadDeadline
 from kgcult.version import __version__
 
 log = logging.getLogger(__name__)
@@ -49,12 +51,20 @@ URLS = Map([
 class WsgiApp:
     """The WSGI application: Werkzeug requests in, the endpoint's replies out."""
 
-    def __init__(self, sparql: SparqlApp):
-        self.sparql = sparql
+    def __init__(self, sparql: SparqlApp, read_deadline: ReadDeadline):
+        self.sparql, self.read_deadline = sparql, read_deadline
         self.cfg = sparql.cfg
 
     def __call__(self, environ, start_response):
         request = Request(environ)
+        try:
+            if request.method == "POST":
+                request.get_data(cache=True)  # the whole request is in before the deadline watch ends
+        except ClientDisconnected:
+            return Response("the request was not received in time\n", 408, content_type="text/plain")(
+                environ, start_response)
+        finally:
+            self.read_deadline.done()
         response = self.respond(request)
         if self.cfg.access_log:
             log.info('%s - "%s %s %s" %s %s', request.remote_addr, request.method,
@@ -143,15 +153,54 @@ class WsgiApp:
     def _card(self, request: Request, qid: str, lang: str) -> dict:
         if not ids.is_id(qid):
             raise HttpError(404, f"no such page: {request.path}")
-        return self.sparql.entity_card(qid, lang)
+        return self.sparql.entity_card(qid, lang, request.remote_addr or "")
 
 
 def _json(obj) -> Reply:
     return Reply(200, "application/json; charset=utf-8", json.dumps(obj, ensure_ascii=False).encode("utf-8"))
 
 
+class _StrictLengthRequest(cheroot_server.HTTPRequest):
+    """cheroot's request, refusing a body length it would otherwise misread: a
+    ``Content-Length`` that is not a plain non-negative integer (``-1`` made cheroot read
+    to the end of the stream, past every limit) gets 400, a POST with neither a length nor
+    chunked encoding 411; either way the connection is closed."""
+
+    def parse_request(self):
+        self.server.read_deadline.start(self.conn.socket)
+        try:
+            super().parse_request()
+        finally:
+            if not self.ready:
+                self.server.read_deadline.done()
+
+    def respond(self):
+        try:
+            super().respond()
+        finally:
+            self.server.read_deadline.done()  # in case the application did not read a body
+
+    def read_request_headers(self):
+        if not super().read_request_headers():
+            return False
+        length = self.inheaders.get(b"Content-Length")
+        if length is not None and not (length.isdigit() and length.isascii()):
+            self.simple_response("400 Bad Request", "Content-Length must be a non-negative integer")
+            return False
+        if length is None and self.method == b"POST" and not self.chunked_read:
+            self.simple_response("411 Length Required", "a POST needs a Content-Length")
+            return False
+        return True
+
+
+class _Connection(cheroot_server.HTTPConnection):
+    RequestHandlerClass = _StrictLengthRequest
+
+
 class _Cheroot(wsgi.Server):
-    """cheroot's WSGI server with its messages on the kgcult log."""
+    """cheroot's WSGI server with strict body lengths and its messages on the kgcult log."""
+
+    ConnectionClass = _Connection
 
     def error_log(self, msg="", level=logging.INFO, traceback=False):
         log.log(level if level >= logging.WARNING else logging.DEBUG, "%s", msg, exc_info=traceback)
@@ -167,16 +216,19 @@ class Server:
     def __init__(self, store, config: ServeConfig | None = None):
         self.config = cfg = check_config(config or ServeConfig())
         self.app = SparqlApp(store, cfg)
-        self._httpd = _Cheroot((cfg.bind.strip("[]"), cfg.port), WsgiApp(self.app),
+        self._read_deadline = ReadDeadline(cfg.request_deadline)
+        self._httpd = _Cheroot((cfg.bind.strip("[]"), cfg.port), WsgiApp(self.app, self._read_deadline),
                                numthreads=cfg.workers + cfg.queue + SPARE_THREADS,
                                server_name=f"kgcult/{__version__}", request_queue_size=128,
                                timeout=cfg.read_timeout)
+        self._httpd.read_deadline = self._read_deadline
         self._httpd.max_request_body_size = cfg.max_request_bytes
         self._httpd.max_request_header_size = MAX_HEADER_BYTES  # request line + headers (414/413 beyond)
         try:
             self._httpd.prepare()
         except OSError as e:
             self.app.close()
+            self._read_deadline.close()
             raise KgcultError(f"cannot listen on {cfg.bind}:{cfg.port}: {e.strerror or e}") from None
         self._thread: threading.Thread | None = None
 
@@ -218,6 +270,7 @@ class Server:
         """Stop listening, finish the requests in progress, release the query pool."""
         self._httpd.stop()
         self.app.close()
+        self._read_deadline.close()
         if self._thread is not None:
             self._thread.join(5)
 

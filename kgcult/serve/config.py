@@ -20,11 +20,13 @@ class ServeConfig:
     timeout: float = 30.0          # seconds per query (and per entity page)
     max_rows: int = 100_000        # rows of a SELECT, triples of a CONSTRUCT
     max_bytes: int = 64 << 20      # serialized response size
-    workers: int = 8               # query worker threads (Oxigraph evaluates without the GIL)
+    workers: int = 8               # query worker processes (each opens the store read-only)
     queue: int = 64                # queries waiting for a worker before 503
     queue_timeout: float | None = None  # seconds a query may wait for a worker (default: timeout)
+    per_client: int | None = None  # requests in flight per client address (default: workers // 2, at least 1)
     max_request_bytes: int = 1 << 20
     read_timeout: float = 10.0     # seconds a connection may stay silent (slow or idle clients)
+    request_deadline: float = 30.0  # seconds to receive a whole request (line, headers, body)
     cors: bool = False
     access_log: bool = False       # one INFO line per request on the kgcult.serve.app logger
     generated_token: bool = field(default=False, repr=False)
@@ -64,14 +66,27 @@ def check_config(cfg: ServeConfig) -> ServeConfig:
         cfg.generated_token = True
     if cfg.queue_timeout is not None and cfg.queue_timeout < 0:
         raise KgcultError("--queue-timeout must be 0 or more")
-    for name in ("timeout", "max_rows", "max_bytes", "workers", "max_request_bytes", "read_timeout"):
+    for name in ("timeout", "max_rows", "max_bytes", "workers", "max_request_bytes", "read_timeout",
+                 "request_deadline"):
         if getattr(cfg, name) <= 0:
             raise KgcultError(f"--{name.replace('_', '-')} must be positive")
+    if cfg.per_client is not None and cfg.per_client <= 0:
+        raise KgcultError("--per-client must be positive")
     if cfg.queue < 0:
         raise KgcultError("--queue must be 0 or more")
     if not 0 <= cfg.port < 65536:
         raise KgcultError(f"--port {cfg.port}: not a TCP port")
     return cfg
+
+
+def exposure_warning(cfg: ServeConfig) -> str | None:
+    """What a user should know before a store is served beyond this machine (queries
+    are anonymous, with or without --writable)."""
+    if is_loopback(cfg.bind):
+        return None
+    return (f"warning: serving on {cfg.bind}, which is not a loopback address: anyone who can reach "
+            f"port {cfg.port} can query the whole store and spend its query workers "
+            "(bind 127.0.0.1 and put an authenticating proxy in front to share it safely)")
 
 
 def open_for_serving(location: str, writable: bool) -> Store:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from pyoxigraph import RdfFormat
 from werkzeug.wrappers import Request
@@ -61,7 +62,7 @@ class Reply:
     """A successful answer, before it becomes an HTTP response."""
     status: int
     content_type: str
-    body: bytes
+    body: bytes | Iterable[bytes]   # bytes, or pieces of a spooled body (with Content-Length in headers)
     headers: dict = field(default_factory=dict)
 
 
@@ -72,6 +73,7 @@ class QueryRequest:
     default_graphs: list[str]
     named_graphs: list[str]
     truncate: bool                  # limit-mode=truncate: cut at the row limit instead of 507
+    client: str = ""                 # the client's address (per-client admission)
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,7 @@ def query_request(request: Request, fields: dict[str, list[str]]) -> QueryReques
                 accept.append(mt)
     accept += parse_accept(request.headers.get("Accept"))
     return QueryRequest(text, accept, fields.get("default-graph-uri", []), fields.get("named-graph-uri", []),
-                        (fields.get("limit-mode") or [""])[0] == "truncate")
+                        (fields.get("limit-mode") or [""])[0] == "truncate", request.remote_addr or "")
 
 
 def update_request(request: Request, fields: dict[str, list[str]]) -> UpdateRequest:

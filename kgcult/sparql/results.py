@@ -1,6 +1,7 @@
 """SPARQL results, written one way for ``kgcult sparql`` and ``kgcult serve``: the W3C
-forms (JSON, XML, CSV, TSV) of a list of solutions (the server cuts a result at its row
-limit, so it serializes rows, not a live result), plus the CLI's table and jsonl.
+forms (JSON, XML, CSV, TSV) of solutions, written piece by piece as a live result yields
+them (:func:`write_rows`; the server stops it at its row and byte limits), plus the CLI's
+table and jsonl.
 CONSTRUCT and DESCRIBE print as N-Triples.
 
 pyoxigraph's own serializers are not used: they only take a live result, and they write
@@ -12,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import IO, Iterable, Sequence
+from typing import IO, Callable, Iterable, Sequence
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
@@ -61,30 +62,54 @@ def _xml_term(t) -> str:
 def serialize_rows(variables: Sequence[str], rows: Iterable[Sequence], fmt: str) -> bytes:
     """Solutions in a W3C format (``json``, ``xml``, ``csv``, ``tsv``); a row holds terms or
     None in the order of ``variables`` (a pyoxigraph QuerySolution is one)."""
+    parts: list[str] = []
+    write_rows(variables, rows, fmt, parts.append)
+    return "".join(parts).encode("utf-8")
+
+
+def write_rows(variables: Sequence[str], rows: Iterable[Sequence], fmt: str, write: Callable[[str], object]) -> int:
+    """Write solutions in a W3C format piece by piece as ``rows`` yields them (the server
+    streams a live result through this); the same text as :func:`serialize_rows`.
+    Returns the number of rows written."""
     names = list(variables)
+    n = 0
     if fmt == "json":
-        bindings = [{k: json_term(t) for k, t in zip(names, r) if t is not None} for r in rows]
-        return json.dumps({"head": {"vars": names}, "results": {"bindings": bindings}},
-                          ensure_ascii=False).encode("utf-8")
-    if fmt == "xml":
-        out = ['<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">\n<head>']
-        out += [f"<variable name={quoteattr(n)}/>" for n in names]
-        out.append("</head>\n<results>")
+        write('{"head": {"vars": ' + json.dumps(names, ensure_ascii=False) + '}, "results": {"bindings": [')
         for r in rows:
-            out.append("<result>" + "".join(f"<binding name={quoteattr(n)}>{_xml_term(t)}</binding>"
-                                            for n, t in zip(names, r) if t is not None) + "</result>")
-        out.append("</results>\n</sparql>\n")
-        return "\n".join(out).encode("utf-8")
-    if fmt == "csv":
+            binding = {k: json_term(t) for k, t in zip(names, r) if t is not None}
+            write((", " if n else "") + json.dumps(binding, ensure_ascii=False))
+            n += 1
+        write("]}}")
+    elif fmt == "xml":
+        write('<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#">\n<head>\n')
+        for name in names:
+            write(f"<variable name={quoteattr(name)}/>\n")
+        write("</head>\n<results>\n")
+        for r in rows:
+            write("<result>" + "".join(f"<binding name={quoteattr(k)}>{_xml_term(t)}</binding>"
+                                       for k, t in zip(names, r) if t is not None) + "</result>\n")
+            n += 1
+        write("</results>\n</sparql>\n")
+    elif fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\r\n")
-        w.writerow(names)
+
+        def line(cells) -> None:
+            w.writerow(cells)
+            write(buf.getvalue())
+            buf.seek(0)
+            buf.truncate()
+
+        line(names)
         for r in rows:
-            w.writerow(["" if t is None else str(t) if isinstance(t, ox.Triple) else t.value for t in r])
-        return buf.getvalue().encode("utf-8")
-    lines = ["\t".join("?" + n for n in names)]  # tsv: terms in N-Triples syntax
-    lines += ["\t".join("" if t is None else str(t) for t in r) for r in rows]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+            line(["" if t is None else str(t) if isinstance(t, ox.Triple) else t.value for t in r])
+            n += 1
+    else:  # tsv: terms in N-Triples syntax
+        write("\t".join("?" + k for k in names) + "\n")
+        for r in rows:
+            write("\t".join("" if t is None else str(t) for t in r) + "\n")
+            n += 1
+    return n
 
 
 def serialize_boolean(value: bool, fmt: str) -> bytes:
@@ -158,12 +183,13 @@ def write(result, fmt: str, out: IO[str]) -> int:
             out.write(json.dumps({k: plain(sol[k]) for k in names}, ensure_ascii=False) + "\n")
             n += 1
         return n
-    rows = list(result)
     if fmt in W3C:
-        text = serialize_rows(names, rows, fmt).decode("utf-8")
-        out.write(text if text.endswith("\n") else text + "\n")
-    else:
-        _table(names, [[compact(t) for t in sol] for sol in rows], out)
+        n = write_rows(names, result, fmt, out.write)
+        if fmt == "json":
+            out.write("\n")
+        return n
+    rows = [[compact(t) for t in sol] for sol in result]
+    _table(names, rows, out)
     return len(rows)
 
 
