@@ -54,8 +54,9 @@ BROADER = NamedNode(vocab.KGC + "broader")
 BASE_PROPS = ("P31", "P279", "P361")
 COUNTRY_PROPS = ("P495", "P17", "P27")  # origin, country, nationality (in this order)
 TOPIC_GRAPH = vocab.CLOSURE_GRAPH + "topic"
-BATCH = 50_000
+BATCH = 10_000       # quads or rows per batch while building
 CACHE_MAX = 200_000  # entries of each lookup cache of an open index
+KEY_CACHE_MAX = 16_384  # normalized keys remembered while building (names repeat across languages)
 
 
 def codes(v) -> tuple:
@@ -498,7 +499,7 @@ class _Builder:
                 ck = (text, normalize.base_lang(lang) in normalize.STEM_LANGS and normalize.base_lang(lang))
                 k = key_cache.get(ck)
                 if k is None:
-                    if len(key_cache) > CACHE_MAX:
+                    if len(key_cache) > KEY_CACHE_MAX:
                         key_cache.clear()
                     _, f, s = normalize.keys(text, lang)
                     k = key_cache[ck] = (f, s)
@@ -576,9 +577,9 @@ class _Builder:
             for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
                 rows = []
                 for q in batch:
-                    s, o = ids.of_term(q.subject, "Q"), ids.of_term(q.object, "Q")
-                    if s and o:
-                        rows.append((int(s[1:]), pid, o))
+                    s, o = _qnum_of(_local(q.subject)), _local(q.object)
+                    if s is not None and _qnum_of(o) is not None:
+                        rows.append((s, pid, o))
                 con.executemany("INSERT INTO edges_raw VALUES (?,?,?)", rows)
                 if pid in ("P31", "P279"):
                     e = self.eids([_qnum_of(o) for _s, _p, o in rows])
@@ -592,7 +593,7 @@ class _Builder:
             for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
                 e = self.eids([_qnum_of(_local(q.subject)) for q in batch])
                 rows = [(ei, rank, o) for ei, q in zip(e.tolist(), batch)
-                        if ei >= 0 and (o := ids.of_term(q.object, "Q"))]
+                        if ei >= 0 and _qnum_of(o := _local(q.object)) is not None]
                 con.executemany("INSERT INTO country_raw VALUES (?,?,?)", rows)
         con.executescript("""
             INSERT OR IGNORE INTO country SELECT c.eid, c.o FROM country_raw c
@@ -715,9 +716,19 @@ def index_dir(store) -> Path:
 
 
 def _fingerprint(store) -> str:
+    """What identifies the store's content without reading it: for an embedded store the
+    listing of its files (RocksDB never rewrites a file in place: any write adds to the
+    log or adds a table file; a read-only open changes nothing but LOG files), else the
+    triple count; plus the provenance records."""
     prov = store.provenance()
-    h = hashlib.sha256(json.dumps([len(store.ox), prov], sort_keys=True).encode())
-    return h.hexdigest()
+    loc = Path(str(store.location))
+    if not getattr(store, "remote", False) and loc.is_dir():
+        files = sorted((p.name, st.st_size, st.st_mtime_ns) for p in loc.iterdir()
+                       if not p.name.startswith(("LOG", "LOCK")) and (st := p.stat()))
+        key = ["files", files, prov]
+    else:
+        key = [len(store.ox), prov]
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
 def content_hash(store) -> str:

@@ -6,8 +6,8 @@ the entities of any topic), in the order the linker has always used: by entity, 
 name. A part holds, per name, its folded key (fuzzy) and its words (tokens):
 
 * ``fuzzy``: every deletion variant (``matching.deletion_variants``) of each folded name
-  of 5+ characters, keyed by ``storage.key_hash``; a hit is verified with the real edit
-  distance against the stored key, exactly as ``candidates.FuzzyPool`` does.
+  of 5+ characters; a hit is verified with the real edit distance against the stored
+  key, exactly as ``candidates.FuzzyPool`` does.
 * ``tok`` / ``tokdf`` / ``rare``: word postings, the number of entities per word and part,
   and each name filed under its rarest word of its part. A token pool is the parts of
   a topic in the mention's language, its base language and English
@@ -26,15 +26,15 @@ import numpy as np
 
 from kgcult.link import normalize
 from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, levenshtein, tokens
-from kgcult.link.storage import chunks, key_hash
+from kgcult.link.storage import chunks
 
 SCHEMA = """
 CREATE TABLE part_info(pid INTEGER PRIMARY KEY, topic TEXT NOT NULL, lang TEXT NOT NULL, size INTEGER);
 CREATE TABLE part(pid INTEGER, seq INTEGER, eid INTEGER, text TEXT, f TEXT, toks TEXT,
                   PRIMARY KEY (pid, seq)) WITHOUT ROWID;
-CREATE TABLE fuzzy_raw(pid INTEGER, vhash INTEGER, seq INTEGER);
+CREATE TABLE fuzzy_raw(pid INTEGER, v TEXT, seq INTEGER);
 CREATE TABLE tok_raw(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER);
-CREATE TABLE fuzzy(pid INTEGER, vhash INTEGER, seq INTEGER, PRIMARY KEY (pid, vhash, seq)) WITHOUT ROWID;
+CREATE TABLE fuzzy(pid INTEGER, v TEXT, seq INTEGER, PRIMARY KEY (pid, v, seq)) WITHOUT ROWID;
 CREATE TABLE tok(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
 CREATE TABLE tokdf(pid INTEGER, token TEXT, df INTEGER, PRIMARY KEY (pid, token)) WITHOUT ROWID;
 CREATE TABLE rare(pid INTEGER, token TEXT, seq INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
@@ -59,6 +59,7 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
     (eid, topic bitmask of the entities in some topic); ``langs`` by id."""
     con.executescript(SCHEMA)
     pid = -1
+    fold: dict = {}  # text -> folded key (names recur in several topics' parts)
     specs = [(None, None)] + [(name, 1 << i) for i, name in enumerate(topic_names)]
     for topic, bit in specs:
         where, params = ("", ()) if bit is None else ("WHERE (b.bits & ?) != 0", (bit,))
@@ -74,11 +75,18 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
                 pid += 1
                 cur_lang, seq = lid, 0
                 lg = langs[lid]
-            f = normalize.fold(text)
-            toks = tokens(text, lg) if topic is not None else frozenset()
+            f = fold.get(text)
+            if f is None:
+                if len(fold) > 16_384:
+                    fold.clear()
+                f = fold[text] = normalize.fold(text)
+            # the words of matching.tokens(text, lg), from the folded name at hand
+            toks = (frozenset(w for w in normalize.stem(f, lg).split(" ") if len(w) >= 2)
+                    if topic is not None else frozenset())
             parts.append((pid, seq, eid, text, f, " ".join(sorted(toks))))
             if len(f) >= FUZZY_MIN_LEN:
-                fz.extend((pid, key_hash(v), seq) for v in deletion_variants(f))
+                fz.append((pid, f, seq))
+                fz.extend([(pid, v, seq) for v in {f[:i] + f[i + 1:] for i in range(len(f))} if v != f])
             for t in toks:
                 tk.append((pid, t, seq, eid))
             seq += 1
@@ -89,7 +97,7 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
         _flush(con, parts, fz, tk)
         con.executemany("INSERT INTO part_info VALUES (?,?,?,?)", infos)
     con.executescript("""
-        INSERT INTO fuzzy SELECT pid, vhash, seq FROM fuzzy_raw ORDER BY 1, 2, 3;
+        INSERT OR IGNORE INTO fuzzy SELECT pid, v, seq FROM fuzzy_raw ORDER BY 1, 2, 3;
         DROP TABLE fuzzy_raw;
         INSERT INTO tok SELECT pid, token, seq, eid FROM tok_raw ORDER BY 1, 2, 3;
         DROP TABLE tok_raw;
@@ -175,12 +183,12 @@ class StoredFuzzyPool:
         bound = fuzzy_bound(len(key))
         if not bound or self.pid is None:
             return []
-        hashes = [key_hash(v) for v in deletion_variants(key)]
+        variants = list(deletion_variants(key))
         hits: dict = {}
         lang = self.lang
-        for ch in chunks(hashes):
+        for ch in chunks(variants):
             q = ("SELECT DISTINCT p.eid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid AND p.seq = z.seq "
-                 f"WHERE z.pid = ? AND z.vhash IN ({','.join('?' * len(ch))})")
+                 f"WHERE z.pid = ? AND z.v IN ({','.join('?' * len(ch))})")
             for eid, name, f in self.con.execute(q, (self.pid, *ch)):
                 if f == key:
                     continue

@@ -5,19 +5,17 @@ opened memory-mapped so a process only holds the pages it touches.
 
 Helpers here know nothing about linking: open the database for building (bounded page
 cache, scratch sorts in temporary files) or for reading (read-only, immutable), save and
-map an array beside it, and a stable 63-bit hash of a string (the fuzzy pools key
-deletion variants by it; a hit is always verified against the stored string).
+map an array beside it.
 """
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 
 DB_NAME = "index.sqlite"
-BUILD_CACHE_KIB = 32 * 1024   # page cache while building (SQLite sorts spill to temp files)
+BUILD_CACHE_KIB = 16 * 1024   # page cache while building (SQLite sorts spill to temp files)
 READ_CACHE_KIB = 8 * 1024     # page cache of a reader; the OS page cache does the rest
 MAX_PARAMS = 30_000           # bound variables per statement (SQLite allows 32766)
 
@@ -53,12 +51,6 @@ def load_array(directory: str | Path, name: str) -> np.ndarray:
     if arr.size == 0:
         return np.load(path, allow_pickle=False)
     return arr.view(np.ndarray)
-
-
-def key_hash(s: str) -> int:
-    """A stable signed 64-bit hash of ``s`` (the same in every process, unlike hash())."""
-    return int.from_bytes(hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                          "little", signed=True)
 
 
 def chunks(seq, n: int = MAX_PARAMS):
