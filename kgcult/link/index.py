@@ -769,6 +769,14 @@ def index_path(store, chash: str, topics: list[Topic]) -> Path:
     return index_dir(store) / f"labels-{chash[:16]}-{topics_hash(topics)}-v{FORMAT}"
 
 
+def disk_bytes(path: str | Path) -> int | None:
+    """Bytes on disk of an index directory (None when there is none)."""
+    path = Path(path)
+    if not path.is_dir():
+        return None
+    return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+
+
 def _open(path: Path, chash: str) -> LabelIndex | None:
     try:
         ix = LabelIndex(path)
