@@ -43,7 +43,7 @@ from kgcult.store.snapshot import store_content_hash
 
 log = logging.getLogger(__name__)
 
-FORMAT = 6
+FORMAT = 7
 LANG_BITS = 10
 RDFS_LABEL = NamedNode(vocab.RDFS + "label")
 SKOS_ALT = NamedNode(vocab.SKOS + "altLabel")
@@ -443,7 +443,7 @@ def _batched(it, n: int = BATCH):
 
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE raw(qnum INTEGER, lang TEXT, alias INTEGER, text TEXT, f TEXT, s TEXT);
+CREATE TABLE scratch.raw(qnum INTEGER, lang TEXT, alias INTEGER, text TEXT, f TEXT, s TEXT);
 CREATE TABLE ent(qnum INTEGER PRIMARY KEY, eid INTEGER NOT NULL);
 CREATE TABLE lang(name TEXT PRIMARY KEY, id INTEGER NOT NULL);
 CREATE TABLE names(lang INTEGER, text TEXT, eid INTEGER, alias INTEGER,
@@ -451,13 +451,13 @@ CREATE TABLE names(lang INTEGER, text TEXT, eid INTEGER, alias INTEGER,
 CREATE TABLE norm(lang INTEGER, key TEXT, code INTEGER, PRIMARY KEY (lang, key, code)) WITHOUT ROWID;
 CREATE TABLE anyl(key TEXT, code INTEGER, PRIMARY KEY (key, code)) WITHOUT ROWID;
 CREATE TABLE label(eid INTEGER, lang INTEGER, text TEXT, PRIMARY KEY (eid, lang)) WITHOUT ROWID;
-CREATE TABLE descr_raw(eid INTEGER, lang TEXT, text TEXT);
+CREATE TABLE scratch.descr_raw(eid INTEGER, lang TEXT, text TEXT);
 CREATE TABLE descr(eid INTEGER, lang TEXT, text TEXT, PRIMARY KEY (eid, lang)) WITHOUT ROWID;
-CREATE TABLE edges_raw(s INTEGER, pid TEXT, o TEXT);
+CREATE TABLE scratch.edges_raw(s INTEGER, pid TEXT, o TEXT);
 CREATE TABLE edges(s INTEGER, pid TEXT, o TEXT, PRIMARY KEY (s, pid, o)) WITHOUT ROWID;
-CREATE TABLE country_raw(eid INTEGER, rank INTEGER, o TEXT);
+CREATE TABLE scratch.country_raw(eid INTEGER, rank INTEGER, o TEXT);
 CREATE TABLE country(eid INTEGER, o TEXT, PRIMARY KEY (eid, o)) WITHOUT ROWID;
-CREATE TABLE ebits(eid INTEGER PRIMARY KEY, bits INTEGER NOT NULL);
+CREATE TABLE scratch.ebits(eid INTEGER PRIMARY KEY, bits INTEGER NOT NULL);
 """
 
 _JOIN = "FROM raw r JOIN ent e ON e.qnum = r.qnum JOIN lang l ON l.name = r.lang"
@@ -469,7 +469,7 @@ class _Builder:
         self.dir = directory
         self.topics = topics
         self.con = storage.connect(directory, write=True)
-        self.con.executescript(SCHEMA)
+        storage.script(self.con, SCHEMA)
 
     def eids(self, qnums: list) -> np.ndarray:
         """eid per QID number (-1 where the index has no such entity)."""
@@ -518,7 +518,7 @@ class _Builder:
             raise KgcultError("more than 1024 label languages")
         con.executemany("INSERT INTO lang VALUES (?,?)", [(lg, i) for i, lg in enumerate(self.langs)])
         self.qnum = np.fromiter((n for (n,) in con.execute("SELECT qnum FROM ent ORDER BY qnum")), dtype=np.int64)
-        con.executescript(f"""
+        storage.script(con, f"""
             INSERT OR IGNORE INTO names SELECT l.id, r.text, e.eid, r.alias {_JOIN} ORDER BY 1, 2, 3, 4;
             INSERT OR IGNORE INTO norm SELECT l.id, r.s, (e.eid << 1) | r.alias {_JOIN} ORDER BY 1, 2, 3;
             INSERT OR IGNORE INTO anyl SELECT key, code FROM (
@@ -562,7 +562,7 @@ class _Builder:
             rows = [(ei, q.object.language.lower(), q.object.value) for ei, q in zip(e.tolist(), batch)
                     if ei >= 0 and isinstance(q.object, ox.Literal) and q.object.language]
             con.executemany("INSERT INTO descr_raw VALUES (?,?,?)", rows)
-        con.executescript("""
+        storage.script(con, """
             INSERT INTO descr SELECT eid, lang, MIN(text) FROM descr_raw GROUP BY eid, lang ORDER BY 1, 2;
             DROP TABLE descr_raw;
         """)
@@ -584,7 +584,7 @@ class _Builder:
                 if pid in ("P31", "P279"):
                     e = self.eids([_qnum_of(o) for _s, _p, o in rows])
                     is_class[e[e >= 0]] = True
-        con.executescript("""
+        storage.script(con, """
             INSERT OR IGNORE INTO edges SELECT s, pid, o FROM edges_raw ORDER BY 1, 2, 3;
             DROP TABLE edges_raw;
         """)
@@ -595,7 +595,7 @@ class _Builder:
                 rows = [(ei, rank, o) for ei, q in zip(e.tolist(), batch)
                         if ei >= 0 and _qnum_of(o := _local(q.object)) is not None]
                 con.executemany("INSERT INTO country_raw VALUES (?,?,?)", rows)
-        con.executescript("""
+        storage.script(con, """
             INSERT OR IGNORE INTO country SELECT c.eid, c.o FROM country_raw c
                 JOIN (SELECT eid, MIN(rank) AS r FROM country_raw GROUP BY eid) m
                 ON m.eid = c.eid AND m.r = c.rank ORDER BY 1, 2;
@@ -649,9 +649,7 @@ class _Builder:
             "SELECT lang, COUNT(DISTINCT key) FROM norm GROUP BY lang")}
         meta["any_keys"] = con.execute("SELECT COUNT(DISTINCT key) FROM anyl").fetchone()[0]
         con.execute("INSERT INTO meta VALUES ('meta', ?)", (json.dumps(meta, sort_keys=True),))
-        con.execute("DROP TABLE ebits")
-        con.execute("VACUUM")
-        con.close()
+        storage.finish_build(con, self.dir)
 
 
 def _topic_meta(t: Topic) -> dict:

@@ -26,14 +26,14 @@ import numpy as np
 
 from kgcult.link import normalize
 from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, levenshtein, tokens
-from kgcult.link.storage import chunks
+from kgcult.link.storage import chunks, script
 
 SCHEMA = """
 CREATE TABLE part_info(pid INTEGER PRIMARY KEY, topic TEXT NOT NULL, lang TEXT NOT NULL, size INTEGER);
 CREATE TABLE part(pid INTEGER, seq INTEGER, eid INTEGER, text TEXT, f TEXT, toks TEXT,
                   PRIMARY KEY (pid, seq)) WITHOUT ROWID;
-CREATE TABLE fuzzy_raw(pid INTEGER, v TEXT, seq INTEGER);
-CREATE TABLE tok_raw(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER);
+CREATE TABLE scratch.fuzzy_raw(pid INTEGER, v TEXT, seq INTEGER);
+CREATE TABLE scratch.tok_raw(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER);
 CREATE TABLE fuzzy(pid INTEGER, v TEXT, seq INTEGER, PRIMARY KEY (pid, v, seq)) WITHOUT ROWID;
 CREATE TABLE tok(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
 CREATE TABLE tokdf(pid INTEGER, token TEXT, df INTEGER, PRIMARY KEY (pid, token)) WITHOUT ROWID;
@@ -57,7 +57,7 @@ def pool_langs(lang: str) -> list[str]:
 def build(con, topic_names: list[str], langs: list[str]) -> None:
     """Fill the pool tables from ``names`` (lang id, text, eid, alias) and ``ebits``
     (eid, topic bitmask of the entities in some topic); ``langs`` by id."""
-    con.executescript(SCHEMA)
+    script(con, SCHEMA)
     pid = -1
     fold: dict = {}  # text -> folded key (names recur in several topics' parts)
     specs = [(None, None)] + [(name, 1 << i) for i, name in enumerate(topic_names)]
@@ -96,7 +96,7 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
             infos.append((pid, _topic_key(topic), langs[cur_lang], seq))
         _flush(con, parts, fz, tk)
         con.executemany("INSERT INTO part_info VALUES (?,?,?,?)", infos)
-    con.executescript("""
+    script(con, """
         INSERT OR IGNORE INTO fuzzy SELECT pid, v, seq FROM fuzzy_raw ORDER BY 1, 2, 3;
         DROP TABLE fuzzy_raw;
         INSERT INTO tok SELECT pid, token, seq, eid FROM tok_raw ORDER BY 1, 2, 3;

@@ -1,6 +1,6 @@
 """Where the link index lives on disk: one directory holding an SQLite file (the tables
 keyed by text: names, normalized keys, labels, descriptions, edges, the fuzzy and token
-pools) and ``.npy`` arrays, one value per entity (QID number, topic bits, sitelinks, ...),
+pools; a build stages rows in a scratch database beside it, deleted at the end) and ``.npy`` arrays, one value per entity (QID number, topic bits, sitelinks, ...),
 opened memory-mapped so a process only holds the pages it touches.
 
 Helpers here know nothing about linking: open the database for building (bounded page
@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 DB_NAME = "index.sqlite"
+SCRATCH_NAME = "scratch.sqlite"  # staging tables of a build, removed at its end
 BUILD_CACHE_KIB = 16 * 1024   # page cache while building (SQLite sorts spill to temp files)
 READ_CACHE_KIB = 8 * 1024     # page cache of a reader; the OS page cache does the rest
 MAX_PARAMS = 30_000           # bound variables per statement (SQLite allows 32766)
@@ -26,16 +27,34 @@ def connect(directory: str | Path, *, write: bool = False) -> sqlite3.Connection
     path = Path(directory) / DB_NAME
     if write:
         con = sqlite3.connect(path, isolation_level=None)
-        con.execute("PRAGMA journal_mode=OFF")
-        con.execute("PRAGMA synchronous=OFF")
+        con.execute("ATTACH DATABASE ? AS scratch", (str(Path(directory) / SCRATCH_NAME),))
+        for schema in ("main", "scratch"):
+            con.execute(f"PRAGMA {schema}.journal_mode=OFF")
+            con.execute(f"PRAGMA {schema}.synchronous=OFF")
+            con.execute(f"PRAGMA {schema}.cache_size=-{BUILD_CACHE_KIB // 2}")
         con.execute("PRAGMA locking_mode=EXCLUSIVE")
         con.execute("PRAGMA temp_store=FILE")
-        con.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
+        con.execute("BEGIN")
         return con
     con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
                           check_same_thread=False)
     con.execute(f"PRAGMA cache_size=-{READ_CACHE_KIB}")
     return con
+
+
+def script(con: sqlite3.Connection, sql: str) -> None:
+    """Run statements of a build (executescript commits first; the build goes on in a
+    new transaction: one commit per step, not per row)."""
+    con.executescript(sql)
+    con.execute("BEGIN")
+
+
+def finish_build(con: sqlite3.Connection, directory: str | Path) -> None:
+    """Commit, drop the scratch database (staging tables), close."""
+    con.execute("COMMIT")
+    con.execute("DETACH DATABASE scratch")
+    con.close()
+    (Path(directory) / SCRATCH_NAME).unlink(missing_ok=True)
 
 
 def save_array(directory: str | Path, name: str, arr: np.ndarray) -> None:
