@@ -86,7 +86,8 @@ def child_env():
 
 
 def measured(cmd: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB, stdout) of one child process."""
+    """(wall seconds, peak RSS MiB, stdout) of one child process; its CPU seconds (user +
+    system, less sensitive to other load on a shared machine) in ``measured.cpu``."""
     t = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env(), text=True)
     out, err = "", ""
@@ -95,6 +96,7 @@ def measured(cmd: list[str]) -> tuple[float, float, str]:
     out, err = p.stdout.read(), p.stderr.read()
     if os.waitstatus_to_exitcode(status):
         raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
+    measured.cpu = ru.ru_utime + ru.ru_stime
     return wall, ru.ru_maxrss / 1024, out
 
 
@@ -132,13 +134,13 @@ def one_scale(k: int, work: Path, mentions: Path, runs: int) -> dict:
     for _ in range(runs):
         out_file = work / f"linked-{k}x.jsonl"
         w, rss, _o = measured(KGCULT + ["--store", str(store), "link", "-i", str(mentions), "-o", str(out_file)])
-        fresh.append((w, rss))
+        fresh.append((w, rss, measured.cpu))
         w, rss, _o = measured(KGCULT + ["--store", str(store), "link", "paella", "--topic", "food"])
-        startup.append((w, rss))
+        startup.append((w, rss, measured.cpu))
     fresh.sort()
     startup.sort()
-    fw, frss = fresh[len(fresh) // 2]
-    sw, srss = startup[len(startup) // 2]
+    fw, frss, fcpu = fresh[len(fresh) // 2]
+    sw, srss, scpu = startup[len(startup) // 2]
     _w, _r, out = measured([sys.executable, "-c", WARM_CHILD, str(ROOT), str(store), str(DEV)])
     warm = json.loads(out.strip().splitlines()[-1])
     log(f"[{k}x] fresh {fw:.2f} s {frss:.0f} MiB; start-up {sw:.2f} s {srss:.0f} MiB; exact path {warm}")
@@ -153,6 +155,8 @@ def one_scale(k: int, work: Path, mentions: Path, runs: int) -> dict:
         "link_bytes_per_name": round(frss * 2**20 / names, 1),
         "startup_seconds": round(sw, 2), "startup_rss_peak_mib": round(srss, 1),
         "fresh_per_s_after_startup": round(n_mentions / max(fw - sw, 1e-3)),
+        "fresh_cpu_seconds": round(fcpu, 2), "startup_cpu_seconds": round(scpu, 2),
+        "fresh_per_cpu_s": round(n_mentions / max(fcpu, 1e-3)),
         "exact_warm_per_s": warm["warm_per_s"], "exact_cold_per_s": warm["cold_per_s"],
     }
 
@@ -185,15 +189,17 @@ def markdown(r: dict) -> str:
         "start-up (median of runs); start-up = the same command on one mention.",
         "",
         "| scale | names | entities | build s | build peak RSS MiB | B/name | disk MiB | fresh s (3k) | "
-        "fresh mentions/s | fresh peak RSS MiB | B/name | start-up s | exact path warm /s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "fresh mentions/s | fresh CPU s | mentions per CPU s | fresh peak RSS MiB | B/name | start-up s "
+        "(CPU s) | exact path warm /s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for x in r["scales"]:
         lines.append(
             f"| {x['scale']}x | {x['names']:,} | {x['entities']:,} | {x['build_seconds']} | "
             f"{x['build_rss_peak_mib']} | {x['build_bytes_per_name']} | {x['disk_mib']} | {x['fresh_seconds']} | "
-            f"{x['fresh_per_s']:,} | {x['fresh_rss_peak_mib']} | {x['link_bytes_per_name']} | "
-            f"{x['startup_seconds']} | {x['exact_warm_per_s']:,} |")
+            f"{x['fresh_per_s']:,} | {x.get('fresh_cpu_seconds', '')} | {x.get('fresh_per_cpu_s', '')} | "
+            f"{x['fresh_rss_peak_mib']} | {x['link_bytes_per_name']} | "
+            f"{x['startup_seconds']} ({x.get('startup_cpu_seconds', '')}) | {x['exact_warm_per_s']:,} |")
     p = r["projection"]
     lines += [
         "",
