@@ -810,7 +810,11 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
         build_into(store, tmp / "index", chash, topics)
         if path.exists():
             shutil.rmtree(path)
-        os.replace(tmp / "index", path)
+        try:
+            os.replace(tmp / "index", path)
+        except OSError:  # another process put the same index there meanwhile
+            if not path.is_dir():
+                raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for old in path.parent.glob("labels-*"):  # indexes of an older store content
