@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -187,10 +188,15 @@ def test_injection_shaped_mentions(linker, lstore):
 
 
 def test_no_user_text_in_queries():
-    """The linker's modules never build a SPARQL string."""
+    """The linker's modules never build a SPARQL string; the index's SQL binds every value
+    (its f-strings only insert placeholders and constants)."""
     src = "".join(p.read_text() for p in (Path(__file__).parents[1] / "kgcult" / "link").glob("*.py"))
-    for word in ("SELECT", "ASK {", ".query(", "WHERE {"):
+    for word in ("SELECT ?", "SELECT *", "SELECT DISTINCT ?", "ASK {", ".query(", "WHERE {"):
         assert word not in src, word
+    for p in (Path(__file__).parents[1] / "kgcult" / "link").glob("*.py"):
+        for m in re.finditer(r'f"[^"]*\{([^}]*)\}', p.read_text()):
+            if "SELECT" in m.group(0) or "WHERE" in m.group(0) or "FROM" in m.group(0):
+                assert m.group(1) in ("','.join('?' * len(ch))", "ph", "where", "_JOIN", "LANG_BITS"), (p.name, m.group(0))
 
 
 # -- index persistence --------------------------------------------------------------------
@@ -199,7 +205,7 @@ def test_index_persisted_and_invalidated(tmp_path):
     s = make_store(tmp_path / "store")
     try:
         Linker.open(s)
-        files = sorted(p.name for p in index_dir(s).glob("labels-*.pkl"))
+        files = sorted(p.name for p in index_dir(s).glob("labels-*"))
         assert len(files) == 1
         assert Linker.open(s).link("grape", topic="food")["qid"] is None
         extra = tmp_path / "extra.ttl"
@@ -208,7 +214,7 @@ def test_index_persisted_and_invalidated(tmp_path):
         s.load([extra], graph="extra")
         r = Linker.open(s).link("grape", topic="food")
         assert r["qid"] == "Q90099"
-        files2 = sorted(p.name for p in index_dir(s).glob("labels-*.pkl"))
+        files2 = sorted(p.name for p in index_dir(s).glob("labels-*"))
         assert len(files2) == 1 and files2 != files
     finally:
         s.close()

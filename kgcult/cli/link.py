@@ -178,7 +178,7 @@ def link_index(obj, rebuild):
     summary = {"path": str(path), "content_sha256": ix.content_hash, "entities": len(ix.qids),
                "languages": len(ix.langs), "distinct_names": n_names,
                "build_seconds": round(ix.build_seconds, 2), "open_seconds": round(secs, 2),
-               "bytes": path.stat().st_size if path.exists() else None,
+               "bytes": lindex.disk_bytes(path),
                "topics": {t.name: sum(1 for b in ix.topic_bits if b & (1 << i))
                           for i, t in enumerate(ix.topics)}}
     click.echo(json.dumps(summary, indent=2))

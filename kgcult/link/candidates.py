@@ -3,6 +3,10 @@ any language, fuzzy (bounded edit distance), tokens (a name's words contained in
 mention's or the other way round, weighted by rarity). The embedding stage is in
 ``embed.py``.
 
+``FuzzyPool`` and ``TokenPool`` build their structures in memory from a list of names;
+the linker uses the same pools stored with the index (``pools.StoredFuzzyPool``,
+``pools.StoredTokenPool``: same results, nothing to build in a fresh process).
+
 Each stage returns ``{eid: (alias, lang_used, detail)}``; ``alias`` is 0 for an
 rdfs:label, 1 for a skos:altLabel.
 """
@@ -12,6 +16,8 @@ import math
 
 from kgcult.link import normalize
 from kgcult.link.index import LANG_BITS, LabelIndex, codes
+from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, tokens
+from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool
 
 STAGES = ("exact", "normalized", "english", "any", "fuzzy", "tokens", "embedding")
 
@@ -67,29 +73,8 @@ def any_language(ix: LabelIndex, mention: str, lang: str, keys=None) -> dict:
 
 # -- fuzzy ---------------------------------------------------------------------------
 
-def levenshtein(a: str, b: str, bound: int) -> int:
-    """Edit distance, or bound+1 as soon as it must exceed ``bound``."""
-    if abs(len(a) - len(b)) > bound:
-        return bound + 1
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        lo = i
-        for j, cb in enumerate(b, 1):
-            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-            cur.append(v)
-            lo = min(lo, v)
-        if lo > bound:
-            return bound + 1
-        prev = cur
-    return prev[-1]
-
-
-def fuzzy_bound(n: int) -> int:
-    """Edits allowed for a key of n characters: none below 5, 1 up to 9, 2 from 10."""
-    if n < 5:
-        return 0
-    return 1 if n < 10 else 2
+__all__ = ["STAGES", "exact", "normalized", "english", "any_language", "levenshtein", "fuzzy_bound",
+           "FuzzyPool", "TokenPool", "StoredFuzzyPool", "StoredTokenPool"]
 
 
 class FuzzyPool:
@@ -106,15 +91,7 @@ class FuzzyPool:
             for v in self._variants(f):
                 self.dels.setdefault(v, []).append(entry)
 
-    @staticmethod
-    def _variants(k: str):
-        yield k
-        seen = {k}
-        for i in range(len(k)):
-            v = k[:i] + k[i + 1:]
-            if v not in seen:
-                seen.add(v)
-                yield v
+    _variants = staticmethod(deletion_variants)
 
     def search(self, key: str) -> list[tuple[int, str, str, int]]:
         bound = fuzzy_bound(len(key))
@@ -179,9 +156,7 @@ class TokenPool:
             r = min(entry[3], key=lambda t: (self.df[t], t))
             self.rare.setdefault(r, []).append(entry)
 
-    @staticmethod
-    def tokens(text: str, lang: str) -> frozenset:
-        return frozenset(w for w in normalize.stem(normalize.fold(text), lang).split(" ") if len(w) >= 2)
+    tokens = staticmethod(tokens)
 
     def search(self, mention: str) -> list[tuple[float, int, str, str]]:
         m = self.tokens(mention, self.lang)

@@ -55,7 +55,7 @@ class Linker:
         self._encoder = None
         self._evidence: dict = {}
         self._topic_bits = {t.name: 1 << i for i, t in enumerate(index.topics)}
-        self._qnum = [int(q[1:]) for q in index.qids]  # the index holds item ids (Q...) only
+        self._qnum = index.qnums  # QID numbers by eid (the index holds item ids only)
         self._gran: dict = {}
         self._keys: dict = {}  # (mention, lang) -> normalized keys (mentions repeat a lot)
         self._ent_cache: dict = {}   # (eid, lang, topic) -> the entity's output fields
@@ -196,31 +196,25 @@ class Linker:
 
     def _names(self, topic: str | None, langs) -> list:
         """(eid, lang, name) of the topic's entities (None: of any topic) in ``langs``;
-        one cached list per (topic, language), shared by the pools."""
+        one cached list per (topic, language), read from the index's pools."""
         out = []
         for lg in sorted(set(langs)):
             k = (topic, lg)
             part = self._name_parts.get(k)
             if part is None:
-                if topic is None:
-                    members = [e for e, b in enumerate(self.ix.topic_bits) if b]
-                else:
-                    members = self._members.get(topic)
-                    if members is None:
-                        members = self._members[topic] = self.ix.members(topic)
-                part = self._name_parts[k] = self.ix.names_of(members, {lg})
+                part = self._name_parts[k] = self.ix.part_names(topic, lg)
             out.extend(part)
         return out
 
     def _fuzzy_stage(self, key: str, lang: str, topic: str | None) -> dict:
         """Edit-distance hits among the names, in the mention's language and English, of
         the topic's entities (without a topic: of the entities of any topic); one
-        deletion index per (topic, language)."""
+        deletion index per (topic, language), stored with the index."""
         hits: dict = {}
         for lg in sorted({lang, normalize.base_lang(lang), "en"}):
             pool = self._fuzzy.get((topic, lg))
             if pool is None:
-                pool = self._fuzzy[(topic, lg)] = C.FuzzyPool(self._names(topic, {lg}))
+                pool = self._fuzzy[(topic, lg)] = self.ix.fuzzy_pool(topic, lg)
             for eid, nlg, name, d in pool.search(key):
                 cur = hits.get(eid)
                 if cur is None or (d, nlg, name) < cur:
@@ -232,13 +226,7 @@ class Linker:
             return {}
         pool = self._tokens.get((topic, lang))
         if pool is None:
-            entries = []
-            for lg in sorted({lang, normalize.base_lang(lang), "en"}):
-                part = self._tokens.get(("part", topic, lg))
-                if part is None:
-                    part = self._tokens[("part", topic, lg)] = C.TokenPool.entries_of(self._names(topic, {lg}))
-                entries.extend(part)
-            pool = self._tokens[(topic, lang)] = C.TokenPool(lang=lang, entries=entries)
+            pool = self._tokens[(topic, lang)] = self.ix.token_pool(topic, lang)
         hits = pool.search(mention)
         if not hits:
             return {}

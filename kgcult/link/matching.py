@@ -1,0 +1,50 @@
+"""String matching primitives of the fuzzy and tokens stages, shared by the in-memory pools
+(``candidates.py``) and the pools stored with the index (``pools.py``)."""
+from __future__ import annotations
+
+from kgcult.link import normalize
+
+
+def levenshtein(a: str, b: str, bound: int) -> int:
+    """Edit distance, or bound+1 as soon as it must exceed ``bound``."""
+    if abs(len(a) - len(b)) > bound:
+        return bound + 1
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        lo = i
+        for j, cb in enumerate(b, 1):
+            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            cur.append(v)
+            lo = min(lo, v)
+        if lo > bound:
+            return bound + 1
+        prev = cur
+    return prev[-1]
+
+
+def fuzzy_bound(n: int) -> int:
+    """Edits allowed for a key of n characters: none below 5, 1 up to 9, 2 from 10."""
+    if n < 5:
+        return 0
+    return 1 if n < 10 else 2
+
+
+FUZZY_MIN_LEN = 5  # shorter folded names are not in the fuzzy pools
+
+
+def deletion_variants(k: str):
+    """``k`` and every distinct string one deletion away (SymSpell's neighbourhood)."""
+    yield k
+    seen = {k}
+    for i in range(len(k)):
+        v = k[:i] + k[i + 1:]
+        if v not in seen:
+            seen.add(v)
+            yield v
+
+
+def tokens(text: str, lang: str) -> frozenset:
+    """The words of a name or mention for the tokens stage: folded, plural-folded, two
+    characters or more."""
+    return frozenset(w for w in normalize.stem(normalize.fold(text), lang).split(" ") if len(w) >= 2)

@@ -1,0 +1,275 @@
+"""The fuzzy and token pools, built once with the index and stored in its database, so a
+fresh process searches them from its first mention.
+
+A *part* is the names, in one language, of the entities of one topic (topic None: of
+the entities of any topic), in the order the linker has always used: by entity, then
+name. A part holds, per name, its folded key (fuzzy) and its words (tokens):
+
+* ``fuzzy``: every deletion variant (``matching.deletion_variants``) of each folded name
+  of 5+ characters; a hit is verified with the real edit distance against the stored
+  key, exactly as ``candidates.FuzzyPool`` does.
+* ``tok`` / ``tokdf`` / ``rare``: word postings, the number of entities per word and part,
+  and each name filed under its rarest word of its part. A token pool is the parts of
+  a topic in the mention's language, its base language and English
+  (``candidates.TokenPool`` over the same entries); its entity count is stored per
+  (topic, language) in ``pooln``, a word's entity count over several parts is counted
+  when first needed.
+
+Results are those of ``candidates.FuzzyPool`` / ``candidates.TokenPool`` built from the
+same names (tests/test_link_index.py compares them).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kgcult.link import normalize
+from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, levenshtein, tokens
+from kgcult.link.storage import chunks, script
+
+SCHEMA = """
+CREATE TABLE part_info(pid INTEGER PRIMARY KEY, topic TEXT NOT NULL, lang TEXT NOT NULL, size INTEGER);
+CREATE TABLE part(pid INTEGER, seq INTEGER, eid INTEGER, text TEXT, f TEXT, toks TEXT,
+                  PRIMARY KEY (pid, seq)) WITHOUT ROWID;
+CREATE TABLE scratch.fuzzy_raw(pid INTEGER, v TEXT, seq INTEGER);
+CREATE TABLE scratch.tok_raw(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER);
+CREATE TABLE fuzzy(pid INTEGER, v TEXT, seq INTEGER, PRIMARY KEY (pid, v, seq)) WITHOUT ROWID;
+CREATE TABLE tok(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
+CREATE TABLE tokdf(pid INTEGER, token TEXT, df INTEGER, PRIMARY KEY (pid, token)) WITHOUT ROWID;
+CREATE TABLE rare(pid INTEGER, token TEXT, seq INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
+CREATE TABLE pooln(topic TEXT, lang TEXT, n INTEGER, PRIMARY KEY (topic, lang)) WITHOUT ROWID;
+"""
+BATCH = 20_000
+
+
+def _topic_key(topic: str | None) -> str:
+    return "" if topic is None else topic
+
+
+def pool_langs(lang: str) -> list[str]:
+    """The part languages of a token pool for mentions in ``lang``."""
+    return sorted({lang, normalize.base_lang(lang), "en"})
+
+
+# -- building --------------------------------------------------------------------------
+
+def build(con, topic_names: list[str], langs: list[str]) -> None:
+    """Fill the pool tables from ``names`` (lang id, text, eid, alias) and ``ebits``
+    (eid, topic bitmask of the entities in some topic); ``langs`` by id."""
+    script(con, SCHEMA)
+    pid = -1
+    fold: dict = {}  # text -> folded key (names recur in several topics' parts)
+    specs = [(None, None)] + [(name, 1 << i) for i, name in enumerate(topic_names)]
+    for topic, bit in specs:
+        where, params = ("", ()) if bit is None else ("WHERE (b.bits & ?) != 0", (bit,))
+        rows = con.cursor().execute(
+            "SELECT DISTINCT n.lang, n.eid, n.text FROM names n JOIN ebits b ON b.eid = n.eid "
+            f"{where} ORDER BY n.lang, n.eid, n.text", params)
+        parts, fz, tk, infos = [], [], [], []
+        cur_lang, seq = None, 0
+        for lid, eid, text in rows:
+            if lid != cur_lang:
+                if cur_lang is not None:
+                    infos.append((pid, _topic_key(topic), langs[cur_lang], seq))
+                pid += 1
+                cur_lang, seq = lid, 0
+                lg = langs[lid]
+            f = fold.get(text)
+            if f is None:
+                if len(fold) > 16_384:
+                    fold.clear()
+                f = fold[text] = normalize.fold(text)
+            # the words of matching.tokens(text, lg), from the folded name at hand
+            toks = (frozenset(w for w in normalize.stem(f, lg).split(" ") if len(w) >= 2)
+                    if topic is not None else frozenset())
+            parts.append((pid, seq, eid, text, f, " ".join(sorted(toks))))
+            if len(f) >= FUZZY_MIN_LEN:
+                fz.append((pid, f, seq))
+                fz.extend([(pid, v, seq) for v in {f[:i] + f[i + 1:] for i in range(len(f))} if v != f])
+            for t in toks:
+                tk.append((pid, t, seq, eid))
+            seq += 1
+            if len(parts) >= BATCH or len(fz) >= 8 * BATCH:
+                _flush(con, parts, fz, tk)
+        if cur_lang is not None:
+            infos.append((pid, _topic_key(topic), langs[cur_lang], seq))
+        _flush(con, parts, fz, tk)
+        con.executemany("INSERT INTO part_info VALUES (?,?,?,?)", infos)
+    script(con, """
+        INSERT OR IGNORE INTO fuzzy SELECT pid, v, seq FROM fuzzy_raw ORDER BY 1, 2, 3;
+        DROP TABLE fuzzy_raw;
+        INSERT INTO tok SELECT pid, token, seq, eid FROM tok_raw ORDER BY 1, 2, 3;
+        DROP TABLE tok_raw;
+        INSERT INTO tokdf SELECT pid, token, COUNT(DISTINCT eid) FROM tok GROUP BY pid, token;
+        INSERT INTO rare SELECT pid, token, seq FROM (
+            SELECT t.pid, t.token, t.seq, ROW_NUMBER() OVER (
+                PARTITION BY t.pid, t.seq ORDER BY d.df, t.token) AS rn
+            FROM tok t JOIN tokdf d ON d.pid = t.pid AND d.token = t.token) WHERE rn = 1
+        ORDER BY 1, 2, 3;
+    """)
+    _pool_sizes(con, topic_names, langs)
+
+
+def _flush(con, parts, fz, tk) -> None:
+    con.executemany("INSERT INTO part VALUES (?,?,?,?,?,?)", parts)
+    con.executemany("INSERT INTO fuzzy_raw VALUES (?,?,?)", fz)
+    con.executemany("INSERT INTO tok_raw VALUES (?,?,?,?)", tk)
+    parts.clear()
+    fz.clear()
+    tk.clear()
+
+
+def _part_entities(con, pid: int) -> np.ndarray:
+    """Sorted entities of a part's names that have at least one word."""
+    return np.fromiter((r[0] for r in con.execute(
+        "SELECT DISTINCT eid FROM part WHERE pid = ? AND toks != '' ORDER BY eid", (pid,))), dtype=np.int64)
+
+
+def pool_size(con, topic: str, lang: str, part_entities=None) -> int:
+    """Entities with a word among the names of a token pool's parts (at least 1)."""
+    ents = []
+    for lg in pool_langs(lang):
+        r = con.execute("SELECT pid FROM part_info WHERE topic = ? AND lang = ?", (topic, lg)).fetchone()
+        if r is not None:
+            ents.append(part_entities(r[0]) if part_entities else _part_entities(con, r[0]))
+    if not ents:
+        return 1
+    return max(1, len(np.unique(np.concatenate(ents))))
+
+
+def _pool_sizes(con, topic_names: list[str], langs: list[str]) -> None:
+    for topic in topic_names:
+        cache: dict = {}
+
+        def ents(pid):
+            if pid not in cache:
+                cache[pid] = _part_entities(con, pid)
+            return cache[pid]
+
+        rows = [(topic, lg, pool_size(con, topic, lg, ents)) for lg in langs]
+        con.executemany("INSERT INTO pooln VALUES (?,?,?)", rows)
+        # the English part is kept across languages; the others are used once or twice
+        for pid in list(cache):
+            r = con.execute("SELECT lang FROM part_info WHERE pid = ?", (pid,)).fetchone()
+            if r and r[0] != "en":
+                del cache[pid]
+
+
+# -- searching -------------------------------------------------------------------------
+
+def part_id(con, topic: str | None, lang: str) -> int | None:
+    r = con.execute("SELECT pid FROM part_info WHERE topic = ? AND lang = ?", (_topic_key(topic), lang)).fetchone()
+    return r[0] if r else None
+
+
+def part_names(con, topic: str | None, lang: str) -> list[tuple[int, str, str]]:
+    """(eid, lang, name) of a part, in the linker's order."""
+    pid = part_id(con, topic, lang)
+    if pid is None:
+        return []
+    return [(e, lang, t) for e, t in con.execute("SELECT eid, text FROM part WHERE pid = ? ORDER BY seq", (pid,))]
+
+
+class StoredFuzzyPool:
+    """``candidates.FuzzyPool`` over one part, searched in the database."""
+
+    def __init__(self, con, topic: str | None, lang: str):
+        self.con = con
+        self.lang = lang
+        self.pid = part_id(con, topic, lang)
+
+    def search(self, key: str) -> list[tuple[int, str, str, int]]:
+        bound = fuzzy_bound(len(key))
+        if not bound or self.pid is None:
+            return []
+        variants = list(deletion_variants(key))
+        hits: dict = {}
+        lang = self.lang
+        for ch in chunks(variants):
+            q = ("SELECT DISTINCT p.eid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid AND p.seq = z.seq "
+                 f"WHERE z.pid = ? AND z.v IN ({','.join('?' * len(ch))})")
+            for eid, name, f in self.con.execute(q, (self.pid, *ch)):
+                if f == key:
+                    continue
+                d = levenshtein(key, f, bound)
+                if d <= bound:
+                    cur = hits.get(eid)
+                    if cur is None or (d, lang, name) < cur:
+                        hits[eid] = (d, lang, name)
+        return sorted((e, lg, nm, d) for e, (d, lg, nm) in hits.items())
+
+
+class StoredTokenPool:
+    """``candidates.TokenPool`` over a topic's parts in a mention language, its base
+    language and English, searched in the database."""
+
+    def __init__(self, con, topic: str, lang: str):
+        self.con = con
+        self.lang = lang
+        self.parts = [(pid, lg) for lg in pool_langs(lang) if (pid := part_id(con, topic, lg)) is not None]
+        self.pids = tuple(p for p, _ in self.parts)
+        self._rank = {p: i for i, (p, _) in enumerate(self.parts)}
+        self._lang = dict(self.parts)
+        r = con.execute("SELECT n FROM pooln WHERE topic = ? AND lang = ?", (topic, lang)).fetchone()
+        n = r[0] if r else pool_size(con, topic, lang)
+        self.n = n
+        self.default_idf = math.log(n + 1)
+        self._df: dict = {}
+        ph = ",".join("?" * len(self.pids))
+        self._q_df = f"SELECT df FROM tokdf WHERE pid IN ({ph}) AND token = ?"
+        self._q_union = f"SELECT COUNT(DISTINCT eid) FROM tok WHERE pid IN ({ph}) AND token = ?"
+        names = "SELECT x.pid, x.seq, p.eid, p.text, p.toks FROM {} x JOIN part p ON p.pid = x.pid AND p.seq = x.seq "
+        self._q_rare = names.format("rare") + f"WHERE x.pid IN ({ph}) AND x.token = ?"
+        self._q_post = names.format("tok") + f"WHERE x.pid IN ({ph}) AND x.token = ?"
+
+    def df(self, t: str) -> int:
+        """Entities of the pool with a name holding word ``t``."""
+        v = self._df.get(t)
+        if v is None:
+            rows = self.con.execute(self._q_df, (*self.pids, t)).fetchall()
+            if len(rows) <= 1:
+                v = rows[0][0] if rows else 0
+            else:
+                v = self.con.execute(self._q_union, (*self.pids, t)).fetchone()[0]
+            if len(self._df) > 100_000:
+                self._df.clear()
+            self._df[t] = v
+        return v
+
+    def idf(self, t: str) -> float:
+        c = self.df(t)
+        return math.log((self.n + 1) / c) if c else self.default_idf
+
+    def search(self, mention: str) -> list[tuple[float, int, str, str]]:
+        m = tokens(mention, self.lang)
+        if not m or not self.pids:
+            return []
+        found: dict = {}  # (eid, words) -> (first position in the pool, lang, name)
+
+        def consider(rows):
+            for pid, seq, eid, name, toks_s in rows:
+                toks = frozenset(toks_s.split(" "))
+                if not (toks <= m or m <= toks) or toks == m:
+                    continue
+                k = (eid, toks)
+                pos = (self._rank[pid], seq)
+                cur = found.get(k)
+                if cur is None or pos < cur[0]:
+                    found[k] = (pos, self._lang[pid], name)
+
+        for t in m:  # names contained in the mention: filed under their rarest word
+            consider(self.con.execute(self._q_rare, (*self.pids, t)))
+        dfs = {t: self.df(t) for t in m}
+        if all(dfs.values()):  # names containing the mention: via its rarest word
+            consider(self.con.execute(self._q_post, (*self.pids, min(m, key=lambda t: (dfs[t], t)))))
+        best: dict = {}
+        idf = self.idf
+        for (eid, toks), (_pos, lg, name) in found.items():
+            shared = sum(idf(w) for w in m & toks)
+            union = sum(idf(w) for w in m | toks)
+            sc = shared / union if union else 0.0
+            cur = best.get(eid)
+            if cur is None or (sc, lg, name) > (cur[0], cur[1], cur[2]):
+                best[eid] = (sc, lg, name)
+        return sorted(((sc, e, lg, nm) for e, (sc, lg, nm) in best.items()), key=lambda x: (-x[0], x[1]))

@@ -1,0 +1,77 @@
+"""Where the link index lives on disk: one directory holding an SQLite file (the tables
+keyed by text: names, normalized keys, labels, descriptions, edges, the fuzzy and token
+pools; a build stages rows in a scratch database beside it, deleted at the end) and ``.npy`` arrays, one value per entity (QID number, topic bits, sitelinks, ...),
+opened memory-mapped so a process only holds the pages it touches.
+
+Helpers here know nothing about linking: open the database for building (bounded page
+cache, scratch sorts in temporary files) or for reading (read-only, immutable), save and
+map an array beside it.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+DB_NAME = "index.sqlite"
+SCRATCH_NAME = "scratch.sqlite"  # staging tables of a build, removed at its end
+BUILD_CACHE_KIB = 16 * 1024   # page cache while building (SQLite sorts spill to temp files)
+READ_CACHE_KIB = 8 * 1024     # page cache of a reader; the OS page cache does the rest
+MAX_PARAMS = 30_000           # bound variables per statement (SQLite allows 32766)
+
+
+def connect(directory: str | Path, *, write: bool = False) -> sqlite3.Connection:
+    """The index database of ``directory``: writable for a build (no journal: a failed
+    build leaves a directory that is thrown away), else read-only."""
+    path = Path(directory) / DB_NAME
+    if write:
+        con = sqlite3.connect(path, isolation_level=None)
+        con.execute("ATTACH DATABASE ? AS scratch", (str(Path(directory) / SCRATCH_NAME),))
+        for schema in ("main", "scratch"):
+            con.execute(f"PRAGMA {schema}.journal_mode=OFF")
+            con.execute(f"PRAGMA {schema}.synchronous=OFF")
+            con.execute(f"PRAGMA {schema}.cache_size=-{BUILD_CACHE_KIB // 2}")
+        con.execute("PRAGMA locking_mode=EXCLUSIVE")
+        con.execute("PRAGMA temp_store=FILE")
+        con.execute("BEGIN")
+        return con
+    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                          check_same_thread=False)
+    con.execute(f"PRAGMA cache_size=-{READ_CACHE_KIB}")
+    return con
+
+
+def script(con: sqlite3.Connection, sql: str) -> None:
+    """Run statements of a build (executescript commits first; the build goes on in a
+    new transaction: one commit per step, not per row)."""
+    con.executescript(sql)
+    con.execute("BEGIN")
+
+
+def finish_build(con: sqlite3.Connection, directory: str | Path) -> None:
+    """Commit, drop the scratch database (staging tables), close."""
+    con.execute("COMMIT")
+    con.execute("DETACH DATABASE scratch")
+    con.close()
+    (Path(directory) / SCRATCH_NAME).unlink(missing_ok=True)
+
+
+def save_array(directory: str | Path, name: str, arr: np.ndarray) -> None:
+    """Persist ``arr`` as ``<directory>/<name>.npy`` (read back by ``load_array``)."""
+    np.save(Path(directory) / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+
+
+def load_array(directory: str | Path, name: str) -> np.ndarray:
+    """``<directory>/<name>.npy`` memory-mapped read-only (a plain ndarray view of the
+    mapping: scalar indexing stays fast; pages load as they are touched)."""
+    path = Path(directory) / f"{name}.npy"
+    arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    if arr.size == 0:
+        return np.load(path, allow_pickle=False)
+    return arr.view(np.ndarray)
+
+
+def chunks(seq, n: int = MAX_PARAMS):
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]

@@ -1,0 +1,181 @@
+"""The on-disk link index answers as the in-memory one did.
+
+A reference index is built here the way the in-memory index was (Python dicts straight
+from the store's quads), and the reference fuzzy / token pools are ``candidates.FuzzyPool``
+/ ``candidates.TokenPool`` over ``names_of(members(topic))``, as the linker built them
+lazily before; every candidate stage must give the same candidates on the seed snapshot
+(every name, and each with a typo) and on a sample of the stand-in dev set (slow)."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+from kgcult.link import candidates as C
+from kgcult.link import index as lx
+from kgcult.link import normalize, storage
+from kgcult.link.linker import Linker
+from kgcult.store import Store, hierarchy, snapshot
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = ROOT.parent / "shared" / "standin" / "link-dev.jsonl"
+
+
+def reference_maps(store, ix):
+    """exact / norm / anyl as the in-memory index built them (codes as sets)."""
+    exact, norm, anyl = {}, {}, {}
+    for alias, pred in ((0, lx.RDFS_LABEL), (1, lx.SKOS_ALT)):
+        for q in lx._data_quads(store, pred):
+            e = ix.eid_of.get(lx._local(q.subject))
+            lit = q.object
+            if e is None or not isinstance(lit, ox.Literal) or not lit.language:
+                continue
+            lang = lit.language.lower()
+            _, f, s = normalize.keys(lit.value, lang)
+            exact.setdefault((lang, lit.value), set()).add((e << 1) | alias)
+            norm.setdefault((lang, s), set()).add((e << 1) | alias)
+            acode = (((e << lx.LANG_BITS) | ix.lang_id[lang]) << 1) | alias
+            for k in {f, s}:
+                anyl.setdefault(k, set()).add(acode)
+    return exact, norm, anyl
+
+
+def reference_pools(ix):
+    """The pools as the linker built them in its first pass, per (topic, language)."""
+    fuzzy, parts = {}, {}
+    for topic in [None] + [t.name for t in ix.topics]:
+        members = ([e for e, b in enumerate(ix.topic_bits) if b] if topic is None else ix.members(topic))
+        for lg in ix.langs:
+            names = ix.names_of(members, {lg})
+            fuzzy[(topic, lg)] = C.FuzzyPool(names)
+            parts[(topic, lg)] = C.TokenPool.entries_of(names)
+    return fuzzy, parts
+
+
+_TOKEN_POOLS: dict = {}
+
+
+def token_pool(parts, topic, lang):
+    key = (id(parts), topic, lang)
+    if key in _TOKEN_POOLS:
+        return _TOKEN_POOLS[key]
+    entries = []
+    for lg in sorted({lang, normalize.base_lang(lang), "en"}):
+        entries.extend(parts.get((topic, lg), ()))
+    pool = _TOKEN_POOLS[key] = C.TokenPool(lang=lang, entries=entries)
+    return pool
+
+
+def typo(s: str, rng: random.Random) -> str:
+    if len(s) < 6:
+        return s + "x"
+    i = rng.randrange(1, len(s) - 2)
+    return s[:i] + s[i + 1] + s[i] + s[i + 2:]
+
+
+def compare(ix, store, mentions, fuzzy=None, parts=None):
+    """Assert that every stage agrees with the reference on ``mentions`` (mention, lang, topic)."""
+    exact, norm, anyl = reference_maps(store, ix)
+    for (lang, text), cs in exact.items():
+        assert set(lx.codes(ix.exact[lang].get(text))) == cs, (lang, text)
+    for (lang, key), cs in norm.items():
+        assert set(lx.codes(ix.norm[lang].get(key))) == cs, (lang, key)
+    for key, cs in anyl.items():
+        assert set(lx.codes(ix.anyl.get(key))) == cs, key
+    if fuzzy is None:
+        fuzzy, parts = reference_pools(ix)
+    checked = 0
+    for m, lang, topic in mentions:
+        keys = normalize.keys(m, lang)
+        for lg in sorted({lang, normalize.base_lang(lang), "en"}):
+            ref = fuzzy.get((topic, lg))
+            got = ix.fuzzy_pool(topic, lg).search(keys[1])
+            assert got == (ref.search(keys[1]) if ref else []), (m, lang, topic, lg)
+            checked += bool(got)
+        if topic is not None:
+            got = ix.token_pool(topic, lang).search(m)
+            ref = token_pool(parts, topic, lang).search(m)
+            assert [(round(s, 9), e, lg, n) for s, e, lg, n in got] == \
+                   [(round(s, 9), e, lg, n) for s, e, lg, n in ref], (m, lang, topic)
+            checked += bool(got)
+    return checked
+
+
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory):
+    s = Store(tmp_path_factory.mktemp("seed") / "store")
+    snapshot.import_(s, ROOT / "dumps" / "seed")
+    hierarchy.ensure_closure(s)
+    yield s
+    s.close()
+
+
+def test_seed_candidates_match_the_in_memory_index(seed):
+    ix = lx.load_or_build(seed)
+    rng = random.Random(7)
+    names = sorted({(text, lang) for (lang, text) in reference_maps(seed, ix)[0]})
+    names = rng.sample(names, min(len(names), 400))
+    mentions = []
+    for text, lang in names:
+        for topic in (None, "food", "place"):
+            mentions.append((text, lang, topic))
+            mentions.append((typo(text, rng), lang, topic))
+    mentions += [("chicken soup", "en", "food"), ("red wine sauce", "en", "food"), ("pão", "pt-br", "food")]
+    assert compare(ix, seed, mentions) > 100  # the pools found something, and agreed
+
+
+def test_index_files_and_fresh_linker(seed):
+    """The index is a directory of one database and memory-mapped arrays; a fresh linker
+    finds its pools there and links a typo at once."""
+    ix = lx.load_or_build(seed)
+    path = lx.index_path(seed, ix.content_hash, ix.topics)
+    assert path.is_dir() and (path / storage.DB_NAME).is_file() and (path / "qnum.npy").is_file()
+    assert lx.disk_bytes(path) > 0
+    assert type(ix.qnum).__name__ == "ndarray" and ix.qnum.base is not None  # a view of the mapping
+    lk = Linker(lx.LabelIndex(path), store=seed)
+    r = lk.link("tiramissu", topic="food")
+    assert r["match"] == "fuzzy" and r["qid"]
+    assert isinstance(r["candidates"][0]["sitelinks"], int)
+    json.dumps(r)  # plain Python values only
+
+
+def test_build_without_persisting_is_removed(seed):
+    ix = lx.build(seed, "h")
+    d = ix.directory
+    assert d.is_dir() and ix.exact["en"].get("paella") is not None
+    ix.close()
+    del ix
+    import gc
+
+    gc.collect()
+    assert not d.exists()
+
+
+@pytest.mark.slow
+def test_dev_sample_candidates_match(standin_path, tmp_path):
+    if not DEV.exists():
+        pytest.skip(f"{DEV} not found")
+    s = Store(tmp_path / "store")
+    s.load([standin_path], graph="standin")
+    hierarchy.ensure_closure(s)
+    try:
+        ix = lx.load_or_build(s)
+        rows = [json.loads(line) for line in DEV.open()]
+        rng = random.Random(3)
+        sample = rng.sample(rows, 300)
+        mentions = [(r["mention"].strip(), (r.get("lang") or "en").lower(), r.get("topic")) for r in sample]
+        mentions += [(typo(m, rng), lang, t) for m, lang, t in mentions[:100]]
+        langs = {lg for _m, lang, _t in mentions for lg in (lang, normalize.base_lang(lang), "en")}
+        fuzzy, parts = {}, {}
+        for topic in {t for _m, _l, t in mentions} | {None}:
+            members = ([e for e, b in enumerate(ix.topic_bits) if b] if topic is None else ix.members(topic))
+            for lg in langs:
+                names = ix.names_of(members, {lg})
+                fuzzy[(topic, lg)] = C.FuzzyPool(names)
+                parts[(topic, lg)] = C.TokenPool.entries_of(names)
+        assert compare(ix, s, mentions, fuzzy, parts) > 50
+    finally:
+        s.close()
