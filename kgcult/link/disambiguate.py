@@ -51,7 +51,7 @@ class GraphFacts:
         if not path:
             return 0
         # a via-property claim alone (P131/P30) proves less than a class path
-        return len(path) + (1 if path[0][1] not in ("P31", "P279", "P361") else 0)
+        return len(path)
 
     def countries(self, eid: int) -> frozenset:
         c = self._countries.get(eid)

@@ -27,8 +27,8 @@ TOKENS_MIN = 0.6
 TOKENS_MARGIN = 0.1
 # The semantic stage (multilingual USE): cosine >= SEMANTIC_MIN and SEMANTIC_MARGIN ahead
 # of the best hit for another entity (set from the dev set's score distributions).
-SEMANTIC_MIN = 0.85
-SEMANTIC_MARGIN = 0.02
+SEMANTIC_MIN = 0.77
+SEMANTIC_MARGIN = 0.10
 
 
 class Linker:
