@@ -581,7 +581,7 @@ class Linker:
         return out
 
 
-_INPUT_FIELDS = frozenset({"mention", "lang", "topic", "country", "group"})
+_INPUT_FIELDS = frozenset({"mention", "lang", "topic", "country"})
 _UNRESOLVED = {"qid": None, "label": None, "label_en": None, "match": None, "lang_used": None,
                "status": "unresolved", "candidates": None, "evidence": None, "granularity": None,
                "granularity_score": None, "country": None, "description": None}
