@@ -357,6 +357,8 @@ class Linker:
         for lg in dict.fromkeys((base, "en")):
             if kind == "compound" and lg not in morphology.COMPOUNDING:
                 continue
+            if not morphology.stems_in(lg):
+                continue
             key = (kind, topic, lg)
             pool = self._morph.get(key)
             if pool is None:
@@ -367,56 +369,57 @@ class Linker:
                 return {eid: (0, nlg, None) for eid, (nlg, _name) in hits.items()}
         return {}
 
-    def _semantic_pool(self, topic: str, lang: str) -> semantic.SemanticPool:
-        """The topic's names in the mention's language and English, with their vectors
-        (each (topic, language) part cached on disk beside the label index)."""
-        key = (topic, lang)
+    def _semantic_part(self, topic: str, lg: str) -> semantic.SemanticPool:
+        """The topic's names in one language with their vectors, cached on disk beside the
+        label index (keyed by index hash, topics hash, model, topic, language)."""
+        key = (topic, lg)
         pool = self._sem.get(key)
         if pool is None:
-            parts = []
-            for lg in sorted({lang, normalize.base_lang(lang), "en"}):
-                pkey = ("part", topic, lg)
-                part = self._sem.get(pkey)
-                if part is None:
-                    rows = self._names(topic, {lg})
-                    cache = None
-                    if self.store is not None and getattr(self.store, "location", None):
-                        cache = index_dir(self.store) / (
-                            f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
-                            f"{self._sem_encoder.id}-{topic}-{lg}.npy")
-                    part = self._sem[pkey] = (rows, semantic.name_vectors(self._sem_encoder, rows, cache))
-                parts.append(part)
-            pool = self._sem[key] = semantic.SemanticPool(parts)
+            rows = self._names(topic, {lg})
+            cache = None
+            if self.store is not None and getattr(self.store, "location", None):
+                cache = index_dir(self.store) / (
+                    f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
+                    f"{self._sem_encoder.id}-{topic}-{lg}.npy")
+            pool = self._sem[key] = semantic.SemanticPool(
+                [(rows, semantic.name_vectors(self._sem_encoder, rows, cache))])
         return pool
 
     def _semantic_stage(self, states: list[dict]) -> None:
-        groups: dict = {}
-        for s in states:
-            if s["topic"] is None:  # without a topic there is no guard rail
-                continue
-            groups.setdefault((s["topic"], s["lang"]), []).append(s)
-        if not groups:
+        """Each mention against the names of its topic in its language and in English; one
+        batched encoder call, one search per (topic, language) part."""
+        todo = [s for s in states if s["topic"] is not None]  # no topic, no guard rail
+        if not todo:
             return
         if self._sem_encoder is None:
             self._sem_encoder = semantic.UseEncoder()
         vc = self._sem_vecs
-        texts = sorted({s["mention"].strip() for g in groups.values() for s in g})
+        texts = sorted({s["mention"].strip() for s in todo})
         new = [t for t in texts if t not in vc]
         if new:
             if len(vc) + len(new) > 200_000:
                 vc.clear()
             vc.update(zip(new, self._sem_encoder.encode(new)))
-        for key in sorted(groups):
-            group = groups[key]
-            pool = self._semantic_pool(*key)
-            qtexts = sorted({s["mention"].strip() for s in group})
-            hits = dict(zip(qtexts, pool.search(np.stack([vc[t] for t in qtexts]), k=10)))
-            for s in group:
-                hit = semantic.decide(hits[s["mention"].strip()], self.semantic_min, self.semantic_margin)
-                if hit is not None:
-                    eid, lg, cos = hit
-                    if eid not in s["cands"]:
-                        s["cands"][eid] = ("semantic", 0, lg, -round(cos, 6), None)
+        parts: dict = {}  # (topic, part language) -> mention texts
+        for s in todo:
+            for lg in {s["lang"], normalize.base_lang(s["lang"]), "en"}:
+                parts.setdefault((s["topic"], lg), set()).add(s["mention"].strip())
+        hits: dict = {}  # (topic, text, part language) -> hits
+        for key in sorted(parts):
+            qtexts = sorted(parts[key])
+            found = self._semantic_part(*key).search(np.stack([vc[t] for t in qtexts]), k=10)
+            for t, h in zip(qtexts, found):
+                hits[(key[0], t, key[1])] = h
+        for s in todo:
+            t = s["mention"].strip()
+            merged = sorted((h for lg in sorted({s["lang"], normalize.base_lang(s["lang"]), "en"})
+                             for h in hits[(s["topic"], t, lg)]),
+                            key=lambda h: (-h[0], h[2], h[3], h[1]))
+            hit = semantic.decide(merged, self.semantic_min, self.semantic_margin)
+            if hit is not None:
+                eid, lg, cos = hit
+                if eid not in s["cands"]:
+                    s["cands"][eid] = ("semantic", 0, lg, -round(cos, 6), None)
 
     def _evidence_path(self, eid: int, topic: Topic) -> list[list[str]]:
         key = (eid, topic.name)

@@ -50,17 +50,37 @@ def stemmer(lang: str):
     return _stemmers[lang]
 
 
+def stems_in(lang: str) -> bool:
+    """Whether Snowball has a stemmer for ``lang`` (the stem stage runs only then: without
+    one a stem key is the normalized key with the word order dropped)."""
+    return normalize.base_lang(lang) in SNOWBALL
+
+
 def words(text: str) -> list[str]:
     return normalize.basic(text).split()
 
 
+_stems: dict = {}  # (lang, word) -> stem, diacritics stripped (names share most words)
+
+
+def stems(ws: list[str], lang: str) -> list[str]:
+    """The Snowball stems of ``ws`` with diacritics stripped afterwards (memoized)."""
+    out = []
+    for w in ws:
+        k = (lang, w)
+        v = _stems.get(k)
+        if v is None:
+            if len(_stems) > 1_000_000:
+                _stems.clear()
+            st = stemmer(lang)
+            v = _stems[k] = normalize.strip_diacritics(st.stemWord(w) if st is not None else w)
+        out.append(v)
+    return out
+
+
 def stem_key(text: str, lang: str) -> str:
     """Sorted Snowball stems of the words of ``text`` (diacritics stripped after stemming)."""
-    st = stemmer(lang)
-    ws = words(text)
-    if st is not None:
-        ws = st.stemWords(ws)
-    return " ".join(sorted(normalize.strip_diacritics(w) for w in ws if w))
+    return " ".join(sorted(w for w in stems(words(text), lang) if w))
 
 
 def split_word(word: str, vocab: frozenset) -> list[str]:
@@ -90,10 +110,7 @@ def split_word(word: str, vocab: frozenset) -> list[str]:
 
 def compound_key(text: str, lang: str, vocab: frozenset) -> str:
     parts = [p for w in words(text) for p in split_word(w, vocab)]
-    st = stemmer(lang)
-    if st is not None:
-        parts = st.stemWords(parts)
-    return " ".join(sorted(normalize.strip_diacritics(p) for p in parts if p))
+    return " ".join(sorted(p for p in stems(parts, lang) if p))
 
 
 class KeyPool:

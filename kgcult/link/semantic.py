@@ -77,26 +77,32 @@ def name_vectors(encoder, rows: list[tuple[int, str, str]], cache: Path | None) 
 
 
 class SemanticPool:
-    """Cosine search over the (eid, lang, name) rows of one or more parts."""
+    """Cosine search over the (eid, lang, name) rows of one or more parts; the parts'
+    matrices are shared between pools (the English part of a topic is in every language's
+    pool), never copied."""
 
     def __init__(self, parts: list[tuple[list, np.ndarray]]):
-        self.rows = [r for rows, _ in parts for r in rows]
-        mats = [np.asarray(v, dtype="float32") for rows, v in parts if len(rows)]
-        self.mat = np.concatenate(mats) if mats else np.zeros((0, UseEncoder.dim), "float32")
+        self.parts = [(rows, v) for rows, v in parts if len(rows)]
 
     def search(self, qvecs: np.ndarray, k: int = 10) -> list[list[tuple[float, int, str, str]]]:
         """Per query vector, the ``k`` best (cosine, eid, lang, name), best first (ties by
-        row order, so results are reproducible)."""
-        if not len(self.rows) or not len(qvecs):
-            return [[] for _ in range(len(qvecs))]
-        sims = np.asarray(qvecs, dtype="float32") @ self.mat.T
-        k = min(k, len(self.rows))
-        out = []
-        for row in sims:
-            top = np.argpartition(-row, k - 1)[:k]
-            top = sorted(top.tolist(), key=lambda i: (-row[i], i))
-            out.append([(float(row[i]), *self.rows[i]) for i in top])
-        return out
+        part and row order, so results are reproducible)."""
+        q = np.asarray(qvecs, dtype="float32")
+        out: list[list] = [[] for _ in range(len(q))]
+        if not len(q):
+            return out
+        for pi, (rows, mat) in enumerate(self.parts):
+            sims = q @ np.asarray(mat).T
+            kk = min(k, len(rows))
+            top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+            for qi in range(len(q)):
+                row = sims[qi]
+                out[qi].extend((float(row[i]), pi, int(i)) for i in top[qi])
+        res = []
+        for qi, hits in enumerate(out):
+            hits.sort(key=lambda h: (-h[0], h[1], h[2]))
+            res.append([(s, *self.parts[pi][0][i]) for s, pi, i in hits[:k]])
+        return res
 
 
 def decide(hits, min_score: float, margin: float):
