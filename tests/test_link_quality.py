@@ -192,3 +192,26 @@ def test_cli_eval_side_by_side_and_plot(tmp_path):
     assert png.exists() == extras.available("matplotlib")
     if png.exists():
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_stream_groups_and_country(tmp_path):
+    from click.testing import CliRunner
+
+    from kgcult.cli.main import main
+
+    store = make_store(tmp_path / "store")
+    loc = store.location
+    store.close()
+    src = tmp_path / "in.jsonl"
+    rows = [{"id": "r1", "mention": "pastel", "lang": "en", "topic": "food", "group": "resp1"},
+            {"id": "r2", "mention": "feijoada", "lang": "en", "topic": "food", "group": "resp1"},
+            {"id": "r3", "lang": "en", "topic": "food", "country": "Q99002",
+             "entities": {"pastel": "dish_name"}}]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    res = CliRunner().invoke(main, ["--store", str(loc), "link", "-i", str(src), "-o", str(out)],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    got = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert (got["r1"]["qid"], got["r1"]["decided_by"][0]["by"], got["r1"]["group"]) == ("Q99041", "coherence", "resp1")
+    assert (got["r3#0"]["qid"], got["r3#0"]["decided_by"][0]["by"]) == ("Q99040", "country")
