@@ -58,6 +58,7 @@ class Linker:
         self._sem: dict = {}         # semantic pools and name-vector parts
         self._sem_encoder = None
         self._sem_vecs: dict = {}    # mention -> USE vector
+        self._sem_done: dict = {}    # (topic, lang, mention) -> the stage's hit or None
         self._facts = disambiguate.GraphFacts(index, lambda e, t: self._evidence_path(e, index.topic(t)))
         self._fuzzy: dict = {}
         self._tokens: dict = {}
@@ -388,7 +389,16 @@ class Linker:
     def _semantic_stage(self, states: list[dict]) -> None:
         """Each mention against the names of its topic in its language and in English; one
         batched encoder call, one search per (topic, language) part."""
-        todo = [s for s in states if s["topic"] is not None]  # no topic, no guard rail
+        done = self._sem_done  # mentions repeat a lot in model outputs: decide each once
+        todo = []
+        for s in states:
+            if s["topic"] is None:  # no topic, no guard rail
+                continue
+            k = (s["topic"], s["lang"], s["mention"].strip())
+            if k in done:
+                self._semantic_add(s, done[k])
+            else:
+                todo.append(s)
         if not todo:
             return
         if self._sem_encoder is None:
@@ -416,10 +426,17 @@ class Linker:
                              for h in hits[(s["topic"], t, lg)]),
                             key=lambda h: (-h[0], h[2], h[3], h[1]))
             hit = semantic.decide(merged, self.semantic_min, self.semantic_margin)
-            if hit is not None:
-                eid, lg, cos = hit
-                if eid not in s["cands"]:
-                    s["cands"][eid] = ("semantic", 0, lg, -round(cos, 6), None)
+            if len(done) > 200_000:
+                done.clear()
+            done[(s["topic"], s["lang"], t)] = hit
+            self._semantic_add(s, hit)
+
+    @staticmethod
+    def _semantic_add(st: dict, hit) -> None:
+        if hit is not None:
+            eid, lg, cos = hit
+            if eid not in st["cands"]:
+                st["cands"][eid] = ("semantic", 0, lg, -round(cos, 6), None)
 
     def _evidence_path(self, eid: int, topic: Topic) -> list[list[str]]:
         key = (eid, topic.name)
