@@ -65,6 +65,19 @@ def test_compound_stage_both_ways(linker):
     assert linker.link("Apfelstrudel", lang="fr", topic="food")["match"] != "compound"
 
 
+@needs_stemmer
+def test_morphology_pools_saved_beside_the_index(qstore, linker, monkeypatch):
+    linker.link("köttbullarna", lang="sv", topic="food")
+    assert list(index_dir(qstore).glob("morph-*-stem-food-sv.pkl"))
+
+    def no_build(*a, **k):
+        raise AssertionError("a saved pool was built again")
+
+    monkeypatch.setattr(morphology.KeyPool, "__init__", no_build)
+    fresh = Linker.open(qstore)
+    assert fresh.link("köttbullarna", lang="sv", topic="food")["qid"] == "Q99010"
+
+
 def test_split_word_uses_the_vocabulary():
     vocab = frozenset({"apfel", "kuchen", "schwein", "braten"})
     assert morphology.split_word("apfelkuchen", vocab) == ["apfel", "kuchen"]

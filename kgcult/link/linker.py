@@ -363,12 +363,26 @@ class Linker:
             key = (kind, topic, lg)
             pool = self._morph.get(key)
             if pool is None:
-                names = self._names(topic, {lg} | ({lang} if lg == base else set()))
-                pool = self._morph[key] = morphology.KeyPool(names, lg, compound=kind == "compound")
+                pool = self._morph[key] = self._morph_pool(kind, topic, lg)
             hits = pool.search(mention)
             if hits:
                 return {eid: (0, nlg, None) for eid, (nlg, _name) in hits.items()}
         return {}
+
+    def _morph_pool(self, kind: str, topic: str, lg: str) -> morphology.KeyPool:
+        """The stem/compound pool of the topic's names in ``lg``, read from beside the
+        label index when saved there, else built and saved."""
+        cache = None
+        if self.store is not None and getattr(self.store, "location", None):
+            cache = index_dir(self.store) / (
+                f"morph-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-{kind}-{topic}-{lg}.pkl")
+            pool = morphology.KeyPool.load(cache, lg) if cache.exists() else None
+            if pool is not None:
+                return pool
+        pool = morphology.KeyPool(self._names(topic, {lg}), lg, compound=kind == "compound")
+        if cache is not None:
+            pool.save(cache)
+        return pool
 
     def _semantic_part(self, topic: str, lg: str) -> semantic.SemanticPool:
         """The topic's names in one language with their vectors, cached on disk beside the
