@@ -426,7 +426,7 @@ class Linker:
             vc.update(zip(new, self._sem_encoder.encode(new)))
         parts: dict = {}  # (topic, part language) -> mention texts
         for s in todo:
-            for lg in {s["lang"], normalize.base_lang(s["lang"]), "en"}:
+            for lg in self._semantic_langs(s["lang"]):
                 parts.setdefault((s["topic"], lg), set()).add(s["mention"].strip())
         hits: dict = {}  # (topic, text, part language) -> hits
         for key in sorted(parts):
@@ -436,7 +436,7 @@ class Linker:
                 hits[(key[0], t, key[1])] = h
         for s in todo:
             t = s["mention"].strip()
-            merged = sorted((h for lg in sorted({s["lang"], normalize.base_lang(s["lang"]), "en"})
+            merged = sorted((h for lg in self._semantic_langs(s["lang"])
                              for h in hits[(s["topic"], t, lg)]),
                             key=lambda h: (-h[0], h[2], h[3], h[1]))
             hit = semantic.decide(merged, self.semantic_min, self.semantic_margin)
@@ -444,6 +444,14 @@ class Linker:
                 done.clear()
             done[(s["topic"], s["lang"], t)] = hit
             self._semantic_add(s, hit)
+
+    @staticmethod
+    def _semantic_langs(lang: str) -> list[str]:
+        """The name languages a mention in ``lang`` is matched against."""
+        base = normalize.base_lang(lang)
+        if base not in semantic.LANGS:
+            return ["en"]
+        return sorted({lang, base, "en"})
 
     @staticmethod
     def _semantic_add(st: dict, hit) -> None:

