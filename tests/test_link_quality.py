@@ -155,6 +155,13 @@ def test_popularity(linker):
     assert r["decided_by"][0]["values"]["Q99060"] == {"sitelinks": 0, "contains": 2}
 
 
+def test_label_before_alias_after_the_graph(linker):
+    r = linker.link("broa", lang="en", topic="food")
+    assert (r["qid"], r["status"], _by(r)) == ("Q99080", "resolved", ["label"])
+    r = linker.link("canja", lang="en", topic="food")  # the alias holder is typed directly
+    assert (r["qid"], _by(r)) == ("Q99085", ["specificity"])
+
+
 def test_remaining_tie_is_ambiguous(linker):
     r = linker.link("twin dish", lang="en", topic="food")
     assert (r["qid"], r["status"], r["tied"]) == ("Q99070", "ambiguous", ["Q99070", "Q99071"])

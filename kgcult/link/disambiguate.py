@@ -19,8 +19,9 @@ only look inside it):
 4. ``popularity``: the most Wikipedia sitelinks; then, for places, the most places
    located in it (P131 claims pointing at it; a province over its namesake capital).
 
-A tie that survives all four is reported ``ambiguous`` with the tied QIDs; the smaller
-QID is kept so output is reproducible. No criterion has a parameter to tune.
+Then (``Linker._finish``) an ``rdfs:label`` beats a ``skos:altLabel`` (``label``). A tie
+that survives all of them is reported ``ambiguous`` with the tied QIDs; the smaller QID
+is kept so output is reproducible. No criterion has a parameter to tune.
 """
 from __future__ import annotations
 

@@ -540,18 +540,25 @@ class Linker:
         srank = rank.STAGE_RANK
         for eid, (stage, alias, lg, sub, _d) in st["cands"].items():
             valid = (tb[eid] & bit) != 0 if topic else True
-            ranked.append(((0 if valid else 1, srank[stage], alias, sub, qn[eid]),
+            ranked.append(((0 if valid else 1, srank[stage], sub, alias, qn[eid]),
                            eid, stage, alias, lg, sub, valid))
         ranked.sort()
         decided = None
-        if len(ranked) > 1 and ranked[1][0][:-1] == ranked[0][0][:-1] and ranked[0][6]:
+        if len(ranked) > 1 and ranked[1][0][:3] == ranked[0][0][:3] and ranked[0][6]:
             # a tie on the match itself: settled by the graph (disambiguate.py)
             n = 1
-            while n < len(ranked) and ranked[n][0][:-1] == ranked[0][0][:-1]:
+            while n < len(ranked) and ranked[n][0][:3] == ranked[0][0][:3]:
                 n += 1
             keep, decided = disambiguate.settle(
                 [r[1] for r in ranked[:n]], self._facts, topic=topic,
                 country=row.get("country"), context=context or [])
+            if len(keep) > 1:  # then a label before an alias
+                alias_of = {r[1]: r[3] for r in ranked[:n]}
+                best = min(alias_of[e] for e in keep)
+                labels = [e for e in keep if alias_of[e] == best]
+                if len(labels) < len(keep):
+                    decided = decided + [{"by": "label", "values": {ix.qids[e]: alias_of[e] for e in keep}}]
+                    keep = labels
             order = {e: i for i, e in enumerate(keep)}
             ranked[:n] = sorted(ranked[:n], key=lambda r: (r[1] not in order, order.get(r[1], 0), r[0]))
             tied_qids = [ix.qids[e] for e in keep] if len(keep) > 1 else None

@@ -2,11 +2,11 @@
 
 Order: topic-valid before invalid; then the stage, in pipeline order (exact label <
 exact alias < normalized < English fallback < any language < stem < compound < fuzzy <
-tokens < semantic < embedding); within a stage an rdfs:label before a skos:altLabel,
-fewer edits before more (fuzzy), a higher score before a lower one (tokens, semantic,
-embedding). Candidates equal on all of that are a tie, which ``disambiguate.py`` settles
-by the graph (specificity, country, coherence, popularity), then the smaller QID number
-(``Linker._finish`` builds the keys). A tie nothing settles is ``status: ambiguous``.
+tokens < semantic < embedding); within a stage fewer edits before more (fuzzy), a higher
+score before a lower one (tokens, semantic, embedding). Candidates equal on all of that
+are a tie, which ``disambiguate.py`` settles by the graph (specificity, country,
+coherence, popularity), then an rdfs:label before a skos:altLabel, then the smaller QID
+number (``Linker._finish`` builds the keys). A tie nothing settles is ``status: ambiguous``.
 """
 from __future__ import annotations
 
