@@ -235,3 +235,20 @@ def test_cli_stream_groups_and_country(tmp_path):
     got = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert (got["r1"]["qid"], got["r1"]["decided_by"][0]["by"], got["r1"]["group"]) == ("Q99041", "coherence", "resp1")
     assert (got["r3#0"]["qid"], got["r3#0"]["decided_by"][0]["by"]) == ("Q99040", "country")
+
+
+def test_bad_group_is_a_one_line_error(linker, tmp_path):
+    from click.testing import CliRunner
+
+    from kgcult.cli.main import main
+    from kgcult.errors import KgcultError
+
+    with pytest.raises(KgcultError, match="group must be"):
+        list(linker.link_many([{"mention": "bolo", "lang": "en", "topic": "food", "group": ["x"]}]))
+    store = make_store(tmp_path / "store")
+    loc = store.location
+    store.close()
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"mention": "bolo", "topic": "food"}\n{"mention": "bolo", "group": {"a": 1}}\n')
+    res = CliRunner().invoke(main, ["--store", str(loc), "link", "-i", str(src), "-o", str(tmp_path / "o.jsonl")])
+    assert res.exit_code == 1 and f"{src}:2: group must be" in res.output and "Traceback" not in res.output

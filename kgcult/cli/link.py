@@ -135,6 +135,8 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
                 rs = mention_rows(obj, lineno, lang, topic, where)
                 for r in rs:
                     if obj.get("group") is not None:  # mentions of one response
+                        if not isinstance(obj["group"], (str, int)) or isinstance(obj["group"], bool):
+                            raise KgcultError(f"{where}:{lineno}: group must be a string or an integer")
                         r["group"] = obj["group"]
                     if r.get("country") is None and country:
                         r["country"] = country

@@ -172,6 +172,8 @@ class Linker:
         bits = ix.topic_bits
         cands: dict = {}  # eid -> (stage, alias, lang_used, sub, detail)
         group = row.get("group", row.get("source_id"))
+        if group is not None and not isinstance(group, (str, int)):
+            raise KgcultError(f"group must be a string or an integer, got {type(group).__name__}")
         st = {"row": row, "mention": mention, "lang": lang, "topic": topic, "cands": cands,
               "pending_embedding": False, "pending_semantic": False, "key": None,
               "group": group}
