@@ -119,9 +119,9 @@ def test_any_language_and_variants(linker):
 def test_fuzzy_needs_topic_validity(linker):
     r = linker.link("mayonaise", lang="en", topic="food")
     assert r["qid"] == "Q167893" and r["match"] == "fuzzy"
-    # a short string gets no edits
-    assert linker.link("sushy", lang="en", topic="food")["qid"] is None or \
-        linker.link("sushy", lang="en", topic="food")["match"] == "fuzzy"
+    # a short string gets no edits (the stem stage, which maps "sushy" to "sushi", is off here)
+    plain = linker.with_stages(["exact", "normalized", "english", "any", "fuzzy"])
+    assert plain.link("sushy", lang="en", topic="food")["match"] in (None, "fuzzy")
     assert linker.link("Noel Hil", lang="en", topic="food")["qid"] is None
 
 

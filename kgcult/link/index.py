@@ -397,6 +397,13 @@ class LabelIndex:
         rows = self.db.execute("SELECT pid, o FROM edges WHERE s = ? ORDER BY pid, o", (n,)).fetchall()
         return tuple(rows) if rows else None
 
+    def inbound(self, pid: str) -> dict[str, int]:
+        """{QID: how many entities have a ``pid`` edge pointing at it} (one scan, cached)."""
+        cache = self.__dict__.setdefault("_inbound", {})
+        if pid not in cache:
+            cache[pid] = dict(self.db.execute("SELECT o, COUNT(*) FROM edges WHERE pid = ? GROUP BY o", (pid,)))
+        return cache[pid]
+
     def close(self) -> None:
         self.db.close()
 

@@ -12,7 +12,7 @@ import numpy as np
 from kgcult import ids
 from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
-from kgcult.link import embed, normalize, rank
+from kgcult.link import disambiguate, embed, morphology, normalize, pipeline, rank, semantic
 from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
 from kgcult.link.topics import Topic
 from kgcult.store import open_store
@@ -25,28 +25,41 @@ EMBED_MIN = 0.90
 EMBED_MARGIN = 0.02
 TOKENS_MIN = 0.6
 TOKENS_MARGIN = 0.1
+# The semantic stage (multilingual USE): cosine >= SEMANTIC_MIN and SEMANTIC_MARGIN ahead
+# of the best hit for another entity (set from the dev set's score distributions).
+SEMANTIC_MIN = 0.77
+SEMANTIC_MARGIN = 0.10
 
 
 class Linker:
     """Links mentions to QIDs of one store. Build with ``Linker.open(store)``.
 
-    ``stages`` (default: every stage of ``STAGES`` but ``embedding``, which
-    ``embeddings=True`` adds) run in pipeline order; the thresholds are the calibrated
-    cut-offs of the tokens and embedding stages (docs/link.md)."""
+    ``stages`` (default: ``pipeline.default_stages``: every stage but ``embedding``,
+    which ``embeddings=True`` adds) run in pipeline order; the thresholds are the
+    calibrated cut-offs of the tokens, semantic and embedding stages (docs/link.md)."""
 
     def __init__(self, index: LabelIndex, *, store=None, model: str | None = None,
                  embeddings: bool = False, stages: Iterable[str] | None = None,
                  embed_min: float = EMBED_MIN, embed_margin: float = EMBED_MARGIN,
-                 tokens_min: float = TOKENS_MIN, tokens_margin: float = TOKENS_MARGIN):
+                 tokens_min: float = TOKENS_MIN, tokens_margin: float = TOKENS_MARGIN,
+                 semantic_min: float = SEMANTIC_MIN, semantic_margin: float = SEMANTIC_MARGIN):
         self.ix = index
         self.store = store
         self.model = model
-        self.stages = _pipeline(stages if stages is not None else (
-            s for s in C.STAGES if s != "embedding" or embeddings))
+        self.stages = pipeline.checked(stages if stages is not None else
+                                       pipeline.default_stages(embeddings))
         self.embed_min = embed_min
         self.embed_margin = embed_margin
         self.tokens_min = tokens_min
         self.tokens_margin = tokens_margin
+        self.semantic_min = semantic_min
+        self.semantic_margin = semantic_margin
+        self._morph: dict = {}       # (kind, topic, lang) -> morphology.KeyPool
+        self._sem: dict = {}         # semantic pools and name-vector parts
+        self._sem_encoder = None
+        self._sem_vecs: dict = {}    # mention -> USE vector
+        self._sem_done: dict = {}    # (topic, lang, mention) -> the stage's hit or None
+        self._facts = disambiguate.GraphFacts(index, lambda e, t: self._evidence_path(e, index.topic(t)))
         self._fuzzy: dict = {}
         self._tokens: dict = {}
         self._name_parts: dict = {}
@@ -77,7 +90,7 @@ class Linker:
         """The same linker with other stages, sharing this one's model, pools and caches
         (all of them independent of the stages)."""
         other = copy.copy(self)
-        other.stages = _pipeline(stages)
+        other.stages = pipeline.checked(stages)
         return other
 
     @property
@@ -109,11 +122,35 @@ class Linker:
 
     def _link_batch(self, rows: list[dict]) -> list[dict]:
         states = [self._first_stages(r) for r in rows]
+        if "semantic" in self.stages:
+            todo = [s for s in states if s["pending_semantic"]]
+            if todo:
+                self._semantic_stage(todo)
         if "embedding" in self.stages:
-            todo = [s for s in states if s["pending_embedding"]]
+            todo = [s for s in states if s["pending_embedding"] and not self._settled(s)]
             if todo:
                 self._embedding_stage(todo)
-        return [self._finish(s) for s in states]
+        out = [self._finish(s) for s in states]
+        # coherence: ties in a group are settled again against the group's resolved entities
+        groups: dict = {}
+        for s, r in zip(states, out):
+            g = s["group"]
+            if g is not None and r["status"] == "resolved":
+                groups.setdefault(g, []).append(self.ix.eid_of[r["qid"]])
+        if groups:
+            for i, (s, r) in enumerate(zip(states, out)):
+                if r["status"] == "ambiguous" and groups.get(s["group"]):
+                    out[i] = self._finish(s, context=groups[s["group"]])
+        return out
+
+    def _settled(self, st: dict) -> bool:
+        """Whether an earlier stage found a candidate valid for the mention's topic."""
+        if not st["cands"]:
+            return False
+        if not st["topic"]:
+            return True
+        bit = self._topic_bits[st["topic"]]
+        return any(self.ix.topic_bits[e] & bit for e in st["cands"])
 
     def _check(self, row: dict):
         mention = row.get("mention")
@@ -134,15 +171,20 @@ class Linker:
         bit = self._topic_bits[topic] if topic else 0
         bits = ix.topic_bits
         cands: dict = {}  # eid -> (stage, alias, lang_used, sub, detail)
+        group = row.get("group", row.get("source_id"))
+        if group is not None and not isinstance(group, (str, int)):
+            raise KgcultError(f"group must be a string or an integer, got {type(group).__name__}")
         st = {"row": row, "mention": mention, "lang": lang, "topic": topic, "cands": cands,
-              "pending_embedding": False, "key": None}
+              "pending_embedding": False, "pending_semantic": False, "key": None,
+              "group": group}
         if not m:
             return st
         keys = None
         done = False
         for stage in self.stages:
-            if stage == "embedding":
-                st["pending_embedding"] = True
+            if stage == "semantic" or stage == "embedding":  # batched, after this loop
+                st["pending_semantic"] = stage == "semantic"
+                st["pending_embedding"] = "embedding" in self.stages
                 break
             if stage == "exact":
                 d = ix.exact.get(lang)
@@ -175,6 +217,8 @@ class Linker:
                     found = C.english(ix, m, lang)
                 elif stage == "any":
                     found = C.any_language(ix, m, lang, keys)
+                elif stage == "stem" or stage == "compound":
+                    found = self._morph_stage(stage, m, lang, topic)
                 elif stage == "fuzzy":
                     found = self._fuzzy_stage(keys[1], lang, topic)
                 else:
@@ -292,6 +336,120 @@ class Linker:
                     if eid not in s["cands"]:
                         s["cands"][eid] = ("embedding", 0, lg, -round(best, 6), None)
 
+    def _morph_stage(self, kind: str, mention: str, lang: str, topic: str | None) -> dict:
+        """Names with the mention's stem key (``stem``) or compound key (``compound``, only
+        for the compounding languages) among the topic's names in the mention's language,
+        then in English."""
+        if topic is None:
+            return {}
+        base = normalize.base_lang(lang)
+        if kind == "compound" and base not in morphology.COMPOUNDING:
+            return {}
+        for lg in dict.fromkeys((base, "en")):
+            if kind == "compound" and lg not in morphology.COMPOUNDING:
+                continue
+            if not morphology.stems_in(lg):
+                continue
+            key = (kind, topic, lg)
+            pool = self._morph.get(key)
+            if pool is None:
+                pool = self._morph[key] = self._morph_pool(kind, topic, lg)
+            hits = pool.search(mention)
+            if hits:
+                return {eid: (0, nlg, None) for eid, (nlg, _name) in hits.items()}
+        return {}
+
+    def _morph_pool(self, kind: str, topic: str, lg: str) -> morphology.KeyPool:
+        """The stem/compound pool of the topic's names in ``lg``, read from beside the
+        label index when saved there, else built and saved."""
+        cache = None
+        if self.store is not None and getattr(self.store, "location", None):
+            cache = index_dir(self.store) / (
+                f"morph-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-{kind}-{topic}-{lg}.pkl")
+            pool = morphology.KeyPool.load(cache, lg) if cache.exists() else None
+            if pool is not None:
+                return pool
+        pool = morphology.KeyPool(self._names(topic, {lg}), lg, compound=kind == "compound")
+        if cache is not None:
+            pool.save(cache)
+        return pool
+
+    def _semantic_part(self, topic: str, lg: str) -> semantic.SemanticPool:
+        """The topic's names in one language with their vectors, cached on disk beside the
+        label index (keyed by index hash, topics hash, model, topic, language)."""
+        key = (topic, lg)
+        pool = self._sem.get(key)
+        if pool is None:
+            rows = self._names(topic, {lg})
+            cache = None
+            if self.store is not None and getattr(self.store, "location", None):
+                cache = index_dir(self.store) / (
+                    f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
+                    f"{self._sem_encoder.id}-{topic}-{lg}.npy")
+            pool = self._sem[key] = semantic.SemanticPool(
+                [(rows, semantic.name_vectors(self._sem_encoder, rows, cache))])
+        return pool
+
+    def _semantic_stage(self, states: list[dict]) -> None:
+        """Each mention against the names of its topic in its language and in English; one
+        batched encoder call, one search per (topic, language) part."""
+        done = self._sem_done  # mentions repeat a lot in model outputs: decide each once
+        todo = []
+        for s in states:
+            if s["topic"] is None:  # no topic, no guard rail
+                continue
+            k = (s["topic"], s["lang"], s["mention"].strip())
+            if k in done:
+                self._semantic_add(s, done[k])
+            else:
+                todo.append(s)
+        if not todo:
+            return
+        if self._sem_encoder is None:
+            self._sem_encoder = semantic.UseEncoder()
+        vc = self._sem_vecs
+        texts = sorted({s["mention"].strip() for s in todo})
+        new = [t for t in texts if t not in vc]
+        if new:
+            if len(vc) + len(new) > 200_000:
+                vc.clear()
+            vc.update(zip(new, self._sem_encoder.encode(new)))
+        parts: dict = {}  # (topic, part language) -> mention texts
+        for s in todo:
+            for lg in self._semantic_langs(s["lang"]):
+                parts.setdefault((s["topic"], lg), set()).add(s["mention"].strip())
+        hits: dict = {}  # (topic, text, part language) -> hits
+        for key in sorted(parts):
+            qtexts = sorted(parts[key])
+            found = self._semantic_part(*key).search(np.stack([vc[t] for t in qtexts]), k=10)
+            for t, h in zip(qtexts, found):
+                hits[(key[0], t, key[1])] = h
+        for s in todo:
+            t = s["mention"].strip()
+            merged = sorted((h for lg in self._semantic_langs(s["lang"])
+                             for h in hits[(s["topic"], t, lg)]),
+                            key=lambda h: (-h[0], h[2], h[3], h[1]))
+            hit = semantic.decide(merged, self.semantic_min, self.semantic_margin)
+            if len(done) > 200_000:
+                done.clear()
+            done[(s["topic"], s["lang"], t)] = hit
+            self._semantic_add(s, hit)
+
+    @staticmethod
+    def _semantic_langs(lang: str) -> list[str]:
+        """The name languages a mention in ``lang`` is matched against."""
+        base = normalize.base_lang(lang)
+        if base not in semantic.LANGS:
+            return ["en"]
+        return sorted({lang, base, "en"})
+
+    @staticmethod
+    def _semantic_add(st: dict, hit) -> None:
+        if hit is not None:
+            eid, lg, cos = hit
+            if eid not in st["cands"]:
+                st["cands"][eid] = ("semantic", 0, lg, -round(cos, 6), None)
+
     def _evidence_path(self, eid: int, topic: Topic) -> list[list[str]]:
         key = (eid, topic.name)
         if key in self._evidence:
@@ -362,20 +520,40 @@ class Linker:
                 return [q]
         return []
 
-    def _finish(self, st: dict) -> dict:
+    def _finish(self, st: dict, context: list[int] | None = None) -> dict:
         ix = self.ix
         row, lang, topic = st["row"], st["lang"], st["topic"]
         bit = self._topic_bits[topic] if topic else 0
         ranked = []
         tb = ix.topic_bits
-        sl = ix.sitelinks
         qn = self._qnum
         srank = rank.STAGE_RANK
         for eid, (stage, alias, lg, sub, _d) in st["cands"].items():
             valid = (tb[eid] & bit) != 0 if topic else True
-            ranked.append(((0 if valid else 1, srank[stage], alias, sub, -sl[eid], qn[eid]),
+            ranked.append(((0 if valid else 1, srank[stage], sub, alias, qn[eid]),
                            eid, stage, alias, lg, sub, valid))
         ranked.sort()
+        decided = None
+        if len(ranked) > 1 and ranked[1][0][:3] == ranked[0][0][:3] and ranked[0][6]:
+            # a tie on the match itself: settled by the graph (disambiguate.py)
+            n = 1
+            while n < len(ranked) and ranked[n][0][:3] == ranked[0][0][:3]:
+                n += 1
+            keep, decided = disambiguate.settle(
+                [r[1] for r in ranked[:n]], self._facts, topic=topic,
+                country=row.get("country"), context=context or [])
+            if len(keep) > 1:  # then a label before an alias
+                alias_of = {r[1]: r[3] for r in ranked[:n]}
+                best = min(alias_of[e] for e in keep)
+                labels = [e for e in keep if alias_of[e] == best]
+                if len(labels) < len(keep):
+                    decided = decided + [{"by": "label", "values": {ix.qids[e]: alias_of[e] for e in keep}}]
+                    keep = labels
+            order = {e: i for i, e in enumerate(keep)}
+            ranked[:n] = sorted(ranked[:n], key=lambda r: (r[1] not in order, order.get(r[1], 0), r[0]))
+            tied_qids = [ix.qids[e] for e in keep] if len(keep) > 1 else None
+        else:
+            tied_qids = None
         out = {"id": row["id"]} if "id" in row else {}
         out["mention"] = st["mention"]
         out["lang"] = lang
@@ -421,12 +599,8 @@ class Linker:
                 "granularity": gran, "granularity_score": gscore,
                 "country": self._country(eid), "description": ix.description(eid, lang),
             }
-        if len(ranked) > 1 and ranked[1][0][:-1] == tkey[:-1]:
-            tied = [ix.qids[r[1]] for r in ranked if r[0][:-1] == tkey[:-1]]
-            status = "ambiguous"
-        else:
-            tied = None
-            status = "resolved"
+        tied = tied_qids
+        status = "ambiguous" if tied else "resolved"
         out["qid"] = ent["qid"]
         out["label"] = ent["label"]
         out["label_en"] = ent["label_en"]
@@ -439,20 +613,11 @@ class Linker:
         out["granularity_score"] = ent["granularity_score"]
         out["country"] = list(ent["country"])
         out["description"] = ent["description"]
+        if decided:
+            out["decided_by"] = decided
         if tied:
             out["tied"] = tied
         return out
-
-
-def _pipeline(stages: Iterable[str]) -> tuple[str, ...]:
-    """``stages`` checked and in pipeline order; the embedding stage needs its packages."""
-    stages = tuple(stages)
-    for s in stages:
-        if s not in C.STAGES:
-            raise KgcultError(f"unknown linking stage {s!r}: one of {', '.join(C.STAGES)}")
-    if "embedding" in stages:
-        embed.check_stack()
-    return tuple(s for s in C.STAGES if s in stages)
 
 
 _INPUT_FIELDS = frozenset({"mention", "lang", "topic", "country"})

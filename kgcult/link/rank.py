@@ -1,20 +1,20 @@
 """Ranking without randomness.
 
-Order: topic-valid before invalid; then the match kind (exact label < exact alias <
-normalized < English fallback < any language < fuzzy < tokens < embedding); within a
-kind an rdfs:label before a skos:altLabel, fewer edits before more (fuzzy), a higher
-score before a lower one (tokens, embedding); then the sitelink count (higher first); then
-the smaller QID number (``Linker._finish`` builds the keys).
-
-Candidates equal on everything but the QID are a tie: the result keeps the smaller QID
-(so output is reproducible) and says ``status: ambiguous`` with the tied candidates.
+Order: topic-valid before invalid; then the stage, in pipeline order (exact label <
+exact alias < normalized < English fallback < any language < stem < compound < fuzzy <
+tokens < semantic < embedding); within a stage fewer edits before more (fuzzy), a higher
+score before a lower one (tokens, semantic, embedding). Candidates equal on all of that
+are a tie, which ``disambiguate.py`` settles by the graph (specificity, country,
+coherence, popularity), then an rdfs:label before a skos:altLabel, then the smaller QID
+number (``Linker._finish`` builds the keys). A tie nothing settles is ``status: ambiguous``.
 """
 from __future__ import annotations
 
-from kgcult.link.candidates import STAGES
+from kgcult.link.pipeline import STAGES
 
 STAGE_RANK = {s: i for i, s in enumerate(STAGES)}
-STAGE_SCORE = {"exact": 1.0, "normalized": 0.9, "english": 0.85, "any": 0.8}
+STAGE_SCORE = {"exact": 1.0, "normalized": 0.9, "english": 0.85, "any": 0.8, "stem": 0.75,
+               "compound": 0.72}
 
 
 def score(stage: str, alias: int, sub: float) -> float:
@@ -25,7 +25,7 @@ def score(stage: str, alias: int, sub: float) -> float:
         return round(0.7 - 0.1 * sub, 4)
     if stage == "tokens":
         return round(0.65 * max(0.0, -sub), 4)
-    return round(0.6 * max(0.0, -sub), 4)  # embedding: sub = -cosine
+    return round(0.6 * max(0.0, -sub), 4)  # semantic, embedding: sub = -cosine
 
 
 def match_name(stage: str, alias: int) -> str:

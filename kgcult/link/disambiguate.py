@@ -1,0 +1,138 @@
+"""Ambiguity settled by the graph: which of several equally matching candidates a mention
+means, decided deterministically, with the deciding evidence in the output.
+
+Candidates that the ranking (``rank.py``: topic validity, stage, label before alias,
+score) cannot tell apart are a *tie*. The criteria below are tried in order; the first
+one that singles out a strict subset of the tie keeps that subset (and the next criteria
+only look inside it):
+
+1. ``specificity``: the shortest evidence path to a topic root (an item typed as food
+   directly beats a taxon or a namesake reachable only through a long chain; a place with
+   a class path beats one known only through a P131/P30 claim).
+2. ``country``: the input row's ``country`` (the prompt's country) is among the
+   candidate's countries: its origin / country / nationality (P495, P17, P27), those of
+   the classes it is an instance or subclass or part of (a dish of a cuisine), or the
+   places it is located in (P131 up to a country).
+3. ``coherence``: the candidate shares a country or a parent class with an entity already
+   resolved for another mention of the same group (the optional ``group`` field; MakiEval
+   extraction rows are grouped by their response id).
+4. ``popularity``: the most Wikipedia sitelinks; then, for places, the most places
+   located in it (P131 claims pointing at it; a province over its namesake capital).
+
+Then (``Linker._finish``) an ``rdfs:label`` beats a ``skos:altLabel`` (``label``). A tie
+that survives all of them is reported ``ambiguous`` with the tied QIDs; the smaller QID
+is kept so output is reproducible. No criterion has a parameter to tune.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from kgcult.link.index import LabelIndex
+
+CRITERIA = ("specificity", "country", "coherence", "popularity")
+_COUNTRY_CLASSES = ("Q6256", "Q3624078")  # country, sovereign state
+_MAX_UP = 6  # P131 hops followed up to a country
+
+
+class GraphFacts:
+    """The graph facts the criteria read, derived from the label index once and cached."""
+
+    def __init__(self, ix: LabelIndex, evidence: Callable[[int, str], list]):
+        self.ix = ix
+        self._evidence = evidence  # (eid, topic name) -> path of [s, p, o]
+        self._countries: dict = {}
+        self._parents: dict = {}
+
+    def depth(self, eid: int, topic: str | None) -> int:
+        if topic is None:
+            return 0
+        path = self._evidence(eid, topic)
+        if not path:
+            return 0
+        # a via-property claim alone (P131/P30) proves less than a class path
+        return len(path)
+
+    def countries(self, eid: int) -> frozenset:
+        c = self._countries.get(eid)
+        if c is None:
+            c = self._countries[eid] = frozenset(self._countries_uncached(eid))
+        return c
+
+    def _countries_uncached(self, eid: int) -> set:
+        ix = self.ix
+        q = ix.qids[eid]
+        out = set(ix.country.get(eid, ()))
+        edges = ix.edges
+        for pid, o in edges.get(q, ()):
+            if pid == "P31" and o in _COUNTRY_CLASSES:
+                out.add(q)
+            if pid in ("P31", "P279", "P361"):  # a dish of a cuisine, a variety of a product
+                e = ix.eid_of.get(o)
+                if e is not None:
+                    out.update(ix.country.get(e, ()))
+        node, seen = q, {q}
+        for _ in range(_MAX_UP):  # P131 up to a country
+            up = [o for pid, o in edges.get(node, ()) if pid == "P131" and o not in seen]
+            if not up:
+                break
+            node = up[0]
+            seen.add(node)
+            if any(pid == "P31" and o in _COUNTRY_CLASSES for pid, o in edges.get(node, ())):
+                out.add(node)
+                break
+            e = ix.eid_of.get(node)
+            if e is not None and ix.country.get(e):
+                out.update(ix.country[e])
+        return out
+
+    def parents(self, eid: int) -> frozenset:
+        p = self._parents.get(eid)
+        if p is None:
+            p = self._parents[eid] = frozenset(
+                o for pid, o in self.ix.edges.get(self.ix.qids[eid], ())
+                if pid in ("P31", "P279", "P361", "P131"))
+        return p
+
+    def contains(self, eid: int) -> int:
+        """How many entities have a P131 claim pointing at this one."""
+        return self.ix.inbound("P131").get(self.ix.qids[eid], 0)
+
+
+def settle(tied: list[int], facts: GraphFacts, *, topic: str | None, country: str | None,
+           context: list[int]) -> tuple[list[int], list[dict]]:
+    """Narrow ``tied`` (eids, in ranking order) by the criteria in order. Returns (the
+    remaining eids, in the same order; the evidence: one ``{"by": criterion, "values":
+    {QID: value}}`` per criterion that narrowed the tie)."""
+    ix = facts.ix
+    ctx_countries: set = set()
+    ctx_parents: set = set()
+    for e in context:
+        ctx_countries |= facts.countries(e)
+        ctx_parents |= facts.parents(e)
+    keys = {
+        "specificity": lambda e: -facts.depth(e, topic),
+        "country": (lambda e: int(country in facts.countries(e))) if country else None,
+        "coherence": (lambda e: len(facts.countries(e) & ctx_countries)
+                      + len(facts.parents(e) & ctx_parents)) if context else None,
+        "popularity": lambda e: (ix.sitelinks[e], facts.contains(e)),
+    }
+    steps: list[dict] = []
+    for name in CRITERIA:
+        key = keys[name]
+        if key is None or len(tied) < 2:
+            continue
+        vals = {e: key(e) for e in tied}
+        best = max(vals.values())
+        keep = [e for e in tied if vals[e] == best]
+        if len(keep) < len(tied):
+            steps.append({"by": name, "values": {ix.qids[e]: _shown(name, v) for e, v in vals.items()}})
+            tied = keep
+    return tied, steps
+
+
+def _shown(name: str, v):
+    if name == "specificity":
+        return -v  # path length
+    if name == "popularity":
+        return {"sitelinks": v[0], "contains": v[1]}
+    return v

