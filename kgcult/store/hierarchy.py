@@ -204,19 +204,21 @@ class _NTriples(io.RawIOBase):
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
         self._chunks = chunks
-        self._pending = b""
+        self._pending = memoryview(b"")
+        self._at = 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b) -> int:
-        while not self._pending:
-            self._pending = next(self._chunks, b"")
-            if not self._pending:
+        while self._at >= len(self._pending):
+            chunk = next(self._chunks, b"")
+            if not chunk:
                 return 0
-        n = min(len(b), len(self._pending))
-        b[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
+            self._pending, self._at = memoryview(chunk), 0
+        n = min(len(b), len(self._pending) - self._at)
+        b[:n] = self._pending[self._at:self._at + n]
+        self._at += n
         return n
 
 
