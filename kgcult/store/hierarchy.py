@@ -154,7 +154,8 @@ class ScratchWriter:
 
 
 def _records(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    data = np.fromfile(path, dtype=intgraph.ID) if path.stat().st_size else np.zeros(0, intgraph.ID)
+    # memory-mapped: pages are read as the records are rendered, not all at once
+    data = np.memmap(path, dtype=intgraph.ID, mode="r") if path.stat().st_size else np.zeros(0, intgraph.ID)
     i, n = 0, len(data)
     while i < n:
         m = int(data[i])
