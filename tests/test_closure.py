@@ -159,3 +159,39 @@ def test_bad_spec_file_is_a_clear_error(tmp_path, store):
     bad.write_text("this is not turtle\n")
     with pytest.raises(Exception, match=r"specs.ttl:1"):
         hierarchy.load_specs(bad)
+
+
+def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_path, monkeypatch):
+    store.load([MINI])
+    hierarchy.build(store)
+    specs = hierarchy.load_specs()
+    old = {s.graph: graph_triples(store, s.graph) for s in specs}
+    extra = tmp_path / "extra.nt"  # changes every graph that follows P279 or P131
+    extra.write_text(f"<{WD}Q2095> <{vocab.WDT}P279> <{WD}Q9000098> .\n<{WD}Q212> <{vocab.WDT}P131> <{WD}Q9000097> .\n")
+    store.load([extra])
+    new = {s.graph: reference_closure(store, s) for s in specs}
+    assert all(old[s.graph] != new[s.graph] for s in specs if s.name != "closure-partof")
+    render, calls = hierarchy._render, []
+
+    def dies_on_third(*args):
+        calls.append(args)
+        if len(calls) == 3:
+            raise RuntimeError("killed")
+        return render(*args)
+
+    monkeypatch.setattr(hierarchy, "_render", dies_on_third)
+    with pytest.raises(RuntimeError):
+        hierarchy.build(store)
+    assert store.closure_stale
+    assert scratch_dir(store).exists()
+    # graphs are replaced in spec order after all are computed: two written, the third
+    # cleared, the rest untouched (still the old closure)
+    for s in specs[:2]:
+        assert graph_triples(store, s.graph) == new[s.graph], s.name
+    assert graph_triples(store, specs[2].graph) == set()
+    for s in specs[3:]:
+        assert graph_triples(store, s.graph) == old[s.graph], s.name
+    monkeypatch.undo()
+    hierarchy.ensure_closure(store)
+    assert not store.closure_stale and not scratch_dir(store).exists()
+    assert_same_as_reference(store)
