@@ -78,10 +78,10 @@ def test_kill_9_during_closure_leaves_store_stale_and_next_run_repairs(tmp_path,
         res = subprocess.run([sys.executable, "-m", "kgcult", "--store", str(work), "show", "Q746549"],
                              env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
-        assert "Q9999001" in res.stdout  # the new ancestor of dish (via food)
         assert closure_counts(work) == new
         with Store(work, read_only=True) as s:
             assert not s.closure_stale
+            assert WD + "Q9999001" in hierarchy.ancestors(s, WD + "Q746549")  # dish -> food -> new
             assert not scratch_dir(s).exists()
     assert killed >= 2, "no run was killed part-way: the kill points were too late"
     with Store(tmp_path / "kill0") as s:
