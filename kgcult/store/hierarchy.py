@@ -234,9 +234,9 @@ def _render(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[in
             line = head + (end + head).join(objs) + end
             buf.append(line)
             size += len(line)
-        if size > CHUNK_BYTES:
-            yield b"".join(buf)
-            buf, size = [], 0
+            if size > CHUNK_BYTES:  # inside the loop: a large cycle's members share one record
+                yield b"".join(buf)
+                buf, size = [], 0
     buf.extend(terms[x] + mark for cyc in cycles for x in cyc)
     if buf:
         yield b"".join(buf)
