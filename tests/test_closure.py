@@ -1,12 +1,15 @@
-"""Hierarchy closures computed with networkx and written to derived graphs."""
+"""Hierarchy closures: integer-coded reach, written to derived graphs, compared triple for
+triple with the old networkx algorithm (kept here as the reference)."""
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
 import pytest
+from pyoxigraph import NamedNode
 
 from kgcult import vocab
-from kgcult.store import hierarchy
-from kgcult.store.hierarchy import transitive_reach
+from kgcult.store import Store, hierarchy, intgraph
+from kgcult.store.hierarchy import scratch_dir
 
 from tests.conftest import FIXTURES, run_cli
 
@@ -19,17 +22,74 @@ def pairs(store, prop):
     return {(r["x"].value[len(WD):], r["y"].value[len(WD):]) for r in rows}
 
 
-def test_transitive_reach_matches_networkx_on_random_graphs():
-    for seed in range(5):
-        g = nx.gnp_random_graph(60, 0.04, seed=seed, directed=True)
-        g = nx.relabel_nodes(g, {n: str(n) for n in g})
-        reach, cycles = transitive_reach(g)
-        for n in g:
-            expected = set(nx.descendants(g, n))
-            if any(n in c for c in cycles):
-                expected.add(n)
-            assert set(reach[n]) == expected
-        assert all(len(c) > 1 or g.has_edge(c[0], c[0]) for c in cycles)
+def reference_reach(graph: nx.DiGraph) -> tuple[dict, list]:
+    """The pre-integer algorithm, kept as the reference: reach over the condensation;
+    members of a cycle reach each other and themselves."""
+    cond = nx.condensation(graph)
+    members = {c: frozenset(cond.nodes[c]["members"]) for c in cond.nodes}
+    cyclic = {c for c in cond.nodes if len(members[c]) > 1 or any(graph.has_edge(n, n) for n in members[c])}
+    reach_c: dict = {}
+    for c in reversed(list(nx.topological_sort(cond))):
+        r: set = set()
+        for s in cond.successors(c):
+            r |= members[s] | reach_c[s]
+        reach_c[c] = frozenset(r | (members[c] if c in cyclic else set()))
+    reach = {n: reach_c[c] for c, ms in members.items() for n in ms}
+    return reach, sorted(sorted(members[c]) for c in cyclic)
+
+
+def reference_closure(store, spec) -> set[tuple[str, str, str]]:
+    """What a spec's graph must hold, computed the old way (networkx, string pairs)."""
+    g = nx.DiGraph()
+    for p in spec.steps:
+        g.add_edges_from(hierarchy.edges(store, p))
+    reach, cycles = reference_reach(g)
+    out = set()
+    if spec.first is None:
+        out |= {(x, spec.derived, y) for x, ys in reach.items() for y in ys}
+    else:
+        for x, c in hierarchy.edges(store, spec.first):
+            out |= {(x, spec.derived, y) for y in {c} | reach.get(c, frozenset())}
+    out |= {(n, vocab.KGC + "inCycle", vocab.KGC + spec.name) for cyc in cycles for n in cyc}
+    return out
+
+
+def graph_triples(store, graph: str) -> set[tuple[str, str, str]]:
+    return {(q.subject.value, q.predicate.value, q.object.value)
+            for q in store.ox.quads_for_pattern(None, None, None, NamedNode(graph))}
+
+
+def assert_same_as_reference(store) -> None:
+    for spec in hierarchy.load_specs():
+        assert graph_triples(store, spec.graph) == reference_closure(store, spec), spec.name
+
+
+def test_reach_matches_networkx_on_random_graphs():
+    for seed in range(8):
+        g = nx.gnp_random_graph(80, 0.03, seed=seed, directed=True)
+        g.add_edges_from([(3, 3), (5, 5)])  # self-loops are cycles too
+        src = np.array([u for u, _ in g.edges], dtype=np.int32)
+        dst = np.array([v for _, v in g.edges], dtype=np.int32)
+        walk = intgraph.Reach(intgraph.Csr.from_edges(src, dst, 80))
+        got, cycles = {}, []
+        for members, reach, cyclic in walk:
+            got.update({m: set(reach.tolist()) for m in members})
+            if cyclic:
+                cycles.append(sorted(members))
+        expected, expected_cycles = reference_reach(g)
+        assert got == {n: set(r) for n, r in expected.items()}
+        assert sorted(cycles) == expected_cycles
+
+
+def test_closure_equals_reference_on_seed(tmp_path):
+    s = tmp_path / "s"
+    res = run_cli(["snapshot", "import", "--seed"], s)
+    assert res.exit_code == 0, res.stderr
+    assert run_cli(["closure"], s).exit_code == 0
+    with Store(s) as store:
+        assert not store.closure_stale
+        assert_same_as_reference(store)
+        assert not scratch_dir(store).exists()
 
 
 def test_closures_on_fixture(store):
@@ -99,3 +159,39 @@ def test_bad_spec_file_is_a_clear_error(tmp_path, store):
     bad.write_text("this is not turtle\n")
     with pytest.raises(Exception, match=r"specs.ttl:1"):
         hierarchy.load_specs(bad)
+
+
+def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_path, monkeypatch):
+    store.load([MINI])
+    hierarchy.build(store)
+    specs = hierarchy.load_specs()
+    old = {s.graph: graph_triples(store, s.graph) for s in specs}
+    extra = tmp_path / "extra.nt"  # changes every graph that follows P279 or P131
+    extra.write_text(f"<{WD}Q2095> <{vocab.WDT}P279> <{WD}Q9000098> .\n<{WD}Q212> <{vocab.WDT}P131> <{WD}Q9000097> .\n")
+    store.load([extra])
+    new = {s.graph: reference_closure(store, s) for s in specs}
+    assert all(old[s.graph] != new[s.graph] for s in specs if s.name != "closure-partof")
+    render, calls = hierarchy._render, []
+
+    def dies_on_third(*args):
+        calls.append(args)
+        if len(calls) == 3:
+            raise RuntimeError("killed")
+        return render(*args)
+
+    monkeypatch.setattr(hierarchy, "_render", dies_on_third)
+    with pytest.raises(RuntimeError):
+        hierarchy.build(store)
+    assert store.closure_stale
+    assert scratch_dir(store).exists()
+    # graphs are replaced in spec order after all are computed: two written, the third
+    # cleared, the rest untouched (still the old closure)
+    for s in specs[:2]:
+        assert graph_triples(store, s.graph) == new[s.graph], s.name
+    assert graph_triples(store, specs[2].graph) == set()
+    for s in specs[3:]:
+        assert graph_triples(store, s.graph) == old[s.graph], s.name
+    monkeypatch.undo()
+    hierarchy.ensure_closure(store)
+    assert not store.closure_stale and not scratch_dir(store).exists()
+    assert_same_as_reference(store)

@@ -1,5 +1,6 @@
-"""Hierarchy closures (P279, P31/P279*, P361, P131, ...) computed with networkx and written
-back to derived named graphs, so that no query on a hot path needs ``+``/``*`` paths.
+"""Hierarchy closures (P279, P31/P279*, P361, P131, ...) computed over integer-coded edges
+(``kgcult.store.intgraph``) and written back to derived named graphs, so that no query on a
+hot path needs ``+``/``*`` paths.
 
 The closures to build are data: ``ontology/closures.ttl`` (see the comments there).
 Wikidata's hierarchies have cycles; each strongly connected component is collapsed,
@@ -7,16 +8,21 @@ its members reach each other (and themselves), and the cycle is reported.
 """
 from __future__ import annotations
 
+import io
 import logging
+import shutil
 import time
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
-import networkx as nx
-from pyoxigraph import NamedNode, Quad
+import numpy as np
+from pyoxigraph import NamedNode, RdfFormat
 
 from kgcult import ids, ontology, vocab
 from kgcult.errors import KgcultError
+from kgcult.store import intgraph
 from kgcult.store.embedded import Store
 
 log = logging.getLogger(__name__)
@@ -70,101 +76,237 @@ def load_specs(path: str | Path | None = None) -> list[ClosureSpec]:
     return specs
 
 
-def edges(store: Store, prop: str) -> list[tuple[str, str]]:
-    """Every (subject, object) IRI pair of ``prop`` in the data graphs."""
+def edges(store, prop: str) -> list[tuple[str, str]]:
+    """Every (subject, object) IRI pair of ``prop`` in the data graphs (small graphs and
+    remote stores; the closure itself reads integer-coded edges, see ``read_edges``)."""
+    return [(s[1:-1].decode(), o[1:-1].decode()) for s, o in _data_edges(store, prop)]
+
+
+def _data_edges(store, prop: str) -> Iterator[tuple[bytes, bytes]]:
+    """``prop``'s (subject, object) pairs in the data graphs, as N-Triples terms ``b"<iri>"``."""
     p = NamedNode(prop)
-    out = []
     for q in store.ox.quads_for_pattern(None, p, None, None):
         g = q.graph_name.value if isinstance(q.graph_name, NamedNode) else ""
         if vocab.is_derived_graph(g) or g.startswith(vocab.STAGING_GRAPH):
             continue  # closures are not input; a staging graph is a refresh in progress
         if isinstance(q.subject, NamedNode) and isinstance(q.object, NamedNode):
-            out.append((q.subject.value, q.object.value))
-    return out
+            yield f"<{q.subject.value}>".encode(), f"<{q.object.value}>".encode()
 
 
-def transitive_reach(graph: nx.DiGraph) -> tuple[dict[str, frozenset[str]], list[list[str]]]:
-    """For every node, the set of nodes reachable in one or more steps; and the cycles.
+@dataclass
+class EdgeTable:
+    """The edges of the properties the specs follow, integer-coded over one node table."""
+    nodes: intgraph.NodeIds = field(default_factory=intgraph.NodeIds)
+    by_property: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
-    Works on the condensation (strongly connected components collapsed), visiting it in
-    reverse topological order so each component's reach is computed once from its
-    successors'. Members of a cycle reach all members of it, themselves included."""
-    cond = nx.condensation(graph)
-    members = {c: frozenset(cond.nodes[c]["members"]) for c in cond.nodes}
-    cyclic = {
-        c for c in cond.nodes
-        if len(members[c]) > 1 or any(graph.has_edge(n, n) for n in members[c])
-    }
-    reach_c: dict[int, frozenset[str]] = {}
-    for c in reversed(list(nx.topological_sort(cond))):
-        succ = list(cond.successors(c))
-        if not succ:
-            r: frozenset[str] = frozenset()
-        elif len(succ) == 1:
-            s = succ[0]
-            r = members[s] | reach_c[s]
-        else:
-            acc: set[str] = set()
-            for s in succ:
-                acc |= members[s]
-                acc |= reach_c[s]
-            r = frozenset(acc)
-        if c in cyclic:
-            r = r | members[c]
-        reach_c[c] = r
-    reach = {}
-    for c, ms in members.items():
-        for n in ms:
-            reach[n] = reach_c[c]
-    cycles = sorted(sorted(members[c]) for c in cyclic)
-    return reach, cycles
+    def read(self, store, prop: str) -> tuple[np.ndarray, np.ndarray]:
+        if prop not in self.by_property:
+            src, dst = array("i"), array("i")  # compact while reading; no pair objects kept
+            node = self.nodes.id
+            for s, o in _data_edges(store, prop):
+                src.append(node(s))
+                dst.append(node(o))
+            self.by_property[prop] = (np.frombuffer(src, dtype=intgraph.ID), np.frombuffer(dst, dtype=intgraph.ID))
+        return self.by_property[prop]
+
+    def union(self, store, props: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
+        parts = [self.read(store, p) for p in props]
+        return (np.concatenate([s for s, _ in parts]), np.concatenate([d for _, d in parts]),
+                sum(len(s) for s, _ in parts))
 
 
-def compute(store: Store, spec: ClosureSpec) -> tuple[list[tuple[str, str]], list[list[str]], int]:
-    """The closure's (x, y) pairs, the cycles found, and the number of input edges."""
-    step_graph = nx.DiGraph()
-    n_edges = 0
-    for p in spec.steps:
-        e = edges(store, p)
-        n_edges += len(e)
-        step_graph.add_edges_from(e)
-    reach, cycles = transitive_reach(step_graph)
-    pairs: list[tuple[str, str]] = []
+def _local(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, intgraph.Csr]:
+    """Relabel a subgraph's nodes densely: (local -> global ids, CSR over local ids)."""
+    nodes = np.unique(np.concatenate([src, dst]))
+    g = intgraph.Csr.from_edges(np.searchsorted(nodes, src), np.searchsorted(nodes, dst), len(nodes))
+    return nodes, g
+
+
+class ScratchWriter:
+    """Closure records on disk (int32): ``[m, members..., k, targets...]`` per group of
+    subjects that share their targets, then ``[-1, cycle members...]`` runs. Compact (a
+    component's targets are written once for all its members) and streamed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._f = open(path, "wb")
+        self._buf: list[np.ndarray] = []
+        self._size = 0
+        self.pairs = 0
+
+    def add(self, subjects: np.ndarray, targets: np.ndarray) -> None:
+        if not len(targets) or not len(subjects):
+            return
+        self._buf.append(np.concatenate(([len(subjects)], subjects, [len(targets)], targets)).astype(intgraph.ID))
+        self.pairs += len(subjects) * len(targets)
+        self._size += len(subjects) + len(targets)
+        if self._size > 4_000_000:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._buf:
+            np.concatenate(self._buf).tofile(self._f)
+        self._buf, self._size = [], 0
+
+    def close(self) -> None:
+        self._spill()
+        self._f.close()
+
+
+def _records(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    # memory-mapped: pages are read as the records are rendered, not all at once
+    data = np.memmap(path, dtype=intgraph.ID, mode="r") if path.stat().st_size else np.zeros(0, intgraph.ID)
+    i, n = 0, len(data)
+    while i < n:
+        m = int(data[i])
+        subjects = data[i + 1:i + 1 + m]
+        k = int(data[i + 1 + m])
+        yield subjects, data[i + 2 + m:i + 2 + m + k]
+        i += 2 + m + k
+
+
+def compute(store, spec: ClosureSpec, table: EdgeTable, out: ScratchWriter) -> tuple[list[list[int]], int]:
+    """Write the spec's closure records to ``out``; return its cycles (global node ids) and
+    the number of input edges."""
+    src, dst, n_edges = table.union(store, spec.steps)
+    nodes, g = _local(src, dst)
+    cycles: list[list[int]] = []
     if spec.first is None:
-        for x, ys in reach.items():
-            pairs.extend((x, y) for y in ys)
-    else:
-        firsts = edges(store, spec.first)
-        n_edges += len(firsts)
-        seen: dict[str, set[str]] = {}
-        for x, c in firsts:
-            targets = seen.setdefault(x, set())
-            targets.add(c)
-            targets |= reach.get(c, frozenset())
-        for x, ys in seen.items():
-            pairs.extend((x, y) for y in ys)
-    pairs.sort()
-    return pairs, cycles, n_edges
+        for members, reach, cyclic in intgraph.Reach(g):
+            out.add(nodes[members], nodes[reach])
+            if cyclic:
+                cycles.append(sorted(nodes[members].tolist()))
+        return cycles, n_edges
+    fsrc, fdst = table.read(store, spec.first)
+    n_edges += len(fsrc)
+    # x first/step* y: y is one of x's first targets, or what a first target reaches
+    at = np.searchsorted(nodes, fdst)
+    in_steps = at < len(nodes)
+    in_steps[in_steps] = nodes[at[in_steps]] == fdst[in_steps]
+    keep = np.zeros(len(nodes), dtype=bool)
+    keep[at[in_steps]] = True
+    walk = intgraph.Reach(g, keep)
+    for members, _, cyclic in walk:
+        if cyclic:
+            cycles.append(sorted(nodes[members].tolist()))
+    order = np.argsort(fsrc, kind="stable")
+    xs, starts = np.unique(fsrc[order], return_index=True)
+    bounds = np.append(starts, len(order)).tolist()
+    for j, x in enumerate(xs.tolist()):
+        sel = order[bounds[j]:bounds[j + 1]]
+        parts = [fdst[sel]] + [nodes[walk.reach_of(int(a))] for a in at[sel][in_steps[sel]]]
+        out.add(np.array([x], dtype=intgraph.ID), np.unique(np.concatenate(parts)))
+    return cycles, n_edges
+
+
+class _NTriples(io.RawIOBase):
+    """A file object that renders closure records as N-Triples on demand, so that
+    Oxigraph's bulk loader reads the closure as a stream (never the whole text)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._pending = memoryview(b"")
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while self._at >= len(self._pending):
+            chunk = next(self._chunks, b"")
+            if not chunk:
+                return 0
+            self._pending, self._at = memoryview(chunk), 0
+        n = min(len(b), len(self._pending) - self._at)
+        b[:n] = self._pending[self._at:self._at + n]
+        self._at += n
+        return n
+
+
+def _render(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[int]], mark: bytes) -> Iterator[bytes]:
+    end = b" .\n"
+    buf: list[bytes] = []
+    size = 0
+    for subjects, targets in _records(path):
+        objs = [terms[y] for y in targets.tolist()]
+        for x in subjects.tolist():
+            head = terms[x] + derived
+            line = head + (end + head).join(objs) + end
+            buf.append(line)
+            size += len(line)
+            if size > CHUNK_BYTES:  # inside the loop: a large cycle's members share one record
+                yield b"".join(buf)
+                buf, size = [], 0
+    buf.extend(terms[x] + mark for cyc in cycles for x in cyc)
+    if buf:
+        yield b"".join(buf)
+
+
+CHUNK_BYTES = 8 << 20
+DELETE_BATCH = 100_000
+
+
+def clear_in_batches(store: Store, graph: str) -> None:
+    """Empty a graph a batch of quads per transaction: Oxigraph's ``remove_graph`` is one
+    transaction that holds every deletion in memory (1.4 KB per quad measured here)."""
+    g = str(NamedNode(graph))  # an IRI from the spec file, checked by NamedNode
+    pattern = f"GRAPH {g} {{ ?s ?p ?o }}"
+    while store.ox.query(f"ASK {{ {pattern} }}"):
+        store.ox.update(f"DELETE {{ {pattern} }} WHERE {{ {{ SELECT ?s ?p ?o WHERE {{ {pattern} }} "
+                        f"LIMIT {DELETE_BATCH} }} }}")
+    store.clear_graph(graph)  # the (now empty) graph name itself
+
+
+def scratch_dir(store: Store) -> Path:
+    """Where a closure build keeps its records until it writes them (beside the store)."""
+    loc = Path(store.location).resolve()
+    return loc.parent / f".{loc.name}.closure-build"
 
 
 def build(store: Store, specs: list[ClosureSpec] | None = None) -> list[ClosureReport]:
     """(Re)build every closure graph and mark the closure fresh; each graph is logged
-    with its counts and the cycles it tolerated."""
+    with its counts and the cycles it tolerated.
+
+    Crash safety: the closure is marked stale before anything changes; every spec is
+    computed into compact records on disk first (the old graphs stay whole meanwhile);
+    then each graph is replaced by a streamed bulk load; the closure is marked fresh only
+    after the last one. A build killed part-way leaves the store stale (so the next
+    command that needs the closure rebuilds it) and its scratch records, which the next
+    build removes."""
     if store.remote:
         raise KgcultError("closures are built in the embedded store; a remote endpoint must provide its own")
     specs = specs if specs is not None else load_specs()
-    reports = []
-    spec_iri = {s.name: NamedNode(vocab.KGC + s.name) for s in specs}
-    in_cycle = vocab.kgc("inCycle")
+    store.mark_closure_stale()
+    store.flush()
+    scratch = scratch_dir(store)
+    shutil.rmtree(scratch, ignore_errors=True)  # a killed build's leftovers
+    scratch.mkdir(parents=True)
+    table = EdgeTable()
+    planned = []
     for spec in specs:
         t0 = time.perf_counter()
-        pairs, cycles, n_edges = compute(store, spec)
-        d = NamedNode(spec.derived)
-        triples = [(NamedNode(x), d, NamedNode(y)) for x, y in pairs]
-        triples += [(NamedNode(n), in_cycle, spec_iri[spec.name]) for cyc in cycles for n in cyc]
-        count = store.replace_graph(spec.graph, triples)
-        reports.append(ClosureReport(spec.name, spec.graph, n_edges, count, cycles, time.perf_counter() - t0))
+        out = ScratchWriter(scratch / f"{spec.name}.i32")
+        cycles, n_edges = compute(store, spec, table, out)
+        out.close()
+        planned.append((spec, out, cycles, n_edges, time.perf_counter() - t0))
+    terms = table.nodes.keys
+    in_cycle = f" <{vocab.KGC}inCycle> ".encode()
+    reports = []
+    for spec, out, cycles, n_edges, seconds in planned:
+        t0 = time.perf_counter()
+        clear_in_batches(store, spec.graph)
+        mark = in_cycle + f"<{vocab.KGC}{spec.name}> .\n".encode()
+        stream = _NTriples(_render(out.path, terms, f" <{spec.derived}> ".encode(), cycles, mark))
+        store.ox.bulk_load(input=io.BufferedReader(stream, CHUNK_BYTES), format=RdfFormat.N_TRIPLES,
+                           to_graph=NamedNode(spec.graph), lenient=True)
+        out.path.unlink()
+        named = sorted(sorted(terms[x][1:-1].decode() for x in cyc) for cyc in cycles)
+        count = out.pairs + sum(len(c) for c in cycles)
+        reports.append(ClosureReport(spec.name, spec.graph, n_edges, count, named,
+                                     seconds + time.perf_counter() - t0))
         log.info("%s", reports[-1])
+    shutil.rmtree(scratch, ignore_errors=True)
+    store.flush()
     store.set_state("closureStale", False)
     store.record_activity(kind="closure", source="ontology/closures.ttl",
                           triples=sum(r.triples_out for r in reports))
@@ -193,4 +335,4 @@ def ancestors(store: Store, iri: str, derived: str = vocab.KGC + "typedAs") -> l
 
 
 __all__ = ["ClosureSpec", "ClosureReport", "load_specs", "build", "compute", "ensure_closure",
-           "transitive_reach", "ancestors", "Quad"]
+           "ancestors", "edges"]
