@@ -1,0 +1,86 @@
+"""The emission: which kept N-Triples lines belong to a subgraph (its members' subjects,
+its predicates, its languages), where they come from after the crawl (the local engine's
+intermediate, or Spark's output partitions), and how they reach the store."""
+from __future__ import annotations
+
+import pyoxigraph as ox
+from pyoxigraph import NamedNode, Quad
+
+from kgcult import vocab
+from kgcult.acquire import dumpscan, subgraphs
+from kgcult.acquire.dumpio import IngestError
+from kgcult.acquire.subgraphs import SubgraphSpec
+
+
+def member_filter(spec: SubgraphSpec, members: set[str]):
+    """(subject IRIs as bytes, predicates, language tags or None, sitelink predicate or None)
+    that decide which kept lines belong to ``spec``."""
+    mem = {b"<" + vocab.WD.encode() + m.encode() + b">" for m in members}
+    if spec.is_labels:
+        preds = {b"<" + p.encode() + b">" for p in spec.label_properties}
+        site = b"<" + subgraphs.SITELINKS.encode() + b">" if spec.sitelinks else None
+        langs = {x.lower().encode() for x in spec.languages}
+    else:
+        preds, site, langs = {b"<" + vocab.WDT.encode() + p.encode() + b">" for p in spec.properties}, None, None
+    return mem, preds, langs, site
+
+
+def keep_lines(data: bytes, filt) -> bytes:
+    """The lines of ``data`` (kept N-Triples) that belong to the spec ``filt`` describes."""
+    mem, preds, langs, site = filt
+    out = []
+    for line in data.split(b"\n"):
+        s, _, rest = line.partition(b" ")
+        if s not in mem:
+            continue
+        p, _, o = rest.partition(b" ")
+        if p in preds:
+            if langs is not None:
+                at = o.rfind(b'"@')
+                if at < 0 or o[at + 2:].rstrip(b" .").lower() not in langs:
+                    continue
+        elif not (site is not None and p == site):
+            continue
+        out.append(line)
+    return b"\n".join(out) + b"\n" if out else b""
+
+
+class FrameSource:
+    """The members' lines, read back from the local engine's intermediate."""
+
+    def __init__(self, inter: dumpscan.Intermediate, members: dict[str, set[str]]):
+        self.inter, self.members = inter, members
+
+    def emit(self, todo: list[SubgraphSpec]):
+        """(subgraph name, N-Triples bytes) of every spec's members, one read of the frames."""
+        filters = [(s.name, member_filter(s, self.members[s.name])) for s in todo]
+        for frame in self.inter.frames():
+            for name, filt in filters:
+                data = keep_lines(frame, filt)
+                if data:
+                    yield name, data
+
+    def remove(self) -> None:
+        self.inter.remove()
+
+
+class Writer:
+    """Quads into the store in chunks."""
+
+    def __init__(self, store, chunk: int = 50000):
+        self.store, self.chunk, self.buf = store, chunk, []
+
+    def add_ntriples(self, data: bytes, graph: NamedNode, where: str) -> None:
+        try:
+            triples = ox.parse(data, format=ox.RdfFormat.N_TRIPLES)
+            for t in triples:
+                self.buf.append(Quad(t.subject, t.predicate, t.object, graph))
+        except SyntaxError as e:
+            raise IngestError(f"{where}: a selected line is not valid N-Triples: {e}") from None
+        if len(self.buf) >= self.chunk:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            self.store.ox.extend(self.buf)
+            self.buf = []
