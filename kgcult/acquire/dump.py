@@ -42,9 +42,11 @@ __all__ = ["ingest", "json_entities", "json_to_ntriples", "truthy_claims", "enti
 
 def json_entities(path: str):
     """(line number, entity dict) for each entity of a JSON dump (one thread; for tools)."""
+    i = 0
     with DumpReader(path, threads=1) as reader:
-        for first, block in reader.blocks():
-            for i, line in enumerate(block.split(b"\n"), first):
+        for block in reader.blocks():
+            for line in block.split(b"\n")[:-1]:
+                i += 1
                 try:
                     e = parse_entity_line(line, dumpscan.loads)
                 except ValueError as ex:
@@ -147,8 +149,7 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
     try:
         dumpscan.start_pool_note(jobs)
         with dumpscan.Workers(plan, jobs) as workers, DumpReader(dump, threads=jobs) as reader:
-            for r in workers.scan(_counted(reader.blocks(), bar)):
-                dumpscan.check(dump, r)
+            for r in workers.scan(dump, _counted(reader.blocks(), bar)):
                 records += r.records
                 for pid, s, o in r.edges:
                     index.add(pid, s, o)
@@ -165,10 +166,10 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
              "entities" if plan.kind == "json" else "triples", sum(len(a) for a in index.subj.values()),
              len(plan.struct_props), inter.bytes / 1e6)
     backend = select(index, specs, needed, reports)
-    return FrameSource(inter, backend.members), digest
+    return FrameSource(inter, backend.members, jobs), digest
 
 
 def _counted(blocks, bar):
-    for first, block in blocks:
+    for block in blocks:
         bar.update(len(block))
-        yield first, block
+        yield block

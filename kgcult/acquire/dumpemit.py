@@ -3,6 +3,8 @@ its predicates, its languages), where they come from after the crawl (the local 
 intermediate, or Spark's output partitions), and how they reach the store."""
 from __future__ import annotations
 
+import zlib
+
 import pyoxigraph as ox
 from pyoxigraph import NamedNode, Quad
 
@@ -45,20 +47,34 @@ def keep_lines(data: bytes, filt) -> bytes:
     return b"\n".join(out) + b"\n" if out else b""
 
 
-class FrameSource:
-    """The members' lines, read back from the local engine's intermediate."""
+_FILTERS: list = []  # (subgraph name, member_filter), set before the workers fork
 
-    def __init__(self, inter: dumpscan.Intermediate, members: dict[str, set[str]]):
-        self.inter, self.members = inter, members
+
+def _filter_frame(frame: bytes) -> list[tuple[str, bytes]]:
+    data = zlib.decompress(frame)
+    return [(name, kept) for name, filt in _FILTERS if (kept := keep_lines(data, filt))]
+
+
+class FrameSource:
+    """The members' lines, read back from the local engine's intermediate; the frames are
+    filtered by ``jobs`` forked workers, which inherit the member sets."""
+
+    def __init__(self, inter: dumpscan.Intermediate, members: dict[str, set[str]], jobs: int = 1):
+        self.inter, self.members, self.jobs = inter, members, jobs
 
     def emit(self, todo: list[SubgraphSpec]):
         """(subgraph name, N-Triples bytes) of every spec's members, one read of the frames."""
-        filters = [(s.name, member_filter(s, self.members[s.name])) for s in todo]
-        for frame in self.inter.frames():
-            for name, filt in filters:
-                data = keep_lines(frame, filt)
-                if data:
-                    yield name, data
+        global _FILTERS
+        _FILTERS = [(s.name, member_filter(s, self.members[s.name])) for s in todo]
+        pool = dumpscan.fork_pool(self.jobs)
+        try:
+            for kept in dumpscan.in_order(pool, _filter_frame, self.inter.frames(), self.jobs):
+                yield from kept
+        finally:
+            if pool is not None:
+                pool.terminate()
+                pool.join()
+            _FILTERS = []
 
     def remove(self) -> None:
         self.inter.remove()

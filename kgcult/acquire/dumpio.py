@@ -195,26 +195,20 @@ class DumpReader:
                 self.sha.update(data)
 
     def blocks(self, size: int = BLOCK):
-        """(first line number, bytes of whole lines) blocks of about ``size`` bytes."""
-        line = 1
+        """Blocks of whole lines, about ``size`` bytes each."""
         rest = b""
         try:
-            while True:
-                data = self.stream.read(size)
-                if not data:
-                    break
-                data = rest + data
+            while data := self.stream.read(size):
                 cut = data.rfind(b"\n") + 1
                 if cut == 0:
-                    rest = data
+                    rest += data
                     continue
-                block, rest = data[:cut], data[cut:]
-                yield line, block
-                line += block.count(b"\n")
+                yield rest + data[:cut]
+                rest = data[cut:]
         except (EOFError, OSError, ValueError, RuntimeError) as e:
             raise IngestError(f"{self.path}: cannot read: {e}") from None
         if rest:
-            yield line, rest + b"\n"
+            yield rest + b"\n"
 
     def sha256(self) -> str:
         """The hex sha256 of the file; checks the decompressor ended well."""

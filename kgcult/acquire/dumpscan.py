@@ -76,7 +76,9 @@ class BlockResult:
     records: int          # entities (JSON) or triples (N-Triples) read
     edges: list           # (pid, subject id, object id or None)
     lines: bytes          # N-Triples kept for the emission
-    error: str | None = None  # "LINE: message" of the first bad line
+    error: str | None = None  # the first bad line's problem
+    error_line: int = 0   # its line number (counted from first_line)
+    line_count: int = 0   # newlines in the block
 
 
 def _entity_of(nt_object: str) -> str | None:
@@ -99,7 +101,7 @@ def scan_json_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResul
         try:
             e = truthy.parse_entity_line(line, loads)
         except (ValueError, TypeError) as ex:
-            return BlockResult(first_line, n, [], b"", f"{i}: not a JSON entity line: {ex}")
+            return BlockResult(first_line, n, [], b"", f"not a JSON entity line: {ex}", i)
         if e is None:
             continue
         n += 1
@@ -159,7 +161,7 @@ def scan_nt_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
         try:
             parts = split_nt(line)
         except ValueError as ex:
-            return BlockResult(first_line, n, [], b"", f"{i}: {ex}")
+            return BlockResult(first_line, n, [], b"", str(ex), i)
         if parts is None:
             continue
         n += 1
@@ -189,10 +191,35 @@ def _init_worker(plan: ScanPlan) -> None:
     _PLAN = plan
 
 
-def _work(first_line: int, block: bytes) -> BlockResult:
-    r = SCANNERS[_PLAN.kind](_PLAN, first_line, block)
+def _work(block: bytes) -> BlockResult:
+    r = SCANNERS[_PLAN.kind](_PLAN, 1, block)
     r.lines = zlib.compress(r.lines, 1) if r.lines else b""
+    r.line_count = block.count(b"\n")
     return r
+
+
+def fork_pool(jobs: int, initializer=None, initargs=()):
+    """A pool of ``jobs`` forked processes (they inherit the parent's state), or None when
+    ``jobs`` is 1 or the platform cannot fork."""
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    return multiprocessing.get_context("fork").Pool(jobs, initializer=initializer, initargs=initargs)
+
+
+def in_order(pool, fn, items, jobs: int):
+    """``fn(item)`` for each item, in order, computed by ``pool`` (inline when None), with
+    at most 2 items per worker in flight so memory stays bounded whatever the input."""
+    if pool is None:
+        for item in items:
+            yield fn(item)
+        return
+    window: deque = deque()
+    for item in items:
+        window.append(pool.apply_async(fn, (item,)))
+        if len(window) >= 2 * jobs:
+            yield window.popleft().get()
+    while window:
+        yield window.popleft().get()
 
 
 class Workers:
@@ -204,12 +231,8 @@ class Workers:
         self.plan, self.jobs, self.pool = plan, jobs, None
 
     def __enter__(self) -> "Workers":
-        if self.jobs > 1:
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            self.pool = ctx.Pool(self.jobs, initializer=_init_worker, initargs=(self.plan,))
-        else:
-            _init_worker(self.plan)
+        _init_worker(self.plan)
+        self.pool = fork_pool(self.jobs, _init_worker, (self.plan,))
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -218,21 +241,16 @@ class Workers:
             self.pool.join()
         return False
 
-    def scan(self, blocks):
-        """BlockResults of ``blocks`` ((first line, bytes)) in order; ``lines`` come back
-        zlib-compressed. At most 2 blocks per worker are in flight, so memory stays bounded
-        whatever the dump's size."""
-        if self.pool is None:
-            for first, block in blocks:
-                yield _work(first, block)
-            return
-        window: deque = deque()
-        for first, block in blocks:
-            window.append(self.pool.apply_async(_work, (first, block)))
-            if len(window) >= 2 * self.jobs:
-                yield window.popleft().get()
-        while window:
-            yield window.popleft().get()
+    def scan(self, path: str, blocks):
+        """BlockResults of ``blocks`` (bytes of whole lines) in order, ``lines``
+        zlib-compressed; an :class:`IngestError` naming ``path`` and the line of the first
+        bad line."""
+        line = 1
+        for r in in_order(self.pool, _work, blocks, self.jobs):
+            if r.error:
+                raise IngestError(f"{path}:{line + r.error_line - 1}: {r.error}")
+            line += r.line_count
+            yield r
 
 
 def start_pool_note(jobs: int) -> None:
@@ -260,11 +278,11 @@ class Intermediate:
         self._f.close()
 
     def frames(self):
-        """Decompressed frames, in order."""
+        """The compressed frames, in order."""
         with open(self.path, "rb") as f:
             while head := f.read(self._LEN.size):
                 (n,) = self._LEN.unpack(head)
-                yield zlib.decompress(f.read(n))
+                yield f.read(n)
 
     def remove(self) -> None:
         try:
@@ -272,8 +290,3 @@ class Intermediate:
             os.unlink(self.path)
         except OSError:
             pass
-
-
-def check(path: str, result: BlockResult) -> None:
-    if result.error:
-        raise IngestError(f"{path}:{result.error}")

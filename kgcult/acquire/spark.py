@@ -49,7 +49,7 @@ def _scan_partition(plan, dump, index, lines):
     def flush(first_line):
         r = scanner(plan, first_line, "\n".join(buf).encode())
         if r.error:
-            raise ValueError(f"{_ERROR}{dump}: partition {index}, line {r.error}")
+            raise ValueError(f"{_ERROR}{dump}: partition {index}, line {r.error_line}: {r.error}")
         for e in r.edges:
             yield ("e",) + tuple(e)
         for line in r.lines.split(b"\n"):

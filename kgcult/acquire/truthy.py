@@ -120,21 +120,16 @@ def label_lines(entity: dict, subject: str, languages, label_props, sitelinks: b
     count when ``sitelinks``."""
     out = []
     if languages and label_props:
-        if vocab.RDFS + "label" in label_props:
-            for lang, d in (entity.get("labels") or {}).items():
-                tag = lang.lower()
-                if tag in languages:
-                    out.append(f"{subject} {LABEL} {literal(d['value'])}@{tag} .")
-        if vocab.SKOS + "altLabel" in label_props:
-            for lang, items in (entity.get("aliases") or {}).items():
-                tag = lang.lower()
-                if tag in languages:
-                    out.extend(f"{subject} {ALT} {literal(d['value'])}@{tag} ." for d in items)
-        if vocab.SCHEMA + "description" in label_props:
-            for lang, d in (entity.get("descriptions") or {}).items():
-                tag = lang.lower()
-                if tag in languages:
-                    out.append(f"{subject} {DESC} {literal(d['value'])}@{tag} .")
+        labels = (entity.get("labels") or {}) if vocab.RDFS + "label" in label_props else {}
+        aliases = (entity.get("aliases") or {}) if vocab.SKOS + "altLabel" in label_props else {}
+        descriptions = (entity.get("descriptions") or {}) if vocab.SCHEMA + "description" in label_props else {}
+        for tag in sorted(languages):  # Wikibase language codes are lower-case
+            if tag in labels:
+                out.append(f"{subject} {LABEL} {literal(labels[tag]['value'])}@{tag} .")
+            for d in aliases.get(tag, ()):
+                out.append(f"{subject} {ALT} {literal(d['value'])}@{tag} .")
+            if tag in descriptions:
+                out.append(f"{subject} {DESC} {literal(descriptions[tag]['value'])}@{tag} .")
     if sitelinks and "sitelinks" in entity:
         out.append(f'{subject} {SITELINKS} "{len(entity["sitelinks"] or {})}"^^{_INT} .')
     return out
