@@ -108,6 +108,11 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
         digest = spark.local_sha256(dump)
     else:
         source, digest = _scan_local(store, dump, plan, specs, needed, reports, jobs, progress)
+    if getattr(source, "remote", False):
+        for s in todo:
+            reports[s.name].skipped = (f"written to {output}/subgraph={s.name}/ (not a local directory: "
+                                       "load it with `kgcult load ... --graph`)")
+        return list(reports.values())
     try:
         run_id = os.urandom(8).hex()
         write_to = {s.name: staging.begin(store, s, run_id) for s in todo}

@@ -107,7 +107,7 @@ def run(dump, plan, specs, needed, todo, reports, *, master=None, output=None):
         backend = select(index, specs, needed, reports)
         filters = sc.broadcast([(s.name, member_filter(s, backend.members[s.name])) for s in todo])
         tagged = scanned.filter(lambda r: r[0] == "l").mapPartitions(lambda it: _tag_lines(filters.value, it))
-        if os.path.exists(out) and output:
+        if output and os.path.isdir(out):
             shutil.rmtree(out)
         spark.createDataFrame(tagged, "subgraph string, value string").write.partitionBy("subgraph").text(out)
         scanned.unpersist()
@@ -131,6 +131,9 @@ class PartitionSource:
 
     def __init__(self, directory: str, keep: bool):
         self.directory, self.keep = directory, keep
+        self.remote = "://" in directory and not directory.startswith("file:")
+        if directory.startswith("file://"):
+            self.directory = directory[len("file://"):]
 
     def emit(self, todo):
         for s in todo:
@@ -140,5 +143,5 @@ class PartitionSource:
                         yield s.name, b"".join(lines)
 
     def remove(self) -> None:
-        if not self.keep:
+        if not self.keep and not self.remote:
             shutil.rmtree(self.directory, ignore_errors=True)
