@@ -27,32 +27,46 @@ def member_filter(spec: SubgraphSpec, members: set[str]):
     return mem, preds, langs, site
 
 
-def keep_lines(data: bytes, filt) -> bytes:
-    """The lines of ``data`` (kept N-Triples) that belong to the spec ``filt`` describes."""
-    mem, preds, langs, site = filt
-    out = []
-    for line in data.split(b"\n"):
-        s, _, rest = line.partition(b" ")
-        if s not in mem:
-            continue
-        p, _, o = rest.partition(b" ")
-        if p in preds:
-            if langs is not None:
-                at = o.rfind(b'"@')
-                if at < 0 or o[at + 2:].rstrip(b" .").lower() not in langs:
-                    continue
-        elif not (site is not None and p == site):
-            continue
-        out.append(line)
-    return b"\n".join(out) + b"\n" if out else b""
+def _belongs(p: bytes, o: bytes, preds, langs, site) -> bool:
+    if p in preds:
+        if langs is None:
+            return True
+        at = o.rfind(b'"@')
+        return at >= 0 and o[at + 2:].rstrip(b" .").lower() in langs
+    return site is not None and p == site
 
 
-_FILTERS: list = []  # (subgraph name, member_filter), set before the workers fork
+class Router:
+    """Routes kept lines to the subgraphs they belong to, in one pass: a line whose
+    subject is no subgraph's member (most of them) costs one dict lookup."""
+
+    def __init__(self, filters: list[tuple[str, tuple]]):
+        self.names = [name for name, _ in filters]
+        self.by_subject: dict[bytes, list] = {}
+        for k, (_, (mem, preds, langs, site)) in enumerate(filters):
+            for m in mem:
+                self.by_subject.setdefault(m, []).append((k, preds, langs, site))
+
+    def route(self, data: bytes) -> list[tuple[str, bytes]]:
+        """(subgraph name, its lines of ``data``) for each subgraph with any."""
+        out: list[list[bytes]] = [[] for _ in self.names]
+        get = self.by_subject.get
+        for line in data.split(b"\n"):
+            targets = get(line[:line.find(b" ")])
+            if targets is None:
+                continue
+            _, p, o = line.split(b" ", 2)
+            for k, preds, langs, site in targets:
+                if _belongs(p, o, preds, langs, site):
+                    out[k].append(line)
+        return [(self.names[k], b"\n".join(lines) + b"\n") for k, lines in enumerate(out) if lines]
+
+
+_ROUTER: Router | None = None  # set before the workers fork; they inherit it
 
 
 def _filter_frame(frame: bytes) -> list[tuple[str, bytes]]:
-    data = zlib.decompress(frame)
-    return [(name, kept) for name, filt in _FILTERS if (kept := keep_lines(data, filt))]
+    return _ROUTER.route(zlib.decompress(frame))
 
 
 class FrameSource:
@@ -64,8 +78,8 @@ class FrameSource:
 
     def emit(self, todo: list[SubgraphSpec]):
         """(subgraph name, N-Triples bytes) of every spec's members, one read of the frames."""
-        global _FILTERS
-        _FILTERS = [(s.name, member_filter(s, self.members[s.name])) for s in todo]
+        global _ROUTER
+        _ROUTER = Router([(s.name, member_filter(s, self.members[s.name])) for s in todo])
         pool = dumpscan.fork_pool(self.jobs)
         try:
             for kept in dumpscan.in_order(pool, _filter_frame, self.inter.frames(), self.jobs):
@@ -74,7 +88,7 @@ class FrameSource:
             if pool is not None:
                 pool.terminate()
                 pool.join()
-            _FILTERS = []
+            _ROUTER = None
 
     def remove(self) -> None:
         self.inter.remove()

@@ -24,7 +24,7 @@ import tempfile
 
 from kgcult import extras
 from kgcult.acquire import dumpscan
-from kgcult.acquire.dumpemit import keep_lines, member_filter
+from kgcult.acquire.dumpemit import Router, member_filter
 from kgcult.acquire.dumpindex import EdgeIndex, select
 from kgcult.acquire.dumpio import IngestError
 from kgcult.files import sha256_file
@@ -66,12 +66,10 @@ def _scan_partition(plan, dump, index, lines):
         yield from flush(first)
 
 
-def _tag_lines(filters, records):
+def _tag_lines(router, records):
     """(subgraph name, line) for each kept line, for every subgraph it belongs to."""
-    lines = [r[1].encode() for r in records if r[0] == "l"]
-    data = b"\n".join(lines)
-    for name, filt in filters:
-        kept = keep_lines(data, filt)
+    data = b"\n".join(r[1].encode() for r in records if r[0] == "l")
+    for name, kept in router.route(data):
         for line in kept.split(b"\n"):
             if line:
                 yield (name, line.decode())
@@ -105,8 +103,8 @@ def run(dump, plan, specs, needed, todo, reports, *, master=None, output=None):
             index.add(pid, s, o)
         index.freeze()
         backend = select(index, specs, needed, reports)
-        filters = sc.broadcast([(s.name, member_filter(s, backend.members[s.name])) for s in todo])
-        tagged = scanned.filter(lambda r: r[0] == "l").mapPartitions(lambda it: _tag_lines(filters.value, it))
+        router = sc.broadcast(Router([(s.name, member_filter(s, backend.members[s.name])) for s in todo]))
+        tagged = scanned.filter(lambda r: r[0] == "l").mapPartitions(lambda it: _tag_lines(router.value, it))
         if output and os.path.isdir(out):
             shutil.rmtree(out)
         spark.createDataFrame(tagged, "subgraph string, value string").write.partitionBy("subgraph").text(out)

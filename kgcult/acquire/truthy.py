@@ -46,8 +46,13 @@ _MONTH00 = re.compile(r"^(-?\d+)-00-00")
 _DAY00 = re.compile(r"^(-?\d+-\d\d)-00")
 
 
+_ESCAPE = re.compile(r'[\\"\n\r]')
+
+
 def literal(text: str) -> str:
     """An N-Triples string literal (without tag or datatype)."""
+    if not _ESCAPE.search(text):
+        return '"' + text + '"'
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r") + '"'
 
 
