@@ -38,8 +38,12 @@ def test_every_decompressor_gives_the_same_store_and_the_file_sha256(tmp_path, m
     want = sha256_file(dump)
     fast, fast_sha = _ingest_hash(tmp_path, "fast", dump, jobs=2)
     assert fast_sha == {want}
-    # no parallel tool, no rapidgzip: Python's own module, one thread, and it says so
     monkeypatch.setattr(dumpio.shutil, "which", lambda name: None)
+    if suffix == ".gz" and dumpio.rapidgzip is not None:  # no pigz: rapidgzip, hashed beside it
+        assert dumpio.decompressor(str(dump), 2) == "rapidgzip"
+        rapid, rapid_sha = _ingest_hash(tmp_path, "rapid", dump, jobs=2)
+        assert rapid_sha == {want} and rapid == fast
+    # no parallel tool, no rapidgzip: Python's own module, one thread, and it says so
     monkeypatch.setattr(dumpio, "rapidgzip", None)
     assert dumpio.decompressor(str(dump)) in ("none", "python-gzip", "python-bz2", "python-zstandard")
     slow, slow_sha = _ingest_hash(tmp_path, "slow", dump, jobs=1)

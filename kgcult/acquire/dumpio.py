@@ -4,7 +4,9 @@ sha256 of the compressed file computed from the same read.
 Decompressors, best first (each used when present; otherwise Python's own module, and the
 log says the read is single-threaded):
 
-* ``.gz``: rapidgzip (PyPI, ``kgcult[dump]``: parallel inflate), then ``pigz -dc``;
+* ``.gz``: ``pigz -dc`` (inflate, check and I/O on separate threads, in its own process),
+  then rapidgzip (PyPI, ``kgcult[dump]``: parallel inflate inside this process; it holds
+  more memory, and on a few cores the parse, not the inflate, is the bottleneck);
 * ``.bz2``: ``lbzip2 -dc`` (parallel), then Python's ``bz2``;
 * ``.zst``: ``zstd -dc``, then the ``zstandard`` module.
 
@@ -83,11 +85,11 @@ def decompressor(path: str, threads: int | None = None) -> str:
     comp = compression(path)
     if comp is None:
         return "none"
-    if comp == ".gz" and rapidgzip is not None and (threads or cpu_count()) > 1:
-        return "rapidgzip"
     tool = _TOOLS[comp][0]
     if shutil.which(tool):
         return tool
+    if comp == ".gz" and rapidgzip is not None and (threads or cpu_count()) > 1:
+        return "rapidgzip"
     return {".gz": "python-gzip", ".bz2": "python-bz2", ".zst": "python-zstandard"}[comp]
 
 
@@ -163,7 +165,7 @@ class DumpReader:
             self._closers.append(self.stream)
         if self.tool.startswith("python-"):
             log.info("%s: decompressing on one thread with Python's module (install %s for a parallel "
-                     "read)", self.path, {".gz": "rapidgzip (kgcult[dump]) or pigz",
+                     "read)", self.path, {".gz": "pigz or rapidgzip (kgcult[dump])",
                                           ".bz2": "lbzip2", ".zst": "zstd"}[comp])
         else:
             log.info("%s: decompressing with %s", self.path, self.tool)

@@ -126,8 +126,8 @@ def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt
       kgcult ingest latest-truthy.nt.gz countries labels --lang en,ar
       kgcult ingest latest-all.json.bz2 --engine spark --master 'local[*]'
 
-    The dump is read once: a parallel decompressor is used when installed (rapidgzip or
-    pigz for .gz, lbzip2 for .bz2), worker processes parse it (orjson with kgcult[dump]).
+    The dump is read once: a parallel decompressor is used when installed (pigz or
+    rapidgzip for .gz, lbzip2 for .bz2), worker processes parse it (orjson with kgcult[dump]).
     """
     specs = _specs(specs_path, languages, roots, depth)
     if engine == "local" and (master or output):
