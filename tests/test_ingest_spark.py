@@ -52,7 +52,15 @@ def test_spark_engine_gives_the_same_graphs_as_the_local_engine(tmp_path):
         assert graph_triples(c, "dishes") == dishes
 
 
-def test_spark_engine_reports_a_bad_line(tmp_path):
+def test_spark_engine_without_output_dir_and_a_bad_line(tmp_path):
+    dump = write_dump(tmp_path / "dump.json")
+    r = run_cli(["ingest", str(dump), "countries", "--no-progress", "--jobs", "1"], tmp_path / "local")
+    assert r.exit_code == 0, r.output
+    r = run_cli(["ingest", str(dump), "countries", "--no-progress", "--engine", "spark", "--master", "local[1]"],
+                tmp_path / "spark")
+    assert r.exit_code == 0, r.output
+    with Store(tmp_path / "local") as a, Store(tmp_path / "spark") as b:
+        assert graph_triples(a, "countries") and graph_triples(b, "countries") == graph_triples(a, "countries")
     bad = tmp_path / "bad.json"
     bad.write_text('[\n{"type": "item", "id": "Q1"},\n{"type": "item", "id": \n]\n')
     r = run_cli(["ingest", str(bad), "--no-progress", "--engine", "spark", "--master", "local[1]"], tmp_path / "s")

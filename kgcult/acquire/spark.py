@@ -105,9 +105,8 @@ def run(dump, plan, specs, needed, todo, reports, *, master=None, output=None):
         backend = select(index, specs, needed, reports)
         router = sc.broadcast(Router([(s.name, member_filter(s, backend.members[s.name])) for s in todo]))
         tagged = scanned.filter(lambda r: r[0] == "l").mapPartitions(lambda it: _tag_lines(router.value, it))
-        if output and os.path.isdir(out):
-            shutil.rmtree(out)
-        spark.createDataFrame(tagged, "subgraph string, value string").write.partitionBy("subgraph").text(out)
+        frame = spark.createDataFrame(tagged, "subgraph string, value string")
+        frame.write.mode("overwrite").partitionBy("subgraph").text(out)
         scanned.unpersist()
     except Exception as e:  # noqa: BLE001 - Py4J wraps the executors' errors
         if not output:
