@@ -146,7 +146,13 @@ def main() -> None:
     except (ImportError, SystemExit) as e:
         spark["skipped"] = str(e)[:300]
     print(json.dumps(spark), flush=True)
+    summarize(rows, spark)
 
+
+def summarize(rows: list[dict], spark: dict) -> None:
+    """Fits, projections and the results files from the measured rows."""
+    cores = os.cpu_count() or 2
+    big = rows[-1]
     xs = [r["entities"] for r in rows]
     growth_gz = (big["ingest_gz"]["wall_s"] / big["entities"]) / (rows[0]["ingest_gz"]["wall_s"] / rows[0]["entities"])
     growth_bz = (big["ingest_bz2"]["wall_s"] / big["entities"]) / (rows[0]["ingest_bz2"]["wall_s"] / rows[0]["entities"])
@@ -204,7 +210,7 @@ def main() -> None:
         f"Generated dumps (gen_dump.py); decompressors used: .gz {data['decompressors']['gz']}, "
         f".bz2 {data['decompressors']['bz2']}; parsing in {cores} worker processes. Ratios in one run, "
         "each ingest a fresh `python -m kgcult` process (start-up included), the baselines in-process. The "
-        f"machine is shared (load average {os.getloadavg()[0]:.0f} on {cores} cores at the end): wall times "
+        "machine is shared with other jobs (load averages of 10-20 on its 2 cores during these runs): wall times "
         "carry that load; the CPU ratios (CPU seconds of the ingest's whole process tree over the baseline's) "
         "do not, and an ingest on idle cores takes about its CPU seconds / cores.", "",
         *lines, "",
@@ -234,4 +240,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--summarize":
+        # the report of a finished run from its printed rows (one JSON object per line: the
+        # sizes, then the Spark figures), e.g. after a crash in the summary itself
+        *measured_rows, spark_row = [json.loads(x) for x in Path(sys.argv[2]).read_text().splitlines()
+                                     if x.startswith("{")]
+        summarize(measured_rows, spark_row)
+    else:
+        main()
