@@ -105,9 +105,18 @@ def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth,
 @click.option("--format", "fmt", type=click.Choice(["auto", "json", "ntriples"]), default="auto",
               show_default=True, help="Dump format (auto: by file name).")
 @click.option("--refresh", is_flag=True, help="Replace subgraphs already in the store.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes parsing the dump (default: the usable cores).")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="local: worker processes on this machine; spark: Spark jobs (pip install 'kgcult[spark]').")
+@click.option("--master", default=None, metavar="URL",
+              help="Spark master for --engine spark (default local[*]; e.g. spark://host:7077, yarn).")
+@click.option("--output", type=click.Path(file_okay=False), default=None,
+              help="--engine spark: keep the output partitions (OUTPUT/subgraph=NAME/part-*, N-Triples) here.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.pass_obj
-def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt, refresh, progress):
+def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt, refresh, jobs, engine, master,
+                   output, progress):
     """Filter a Wikidata JSON dump (.json/.json.gz/.json.bz2) or truthy N-Triples dump
     (.nt/.nt.gz/.nt.bz2) into the subgraphs: the same graphs and RDF as `kgcult mirror`.
 
@@ -115,10 +124,16 @@ def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt
     Examples:
       kgcult ingest latest-all.json.bz2
       kgcult ingest latest-truthy.nt.gz countries labels --lang en,ar
+      kgcult ingest latest-all.json.bz2 --engine spark --master 'local[*]'
+
+    The dump is read once: a parallel decompressor is used when installed (pigz or
+    rapidgzip for .gz, lbzip2 for .bz2), worker processes parse it (orjson with kgcult[dump]).
     """
     specs = _specs(specs_path, languages, roots, depth)
-    _report(ingest(obj.store(), dump, list(subgraph), specs=specs, fmt=fmt, refresh=refresh, progress=progress),
-            "ingested")
+    if engine == "local" and (master or output):
+        raise KgcultError("--master and --output go with --engine spark")
+    _report(ingest(obj.store(), dump, list(subgraph), specs=specs, fmt=fmt, refresh=refresh, progress=progress,
+                   jobs=jobs, engine=engine, master=master, output=output), "ingested")
 
 
 def _report(reports, done: str) -> None:

@@ -1,0 +1,243 @@
+"""Reading a dump once: its format, a parallel decompressor when one is installed, and the
+sha256 of the compressed file computed from the same read.
+
+Decompressors, best first (each used when present; otherwise Python's own module, and the
+log says the read is single-threaded):
+
+* ``.gz``: ``pigz -dc`` (inflate, check and I/O on separate threads, in its own process),
+  then rapidgzip (PyPI, ``kgcult[dump]``: parallel inflate inside this process; it holds
+  more memory, and on a few cores the parse, not the inflate, is the bottleneck);
+* ``.bz2``: ``lbzip2 -dc`` (parallel), then Python's ``bz2``;
+* ``.zst``: ``zstd -dc``, then the ``zstandard`` module.
+
+A command-line decompressor reads the compressed bytes from a pipe that a feeder thread
+fills while hashing them; rapidgzip reads the file itself (in parallel, out of order), so
+a thread hashes the compressed file beside it (the compressed bytes are read twice, but
+decompressed once).
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import io
+import logging
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import zstandard
+
+from kgcult.errors import KgcultError
+from kgcult.store import rdfio
+
+try:  # optional: kgcult[dump]
+    import rapidgzip
+except ImportError:  # pragma: no cover - depends on the environment
+    rapidgzip = None
+
+log = logging.getLogger(__name__)
+
+BLOCK = 1 << 22  # bytes handed to a worker at a time (whole lines)
+
+
+class IngestError(KgcultError):
+    """A dump that cannot be read or parsed (names the file and line)."""
+
+
+def dump_format(path: str, fmt: str = "auto") -> str:
+    """``json`` or ``ntriples``, from ``fmt`` or the file name."""
+    if fmt != "auto":
+        return fmt
+    name = Path(path).name
+    for suffix in rdfio.COMPRESSIONS:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    if name.endswith(".json"):
+        return "json"
+    if name.endswith(".nt"):
+        return "ntriples"
+    raise IngestError(f"{path}: cannot tell the dump format from the name (expected .json or .nt, "
+                      "optionally .gz/.bz2/.zst); pass --format json|ntriples")
+
+
+def compression(path: str) -> str | None:
+    for suffix in rdfio.COMPRESSIONS:
+        if str(path).endswith(suffix):
+            return suffix
+    return None
+
+
+_TOOLS = {".gz": ["pigz", "-dc"], ".bz2": ["lbzip2", "-dc"], ".zst": ["zstd", "-dcq"]}
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def decompressor(path: str, threads: int | None = None) -> str:
+    """The decompressor :class:`DumpReader` will use for ``path`` (for logs and benchmarks)."""
+    comp = compression(path)
+    if comp is None:
+        return "none"
+    tool = _TOOLS[comp][0]
+    if shutil.which(tool):
+        return tool
+    if comp == ".gz" and rapidgzip is not None and (threads or cpu_count()) > 1:
+        return "rapidgzip"
+    return {".gz": "python-gzip", ".bz2": "python-bz2", ".zst": "python-zstandard"}[comp]
+
+
+class _HashingReader(io.RawIOBase):
+    """A raw file that hashes what is read from it (sequential readers only)."""
+
+    def __init__(self, raw, sha):
+        self._raw, self._sha = raw, sha
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        data = self._raw.read(len(b))
+        n = len(data)
+        b[:n] = data
+        self._sha.update(data)
+        return n
+
+    def drain(self) -> None:
+        while data := self._raw.read(1 << 20):
+            self._sha.update(data)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class DumpReader:
+    """Context manager: ``.stream`` gives the decompressed bytes; after the stream is read
+    to its end, :meth:`sha256` gives the hash of the file as stored."""
+
+    def __init__(self, path: str, threads: int | None = None):
+        self.path = path
+        self.threads = threads or cpu_count()
+        self.sha = hashlib.sha256()
+        self.tool = decompressor(path, self.threads)
+        self._threads: list[threading.Thread] = []
+        self._errors: list[BaseException] = []
+        self._proc = None
+        self._closers: list = []
+
+    def __enter__(self) -> "DumpReader":
+        comp = compression(self.path)
+        try:
+            raw = open(self.path, "rb")
+        except OSError as e:
+            raise IngestError(f"{self.path}: cannot read: {e}") from None
+        self._closers.append(raw)
+        if self.tool in ("pigz", "lbzip2", "zstd"):
+            cmd = list(_TOOLS[comp])
+            if self.tool == "lbzip2":
+                cmd[1:1] = ["-n", str(self.threads)]
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, bufsize=0)
+            self._spawn(self._feed, raw, self._proc.stdin)
+            self.stream = io.BufferedReader(self._proc.stdout, 1 << 20)
+        elif self.tool == "rapidgzip":
+            self._spawn(self._hash_file)
+            self.stream = io.BufferedReader(rapidgzip.open(raw, parallelization=self.threads), 1 << 20)
+            self._closers.append(self.stream)
+        else:
+            self._hashing = _HashingReader(raw, self.sha)
+            buffered = io.BufferedReader(self._hashing, 1 << 20)
+            if comp == ".gz":
+                self.stream = gzip.GzipFile(fileobj=buffered, mode="rb")
+            elif comp == ".bz2":
+                self.stream = bz2.BZ2File(buffered, "rb")
+            elif comp == ".zst":
+                self.stream = zstandard.ZstdDecompressor().stream_reader(buffered)
+            else:
+                self.stream = buffered
+            self._closers.append(self.stream)
+        if self.tool.startswith("python-"):
+            log.info("%s: decompressing on one thread with Python's module (install %s for a parallel "
+                     "read)", self.path, {".gz": "pigz or rapidgzip (kgcult[dump])",
+                                          ".bz2": "lbzip2", ".zst": "zstd"}[comp])
+        else:
+            log.info("%s: decompressing with %s", self.path, self.tool)
+        return self
+
+    def _spawn(self, fn, *args) -> None:
+        def run():
+            try:
+                fn(*args)
+            except BrokenPipeError:
+                pass
+            except BaseException as e:  # noqa: BLE001 - re-raised by finish()
+                self._errors.append(e)
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _feed(self, raw, sink) -> None:
+        try:
+            while data := raw.read(1 << 20):
+                self.sha.update(data)
+                sink.write(data)
+        finally:
+            sink.close()
+
+    def _hash_file(self) -> None:
+        with open(self.path, "rb") as f:
+            while data := f.read(1 << 22):
+                self.sha.update(data)
+
+    def blocks(self, size: int = BLOCK):
+        """Blocks of whole lines, about ``size`` bytes each."""
+        rest = b""
+        try:
+            while data := self.stream.read(size):
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    rest += data
+                    continue
+                yield rest + data[:cut]
+                rest = data[cut:]
+        except (EOFError, OSError, ValueError, RuntimeError) as e:
+            raise IngestError(f"{self.path}: cannot read: {e}") from None
+        if rest:
+            yield rest + b"\n"
+
+    def sha256(self) -> str:
+        """The hex sha256 of the file; checks the decompressor ended well."""
+        for t in self._threads:
+            t.join()
+        if self._proc is not None:
+            err = self._proc.stderr.read().decode("utf-8", "replace").strip()
+            if self._proc.wait() != 0:
+                raise IngestError(f"{self.path}: cannot read: {self.tool}: {err or 'failed'}")
+        if self._errors:
+            raise IngestError(f"{self.path}: cannot read: {self._errors[0]}")
+        if getattr(self, "_hashing", None) is not None:
+            self._hashing.drain()
+        return self.sha.hexdigest()
+
+    def __exit__(self, *exc) -> bool:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            for f in (self._proc.stdout, self._proc.stderr):
+                f.close()
+        for c in reversed(self._closers):
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001 - closing after an error
+                pass
+        for t in self._threads:
+            t.join(timeout=5)
+        return False

@@ -1,0 +1,292 @@
+"""The one read of a dump: each block of lines is parsed in a worker process into
+
+* the edges of the structural properties (what the crawl walks: ``(pid, subject, object
+  or None)``), kept by the main process in a :class:`~kgcult.acquire.dumpindex.EdgeIndex`;
+* the compact intermediate: the N-Triples lines any subgraph being built could keep (the
+  properties the specs fetch, labels in their languages, sitelink counts), zlib-compressed
+  in frames on disk (:class:`Intermediate`), from which the emission runs after the crawl
+  without touching the dump again.
+
+JSON lines are parsed with orjson when installed (``kgcult[dump]``), else the standard
+library's json. The same block functions serve the Spark engine's executors.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import struct
+import zlib
+from collections import deque
+from dataclasses import dataclass
+
+from kgcult import ids, vocab
+from kgcult.acquire import subgraphs, truthy
+from kgcult.acquire.dumpio import IngestError
+from kgcult.acquire.subgraphs import SubgraphSpec
+
+try:  # optional: kgcult[dump]
+    import orjson
+    loads = orjson.loads
+except ImportError:  # pragma: no cover - depends on the environment
+    orjson = None
+    loads = json.loads
+
+log = logging.getLogger(__name__)
+
+_WD_IRI = "<" + vocab.WD
+_WD_B = _WD_IRI.encode()
+_WDT_B = b"<" + vocab.WDT.encode()
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """What one read keeps: edges of ``struct_props``; lines of ``keep_props`` (wdt:),
+    of ``label_props`` in ``languages`` and the sitelink count when ``sitelinks``."""
+    kind: str
+    struct_props: tuple[str, ...]
+    keep_props: tuple[str, ...]
+    languages: frozenset
+    label_props: frozenset
+    sitelinks: bool
+
+    @classmethod
+    def for_specs(cls, kind: str, needed: list[SubgraphSpec], todo: list[SubgraphSpec]) -> "ScanPlan":
+        struct: set[str] = set()
+        for s in needed:
+            struct |= set(s.member_properties) | set(s.properties) | set(s.follow_properties) | set(s.seed_properties)
+        keep: set[str] = set()
+        langs: set[str] = set()
+        lprops: set[str] = set()
+        sitelinks = False
+        for s in todo:
+            if s.is_labels:
+                langs |= {x.lower() for x in s.languages}
+                lprops |= set(s.label_properties)
+                sitelinks = sitelinks or s.sitelinks
+            else:
+                keep |= set(s.properties)
+        return cls(kind, tuple(sorted(struct)), tuple(sorted(keep)), frozenset(langs), frozenset(lprops), sitelinks)
+
+
+@dataclass
+class BlockResult:
+    first_line: int
+    records: int          # entities (JSON) or triples (N-Triples) read
+    edges: list           # (pid, subject id, object id or None)
+    lines: bytes          # N-Triples kept for the emission
+    error: str | None = None  # the first bad line's problem
+    error_line: int = 0   # its line number (counted from first_line)
+    line_count: int = 0   # newlines in the block
+
+
+def _entity_of(nt_object: str) -> str | None:
+    if nt_object.startswith(_WD_IRI):
+        local = nt_object[len(_WD_IRI):-1]
+        if ids.is_entity(local):
+            return local
+    return None
+
+
+def scan_json_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
+    """Parse one block of JSON dump lines."""
+    edges: list = []
+    out: list[str] = []
+    n = 0
+    struct = plan.struct_props
+    keep = set(plan.keep_props)
+    props = sorted(set(struct) | keep)
+    for i, line in enumerate(block.split(b"\n"), first_line):
+        try:
+            e = truthy.parse_entity_line(line, loads)
+        except (ValueError, TypeError) as ex:
+            return BlockResult(first_line, n, [], b"", f"not a JSON entity line: {ex}", i)
+        if e is None:
+            continue
+        n += 1
+        eid = e["id"]
+        subject = f"<{vocab.WD}{eid}>"
+        claims = e.get("claims") or {}
+        for pid in props:
+            if pid not in claims:
+                continue
+            objs = truthy.claim_objects(e, pid)
+            if pid in struct:
+                edges.extend((pid, eid, _entity_of(o)) for o in objs)
+            if pid in keep:
+                p = f"<{vocab.WDT}{pid}>"
+                out.extend(f"{subject} {p} {o} ." for o in objs)
+        out.extend(truthy.label_lines(e, subject, plan.languages, plan.label_props, plan.sitelinks))
+    data = ("\n".join(out) + "\n").encode() if out else b""
+    return BlockResult(first_line, n, edges, data)
+
+
+def split_nt(line: bytes):
+    """(subject, predicate, object) byte strings of an N-Triples line; None for a blank or
+    comment line; ValueError for anything else that is not a triple."""
+    s = line.strip()
+    if not s or s.startswith(b"#"):
+        return None
+    parts = s.split(b" ", 2)
+    if len(parts) < 3 or not s.endswith(b"."):
+        raise ValueError("not an N-Triples line")
+    return parts[0], parts[1], parts[2][:-1].rstrip()
+
+
+def _nt_entity(term: bytes) -> str | None:
+    if term.startswith(_WD_B) and term.endswith(b">"):
+        local = term[len(_WD_B):-1].decode("ascii", "replace")
+        if ids.is_entity(local):
+            return local
+    return None
+
+
+def _nt_predicates(plan: ScanPlan):
+    struct = {_WDT_B + p.encode() + b">": p for p in plan.struct_props}
+    keep = {_WDT_B + p.encode() + b">" for p in plan.keep_props}
+    labels = {b"<" + p.encode() + b">" for p in plan.label_props}
+    site = b"<" + subgraphs.SITELINKS.encode() + b">" if plan.sitelinks else None
+    return struct, keep, labels, site
+
+
+def scan_nt_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
+    """Filter one block of truthy N-Triples lines."""
+    struct, keep, labels, site = _nt_predicates(plan)
+    langs = {x.encode() for x in plan.languages}
+    edges: list = []
+    out: list[bytes] = []
+    n = 0
+    for i, line in enumerate(block.split(b"\n"), first_line):
+        try:
+            parts = split_nt(line)
+        except ValueError as ex:
+            return BlockResult(first_line, n, [], b"", str(ex), i)
+        if parts is None:
+            continue
+        n += 1
+        s, p, o = parts
+        pid = struct.get(p)
+        if pid is not None:
+            se = _nt_entity(s)
+            if se is not None:
+                edges.append((pid, se, _nt_entity(o)))
+        if p in keep or (p == site):
+            out.append(line.strip())
+        elif p in labels:
+            at = o.rfind(b'"@')
+            if at > 0 and o[at + 2:].lower() in langs:
+                out.append(line.strip())
+    data = b"\n".join(out) + b"\n" if out else b""
+    return BlockResult(first_line, n, edges, data)
+
+
+SCANNERS = {"json": scan_json_block, "ntriples": scan_nt_block}
+
+_PLAN: ScanPlan | None = None
+
+
+def _init_worker(plan: ScanPlan) -> None:
+    global _PLAN
+    _PLAN = plan
+
+
+def _work(block: bytes) -> BlockResult:
+    r = SCANNERS[_PLAN.kind](_PLAN, 1, block)
+    r.lines = zlib.compress(r.lines, 1) if r.lines else b""
+    r.line_count = block.count(b"\n")
+    return r
+
+
+def fork_pool(jobs: int, initializer=None, initargs=()):
+    """A pool of ``jobs`` forked processes (they inherit the parent's state), or None when
+    ``jobs`` is 1 or the platform cannot fork."""
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    return multiprocessing.get_context("fork").Pool(jobs, initializer=initializer, initargs=initargs)
+
+
+def in_order(pool, fn, items, jobs: int):
+    """``fn(item)`` for each item, in order, computed by ``pool`` (inline when None), with
+    at most 2 items per worker in flight so memory stays bounded whatever the input."""
+    if pool is None:
+        for item in items:
+            yield fn(item)
+        return
+    window: deque = deque()
+    for item in items:
+        window.append(pool.apply_async(fn, (item,)))
+        if len(window) >= 2 * jobs:
+            yield window.popleft().get()
+    while window:
+        yield window.popleft().get()
+
+
+class Workers:
+    """Context manager: ``jobs`` worker processes that parse blocks with ``plan`` (inline
+    when 1). Start it before anything opens pipes or threads (the dump's reader): forked
+    workers would hold the decompressor's pipe open."""
+
+    def __init__(self, plan: ScanPlan, jobs: int):
+        self.plan, self.jobs, self.pool = plan, jobs, None
+
+    def __enter__(self) -> "Workers":
+        _init_worker(self.plan)
+        self.pool = fork_pool(self.jobs, _init_worker, (self.plan,))
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+        return False
+
+    def scan(self, path: str, blocks):
+        """BlockResults of ``blocks`` (bytes of whole lines) in order, ``lines``
+        zlib-compressed; an :class:`IngestError` naming ``path`` and the line of the first
+        bad line."""
+        line = 1
+        for r in in_order(self.pool, _work, blocks, self.jobs):
+            if r.error:
+                raise IngestError(f"{path}:{line + r.error_line - 1}: {r.error}")
+            line += r.line_count
+            yield r
+
+
+def start_pool_note(jobs: int) -> None:
+    log.info("parsing in %d worker process%s with %s", jobs, "es" if jobs > 1 else "",
+             "orjson" if orjson is not None else "the standard json module (install kgcult[dump] for orjson)")
+
+
+class Intermediate:
+    """The kept N-Triples, as length-prefixed zlib frames in a file."""
+
+    _LEN = struct.Struct("<Q")
+
+    def __init__(self, path: str):
+        self.path = path
+        self._f = open(path, "wb")
+        self.bytes = 0
+
+    def write(self, frame: bytes) -> None:
+        if frame:
+            self._f.write(self._LEN.pack(len(frame)))
+            self._f.write(frame)
+            self.bytes += len(frame) + self._LEN.size
+
+    def close(self) -> None:
+        self._f.close()
+
+    def frames(self):
+        """The compressed frames, in order."""
+        with open(self.path, "rb") as f:
+            while head := f.read(self._LEN.size):
+                (n,) = self._LEN.unpack(head)
+                yield f.read(n)
+
+    def remove(self) -> None:
+        try:
+            self._f.close()
+            os.unlink(self.path)
+        except OSError:
+            pass

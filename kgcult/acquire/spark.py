@@ -1,0 +1,144 @@
+"""``kgcult ingest DUMP --engine spark``: the same selection as the local engine, as Spark
+jobs (pyspark; ``pip install 'kgcult[spark]'``, a Java runtime).
+
+1. The executors read the dump (``sc.textFile``: a local path, ``hdfs://``, ``s3a://``...;
+   Hadoop decompresses ``.gz`` and ``.bz2``; ``.bz2`` splits across executors, ``.gz``
+   does not) and parse each partition with the local engine's block functions
+   (:mod:`kgcult.acquire.dumpscan`) into edge records and kept N-Triples lines, cached
+   (memory, then disk) so the dump is read once.
+2. The edges of the structural properties are collected on the driver, where the crawl
+   runs to its fixpoint over the same :class:`~kgcult.acquire.dumpindex.EdgeIndex` as the
+   local engine (the driver needs memory for those edges, as the local engine does).
+3. The member sets are broadcast; the executors keep each subgraph's lines and write them
+   as text partitions, ``OUTPUT/subgraph=NAME/part-*.txt`` (N-Triples), which the driver
+   loads into the store, or which ``kgcult load ... --graph`` loads later.
+"""
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import shutil
+import sys
+import tempfile
+
+from kgcult import extras
+from kgcult.acquire import dumpscan
+from kgcult.acquire.dumpemit import Router, member_filter
+from kgcult.acquire.dumpindex import EdgeIndex, select
+from kgcult.acquire.dumpio import IngestError
+from kgcult.files import sha256_file
+
+log = logging.getLogger(__name__)
+
+LINES_PER_BLOCK = 2000
+_ERROR = "kgcult-ingest-error: "
+
+
+def local_sha256(dump: str) -> str | None:
+    """The sha256 of a dump on the local file system (None for a cluster URL)."""
+    return sha256_file(dump) if os.path.isfile(dump) else None
+
+
+def _scan_partition(plan, dump, index, lines):
+    """Records of one partition: ("e", pid, subject, object or None) and ("l", line)."""
+    scanner = dumpscan.SCANNERS[plan.kind]
+    buf: list[str] = []
+    first = 1
+
+    def flush(first_line):
+        r = scanner(plan, first_line, "\n".join(buf).encode())
+        if r.error:
+            raise ValueError(f"{_ERROR}{dump}: partition {index}, line {r.error_line}: {r.error}")
+        for e in r.edges:
+            yield ("e",) + tuple(e)
+        for line in r.lines.split(b"\n"):
+            if line:
+                yield ("l", line.decode())
+
+    for line in lines:
+        buf.append(line)
+        if len(buf) >= LINES_PER_BLOCK:
+            yield from flush(first)
+            first += len(buf)
+            buf = []
+    if buf:
+        yield from flush(first)
+
+
+def _tag_lines(router, records):
+    """(subgraph name, line) for each kept line, for every subgraph it belongs to."""
+    data = b"\n".join(r[1].encode() for r in records if r[0] == "l")
+    for name, kept in router.route(data):
+        for line in kept.split(b"\n"):
+            if line:
+                yield (name, line.decode())
+
+
+def session(master: str | None):
+    """A SparkSession for ``master`` (default ``local[*]``); executors run this Python."""
+    extras.require("pyspark", "spark", "kgcult ingest --engine spark")
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - optional extra
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("kgcult ingest").master(master or "local[*]")
+    builder = builder.config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+    return builder.getOrCreate()
+
+
+def run(dump, plan, specs, needed, todo, reports, *, master=None, output=None):
+    """Run the selection and the emission on Spark; return a source of the members' lines."""
+    if dump.endswith(".zst"):
+        raise IngestError(f"{dump}: the Spark engine reads .gz, .bz2 or plain dumps (Hadoop has no "
+                          "portable zstd codec); recompress it or use --engine local")
+    spark = session(master)
+    from pyspark import StorageLevel  # noqa: PLC0415 - optional extra
+    sc = spark.sparkContext
+    out = output or tempfile.mkdtemp(prefix="kgcult-spark-")
+    try:
+        scanned = sc.textFile(dump).mapPartitionsWithIndex(
+            lambda i, it: _scan_partition(plan, dump, i, it)).persist(StorageLevel.MEMORY_AND_DISK)
+        index = EdgeIndex(set(plan.struct_props))
+        for _, pid, s, o in scanned.filter(lambda r: r[0] == "e").toLocalIterator():
+            index.add(pid, s, o)
+        index.freeze()
+        backend = select(index, specs, needed, reports)
+        router = sc.broadcast(Router([(s.name, member_filter(s, backend.members[s.name])) for s in todo]))
+        tagged = scanned.filter(lambda r: r[0] == "l").mapPartitions(lambda it: _tag_lines(router.value, it))
+        frame = spark.createDataFrame(tagged, "subgraph string, value string")
+        frame.write.mode("overwrite").partitionBy("subgraph").text(out)
+        scanned.unpersist()
+    except Exception as e:  # noqa: BLE001 - Py4J wraps the executors' errors
+        if not output:
+            shutil.rmtree(out, ignore_errors=True)
+        text = str(e)
+        if _ERROR in text:
+            raise IngestError(text.split(_ERROR, 1)[1].splitlines()[0]) from None
+        if isinstance(e, IngestError):
+            raise
+        raise IngestError(f"{dump}: the Spark job failed: {text.strip().splitlines()[0] if text.strip() else e!r}") from None
+    finally:
+        spark.stop()
+    log.info("spark: output partitions in %s", out)
+    return PartitionSource(out, keep=bool(output))
+
+
+class PartitionSource:
+    """The members' lines from Spark's output partitions."""
+
+    def __init__(self, directory: str, keep: bool):
+        self.directory, self.keep = directory, keep
+        self.remote = "://" in directory and not directory.startswith("file:")
+        if directory.startswith("file://"):
+            self.directory = directory[len("file://"):]
+
+    def emit(self, todo):
+        for s in todo:
+            for part in sorted(glob.glob(os.path.join(self.directory, f"subgraph={s.name}", "part-*"))):
+                with open(part, "rb") as f:
+                    for lines in iter(lambda: f.readlines(1 << 22), []):
+                        yield s.name, b"".join(lines)
+
+    def remove(self) -> None:
+        if not self.keep and not self.remote:
+            shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,192 @@
+"""One Wikidata JSON entity as the truthy triples WDQS serves for it, as N-Triples text.
+
+The mapping follows WDQS's RDF (wikidata/query/rdf, "munged" form):
+
+* best rank only: a property's preferred statements if it has any, else its normal ones;
+  deprecated statements never;
+* items/properties/lexemes ``wd:Q1``; strings and external ids plain literals;
+  monolingual text a language-tagged literal (tag lower-cased, as Oxigraph stores it);
+  quantities the amount as ``xsd:decimal`` (WDQS writes ``"+1.96"``, kgcult ``"1.96"``:
+  the same value, which Oxigraph stores in one canonical form);
+  times ``xsd:dateTime`` without the leading ``+``, a 00 month or day written 01;
+  coordinates ``"Point(lon lat)"^^geo:wktLiteral`` (another globe's IRI in front);
+  commons media ``<http://commons.wikimedia.org/wiki/Special:FilePath/A%20b.jpg>``
+  (the file name percent-encoded, spaces as ``%20``); urls IRIs;
+* somevalue and novalue snaks are left out: WDQS writes them as a per-statement
+  skolem IRI (``wdt:P ?genid``) and ``a wdno:P``, which name nothing another store could
+  share; kgcult's graphs hold no such triples (the endpoint mirror drops them too).
+
+Labels, aliases and descriptions become ``rdfs:label``, ``skos:altLabel`` and
+``schema:description``; the number of sitelinks ``wikibase:sitelinks``. The hot path
+(:func:`entity_lines`) builds N-Triples text directly; :func:`truthy_claims` and
+:func:`entity_triples` give pyoxigraph terms for the Python API and tests.
+"""
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import quote
+
+import pyoxigraph as ox
+
+from kgcult import vocab
+from kgcult.acquire import subgraphs
+
+WD, WDT = vocab.WD, vocab.WDT
+_DEC = f"<{vocab.XSD}decimal>"
+_DT = f"<{vocab.XSD}dateTime>"
+_INT = f"<{vocab.XSD}integer>"
+_WKT = "<http://www.opengis.net/ont/geosparql#wktLiteral>"
+FILEPATH = "http://commons.wikimedia.org/wiki/Special:FilePath/"
+COMMONS_DATA = "http://commons.wikimedia.org/data/main/"
+LABEL, ALT, DESC = (f"<{p}>" for p in subgraphs.LABEL_PROPERTIES)
+SITELINKS = f"<{subgraphs.SITELINKS}>"
+_ENTITY_PREFIX = {"item": "Q", "property": "P", "lexeme": "L"}
+_MONTH00 = re.compile(r"^(-?\d+)-00-00")
+_DAY00 = re.compile(r"^(-?\d+-\d\d)-00")
+
+
+_ESCAPE = re.compile(r'[\\"\n\r]')
+
+
+def literal(text: str) -> str:
+    """An N-Triples string literal (without tag or datatype)."""
+    if not _ESCAPE.search(text):
+        return '"' + text + '"'
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r") + '"'
+
+
+def _iri_or_literal(value: str) -> str:
+    try:
+        return str(ox.NamedNode(value))
+    except ValueError:
+        return literal(value)
+
+
+def value_nt(snak: dict) -> str | None:
+    """The WDQS truthy object of a main snak in N-Triples syntax, or None (somevalue,
+    novalue, or a value type WDQS has no truthy form for)."""
+    if snak.get("snaktype") != "value":
+        return None
+    dv = snak.get("datavalue") or {}
+    t, v = dv.get("type"), dv.get("value")
+    if t == "wikibase-entityid":
+        if not isinstance(v, dict):
+            return None
+        eid = v.get("id")
+        if not eid and "numeric-id" in v:
+            eid = _ENTITY_PREFIX.get(v.get("entity-type"), "Q") + str(v["numeric-id"])
+        return f"<{WD}{eid}>" if eid else None
+    if t == "string":
+        dt = snak.get("datatype", "")
+        if dt == "commonsMedia":
+            return f"<{FILEPATH}{quote(v, safe='')}>"
+        if dt in ("geo-shape", "tabular-data"):
+            return f"<{COMMONS_DATA}{quote(v.replace(' ', '_'), safe=';@$!*(),/~:')}>"
+        if dt == "url":
+            return _iri_or_literal(v)
+        return literal(v)
+    if t == "monolingualtext":
+        return literal(v["text"]) + "@" + v["language"].lower()
+    if t == "quantity":
+        return literal(v["amount"].lstrip("+")) + "^^" + _DEC
+    if t == "time":
+        s = v["time"].lstrip("+")
+        s = _DAY00.sub(r"\1-01", _MONTH00.sub(r"\1-01-01", s))
+        return literal(s) + "^^" + _DT
+    if t == "globecoordinate":
+        point = f"Point({v['longitude']} {v['latitude']})"
+        globe = v.get("globe") or ""
+        if globe and not globe.endswith("/Q2"):
+            point = f"<{globe}> {point}"
+        return literal(point) + "^^" + _WKT
+    return None
+
+
+def best_statements(stmts: list) -> list:
+    """A property's truthy statements: preferred ones if any, else normal ones."""
+    preferred = [s for s in stmts if s.get("rank") == "preferred"]
+    return preferred or [s for s in stmts if s.get("rank") != "deprecated"]
+
+
+def claim_objects(entity: dict, pid: str) -> list[str]:
+    """The N-Triples objects of ``entity``'s truthy ``pid`` claims."""
+    out = []
+    for s in best_statements((entity.get("claims") or {}).get(pid) or ()):
+        o = value_nt(s.get("mainsnak") or {})
+        if o is not None:
+            out.append(o)
+    return out
+
+
+def label_lines(entity: dict, subject: str, languages, label_props, sitelinks: bool) -> list[str]:
+    """N-Triples lines of the entity's labels, aliases and descriptions in ``languages``
+    (lower-cased tags; the predicates in ``label_props``, full IRIs), and its sitelink
+    count when ``sitelinks``."""
+    out = []
+    if languages and label_props:
+        labels = (entity.get("labels") or {}) if vocab.RDFS + "label" in label_props else {}
+        aliases = (entity.get("aliases") or {}) if vocab.SKOS + "altLabel" in label_props else {}
+        descriptions = (entity.get("descriptions") or {}) if vocab.SCHEMA + "description" in label_props else {}
+        for tag in sorted(languages):  # Wikibase language codes are lower-case
+            if tag in labels:
+                out.append(f"{subject} {LABEL} {literal(labels[tag]['value'])}@{tag} .")
+            for d in aliases.get(tag, ()):
+                out.append(f"{subject} {ALT} {literal(d['value'])}@{tag} .")
+            if tag in descriptions:
+                out.append(f"{subject} {DESC} {literal(descriptions[tag]['value'])}@{tag} .")
+    if sitelinks and "sitelinks" in entity:
+        out.append(f'{subject} {SITELINKS} "{len(entity["sitelinks"] or {})}"^^{_INT} .')
+    return out
+
+
+def entity_lines(entity: dict, props, languages=(), label_props=(), sitelinks=False) -> list[str]:
+    """N-Triples lines for one entity: truthy claims of ``props`` (None: every property),
+    then its label triples (see :func:`label_lines`)."""
+    subject = f"<{WD}{entity['id']}>"
+    claims = entity.get("claims") or {}
+    out = []
+    for pid in (claims if props is None else props):
+        if pid in claims:
+            p = f"<{WDT}{pid}>"
+            out.extend(f"{subject} {p} {o} ." for o in claim_objects(entity, pid))
+    out.extend(label_lines(entity, subject, languages, label_props, sitelinks))
+    return out
+
+
+def _terms(lines: list[str]) -> list[tuple]:
+    data = "\n".join(lines).encode()
+    return [(t.subject, t.predicate, t.object) for t in ox.parse(data, format=ox.RdfFormat.N_TRIPLES)] if data else []
+
+
+def truthy_claims(entity: dict, props=None) -> list[tuple[str, object]]:
+    """[(property id, object term)] of the entity's truthy claims for ``props`` (None: all)."""
+    return [(t[1].value[len(WDT):], t[2]) for t in _terms(entity_lines(entity, props))]
+
+
+def entity_triples(entity: dict, *, props=None, languages=None, label_props=(), sitelinks=False) -> list:
+    """The WDQS triples kgcult keeps for one JSON entity, as pyoxigraph terms."""
+    langs = {x.lower() for x in languages or ()}
+    return _terms(entity_lines(entity, props if props is None or props else (), langs, set(label_props), sitelinks))
+
+
+def all_lines(entity: dict) -> list[str]:
+    """Every truthy claim, every label, alias and description, and the sitelink count."""
+    langs = set()
+    for key in ("labels", "aliases", "descriptions"):
+        langs |= {x.lower() for x in entity.get(key) or ()}
+    return entity_lines(entity, None, langs, set(subgraphs.LABEL_PROPERTIES), True)
+
+
+def parse_entity_line(line: bytes, loads=json.loads):
+    """The entity of one dump line (``[``/``]``/blank lines give None); ValueError when the
+    line is not a JSON entity."""
+    s = line.strip()
+    if not s or s in (b"[", b"]"):
+        return None
+    if s.endswith(b","):
+        s = s[:-1]
+    e = loads(s)
+    if not isinstance(e, dict) or "id" not in e:
+        raise ValueError('an entity line needs an "id"')
+    return e
