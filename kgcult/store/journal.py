@@ -134,6 +134,8 @@ def unfinished(store: ox.Store) -> list[dict]:
     out = []
     for q in store.quads_for_pattern(None, vocab.kgc("status"), Literal(IN_PROGRESS), META):
         node = q.subject
+        if not node.value.startswith(f"{vocab.GRAPH}meta/activity/"):
+            continue
         fields = {p.predicate.value[len(vocab.KGC):]: p.object
                   for p in store.quads_for_pattern(node, None, None, META)}
         out.append({
@@ -167,6 +169,9 @@ def repair(store: ox.Store) -> list[str]:
                 Quad(node, vocab.kgc("tripleCount"), _int(added), META)])])
             messages.append(f"a load of {rec['source']} was interrupted: kept the {added} triples "
                             f"it added to {graph or 'the store'} (recorded as interrupted)")
+    for node in _unfinished_swaps(store):
+        _finish_swap(store, node)
+        messages.append("finished a snapshot import that was interrupted while swapping its graphs in")
     staging = [g for g in store.named_graphs() if isinstance(g, NamedNode) and g.value.startswith(IMPORT_STAGING)]
     for g in staging:
         store.remove_graph(g)
@@ -191,3 +196,44 @@ def _int(n: int) -> Literal:
 
 def _bool(b: bool) -> Literal:
     return Literal("true" if b else "false", datatype=_XSD_BOOL)
+
+
+# -- snapshot imports: staged, then swapped in (rolled forward if killed) -------------
+
+def stage_graph(index: int) -> NamedNode:
+    return NamedNode(f"{IMPORT_STAGING}{index}")
+
+
+def commit_swap(store: ox.Store, pairs: list[tuple[NamedNode, NamedNode]], ops: list[str]) -> None:
+    """Swap staged graphs in: ``pairs`` are (staging graph, target graph); a target that is
+    the metadata graph is merged, any other is replaced whole.
+
+    One transaction records the swap as in progress together with ``ops`` (provenance,
+    state); from then on the swap is committed: if the process dies while copying, the
+    next writable open finishes it from the staging graphs, which are dropped only once
+    their copy is complete."""
+    node = NamedNode(f"{vocab.GRAPH}meta/swap/{hashlib.sha256(str(time.time_ns()).encode()).hexdigest()[:16]}")
+    quads = [Quad(node, vocab.kgc("status"), Literal(IN_PROGRESS), META)]
+    quads += [Quad(node, vocab.kgc("swap"), Literal(f"{stage.value} {target.value}"), META)
+              for stage, target in pairs]
+    run(store, ops + [insert_data(quads)])
+    _finish_swap(store, node)
+
+
+def _finish_swap(store: ox.Store, node: NamedNode) -> None:
+    for q in list(store.quads_for_pattern(node, vocab.kgc("swap"), None, META)):
+        stage, target = (NamedNode(x) for x in q.object.value.split(" "))
+        if not store.contains_named_graph(stage):
+            continue  # this pair was done before the process died
+        if target.value != vocab.META_GRAPH and store.contains_named_graph(target):
+            store.remove_graph(target)
+        store.bulk_extend(Quad(s.subject, s.predicate, s.object, target)
+                          for s in store.quads_for_pattern(None, None, None, stage))
+        store.flush()
+        store.remove_graph(stage)
+    run(store, [f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"])
+
+
+def _unfinished_swaps(store: ox.Store) -> list[NamedNode]:
+    return [q.subject for q in store.quads_for_pattern(None, vocab.kgc("status"), Literal(IN_PROGRESS), META)
+            if q.subject.value.startswith(f"{vocab.GRAPH}meta/swap/")]
