@@ -20,7 +20,7 @@ def _rows(obj, dataset_files, view: str, langs: list[str]):
         for f in dataset_files:
             rows.extend(ds.read_jsonl(f))
         return rows, {"dataset": [{"path": str(f), "sha256": files.sha256_file(f)} for f in dataset_files]}
-    store = obj.store()
+    store = obj.reader(closure=True)
     rows = ds.from_store(store, view, {"languages": ",".join(dict.fromkeys(langs))})
     src = {"view": view, "store": str(obj.location)}
     snapshot = views.snapshot_content_hash(store)  # what the view's manifest records (cached)
@@ -177,7 +177,7 @@ def spectral_cmd(obj, items_file, models_, kind, ground_truth, domains, template
     if items_file:
         rows = spectral.read_items(items_file)
     else:
-        raw, extra = ds.from_store(obj.store(), "spectral-items", {"languages": "en"},
+        raw, extra = ds.from_store(obj.reader(closure=True), "spectral-items", {"languages": "en"},
                                    extra=("countries.jsonl",))
         rows = spectral.items_from_view(raw, extra["countries.jsonl"], "en")
         if not rows:

@@ -170,6 +170,8 @@ class Store(StoreReads):
         writable open. ``threads`` is accepted for compatibility and ignored: one bulk
         loader keeps peak memory at the Oxigraph CLI's."""
         del threads
+        if self.read_only:
+            raise KgcultError(f"{self.location}: the store is open read-only; cannot load into it")
         plans = []
         for p in paths:
             p = str(p)
