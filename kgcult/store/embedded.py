@@ -189,7 +189,7 @@ class Store(StoreReads):
                 graphnames.check_user_graph(target, f"--graph {graph!r}")
             else:
                 target = vocab.graph_iri(_stem(p))
-                graphnames.check_user_graph(target, f"{p}: the graph named after the file")
+                graphnames.check_user_graph(target, f"{p}: the graph named after the file (give --graph)")
             plans.append((p, fmt, target))
 
         # A single triple file is loaded atomically by Oxigraph's bulk loader. Quad files are
