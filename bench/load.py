@@ -98,7 +98,7 @@ def main() -> None:
     results["kgcult load"] = measure([*KGCULT, "--store", str(kg_store), "load", str(src),
                                       "--graph", GRAPH, "--no-progress"])
     leftovers = sorted(str(p.relative_to(work)) for p in work.rglob("*")
-                       if p.is_file() and (p.suffix in (".nt", ".nq") or "kgcult-load" in str(p)))
+                       if p.is_file() and (p.suffix in (".nt", ".nq") or "kgcult-load" in str(p.relative_to(work))))
     ox_store = work / "oxigraph"
     results["oxigraph load --graph"] = measure([str(VENV_BIN / "oxigraph"), "load", "--location", str(ox_store),
                                                 "--file", str(src), "--graph", GRAPH])
