@@ -1,78 +1,180 @@
-"""Load the stand-in (1.13 M triples) three ways in one run and compare:
+"""Load the stand-in (or K x the stand-in, ``--scale K --input FILE``) side by side with the
+Oxigraph CLI, and hash the loaded store, all in one run:
 
 * ``kgcult load`` (one named graph, as kgcult always stores data),
 * the ``oxigraph load`` CLI into a named graph (same engine, same layout: the limit),
-  and into the default graph (3 indexes instead of 6; for reference),
-* rdflib's in-memory Graph parser (what ad-hoc scripts often use).
+* at scale 1 only: the CLI into the default graph (3 indexes instead of 6; for reference)
+  and rdflib's in-memory Graph parser (what ad-hoc scripts often use),
+* the content hash of the loaded kgcult store (``snapshot.store_content_hash``, streamed
+  through an external sort), and at scale 1 the first landing's in-memory hash beside it.
 
-Targets (issue 2): kgcult >= 0.8x the Oxigraph CLI, >= 4x rdflib.
+Each command runs in its own process; peak RSS is that process's (``ru_maxrss`` of a
+waited child), time is wall time. After the kgcult load the benchmark also checks that no
+uncompressed scratch copy is left beside the store or inside it.
+
+Targets: issue 2, kgcult >= 0.8x the Oxigraph CLI's speed and >= 4x rdflib's (scale 1);
+issue 15, kgcult's peak RSS <= 1.2x the CLI's at time <= 1.05x the CLI's, and the content
+hash of the 10x store within 500 MB peak RSS.
+
+    python bench/load.py                                    # the stand-in
+    python gen_scaled_nt.py 10 X.nt && gzip -1 -k X.nt      # ../shared/scale
+    python bench/load.py --scale 10 --input X.nt.gz
 """
 from __future__ import annotations
 
+import argparse
 import gzip
+import json
+import os
 import shutil
+import subprocess
 import sys
+from pathlib import Path
 
-from common import STANDIN, WORK, require, run, save, timed
+from common import STANDIN, WORK, require, save, timed
 
-VENV_BIN = __import__("pathlib").Path(sys.executable).parent
+VENV_BIN = Path(sys.executable).parent
+GRAPH = "https://w3id.org/kgcult/graph/wikidata-standin"
+
+# Runs a command and prints its wall time and peak RSS (KiB) as JSON.
+MEASURE = """
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+out = subprocess.run(sys.argv[1:], check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+print(json.dumps({"seconds": time.perf_counter() - t, "stdout": out.decode()[-200:].strip(),
+                  "rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+"""
+
+HASH = """
+import sys
+from kgcult.store import Store, snapshot
+s = Store(sys.argv[1], read_only=True)
+if sys.argv[2] == "streamed":
+    print(snapshot.store_content_hash(s))
+else:  # the first landing's algorithm: every graph's lines sorted in memory
+    import hashlib
+    h = {g: hashlib.sha256(b"".join(sorted(f"{q} .\\n".encode() for q in s.quads(g)))).hexdigest()
+         for g in s.data_graphs()}
+    print(snapshot.content_hash(h))
+"""
+
+
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # this checkout's kgcult
+KGCULT = [sys.executable, "-m", "kgcult.cli"]
+
+
+def measure(cmd: list[str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", MEASURE, *cmd], check=True, capture_output=True, text=True, env=ENV)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"seconds": r["seconds"], "rss_kib": r["rss_kib"]}
+
+
+def hash_store(store: Path, how: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-c", HASH, str(store), how],
+                         check=True, capture_output=True, text=True, env=ENV)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"seconds": r["seconds"], "rss_kib": r["rss_kib"], "sha256": r["stdout"]}
+
+
+def count_lines(path: Path) -> int:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return sum(1 for _ in f)
 
 
 def main() -> None:
-    src = require(STANDIN)
-    with gzip.open(src, "rb") as f:
-        triples = sum(1 for _ in f)
-    WORK.mkdir(parents=True, exist_ok=True)
-    results = {}
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scale", type=int, default=1)
+    ap.add_argument("--input", type=Path, default=None)
+    args = ap.parse_args()
+    src = require(args.input or STANDIN)
+    triples = count_lines(src)
+    work = WORK / f"load-x{args.scale}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    results: dict[str, dict] = {}
 
-    def fresh(name):
-        d = WORK / name
+    kg_store = work / "kgcult"
+    results["kgcult load"] = measure([*KGCULT, "--store", str(kg_store), "load", str(src),
+                                      "--graph", GRAPH, "--no-progress"])
+    leftovers = sorted(str(p.relative_to(work)) for p in work.rglob("*")
+                       if p.is_file() and (p.suffix in (".nt", ".nq") or "kgcult-load" in str(p.relative_to(work))))
+    ox_store = work / "oxigraph"
+    results["oxigraph load --graph"] = measure([str(VENV_BIN / "oxigraph"), "load", "--location", str(ox_store),
+                                                "--file", str(src), "--graph", GRAPH])
+    shutil.rmtree(ox_store, ignore_errors=True)
+    if args.scale == 1:
+        d = work / "oxigraph-default"
+        results["oxigraph load (default graph)"] = measure([str(VENV_BIN / "oxigraph"), "load", "--location",
+                                                            str(d), "--file", str(src)])
         shutil.rmtree(d, ignore_errors=True)
-        return d
 
-    d = fresh("load-kgcult")
-    results["kgcult load"] = run([str(VENV_BIN / "kgcult"), "--store", str(d), "load", str(src), "--no-progress"],
-                                 stderr=__import__("subprocess").DEVNULL)
-    d = fresh("load-oxigraph-graph")
-    results["oxigraph load --graph"] = run([str(VENV_BIN / "oxigraph"), "load", "--location", str(d), "--file", str(src),
-                                            "--graph", "https://w3id.org/kgcult/graph/wikidata-standin"],
-                                           stderr=__import__("subprocess").DEVNULL)
-    d = fresh("load-oxigraph-default")
-    results["oxigraph load (default graph)"] = run([str(VENV_BIN / "oxigraph"), "load", "--location", str(d), "--file", str(src)],
-                                                   stderr=__import__("subprocess").DEVNULL)
-    for name in ("load-kgcult", "load-oxigraph-graph", "load-oxigraph-default"):
-        shutil.rmtree(WORK / name, ignore_errors=True)
+    hashes = {"streamed (external sort)": hash_store(kg_store, "streamed")}
+    if args.scale == 1:
+        hashes["in-memory sort (first landing)"] = hash_store(kg_store, "in-memory")
+    shutil.rmtree(work, ignore_errors=True)
 
-    import rdflib
+    if args.scale == 1:
+        import rdflib
 
-    def rdflib_load():
-        g = rdflib.Graph()
-        with gzip.open(src, "rb") as f:
-            g.parse(f, format="nt")
-        return len(g)
+        def rdflib_load():
+            g = rdflib.Graph()
+            with gzip.open(src, "rb") as f:
+                g.parse(f, format="nt")
+            return len(g)
 
-    n, results["rdflib Graph.parse"] = timed(rdflib_load)
-    assert n == triples, (n, triples)
+        n, secs = timed(rdflib_load)
+        assert n == triples, (n, triples)
+        results["rdflib Graph.parse"] = {"seconds": secs, "rss_kib": None}
 
-    k = results["kgcult load"]
-    rows = []
-    for name, secs in results.items():
-        rows.append(f"| {name} | {secs:.1f} | {triples / secs:,.0f} | {k and secs / k:.2f}x |")
-    vs_cli = results["oxigraph load --graph"] / k
-    vs_rdflib = results["rdflib Graph.parse"] / k
-    md = f"""### Bulk load of the stand-in ({triples:,} triples, N-Triples .gz)
-
-| loader | seconds | triples/s | kgcult speed relative to it |
-|---|---|---|---|
-{chr(10).join(rows)}
-
-kgcult vs `oxigraph load --graph` (same engine, same named-graph layout): **{vs_cli:.2f}x** (target >= 0.8x: {'met' if vs_cli >= 0.8 else 'NOT met'}).
-kgcult vs rdflib: **{vs_rdflib:.1f}x** (target >= 4x: {'met' if vs_rdflib >= 4 else 'NOT met'}).
-Loading into the default graph is faster because Oxigraph keeps 3 indexes for it and 6 for named graphs;
-kgcult keeps every subgraph in a named graph by design, so the named-graph CLI run is the like-for-like limit.
-"""
-    save("load", {"triples": triples, "seconds": results, "ratio_vs_oxigraph_cli": vs_cli,
-                  "ratio_vs_rdflib": vs_rdflib}, md)
+    k, cli = results["kgcult load"], results["oxigraph load --graph"]
+    time_ratio = k["seconds"] / cli["seconds"]
+    rss_ratio = k["rss_kib"] / cli["rss_kib"]
+    rows = [f"| {name} | {r['seconds']:.1f} | {triples / r['seconds']:,.0f} | "
+            f"{r['rss_kib'] / 1024:,.0f} |" if r["rss_kib"] else
+            f"| {name} | {r['seconds']:.1f} | {triples / r['seconds']:,.0f} | (in this process) |"
+            for name, r in results.items()]
+    hash_rows = [f"| {name} | {h['seconds']:.1f} | {h['rss_kib'] / 1024:,.0f} | `{h['sha256'][:16]}` |"
+                 for name, h in hashes.items()]
+    streamed_mb = hashes["streamed (external sort)"]["rss_kib"] / 1024
+    met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    lines = [
+        f"### Bulk load of {'the stand-in' if args.scale == 1 else f'{args.scale}x the stand-in'} "
+        f"({triples:,} triples, {src.name})",
+        "",
+        "| loader | seconds | triples/s | peak RSS (MB) |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+        f"kgcult vs `oxigraph load --graph` (same engine, same named-graph layout): time **{time_ratio:.2f}x**, "
+        f"peak RSS **{rss_ratio:.2f}x** (issue 15 targets: time <= 1.05x {met(time_ratio <= 1.05)}, "
+        f"RSS <= 1.2x {met(rss_ratio <= 1.2)}). Uncompressed scratch copies left: "
+        f"{', '.join(leftovers) or 'none'}.",
+    ]
+    if args.scale == 1:
+        speed = cli["seconds"] / k["seconds"]
+        vs_rdflib = results["rdflib Graph.parse"]["seconds"] / k["seconds"]
+        lines += [f"kgcult speed vs the CLI: **{speed:.2f}x** (issue 2 target >= 0.8x: {met(speed >= 0.8)}); "
+                  f"vs rdflib: **{vs_rdflib:.1f}x** (target >= 4x: {met(vs_rdflib >= 4)})."]
+    lines += [
+        "",
+        "#### Content hash of the loaded store",
+        "",
+        "| algorithm | seconds | peak RSS (MB) | sha256 |",
+        "|---|---|---|---|",
+        *hash_rows,
+        "",
+        f"Streamed hash peak RSS {streamed_mb:,.0f} MB (issue 15 target for the 10x store: <= 500 MB: "
+        f"{met(streamed_mb <= 500) if args.scale >= 10 else f'not measured at this scale ({args.scale}x)'})."
+        + ("" if args.scale == 1 else " The in-memory algorithm is not run above 1x (it holds 2-3x the "
+           "N-Quads text in RAM)."),
+    ]
+    data = {"scale": args.scale, "input": src.name, "triples": triples, "runs": results,
+            "time_ratio_vs_oxigraph_cli": time_ratio, "rss_ratio_vs_oxigraph_cli": rss_ratio,
+            "scratch_left": leftovers, "content_hash": hashes}
+    if args.scale == 1:
+        data["ratio_vs_oxigraph_cli"] = cli["seconds"] / k["seconds"]
+    save("load" if args.scale == 1 else f"load-x{args.scale}", data, "\n".join(lines))
 
 
 if __name__ == "__main__":

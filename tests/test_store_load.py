@@ -183,35 +183,91 @@ def test_load_standin_exact_count_and_corrupted_copy_refused(tmp_path, standin_p
     s.close()
 
 
-@pytest.mark.parametrize("name", ["p.nt", "p.nt.gz"])
-def test_parallel_ntriples_load_matches_sequential(tmp_path, monkeypatch, name):
-    from kgcult.store import bulk
-
-    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
-    body = "".join(
+def _big_nt(n: int) -> str:
+    return "".join(
         f'<http://www.wikidata.org/entity/Q{i}> <http://www.w3.org/2000/01/rdf-schema#label> "item {i}"@en .\n'
-        for i in range(3000)
+        for i in range(n)
     )
-    f = write(tmp_path / name, body)
-    par, seq = Store(tmp_path / "par"), Store(tmp_path / "seq")
-    [r] = par.load([f], threads=3)
-    seq.load([f], threads=1)
-    assert r.triples == 3000
-    assert sorted(map(str, par.quads(r.graph))) == sorted(map(str, seq.quads(r.graph)))
-    par.close(), seq.close()
 
 
-def test_parallel_load_error_in_a_later_range_rolls_back(tmp_path, monkeypatch):
-    from kgcult.store import bulk
-
-    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 0)
-    good = NT * 1000
-    f = write(tmp_path / "p.nt", good + "<http://a/s> <http://a/p> .\n" + good)
+@pytest.mark.parametrize("name", ["big.nt.gz", "big.nt.bz2", "big.nt.zst"])
+def test_compressed_load_leaves_no_scratch_copy(tmp_path, name):
+    """Issue 12 item 6 / issue 15 item 4: decompressed bytes are streamed into the loader;
+    nothing but the input and the store exists afterwards (also when the load fails)."""
+    (tmp_path / "in").mkdir()
+    f = write(tmp_path / "in" / name, _big_nt(40_000))
     s = Store(tmp_path / "s")
-    s.load([MINI])
-    before = _snapshot(s)
-    with pytest.raises(RdfSyntaxError) as err:
-        s.load([f], threads=4)
-    assert err.value.line == 3001
-    assert _snapshot(s) == before
+    [r] = s.load([f])
+    assert r.triples == 40_000
+    bad = write(tmp_path / "in" / ("bad-" + name), _big_nt(40_000) + "garbage\n")
+    with pytest.raises(RdfSyntaxError):
+        s.load([bad])
     s.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "s"]
+    assert sorted(p.name for p in (tmp_path / "in").iterdir()) == sorted([name, "bad-" + name])
+    assert not any(p.suffix == ".nt" or "kgcult-load" in p.name for p in (tmp_path / "s").rglob("*"))
+
+
+def test_truncated_and_non_gzip_over_1mb_give_one_line_errors(tmp_path):
+    """Issue 12 item 14: no `Aborted!`, no traceback; the store keeps what it had."""
+    body = _big_nt(60_000).encode()
+    assert len(body) > 1 << 20
+    trunc = tmp_path / "trunc.nt.gz"
+    trunc.write_bytes(gzip.compress(body)[: len(gzip.compress(body)) // 2])
+    notgz = tmp_path / "plain.nt.gz"
+    notgz.write_bytes(body)
+    store = tmp_path / "s"
+    assert run_cli(["load", str(MINI)], store).exit_code == 0
+    for f, cause in ((trunc, "truncated"), (notgz, "not valid .gz data")):
+        res = run_cli(["load", str(f), "--graph", "other"], store)
+        assert res.exit_code == 1
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {f}: cannot read") and cause in lines[0], res.stderr
+        assert "Traceback" not in res.stderr and "Aborted" not in res.stderr
+    s = Store(store)
+    assert vocab.GRAPH + "other" not in s.graph_counts()
+    assert [r["targetGraph"] for r in s.provenance()] == [vocab.GRAPH + "mini"]
+    s.close()
+
+
+@pytest.mark.parametrize("args, where", [
+    (["--graph", "a b"], "--graph 'a b'"),
+    (["--graph", "meta"], "reserved"),
+    (["--graph", vocab.META_GRAPH], "reserved"),
+    (["--graph", "closure/typedAs"], "reserved"),
+    (["--graph", "staging/x"], "reserved"),
+])
+def test_bad_or_reserved_graph_refused(tmp_path, args, where):
+    f = write(tmp_path / "x.nt", NT)
+    res = run_cli(["load", str(f), *args], tmp_path / "s")
+    assert res.exit_code == 1 and where in res.stderr and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    s = Store(tmp_path / "s")
+    assert s.graph_counts() == {}
+    s.close()
+
+
+def test_file_name_that_is_not_an_iri_or_reserved_refused(tmp_path):
+    for name in ("my dishes.ttl", "meta.nt"):
+        f = write(tmp_path / name, NT)
+        res = run_cli(["load", str(f)], tmp_path / "s")
+        assert res.exit_code == 1 and str(f) in res.stderr and "Traceback" not in res.stderr, res.stderr
+    # with --graph the file name does not matter
+    res = run_cli(["load", str(tmp_path / "my dishes.ttl"), "--graph", "dishes"], tmp_path / "s")
+    assert res.exit_code == 0, res.stderr
+
+
+def test_quad_file_cannot_write_kgcult_graphs(store, tmp_path):
+    f = write(tmp_path / "q.nq", f"<http://a/s> <http://a/p> <http://a/o> <{vocab.META_GRAPH}> .\n")
+    with pytest.raises(KgcultError, match="reserved"):
+        store.load([f])
+    assert len(store.ox) == 0
+
+
+@pytest.mark.parametrize("name", ["bom.nt", "bom.nt.gz", "bom.ttl"])
+def test_utf8_bom_is_accepted(store, tmp_path, name):
+    f = tmp_path / name
+    data = b"\xef\xbb\xbf" + NT.encode()
+    f.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    [r] = store.load([f])
+    assert r.triples == 3

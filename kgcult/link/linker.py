@@ -9,7 +9,6 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from kgcult import ids
 from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
 from kgcult.link import disambiguate, embed, morphology, normalize, pipeline, rank, semantic

@@ -6,26 +6,25 @@ Queries see the union of all graphs as their default graph (as a WDQS user expec
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 import pyoxigraph as ox
-from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad
+from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import bulk
-from kgcult.store import rdfio
+from kgcult.store import graphnames, journal, rdfio
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.files import sha256_file
 from kgcult.sparql import wdqs
 from kgcult.sparql.text import bind_values
 from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
+
+log = logging.getLogger(__name__)
 
 _XSD_BOOL = NamedNode(vocab.XSD + "boolean")
 _XSD_INT = NamedNode(vocab.XSD + "integer")
@@ -35,8 +34,7 @@ _META = NamedNode(vocab.META_GRAPH)
 log = logging.getLogger(__name__)
 
 
-def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+now_iso = journal.now_iso
 
 
 @dataclass
@@ -70,6 +68,10 @@ class Store(StoreReads):
                 self._ox = ox.Store(self.location)
         except OSError as e:
             raise KgcultError(f"cannot open the store at {self.location}: {e}") from e
+        if not read_only:
+            # Only one writer holds the store: an unfinished journal entry is a killed writer's.
+            for message in journal.repair(self._ox):
+                log.warning("%s: %s", self.location, message)
 
     # -- querying ---------------------------------------------------------------------
 
@@ -168,11 +170,17 @@ class Store(StoreReads):
 
         Triple formats (nt, ttl) go to ``graph``, by default the graph named after the file
         stem (``dishes.ttl`` -> .../graph/dishes); quad formats keep their own graphs unless
-        ``graph`` is given, which then rejects them (a quad file names its graphs).
+        ``graph`` is given, which then rejects them (a quad file names its graphs). Graph
+        names must be valid IRIs and not kgcult's own (metadata, closure, staging graphs).
 
-        A large N-Triples file going into an empty graph is loaded by ``threads`` parallel
-        bulk loads (default: up to 4, one per core; ``KGCULT_LOAD_THREADS`` overrides)."""
-        threads = threads or bulk.default_threads()
+        Compressed files are decompressed in a thread and streamed into one Oxigraph bulk
+        load (no scratch copy on disk). Each file's load is journaled (see
+        :mod:`kgcult.store.journal`), so a process killed mid-load is repaired on the next
+        writable open. ``threads`` is accepted for compatibility and ignored: one bulk
+        loader keeps peak memory at the Oxigraph CLI's."""
+        del threads
+        if self.read_only:
+            raise KgcultError(f"{self.location}: the store is open read-only; cannot load into it")
         plans = []
         for p in paths:
             p = str(p)
@@ -185,50 +193,49 @@ class Store(StoreReads):
                         f"{p}: --graph cannot be used with N-Quads/TriG files, which name their own graphs"
                     )
                 target = None
+            elif graph:
+                target = vocab.graph_iri(graph)
+                graphnames.check_user_graph(target, f"--graph {graph!r}")
             else:
-                target = vocab.graph_iri(graph) if graph else vocab.graph_iri(_stem(p))
+                target = vocab.graph_iri(_stem(p))
+                graphnames.check_user_graph(target, f"{p}: the graph named after the file (give --graph)")
             plans.append((p, fmt, target))
 
-        # A single file is loaded atomically by Oxigraph's bulk loader. With several files,
-        # validate them all first so that a bad last file cannot leave the first ones in.
-        if len(plans) > 1:
-            for p, fmt, _ in plans:
+        # A single triple file is loaded atomically by Oxigraph's bulk loader. Quad files are
+        # parsed first to refuse quads for kgcult's own graphs; with several files, all are
+        # parsed first so that a bad last file cannot leave the first ones in.
+        for p, fmt, _ in plans:
+            if len(plans) > 1 or fmt in rdfio.QUAD_FORMATS:
                 self._validate(p, fmt)
 
         reports = []
         for p, fmt, target in plans:
-            t0 = time.perf_counter()
-            before = self._size(target)
-            digest = sha256_file(p)
-            if self._parallel_ok(p, fmt, target, threads):
-                bulk.parallel_ntriples(self._ox, p, NamedNode(target), threads,
-                                       bulk.scratch_dir_for(self.location), progress)
-                self._ox.flush()
-            else:
-                self._bulk_load(p, fmt, target, progress)
-            added = self._size(target) - before
-            reports.append(LoadReport(p, target, added, time.perf_counter() - t0, digest))
-        self._record_loads(reports, kind=kind)
+            reports.append(self._load_one(p, fmt, target, kind, progress))
         return reports
 
-    def _size(self, graph: str | None) -> int:
-        """Triples in ``graph`` (a scan of that graph only), or in the whole store for
-        quad files, whose graphs are known only after loading them."""
-        if graph is None:
-            return len(self._ox)
-        if not self._ox.contains_named_graph(NamedNode(graph)):
-            return 0
-        return self.triple_count(graph)
+    def _load_one(self, path: str, fmt, target: str | None, kind: str, progress) -> LoadReport:
+        t0 = time.perf_counter()
+        before = journal.size(self._ox, target)
+        empty = target is not None and before == 0
+        digest = sha256_file(path)
+        state = journal.saved_state(self._ox)
+        node = journal.begin_load(self._ox, kind=kind, source=_display_path(path), sha256=digest,
+                                  graph=target, before=before, target_empty=empty)
+        try:
+            self._bulk_load(path, fmt, target, progress)
+        except BaseException:
+            if empty and self._ox.contains_named_graph(NamedNode(target)):
+                self._ox.remove_graph(NamedNode(target))
+            journal.abort_load(self._ox, node, state)
+            raise
+        added = journal.size(self._ox, target) - before
+        journal.finish_load(self._ox, node, added)
+        self._ox.flush()
+        return LoadReport(path, target, added, time.perf_counter() - t0, digest)
 
-    def _parallel_ok(self, path: str, fmt, target: str | None, threads: int) -> bool:
-        if threads < 2 or fmt != ox.RdfFormat.N_TRIPLES or target is None:
-            return False
-        _, compression = rdfio.split_name(path)
-        size = os.path.getsize(path) * (8 if compression else 1)  # rough uncompressed size
-        if size < bulk.MIN_PARALLEL_BYTES:
-            return False
-        # Rolling back a failed parallel load clears the graph: only safe when it is empty.
-        return not self._ox.contains_named_graph(NamedNode(target)) or self.triple_count(target) == 0
+    def _size(self, graph: str | None) -> int:
+        """Triples in ``graph`` (a scan of that graph only), or in the whole store."""
+        return journal.size(self._ox, graph)
 
     def _bulk_load(self, path: str, fmt, target: str | None, progress) -> None:
         kwargs = {"format": fmt}
@@ -236,40 +243,38 @@ class Store(StoreReads):
             kwargs["to_graph"] = NamedNode(target)
         _, compression = rdfio.split_name(path)
         try:
-            if compression is None and progress is None:
+            if compression is None and progress is None and not rdfio.starts_with_bom(path):
                 self._ox.bulk_load(path=path, **kwargs)
             else:
                 # Decompress in a thread into a pipe, so decompression and Oxigraph's
                 # parser run on two cores; progress counts compressed bytes.
                 with rdfio.decompressing_pipe(path, progress) as stream:
-                    self._ox.bulk_load(input=stream, **kwargs)
-        except SyntaxError as e:
-            raise rdfio.syntax_error(path, e) from None
-        except (EOFError, OSError, ValueError) as e:  # truncated .gz, bad zstd frame, ...
-            raise KgcultError(f"{path}: cannot read: {e}") from None
-        self._ox.flush()
-
-    def _validate(self, path: str, fmt) -> None:
-        """Parse a file completely without touching the store."""
-        scratch = ox.Store()
-        try:
-            with rdfio.open_binary(path) as stream:
-                scratch.bulk_load(input=stream, format=fmt, to_graph=None if fmt in rdfio.QUAD_FORMATS else NamedNode("urn:x-kgcult:validate"))
+                    try:
+                        self._ox.bulk_load(input=stream, **kwargs)
+                    except SyntaxError as e:
+                        err = e  # the pipe's own error, if any, takes precedence on exit
+                    else:
+                        err = None
+                if err is not None:
+                    raise rdfio.syntax_error(path, err) from None
         except SyntaxError as e:
             raise rdfio.syntax_error(path, e) from None
         except (EOFError, OSError, ValueError) as e:
             raise KgcultError(f"{path}: cannot read: {e}") from None
+        self._ox.flush()
+
+    def _validate(self, path: str, fmt) -> None:
+        """Parse a file completely without touching the store (streamed); quads for
+        kgcult's own graphs are refused."""
+        def check(quad, n):
+            g = quad.graph_name
+            if isinstance(g, NamedNode) and graphnames.is_reserved(g.value):
+                raise KgcultError(f"{path}: quad {n} is in graph {g.value}, which is reserved "
+                                  "for kgcult's own data (metadata, closures, staging)")
+
+        rdfio.check_file(path, fmt, check if fmt in rdfio.QUAD_FORMATS else None)
 
     # -- metadata: provenance and state ---------------------------------------------
-
-    def _record_loads(self, reports: list[LoadReport], kind: str) -> None:
-        for r in reports:
-            self.record_activity(
-                kind=kind, source=_display_path(r.path), sha256=r.sha256,
-                graph=r.graph, triples=r.triples,
-            )
-        if reports:
-            self.mark_closure_stale()
 
     def record_activity(
         self,
@@ -282,24 +287,8 @@ class Store(StoreReads):
         extra: dict[str, str] | None = None,
     ) -> NamedNode:
         """Write one provenance record (a kgc:Load) to the metadata graph."""
-        stamp = now_iso()
-        key = hashlib.sha256(f"{kind}|{source}|{graph}|{stamp}|{time.time_ns()}".encode()).hexdigest()[:16]
-        node = NamedNode(f"{vocab.GRAPH}meta/activity/{key}")
-        k = vocab.kgc
-        quads = [
-            Quad(node, NamedNode(vocab.RDF + "type"), k("Load"), _META),
-            Quad(node, k("kind"), Literal(kind), _META),
-            Quad(node, k("source"), Literal(source), _META),
-            Quad(node, k("loadedAt"), Literal(stamp, datatype=_XSD_DT), _META),
-        ]
-        if sha256:
-            quads.append(Quad(node, k("sourceSha256"), Literal(sha256), _META))
-        if graph:
-            quads.append(Quad(node, k("targetGraph"), NamedNode(graph), _META))
-        if triples is not None:
-            quads.append(Quad(node, k("tripleCount"), Literal(str(triples), datatype=_XSD_INT), _META))
-        for name, value in (extra or {}).items():
-            quads.append(Quad(node, k(name), Literal(str(value)), _META))
+        node, quads = journal.activity(kind=kind, source=source, sha256=sha256, graph=graph,
+                                       triples=triples, extra=extra)
         self._ox.extend(quads)
         return node
 

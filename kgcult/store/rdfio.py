@@ -1,17 +1,19 @@
-"""Reading RDF files: format from the file name, transparent .gz/.bz2/.zst decompression,
-and syntax errors turned into ``file:line:column`` messages."""
+"""Reading RDF files: format from the file name, transparent .gz/.bz2/.zst decompression
+streamed into the parser (never an uncompressed copy on disk), a leading UTF-8 byte-order
+mark skipped, and syntax and decompression errors turned into one-line messages naming
+the file."""
 from __future__ import annotations
 
 import bz2
 import gzip
 import io
 import os
-import re
 import threading
 from pathlib import Path
 from typing import BinaryIO
 
 import zstandard
+import pyoxigraph
 from pyoxigraph import RdfFormat
 
 from kgcult.errors import KgcultError, RdfSyntaxError, syntax_error  # noqa: F401 (re-exported)
@@ -27,6 +29,10 @@ FORMATS = {
 }
 COMPRESSIONS = (".gz", ".bz2", ".zst")
 QUAD_FORMATS = (RdfFormat.N_QUADS, RdfFormat.TRIG)
+BOM = b"\xef\xbb\xbf"
+# Written after the data when decompression fails, so that the parser stops with an error
+# (and the bulk load commits nothing) instead of taking a truncated input for a whole one.
+_POISON = b"\n<kgcult: the input could not be decompressed> .\n"
 
 
 def split_name(path: str | os.PathLike) -> tuple[RdfFormat, str | None]:
@@ -60,12 +66,20 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
     return open(p, "rb")
 
 
+def starts_with_bom(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(3) == BOM
+
+
 class decompressing_pipe:
     """Context manager giving a binary stream of the decompressed file, fed by a thread.
 
     The thread reads and decompresses the file and writes into an OS pipe; the reader
-    (Oxigraph's parser) runs in parallel. A read or decompression error in the thread
-    is re-raised when the context exits. ``progress(n)`` receives compressed byte counts."""
+    (Oxigraph's parser) runs in parallel, and nothing is written to disk. A leading UTF-8
+    BOM is dropped. If reading or decompressing fails, the thread ends the stream with a
+    line no parser accepts, so the consumer fails rather than commit a truncated input,
+    and leaving the context raises a KgcultError naming the file and the cause (in place
+    of the parser's error). ``progress(n)`` receives compressed byte counts."""
 
     def __init__(self, path: str, progress=None):
         self.path, self.progress = path, progress
@@ -79,25 +93,65 @@ class decompressing_pipe:
         return self._reader
 
     def _pump(self, w: int) -> None:
-        try:
-            raw = open(self.path, "rb")
-            counted = CountingReader(raw, self.progress or (lambda n: None))
-            buffered = io.BufferedReader(counted, 1 << 20)
-            _, compression = split_name(self.path)
-            with _decompress(compression, buffered) as src, open(w, "wb", buffering=0) as sink:
-                while block := src.read(1 << 20):
-                    sink.write(block)
-        except BrokenPipeError:  # the parser stopped reading (syntax error): fine
-            pass
-        except BaseException as e:  # noqa: BLE001 - handed to the main thread
-            self.error = e
+        with open(w, "wb", buffering=0) as sink:
+            try:
+                raw = open(self.path, "rb")
+                counted = CountingReader(raw, self.progress or (lambda n: None))
+                buffered = io.BufferedReader(counted, 1 << 20)
+                _, compression = split_name(self.path)
+                with _decompress(compression, buffered) as src:
+                    first = True
+                    while block := src.read(1 << 20):
+                        if first and block.startswith(BOM):
+                            block = block[len(BOM):]
+                        first = False
+                        sink.write(block)
+            except BrokenPipeError:  # the parser stopped reading (syntax error): fine
+                pass
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                self.error = e
+                try:
+                    sink.write(_POISON)
+                except OSError:
+                    pass
 
     def __exit__(self, exc_type, exc, tb):
         self._reader.close()
         self._thread.join()
-        if exc_type is None and self.error is not None:
-            raise OSError(str(self.error)) from self.error
+        if self.error is not None:
+            raise read_error(self.path, self.error) from None
         return False
+
+
+def read_error(path: str, exc: BaseException) -> KgcultError:
+    """A one-line error for a file that cannot be read or decompressed."""
+    _, compression = split_name(path)
+    if isinstance(exc, EOFError):
+        what = f"the compressed ({compression}) data ends early: the file is truncated"
+    elif compression and isinstance(exc, (OSError, ValueError, zstandard.ZstdError)):
+        what = f"not valid {compression} data ({exc})"
+    else:
+        what = str(exc) or type(exc).__name__
+    return KgcultError(f"{path}: cannot read: {what}")
+
+
+def check_file(path: str, fmt: RdfFormat, on_quad=None) -> int:
+    """Parse a whole file without storing it (streamed, bounded memory); ``on_quad(quad,
+    n)`` (n: the quad's 1-based position) may raise to refuse it. Returns the quad count."""
+    n = 0
+    with decompressing_pipe(path) as stream:
+        try:
+            for quad in pyoxigraph.parse(input=stream, format=fmt):
+                n += 1
+                if on_quad is not None:
+                    on_quad(quad, n)
+        except SyntaxError as e:
+            err = e
+        else:
+            err = None
+    if err is not None:
+        raise syntax_error(path, err) from None
+    return n
 
 
 def _decompress(compression: str | None, raw):

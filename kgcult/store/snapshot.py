@@ -14,22 +14,29 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import heapq
 import io
 import json
 import os
 import re
-from pathlib import Path
+import stat
+import tempfile
+import zlib
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Iterator
 
-from pyoxigraph import NamedNode, RdfFormat
+from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, parse
 
 from kgcult import vocab
 from kgcult.version import __version__
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_open, sha256_file
+from kgcult.store import graphnames, journal, rdfio
 from kgcult.store.embedded import Store
 
 FORMAT = "kgcult-snapshot/1"
 MANIFEST = "MANIFEST.json"
+RUN_BYTES = 64 << 20  # the external sort's run size (content hash, export)
 
 
 class SnapshotError(KgcultError):
@@ -53,10 +60,59 @@ def content_hash(graph_hashes: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def _sorted_nquads(store: Store, iri: str) -> list[bytes]:
-    lines = [f"{q} .\n".encode("utf-8") for q in store.quads(iri)]
+def sorted_nquads(store: Store, iri: str) -> Iterator[bytes]:
+    """The N-Quads lines of one graph in byte order, in bounded memory: sorted runs of
+    about ``RUN_BYTES`` are spilled to temporary files and merged (an external sort)."""
+    with tempfile.TemporaryDirectory(prefix="kgcult-sort-") as tmp:
+        runs, lines, size = [], [], 0
+        for q in store.quads(iri):
+            line = f"{q} .\n".encode("utf-8")
+            lines.append(line)
+            size += len(line) + 80  # the bytes object's own overhead
+            if size >= RUN_BYTES:
+                runs.append(_spill(tmp, len(runs), lines))
+                lines, size = [], 0
+        lines.sort()
+        if not runs:
+            yield from lines
+            return
+        runs.append(_spill(tmp, len(runs), lines))
+        del lines
+        files = [open(r, "rb") for r in runs]
+        try:
+            yield from heapq.merge(*files)
+        finally:
+            for f in files:
+                f.close()
+
+
+def _spill(tmp: str, index: int, lines: list[bytes]) -> str:
     lines.sort()
-    return lines
+    path = os.path.join(tmp, f"run-{index}")
+    with open(path, "wb", buffering=1 << 20) as f:
+        f.writelines(lines)
+    return path
+
+
+def _hash_sorted(lines: Iterable[bytes], sink=None) -> tuple[str, int]:
+    """sha256 and count of the lines (each also written to ``sink`` when given)."""
+    h, n, batch = hashlib.sha256(), 0, []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == 8192:
+            n += _hash_batch(h, batch, sink)
+    n += _hash_batch(h, batch, sink)
+    return h.hexdigest(), n
+
+
+def _hash_batch(h, batch: list[bytes], sink) -> int:
+    raw = b"".join(batch)
+    h.update(raw)
+    if sink is not None:
+        sink.write(raw)
+    n = len(batch)
+    batch.clear()
+    return n
 
 
 def export(store: Store, directory: str | os.PathLike) -> dict:
@@ -76,22 +132,20 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
     for iri in counts:
         if not (vocab.is_data_graph(iri) or iri == vocab.META_GRAPH):
             continue  # closures are rebuilt; staging graphs are a refresh in progress
-        lines = _sorted_nquads(store, iri)
-        raw = b"".join(lines)
         name = graph_file_name(iri)
         path = out / name
         with atomic_open(path, "wb") as f:
             # filename="" and mtime=0 make the gzip header independent of time and path.
             with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=6) as gz:
-                gz.write(raw)
+                content_sha, n = _hash_sorted(sorted_nquads(store, iri), gz)
         written.add(name)
         graphs.append(
             {
                 "iri": iri,
                 "file": name,
-                "triples": len(lines),
+                "triples": n,
                 "sha256": sha256_file(path),
-                "content_sha256": hashlib.sha256(raw).hexdigest(),
+                "content_sha256": content_sha,
                 "derived": False,
                 "metadata": iri == vocab.META_GRAPH,
             }
@@ -117,7 +171,10 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
 
 
 def read_manifest(directory: str | os.PathLike) -> dict:
-    path = Path(directory) / MANIFEST
+    """Read and check MANIFEST.json: its shape, every field's type, IRIs, and that each
+    file is a plain file inside the snapshot directory."""
+    root = Path(directory)
+    path = root / MANIFEST
     if not path.is_file():
         raise SnapshotError(f"{directory}: no {MANIFEST}: not a kgcult snapshot")
     try:
@@ -125,36 +182,143 @@ def read_manifest(directory: str | os.PathLike) -> dict:
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         line = getattr(e, "lineno", "?")
         raise SnapshotError(f"{path}:{line}: malformed manifest: {e}") from None
+    if not isinstance(manifest, dict):
+        raise SnapshotError(f"{path}: malformed manifest: the top level must be a JSON object, "
+                            f"not {_json_type(manifest)}")
     if manifest.get("format") != FORMAT:
         raise SnapshotError(f"{path}: unsupported snapshot format {manifest.get('format')!r} (expected {FORMAT})")
-    for i, g in enumerate(manifest.get("graphs", [])):
-        for field in ("iri", "file", "triples", "sha256", "content_sha256"):
+    _expect(path, "content_sha256", manifest.get("content_sha256"), str)
+    graphs = manifest.get("graphs")
+    _expect(path, "graphs", graphs, list)
+    seen_iris, seen_files = set(), set()
+    for i, g in enumerate(graphs):
+        where = f"graphs[{i}]"
+        _expect(path, where, g, dict)
+        for field, kind in (("iri", str), ("file", str), ("triples", int), ("sha256", str),
+                            ("content_sha256", str)):
             if field not in g:
-                raise SnapshotError(f"{path}: graphs[{i}] lacks field {field!r}")
+                raise SnapshotError(f"{path}: {where} lacks field {field!r}")
+            _expect(path, f"{where}.{field}", g[field], kind)
+        if g["triples"] < 0:
+            raise SnapshotError(f"{path}: {where}.triples is negative")
+        _expect(path, f"{where}.metadata", g.get("metadata", False), bool)
+        graphnames.check_graph_iri(g["iri"], f"{path}: {where}.iri")
+        if bool(g.get("metadata")) != (g["iri"] == vocab.META_GRAPH):
+            raise SnapshotError(f"{path}: {where}: only the entry for {vocab.META_GRAPH} may be (and must be) "
+                                "marked metadata")
+        if g["iri"] != vocab.META_GRAPH and graphnames.is_reserved(g["iri"]):
+            raise SnapshotError(f"{path}: {where}: graph {g['iri']} is reserved for kgcult's own derived data")
+        if g["iri"] in seen_iris or g["file"] in seen_files:
+            raise SnapshotError(f"{path}: {where}: graph or file listed twice")
+        seen_iris.add(g["iri"])
+        seen_files.add(g["file"])
+        member_file(root, g["file"], f"{path}: {where}.file")
     return manifest
 
 
+def _json_type(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _expect(path: Path, where: str, value, kind: type) -> None:
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if not ok:
+        wanted = {str: "a string", int: "an integer", list: "a list", dict: "an object", bool: "true or false"}[kind]
+        raise SnapshotError(f"{path}: {where} must be {wanted}, not {_json_type(value)} ({json.dumps(value)[:60]})")
+
+
+def member_file(root: Path, name: str, where: str) -> Path:
+    """``root/name`` if it is a plain file inside ``root``: no absolute path, no ``..``,
+    no symbolic link anywhere on the way."""
+    rel = PurePosixPath(name)
+    if not name or rel.is_absolute() or "\\" in name or any(part in ("..", "") for part in name.split("/")):
+        raise SnapshotError(f"{where}: {name!r} must be a relative path inside the snapshot directory")
+    path = root
+    for part in rel.parts:
+        path = path / part
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            raise SnapshotError(f"{path}: listed in {MANIFEST} but missing") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise SnapshotError(f"{where}: {name!r} goes through a symbolic link ({path}); "
+                                "a snapshot holds plain files only")
+    if not stat.S_ISREG(st.st_mode):
+        raise SnapshotError(f"{where}: {name!r} is not a plain file")
+    return path
+
+
+class _HashingReader(io.RawIOBase):
+    """Passes bytes through while hashing them."""
+
+    def __init__(self, raw):
+        self._raw, self.sha = raw, hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        data = self._raw.read(len(b))
+        n = len(data)
+        b[:n] = data
+        self.sha.update(data)
+        return n
+
+
+def _graph_quads(root: Path, g: dict) -> Iterator[Quad]:
+    """Parse one graph file of a snapshot, streamed, checking as it goes that every quad is
+    in the graph the manifest names (and, for the metadata graph, is kgcult's provenance or
+    state). Raises SnapshotError naming file and line; the content hash and count are
+    checked when the file has been read to its end."""
+    path = member_file(root, g["file"], f"{root / MANIFEST}")
+    graph = NamedNode(g["iri"])
+    metadata = g["iri"] == vocab.META_GRAPH
+    n = 0
+    try:
+        with gzip.open(path, "rb") as gz:
+            hashing = _HashingReader(gz)
+            stream = io.BufferedReader(hashing, 1 << 20)
+            for q in parse(input=stream, format=RdfFormat.N_QUADS):
+                n += 1
+                if q.graph_name != graph:
+                    raise SnapshotError(f"{path}:{n}: a quad in graph {q.graph_name}, but {MANIFEST} lists "
+                                        f"this file for {g['iri']}")
+                if metadata and not _is_kgcult_metadata(q):
+                    raise SnapshotError(f"{path}:{n}: the metadata graph may hold only kgcult's provenance "
+                                        f"records and store state, not {q.subject}")
+                yield q
+            while stream.read(1 << 20):  # hash to the end even past the last quad
+                pass
+    except SyntaxError as e:
+        raise SnapshotError(str(rdfio.syntax_error(str(path), e))) from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise SnapshotError(f"{path}: cannot decompress: {e}") from None
+    if hashing.sha.hexdigest() != g["content_sha256"]:
+        raise SnapshotError(f"{path}: content sha256 does not match {MANIFEST}")
+    if n != g["triples"]:
+        raise SnapshotError(f"{path}: {n} triples, {MANIFEST} says {g['triples']}")
+
+
+def _is_kgcult_metadata(q: Quad) -> bool:
+    s = q.subject
+    return isinstance(s, NamedNode) and (
+        s == journal.STATE or s.value.startswith(vocab.GRAPH + "meta/activity/")
+    ) and (q.predicate.value.startswith(vocab.KGC) or q.predicate.value == vocab.RDF + "type")
+
+
 def verify(directory: str | os.PathLike) -> dict:
-    """Check every hash and count of a snapshot without loading it. Returns the manifest."""
+    """Check a snapshot completely without loading it: the manifest, every file's hash,
+    and every line parsed (each quad in its graph). Returns the manifest."""
     root = Path(directory)
     manifest = read_manifest(root)
     data = {}
     for g in manifest["graphs"]:
-        path = root / g["file"]
-        if not path.is_file():
-            raise SnapshotError(f"{path}: listed in {MANIFEST} but missing")
+        path = member_file(root, g["file"], f"{root / MANIFEST}")
         if sha256_file(path) != g["sha256"]:
             raise SnapshotError(f"{path}: sha256 does not match {MANIFEST}: the file was altered or truncated")
-        try:
-            with gzip.open(path, "rb") as f:
-                raw = f.read()
-        except (OSError, EOFError) as e:
-            raise SnapshotError(f"{path}: cannot decompress: {e}") from None
-        if hashlib.sha256(raw).hexdigest() != g["content_sha256"]:
-            raise SnapshotError(f"{path}: content sha256 does not match {MANIFEST}")
-        lines = raw.count(b"\n")
-        if lines != g["triples"]:
-            raise SnapshotError(f"{path}: {lines} triples, {MANIFEST} says {g['triples']}")
+        for _ in _graph_quads(root, g):
+            pass
         if not g.get("metadata"):
             data[g["iri"]] = g["content_sha256"]
     if content_hash(data) != manifest.get("content_sha256"):
@@ -163,8 +327,15 @@ def verify(directory: str | os.PathLike) -> dict:
 
 
 def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False) -> dict:
-    """Verify a snapshot, then load it. Graphs the store already holds are refused unless
-    ``replace`` (then replaced whole); the metadata graph is merged."""
+    """Verify a snapshot completely (every line parsed), then load it all or nothing.
+    Graphs the store already holds are refused unless ``replace`` (then replaced whole);
+    the metadata graph's provenance records are merged (its store state is not: the store
+    keeps its own).
+
+    Each graph is first written to a staging graph; a store left with staging graphs by a
+    killed import drops them on its next writable open. Then one transaction records the
+    swap with its provenance and state, and the staged graphs are copied over the targets;
+    a kill from then on is finished on the next writable open (see journal.commit_swap)."""
     root = Path(directory)
     manifest = verify(root)
     existing = set(store.graph_counts())
@@ -173,18 +344,28 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
         raise SnapshotError(
             f"the store already holds graph(s) {', '.join(clashes)}; use --replace to replace them"
         )
-    for iri in clashes:
-        store.clear_graph(iri)
+    pairs = []
+    try:
+        for i, g in enumerate(manifest["graphs"]):
+            stage = journal.stage_graph(i)
+            store.ox.bulk_extend(Quad(q.subject, q.predicate, q.object, stage)
+                                 for q in _graph_quads(root, g) if q.subject != journal.STATE)
+            pairs.append((stage, NamedNode(g["iri"])))
+        store.flush()
+    except BaseException:
+        for i in range(len(manifest["graphs"])):
+            if store.ox.contains_named_graph(journal.stage_graph(i)):
+                store.ox.remove_graph(journal.stage_graph(i))
+        raise
+    records = []
     for g in manifest["graphs"]:
-        with gzip.open(root / g["file"], "rb") as f:
-            store.ox.bulk_load(input=io.BufferedReader(f, 1 << 20), format=RdfFormat.N_QUADS)
         if not g.get("metadata"):
-            store.record_activity(
-                kind="snapshot-import", source=str(root.resolve()), sha256=g["content_sha256"],
-                graph=g["iri"], triples=g["triples"],
-            )
-    store.set_state("snapshotContentSha256", manifest["content_sha256"])
-    store.mark_closure_stale()
+            records += journal.activity(kind="snapshot-import", source=str(root.resolve()),
+                                        sha256=g["content_sha256"], graph=g["iri"], triples=g["triples"])[1]
+    state = Quad(journal.STATE, vocab.kgc("snapshotContentSha256"), Literal(manifest["content_sha256"]),
+                 journal.META)
+    ops = journal.stale_ops() + journal.delete_fields(journal.STATE, ["snapshotContentSha256"])
+    journal.commit_swap(store.ox, pairs, ops + [journal.insert_data(records + [state])])
     store.flush()
     return manifest
 
@@ -195,10 +376,7 @@ def store_content_hash(store: Store) -> str:
     cached = store.get_state("contentSha256")
     if cached:
         return cached
-    hashes = {}
-    for iri in store.data_graphs():
-        raw = b"".join(_sorted_nquads(store, iri))
-        hashes[iri] = hashlib.sha256(raw).hexdigest()
+    hashes = {iri: _hash_sorted(sorted_nquads(store, iri))[0] for iri in store.data_graphs()}
     digest = content_hash(hashes)
     if not store.read_only and not store.remote:
         store.set_state("contentSha256", digest)

@@ -1,0 +1,239 @@
+"""Crash safety for writes that cannot be one transaction: bulk loads and snapshot imports.
+
+Oxigraph's bulk loader commits on its own, so a load's data cannot share a transaction
+with its provenance record. Instead a load is journaled in the metadata graph:
+
+1. before the bulk load, one transaction marks the closure stale, drops the cached content
+   hash and writes the load's provenance record with ``kgc:status "in-progress"``, the
+   target graph's size before and whether that graph was empty;
+2. after it, one transaction completes the record (``kgc:tripleCount``, no status).
+
+A process killed in between leaves an in-progress record. The next writable open
+(:func:`repair`) rolls a load into a graph that was empty back (clears that graph and
+drops the record: the store is as it was before the load), or, when the graph held data
+before, keeps what landed and marks the record ``interrupted`` with the triples it added.
+Either way the closure is already marked stale. Staging graphs of a killed snapshot import
+are dropped.
+
+Updates here are SPARQL updates: Oxigraph applies each one as a single transaction.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import datetime, timezone
+from typing import Iterable
+
+import pyoxigraph as ox
+from pyoxigraph import Literal, NamedNode, Quad
+
+from kgcult import vocab
+
+META = NamedNode(vocab.META_GRAPH)
+STATE = NamedNode(vocab.KGC + "store")
+IMPORT_STAGING = vocab.STAGING_GRAPH + "snapshot-import/"
+IN_PROGRESS, INTERRUPTED = "in-progress", "interrupted"
+
+_XSD_BOOL = NamedNode(vocab.XSD + "boolean")
+_XSD_INT = NamedNode(vocab.XSD + "integer")
+_XSD_DT = NamedNode(vocab.XSD + "dateTime")
+_TYPE = NamedNode(vocab.RDF + "type")
+_CACHE_STATES = ("closureStale", "contentSha256")  # what a data change invalidates
+_JOURNAL = ("status", "triplesBefore", "targetWasEmpty")  # fields of an unfinished record
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def activity(
+    *, kind: str, source: str, sha256: str | None = None, graph: str | None = None,
+    triples: int | None = None, extra: dict[str, str] | None = None,
+) -> tuple[NamedNode, list[Quad]]:
+    """A new provenance record (a kgc:Load in the metadata graph): its node and quads."""
+    stamp = now_iso()
+    key = hashlib.sha256(f"{kind}|{source}|{graph}|{stamp}|{time.time_ns()}".encode()).hexdigest()[:16]
+    node = NamedNode(f"{vocab.GRAPH}meta/activity/{key}")
+    k = vocab.kgc
+    quads = [
+        Quad(node, _TYPE, k("Load"), META),
+        Quad(node, k("kind"), Literal(kind), META),
+        Quad(node, k("source"), Literal(source), META),
+        Quad(node, k("loadedAt"), Literal(stamp, datatype=_XSD_DT), META),
+    ]
+    if sha256:
+        quads.append(Quad(node, k("sourceSha256"), Literal(sha256), META))
+    if graph:
+        quads.append(Quad(node, k("targetGraph"), NamedNode(graph), META))
+    if triples is not None:
+        quads.append(Quad(node, k("tripleCount"), _int(triples), META))
+    for name, value in (extra or {}).items():
+        quads.append(Quad(node, k(name), Literal(str(value)), META))
+    return node, quads
+
+
+def insert_data(quads: Iterable[Quad]) -> str:
+    """``INSERT DATA`` of quads (terms written as N-Triples, which SPARQL accepts)."""
+    body = " ".join(f"GRAPH {q.graph_name} {{ {q.subject} {q.predicate} {q.object} }}" for q in quads)
+    return f"INSERT DATA {{ {body} }}" if body else ""
+
+
+def delete_fields(node: NamedNode, names: Iterable[str]) -> list[str]:
+    return [f"DELETE WHERE {{ GRAPH {META} {{ {node} {vocab.kgc(n)} ?o }} }}" for n in names]
+
+
+def stale_ops() -> list[str]:
+    """Operations that mark the closure stale and drop the cached content hash."""
+    return delete_fields(STATE, _CACHE_STATES) + [
+        insert_data([Quad(STATE, vocab.kgc("closureStale"), _bool(True), META)])]
+
+
+def run(store: ox.Store, ops: Iterable[str]) -> None:
+    """Apply update operations in one transaction."""
+    text = " ;\n".join(op for op in ops if op)
+    if text:
+        store.update(text)
+
+
+# -- loads ----------------------------------------------------------------------------
+
+def saved_state(store: ox.Store) -> list[Quad]:
+    """The state a data change invalidates, to put back if a load fails cleanly."""
+    return [q for name in _CACHE_STATES
+            for q in store.quads_for_pattern(STATE, vocab.kgc(name), None, META)]
+
+
+def begin_load(store: ox.Store, *, kind: str, source: str, sha256: str, graph: str | None,
+               before: int, target_empty: bool) -> NamedNode:
+    """Journal a load about to start (closure stale + an in-progress record), atomically."""
+    node, quads = activity(kind=kind, source=source, sha256=sha256, graph=graph)
+    k = vocab.kgc
+    quads += [Quad(node, k("status"), Literal(IN_PROGRESS), META),
+              Quad(node, k("triplesBefore"), _int(before), META),
+              Quad(node, k("targetWasEmpty"), _bool(target_empty), META)]
+    run(store, stale_ops() + [insert_data(quads)])
+    return node
+
+
+def finish_load(store: ox.Store, node: NamedNode, triples: int) -> None:
+    """Complete the record of a load whose data is committed."""
+    run(store, delete_fields(node, _JOURNAL) + [
+        insert_data([Quad(node, vocab.kgc("tripleCount"), _int(triples), META)])])
+
+
+def abort_load(store: ox.Store, node: NamedNode, state: list[Quad]) -> None:
+    """Forget a load that failed and was rolled back: drop its record, restore the state."""
+    run(store, [f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"]
+        + delete_fields(STATE, _CACHE_STATES) + [insert_data(state)])
+
+
+# -- repair on open -----------------------------------------------------------------
+
+def unfinished(store: ox.Store) -> list[dict]:
+    """In-progress load records: {node, graph, before, empty}."""
+    out = []
+    for q in store.quads_for_pattern(None, vocab.kgc("status"), Literal(IN_PROGRESS), META):
+        node = q.subject
+        if not node.value.startswith(f"{vocab.GRAPH}meta/activity/"):
+            continue
+        fields = {p.predicate.value[len(vocab.KGC):]: p.object
+                  for p in store.quads_for_pattern(node, None, None, META)}
+        out.append({
+            "node": node,
+            "graph": fields["targetGraph"].value if "targetGraph" in fields else None,
+            "before": int(fields["triplesBefore"].value) if "triplesBefore" in fields else 0,
+            "empty": fields.get("targetWasEmpty") is not None and fields["targetWasEmpty"].value == "true",
+            "source": fields["source"].value if "source" in fields else "?",
+        })
+    return out
+
+
+def repair(store: ox.Store) -> list[str]:
+    """Repair what a killed load or snapshot import left; return one message per repair."""
+    messages = []
+    for rec in unfinished(store):
+        node, graph = rec["node"], rec["graph"]
+        if graph and rec["empty"]:
+            if store.contains_named_graph(NamedNode(graph)):
+                store.remove_graph(NamedNode(graph))  # idempotent if killed again here
+            run(store, stale_ops() + [f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"])
+            messages.append(f"an interrupted load of {rec['source']} into {graph} was rolled back")
+            continue
+        added = size(store, graph) - rec["before"]
+        if added <= 0:  # killed before the bulk load committed: nothing landed
+            run(store, stale_ops() + [f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"])
+            messages.append(f"an interrupted load of {rec['source']} had not written anything")
+        else:
+            run(store, stale_ops() + delete_fields(node, _JOURNAL) + [insert_data([
+                Quad(node, vocab.kgc("status"), Literal(INTERRUPTED), META),
+                Quad(node, vocab.kgc("tripleCount"), _int(added), META)])])
+            messages.append(f"a load of {rec['source']} was interrupted: kept the {added} triples "
+                            f"it added to {graph or 'the store'} (recorded as interrupted)")
+    for node in _unfinished_swaps(store):
+        _finish_swap(store, node)
+        messages.append("finished a snapshot import that was interrupted while swapping its graphs in")
+    staging = [g for g in store.named_graphs() if isinstance(g, NamedNode) and g.value.startswith(IMPORT_STAGING)]
+    for g in staging:
+        store.remove_graph(g)
+    if staging:
+        messages.append(f"dropped {len(staging)} staging graph(s) of an interrupted snapshot import")
+    return messages
+
+
+def size(store: ox.Store, graph: str | None) -> int:
+    """Triples in ``graph`` (or quads in the whole store)."""
+    if graph is None:
+        return len(store)
+    if not store.contains_named_graph(NamedNode(graph)):
+        return 0
+    rows = store.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH {NamedNode(graph)} {{ ?s ?p ?o }} }}")
+    return int(next(iter(rows))["n"].value)
+
+
+def _int(n: int) -> Literal:
+    return Literal(str(n), datatype=_XSD_INT)
+
+
+def _bool(b: bool) -> Literal:
+    return Literal("true" if b else "false", datatype=_XSD_BOOL)
+
+
+# -- snapshot imports: staged, then swapped in (rolled forward if killed) -------------
+
+def stage_graph(index: int) -> NamedNode:
+    return NamedNode(f"{IMPORT_STAGING}{index}")
+
+
+def commit_swap(store: ox.Store, pairs: list[tuple[NamedNode, NamedNode]], ops: list[str]) -> None:
+    """Swap staged graphs in: ``pairs`` are (staging graph, target graph); a target that is
+    the metadata graph is merged, any other is replaced whole.
+
+    One transaction records the swap as in progress together with ``ops`` (provenance,
+    state); from then on the swap is committed: if the process dies while copying, the
+    next writable open finishes it from the staging graphs, which are dropped only once
+    their copy is complete."""
+    node = NamedNode(f"{vocab.GRAPH}meta/swap/{hashlib.sha256(str(time.time_ns()).encode()).hexdigest()[:16]}")
+    quads = [Quad(node, vocab.kgc("status"), Literal(IN_PROGRESS), META)]
+    quads += [Quad(node, vocab.kgc("swap"), Literal(f"{stage.value} {target.value}"), META)
+              for stage, target in pairs]
+    run(store, ops + [insert_data(quads)])
+    _finish_swap(store, node)
+
+
+def _finish_swap(store: ox.Store, node: NamedNode) -> None:
+    for q in list(store.quads_for_pattern(node, vocab.kgc("swap"), None, META)):
+        stage, target = (NamedNode(x) for x in q.object.value.split(" "))
+        if not store.contains_named_graph(stage):
+            continue  # this pair was done before the process died
+        if target.value != vocab.META_GRAPH and store.contains_named_graph(target):
+            store.remove_graph(target)
+        store.bulk_extend(Quad(s.subject, s.predicate, s.object, target)
+                          for s in store.quads_for_pattern(None, None, None, stage))
+        store.flush()
+        store.remove_graph(stage)
+    run(store, [f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"])
+
+
+def _unfinished_swaps(store: ox.Store) -> list[NamedNode]:
+    return [q.subject for q in store.quads_for_pattern(None, vocab.kgc("status"), Literal(IN_PROGRESS), META)
+            if q.subject.value.startswith(f"{vocab.GRAPH}meta/swap/")]

@@ -1,0 +1,217 @@
+"""Snapshots that lie (issue 12 items 1, 12, 14): a file whose hashes match but that does
+not parse, manifests pointing outside the snapshot, quads in the wrong graph, malformed
+manifests, and an import killed with SIGKILL. In every case: one-line error, exit 1, and
+the store exactly as it was."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kgcult import vocab
+from kgcult.store import Store, snapshot
+from kgcult.store.snapshot import SnapshotError
+
+from tests.conftest import FIXTURES, run_cli
+
+MINI = FIXTURES / "foundation" / "mini.ttl"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def everything(store_dir: Path) -> list[str]:
+    s = Store(store_dir)
+    try:
+        return sorted(str(q) for q in s.ox)
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def snap(tmp_path) -> Path:
+    """A snapshot of two graphs (mini, copy), and a store that already holds both."""
+    s = Store(tmp_path / "src")
+    s.load([MINI])
+    s.load([MINI], graph="copy")
+    snapshot.export(s, tmp_path / "snap")
+    s.close()
+    run_cli(["snapshot", "import", str(tmp_path / "snap")], tmp_path / "store")
+    return tmp_path / "snap"
+
+
+def rewrite_graph(snap: Path, index: int, edit) -> None:
+    """Rewrite graph file ``index`` with ``edit(lines) -> lines`` and recompute its hashes
+    (and the manifest's content hash), as an attacker or a buggy tool would."""
+    m = json.loads((snap / "MANIFEST.json").read_text())
+    g = m["graphs"][index]
+    path = snap / g["file"]
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines(keepends=True)
+    raw = "".join(edit(lines)).encode()
+    path.write_bytes(gzip.compress(raw))
+    g["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    g["content_sha256"] = hashlib.sha256(raw).hexdigest()
+    g["triples"] = raw.count(b"\n")
+    m["content_sha256"] = snapshot.content_hash(
+        {x["iri"]: x["content_sha256"] for x in m["graphs"] if not x["metadata"]})
+    (snap / "MANIFEST.json").write_text(json.dumps(m))
+
+
+def data_index(snap: Path, name: str) -> int:
+    m = json.loads((snap / "MANIFEST.json").read_text())
+    return next(i for i, g in enumerate(m["graphs"]) if g["iri"] == vocab.GRAPH + name)
+
+
+def assert_refused(tmp_path, snap, *message, replace=True):
+    before = everything(tmp_path / "store")
+    args = ["snapshot", "import", str(snap)] + (["--replace"] if replace else [])
+    res = run_cli(args, tmp_path / "store")
+    assert res.exit_code == 1, res.stderr
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), res.stderr
+    for m in message:
+        assert m in err[0], err[0]
+    assert everything(tmp_path / "store") == before
+    assert run_cli(["snapshot", "verify", str(snap)], tmp_path / "store").exit_code == 1
+
+
+def test_replace_with_one_malformed_line_and_matching_hashes(tmp_path, snap):
+    """Item 1: parse everything before touching the store; the swap is all or nothing."""
+    i = data_index(snap, "mini")
+    rewrite_graph(snap, i, lambda lines: lines[:3] + ["<http://broken> <p> .\n"] + lines[3:])
+    # the malformed graph comes after another graph in the manifest order, too
+    assert_refused(tmp_path, snap, "graphs/", ":4")
+
+
+def test_quad_for_another_graph_refused(tmp_path, snap):
+    i = data_index(snap, "copy")
+    other = f"<{vocab.GRAPH}mini>"
+    rewrite_graph(snap, i, lambda lines: lines + [f"<http://x/s> <http://x/p> <http://x/o> {other} .\n"])
+    assert_refused(tmp_path, snap, "lists this file for")
+
+
+def test_data_file_cannot_write_the_metadata_graph(tmp_path, snap):
+    i = data_index(snap, "copy")
+    meta = f"<{vocab.META_GRAPH}>"
+    rewrite_graph(snap, i, lambda lines: [f"<{vocab.KGC}store> <{vocab.KGC}closureStale> \"false\" {meta} .\n"]
+                  + lines)
+    assert_refused(tmp_path, snap, "lists this file for")
+
+
+def test_metadata_graph_holds_only_kgcult_records(tmp_path, snap):
+    i = next(i for i, g in enumerate(json.loads((snap / "MANIFEST.json").read_text())["graphs"]) if g["metadata"])
+    meta = f"<{vocab.META_GRAPH}>"
+    rewrite_graph(snap, i, lambda lines: lines + [f"<http://evil/x> <http://evil/p> \"1\" {meta} .\n"])
+    assert_refused(tmp_path, snap, "metadata graph may hold only")
+
+
+@pytest.mark.parametrize("target", ["../outside.nq.gz", "/etc/passwd", "link.nq.gz", "graphs/../../x.nq.gz",
+                                    "graphs"])
+def test_manifest_files_only_plain_files_inside(tmp_path, snap, target):
+    m = json.loads((snap / "MANIFEST.json").read_text())
+    g = m["graphs"][data_index(snap, "copy")]
+    src = snap / g["file"]
+    (tmp_path / "outside.nq.gz").write_bytes(src.read_bytes())
+    (tmp_path / "x.nq.gz").write_bytes(src.read_bytes())
+    os.symlink(src, snap / "link.nq.gz")
+    g["file"] = target
+    (snap / "MANIFEST.json").write_text(json.dumps(m))
+    assert_refused(tmp_path, snap, "graphs[")
+
+
+def test_symlinked_directory_refused(tmp_path, snap):
+    os.rename(snap / "graphs", tmp_path / "real-graphs")
+    os.symlink(tmp_path / "real-graphs", snap / "graphs")
+    assert_refused(tmp_path, snap, "symbolic link")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: [m], "top level must be a JSON object"),
+    (lambda m: {**m, "graphs": {"a": 1}}, "graphs must be a list"),
+    (lambda m: {**m, "graphs": [{**m["graphs"][0], "file": None}]}, "graphs[0].file must be a string, not null"),
+    (lambda m: {**m, "graphs": [{**m["graphs"][0], "triples": str(m["graphs"][0]["triples"])}]},
+     "graphs[0].triples must be an integer, not a string"),
+    (lambda m: {**m, "graphs": [{**m["graphs"][0], "iri": "not an iri"}]}, "graphs[0].iri"),
+    (lambda m: {**m, "graphs": [{**m["graphs"][0], "iri": vocab.META_GRAPH}]}, "metadata"),
+    (lambda m: {**m, "graphs": [{**m["graphs"][0], "iri": vocab.CLOSURE_GRAPH + "typedAs"}]}, "reserved"),
+    (lambda m: {**m, "graphs": ["x"]}, "graphs[0] must be an object"),
+])
+def test_malformed_manifests_give_one_line_errors(tmp_path, snap, edit, message):
+    m = json.loads((snap / "MANIFEST.json").read_text())
+    (snap / "MANIFEST.json").write_text(json.dumps(edit(m)))
+    assert_refused(tmp_path, snap, "MANIFEST.json", message)
+
+
+def test_replace_swaps_every_graph(tmp_path, snap):
+    """The good path of --replace: the imported content replaces what was there."""
+    s = Store(tmp_path / "store")
+    s.ox.remove_graph(snapshot.NamedNode(vocab.GRAPH + "copy"))
+    s.load([MINI], graph="copy")
+    extra = tmp_path / "extra.nt"
+    extra.write_text("<http://x/s> <http://x/p> <http://x/o> .\n")
+    s.load([extra], graph="mini")
+    s.close()
+    res = run_cli(["snapshot", "import", "--replace", str(snap)], tmp_path / "store")
+    assert res.exit_code == 0, res.stderr
+    s = Store(tmp_path / "store")
+    assert s.triple_count(vocab.GRAPH + "mini") == s.triple_count(vocab.GRAPH + "copy")
+    assert not any(g.startswith(vocab.STAGING_GRAPH) for g in s.graph_counts())
+    assert s.closure_stale
+    s.close()
+
+
+CHILD = textwrap.dedent("""
+    import os, signal, sys
+    from kgcult.store import Store, journal, snapshot
+    store_dir, snap, point = sys.argv[1:4]
+    if point == "staging":  # die once the first graph is staged
+        real = journal.stage_graph
+        def stage_graph(i):
+            if i == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(i)
+        journal.stage_graph = stage_graph
+    else:
+        real_finish = journal._finish_swap
+        def finish(store, node):
+            # copy the first pair, then die in the middle of the swap
+            q = next(iter(store.quads_for_pattern(node, journal.vocab.kgc("swap"), None, journal.META)))
+            stage, target = (journal.NamedNode(x) for x in q.object.value.split(" "))
+            store.remove_graph(target)
+            os.kill(os.getpid(), signal.SIGKILL)
+        journal._finish_swap = finish
+    s = Store(store_dir)
+    snapshot.import_(s, snap, replace=True)
+""")
+
+
+@pytest.mark.parametrize("point", ["staging", "swap"])
+def test_import_killed_is_all_or_nothing(tmp_path, snap, point):
+    s = Store(tmp_path / "store")
+    extra = tmp_path / "extra.nt"
+    extra.write_text("<http://x/s> <http://x/p> <http://x/o> .\n")
+    s.load([extra], graph="mini")
+    s.close()
+    before = everything(tmp_path / "store")
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "store"), str(snap), point],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    s = Store(tmp_path / "store")  # repairs
+    try:
+        assert not any(g.startswith(vocab.STAGING_GRAPH) for g in s.graph_counts())
+        if point == "staging":  # before the swap was committed: nothing changed
+            assert sorted(str(q) for q in s.ox) == before
+        else:  # the swap was committed: it is finished
+            assert s.triple_count(vocab.GRAPH + "mini") == s.triple_count(vocab.GRAPH + "copy")
+            assert "<http://x/s>" not in " ".join(str(q) for q in s.quads(vocab.GRAPH + "mini"))
+            assert s.closure_stale
+            assert any(r["kind"] == "snapshot-import" for r in s.provenance())
+            assert not any(r.get("status") for r in s.provenance())
+    finally:
+        s.close()
