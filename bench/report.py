@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["load", "closure_query", "mirror", "views", "link", "probe", "serve", "synth"]
+ORDER = ["load", "closure", "closure_query", "mirror", "ingest", "views", "link", "link_scale", "probe",
+         "serve", "serve_runaway", "wdqs", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
     "closure_query": "Closure graphs vs property paths (issue 2)",
@@ -15,6 +16,11 @@ TITLES = {
     "probe": "Probing (issue 6)",
     "serve": "SPARQL endpoint (issue 7)",
     "synth": "CultureSynth keywords and synthesis (issue 8)",
+    "closure": "Closure in bounded memory (issue 15)",
+    "ingest": "Whole-dump ingest: one parallel pass, and Spark (issue 14)",
+    "link_scale": "Link index on disk at scale (issue 15)",
+    "serve_runaway": "Runaway queries against the endpoint (issue 12)",
+    "wdqs": "WDQS queries unchanged: label service and closure paths (issue 13)",
 }
 
 
