@@ -6,12 +6,14 @@
 * Atomic output: a file or a directory is written beside its target and renamed over it
   only when complete, so a failed run never leaves a half-written output behind.
 * ``sha256_file``: a file's digest, read in blocks.
+* ``TapReader``: a file read through, every chunk shown to a callback (hashing, progress).
 * ``text_of``: a text input (a query file) as ``str``, or an error that says it is not text.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import logging
 import os
@@ -162,3 +164,29 @@ def text_of(data: bytes, name: str) -> str:
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise KgcultError(f"{name}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+
+
+# -- reading through -------------------------------------------------------------------
+
+class TapReader(io.RawIOBase):
+    """A sequential raw file that passes ``raw``'s bytes through and shows every chunk to
+    ``on_data`` (e.g. ``hashlib.sha256().update``, or a progress counter) on the way."""
+
+    def __init__(self, raw, on_data):
+        self._raw, self._on_data = raw, on_data
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        data = self._raw.read(len(b))
+        n = len(data)
+        b[:n] = data
+        if n:
+            self._on_data(data)
+        return n
+
+    def drain(self, chunk: int = 1 << 20) -> None:
+        """Read (and show) the rest of the file."""
+        while data := self._raw.read(chunk):
+            self._on_data(data)

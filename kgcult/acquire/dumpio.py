@@ -31,6 +31,7 @@ from pathlib import Path
 import zstandard
 
 from kgcult.errors import KgcultError
+from kgcult.files import TapReader
 from kgcult.store import rdfio
 
 try:  # optional: kgcult[dump]
@@ -93,30 +94,6 @@ def decompressor(path: str, threads: int | None = None) -> str:
     return {".gz": "python-gzip", ".bz2": "python-bz2", ".zst": "python-zstandard"}[comp]
 
 
-class _HashingReader(io.RawIOBase):
-    """A raw file that hashes what is read from it (sequential readers only)."""
-
-    def __init__(self, raw, sha):
-        self._raw, self._sha = raw, sha
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        data = self._raw.read(len(b))
-        n = len(data)
-        b[:n] = data
-        self._sha.update(data)
-        return n
-
-    def drain(self) -> None:
-        while data := self._raw.read(1 << 20):
-            self._sha.update(data)
-
-    def close(self) -> None:
-        self._raw.close()
-        super().close()
-
 
 class DumpReader:
     """Context manager: ``.stream`` gives the decompressed bytes; after the stream is read
@@ -152,7 +129,7 @@ class DumpReader:
             self.stream = io.BufferedReader(rapidgzip.open(raw, parallelization=self.threads), 1 << 20)
             self._closers.append(self.stream)
         else:
-            self._hashing = _HashingReader(raw, self.sha)
+            self._hashing = TapReader(raw, self.sha.update)
             buffered = io.BufferedReader(self._hashing, 1 << 20)
             if comp == ".gz":
                 self.stream = gzip.GzipFile(fileobj=buffered, mode="rb")

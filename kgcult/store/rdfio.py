@@ -17,6 +17,7 @@ import pyoxigraph
 from pyoxigraph import RdfFormat
 
 from kgcult.errors import KgcultError, RdfSyntaxError, syntax_error  # noqa: F401 (re-exported)
+from kgcult.files import TapReader
 
 FORMATS = {
     ".nt": RdfFormat.N_TRIPLES,
@@ -92,11 +93,15 @@ class decompressing_pipe:
         self._thread.start()
         return self._reader
 
+    def _count(self, data: bytes) -> None:
+        if self.progress:
+            self.progress(len(data))
+
     def _pump(self, w: int) -> None:
         with open(w, "wb", buffering=0) as sink:
             try:
                 raw = open(self.path, "rb")
-                counted = CountingReader(raw, self.progress or (lambda n: None))
+                counted = TapReader(raw, self._count)
                 buffered = io.BufferedReader(counted, 1 << 20)
                 _, compression = split_name(self.path)
                 with _decompress(compression, buffered) as src:

@@ -30,7 +30,7 @@ from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, parse
 from kgcult import vocab
 from kgcult.version import __version__
 from kgcult.errors import KgcultError
-from kgcult.files import atomic_open, sha256_file
+from kgcult.files import TapReader, atomic_open, sha256_file
 from kgcult.store import graphnames, journal, rdfio
 from kgcult.store.embedded import Store
 
@@ -249,22 +249,6 @@ def member_file(root: Path, name: str, where: str) -> Path:
     return path
 
 
-class _HashingReader(io.RawIOBase):
-    """Passes bytes through while hashing them."""
-
-    def __init__(self, raw):
-        self._raw, self.sha = raw, hashlib.sha256()
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        data = self._raw.read(len(b))
-        n = len(data)
-        b[:n] = data
-        self.sha.update(data)
-        return n
-
 
 def _graph_quads(root: Path, g: dict) -> Iterator[Quad]:
     """Parse one graph file of a snapshot, streamed, checking as it goes that every quad is
@@ -277,7 +261,8 @@ def _graph_quads(root: Path, g: dict) -> Iterator[Quad]:
     n = 0
     try:
         with gzip.open(path, "rb") as gz:
-            hashing = _HashingReader(gz)
+            sha = hashlib.sha256()
+            hashing = TapReader(gz, sha.update)
             stream = io.BufferedReader(hashing, 1 << 20)
             for q in parse(input=stream, format=RdfFormat.N_QUADS):
                 n += 1
@@ -294,7 +279,7 @@ def _graph_quads(root: Path, g: dict) -> Iterator[Quad]:
         raise SnapshotError(str(rdfio.syntax_error(str(path), e))) from None
     except (OSError, EOFError, zlib.error) as e:
         raise SnapshotError(f"{path}: cannot decompress: {e}") from None
-    if hashing.sha.hexdigest() != g["content_sha256"]:
+    if sha.hexdigest() != g["content_sha256"]:
         raise SnapshotError(f"{path}: content sha256 does not match {MANIFEST}")
     if n != g["triples"]:
         raise SnapshotError(f"{path}: {n} triples, {MANIFEST} says {g['triples']}")
