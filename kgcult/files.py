@@ -172,8 +172,8 @@ class TapReader(io.RawIOBase):
     """A sequential raw file that passes ``raw``'s bytes through and shows every chunk to
     ``on_data`` (e.g. ``hashlib.sha256().update``, or a progress counter) on the way."""
 
-    def __init__(self, raw, on_data):
-        self._raw, self._on_data = raw, on_data
+    def __init__(self, raw, on_data, *, close_raw: bool = False):
+        self._raw, self._on_data, self._close_raw = raw, on_data, close_raw
 
     def readable(self) -> bool:
         return True
@@ -185,6 +185,11 @@ class TapReader(io.RawIOBase):
         if n:
             self._on_data(data)
         return n
+
+    def close(self) -> None:
+        if self._close_raw and not self.closed:
+            self._raw.close()
+        super().close()
 
     def drain(self, chunk: int = 1 << 20) -> None:
         """Read (and show) the rest of the file."""

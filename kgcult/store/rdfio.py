@@ -101,7 +101,7 @@ class decompressing_pipe:
         with open(w, "wb", buffering=0) as sink:
             try:
                 raw = open(self.path, "rb")
-                counted = TapReader(raw, self._count)
+                counted = TapReader(raw, self._count, close_raw=True)
                 buffered = io.BufferedReader(counted, 1 << 20)
                 _, compression = split_name(self.path)
                 with _decompress(compression, buffered) as src:
@@ -168,26 +168,5 @@ def _decompress(compression: str | None, raw):
         return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
     return raw
 
-
-class CountingReader(io.RawIOBase):
-    """Wraps the *compressed* file object so progress can be reported in file bytes."""
-
-    def __init__(self, raw: BinaryIO, on_read):
-        self._raw, self._on_read = raw, on_read
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        data = self._raw.read(len(b))
-        n = len(data)
-        b[:n] = data
-        if n:
-            self._on_read(n)
-        return n
-
-    def close(self) -> None:
-        self._raw.close()
-        super().close()
 
 
