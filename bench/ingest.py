@@ -209,10 +209,10 @@ def summarize(rows: list[dict], spark: dict) -> None:
         "### Ingest (`bench/ingest.py`)", "",
         f"Generated dumps (gen_dump.py); decompressors used: .gz {data['decompressors']['gz']}, "
         f".bz2 {data['decompressors']['bz2']}; parsing in {cores} worker processes. Ratios in one run, "
-        "each ingest a fresh `python -m kgcult` process (start-up included), the baselines in-process. The "
-        "machine is shared with other jobs (load averages of 10-20 on its 2 cores during these runs): wall times "
-        "carry that load; the CPU ratios (CPU seconds of the ingest's whole process tree over the baseline's) "
-        "do not, and an ingest on idle cores takes about its CPU seconds / cores.", "",
+        "each ingest a fresh `python -m kgcult` process (start-up included), the baselines in-process. "
+        f"Load average when the run ended: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times carry "
+        "what else the machine runs; the CPU ratios, CPU seconds of the ingest's whole process tree over the "
+        "baseline's, do not).", "",
         *lines, "",
         f"- `.gz` ingest <= 1.0x Python gzip + json.loads at every size: {ok(targets['gz_ratio_le_1'])}.",
         f"- `.bz2` ingest <= 1.0x `bzcat > /dev/null` at every size: {ok(targets['bz2_ratio_le_1'])}.",
