@@ -16,6 +16,7 @@ import pytest
 
 from kgcult.link import candidates as C
 from kgcult.link import index as lx
+from kgcult.link import index_build, index_format
 from kgcult.link import normalize, storage
 from kgcult.link.linker import Linker
 from kgcult.store import Store, hierarchy, snapshot
@@ -27,9 +28,9 @@ DEV = ROOT.parent / "shared" / "standin" / "link-dev.jsonl"
 def reference_maps(store, ix):
     """exact / norm / anyl as the in-memory index built them (codes as sets)."""
     exact, norm, anyl = {}, {}, {}
-    for alias, pred in ((0, lx.RDFS_LABEL), (1, lx.SKOS_ALT)):
-        for q in lx._data_quads(store, pred):
-            e = ix.eid_of.get(lx._local(q.subject))
+    for alias, pred in ((0, index_build.RDFS_LABEL), (1, index_build.SKOS_ALT)):
+        for q in index_build._data_quads(store, pred):
+            e = ix.eid_of.get(index_build._local(q.subject))
             lit = q.object
             if e is None or not isinstance(lit, ox.Literal) or not lit.language:
                 continue
@@ -37,7 +38,7 @@ def reference_maps(store, ix):
             _, f, s = normalize.keys(lit.value, lang)
             exact.setdefault((lang, lit.value), set()).add((e << 1) | alias)
             norm.setdefault((lang, s), set()).add((e << 1) | alias)
-            acode = (((e << lx.LANG_BITS) | ix.lang_id[lang]) << 1) | alias
+            acode = (((e << index_format.LANG_BITS) | ix.lang_id[lang]) << 1) | alias
             for k in {f, s}:
                 anyl.setdefault(k, set()).add(acode)
     return exact, norm, anyl
@@ -80,11 +81,11 @@ def compare(ix, store, mentions, fuzzy=None, parts=None):
     """Assert that every stage agrees with the reference on ``mentions`` (mention, lang, topic)."""
     exact, norm, anyl = reference_maps(store, ix)
     for (lang, text), cs in exact.items():
-        assert set(lx.codes(ix.exact[lang].get(text))) == cs, (lang, text)
+        assert set(index_format.codes(ix.exact[lang].get(text))) == cs, (lang, text)
     for (lang, key), cs in norm.items():
-        assert set(lx.codes(ix.norm[lang].get(key))) == cs, (lang, key)
+        assert set(index_format.codes(ix.norm[lang].get(key))) == cs, (lang, key)
     for key, cs in anyl.items():
-        assert set(lx.codes(ix.anyl.get(key))) == cs, key
+        assert set(index_format.codes(ix.anyl.get(key))) == cs, key
     if fuzzy is None:
         fuzzy, parts = reference_pools(ix)
     checked = 0

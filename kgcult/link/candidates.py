@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 
 from kgcult.link import normalize
-from kgcult.link.index import LANG_BITS, LabelIndex, codes
+from kgcult.link.index import LabelIndex
+from kgcult.link.index_format import LANG_BITS, codes
 from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, tokens
 from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool
 

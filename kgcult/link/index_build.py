@@ -1,0 +1,314 @@
+"""Building the link index from a store (see :mod:`kgcult.link.index` for what it holds and
+where it lives): names read from the store's quads directly (no SPARQL), streamed into an
+SQLite database whose tables SQLite sorts and indexes (spilling to temporary files), and
+one numpy array per per-entity fact; the fuzzy and token pools (:mod:`kgcult.link.pools`)
+are built with it. Memory stays bounded by the batch sizes, not by the number of names."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import pyoxigraph as ox
+from pyoxigraph import NamedNode
+
+from kgcult import ids, vocab
+from kgcult.errors import KgcultError
+from kgcult.link import normalize, pools, storage
+from kgcult.link.index_format import FORMAT, LANG_BITS, qnum_of
+from kgcult.link.topics import Topic, load_topics
+
+log = logging.getLogger(__name__)
+
+RDFS_LABEL = NamedNode(vocab.RDFS + "label")
+SKOS_ALT = NamedNode(vocab.SKOS + "altLabel")
+SCHEMA_DESC = NamedNode(vocab.SCHEMA + "description")
+SCHEMA_ABOUT = NamedNode(vocab.SCHEMA + "about")
+SITELINKS = NamedNode(vocab.WIKIBASE + "sitelinks")
+BROADER = NamedNode(vocab.KGC + "broader")
+BASE_PROPS = ("P31", "P279", "P361")
+COUNTRY_PROPS = ("P495", "P17", "P27")  # origin, country, nationality (in this order)
+TOPIC_GRAPH = vocab.CLOSURE_GRAPH + "topic"
+BATCH = 10_000       # quads or rows per batch while building
+KEY_CACHE_MAX = 16_384  # normalized keys remembered while building (names repeat across languages)
+
+# -- building ------------------------------------------------------------------------
+
+_WD_LEN = len(vocab.WD)
+
+
+def _local(term) -> str | None:
+    """The local name of a ``wd:`` IRI term, unvalidated."""
+    if type(term) is ox.NamedNode:
+        v = term.value
+        if v.startswith(vocab.WD):
+            return v[_WD_LEN:]
+    return None
+
+
+def _data_quads(store, pred):
+    for q in store.ox.quads_for_pattern(None, pred, None, None):
+        g = q.graph_name
+        if isinstance(g, NamedNode) and (vocab.is_derived_graph(g.value) or g.value == vocab.META_GRAPH):
+            continue
+        yield q
+
+
+def _batched(it, n: int = BATCH):
+    buf = []
+    for x in it:
+        buf.append(x)
+        if len(buf) >= n:
+            yield buf
+            buf = []
+    if buf:
+        yield buf
+
+
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE scratch.raw(qnum INTEGER, lang TEXT, alias INTEGER, text TEXT, f TEXT, s TEXT);
+CREATE TABLE ent(qnum INTEGER PRIMARY KEY, eid INTEGER NOT NULL);
+CREATE TABLE lang(name TEXT PRIMARY KEY, id INTEGER NOT NULL);
+CREATE TABLE names(lang INTEGER, text TEXT, eid INTEGER, alias INTEGER,
+                   PRIMARY KEY (lang, text, eid, alias)) WITHOUT ROWID;
+CREATE TABLE norm(lang INTEGER, key TEXT, code INTEGER, PRIMARY KEY (lang, key, code)) WITHOUT ROWID;
+CREATE TABLE anyl(key TEXT, code INTEGER, PRIMARY KEY (key, code)) WITHOUT ROWID;
+CREATE TABLE label(eid INTEGER, lang INTEGER, text TEXT, PRIMARY KEY (eid, lang)) WITHOUT ROWID;
+CREATE TABLE scratch.descr_raw(eid INTEGER, lang TEXT, text TEXT);
+CREATE TABLE descr(eid INTEGER, lang TEXT, text TEXT, PRIMARY KEY (eid, lang)) WITHOUT ROWID;
+CREATE TABLE scratch.edges_raw(s INTEGER, pid TEXT, o TEXT);
+CREATE TABLE edges(s INTEGER, pid TEXT, o TEXT, PRIMARY KEY (s, pid, o)) WITHOUT ROWID;
+CREATE TABLE scratch.country_raw(eid INTEGER, rank INTEGER, o TEXT);
+CREATE TABLE country(eid INTEGER, o TEXT, PRIMARY KEY (eid, o)) WITHOUT ROWID;
+CREATE TABLE scratch.ebits(eid INTEGER PRIMARY KEY, bits INTEGER NOT NULL);
+"""
+
+_JOIN = "FROM raw r JOIN ent e ON e.qnum = r.qnum JOIN lang l ON l.name = r.lang"
+
+
+class _Builder:
+    def __init__(self, store, directory: Path, topics: list[Topic]):
+        self.store = store
+        self.dir = directory
+        self.topics = topics
+        self.con = storage.connect(directory, write=True)
+        storage.script(self.con, SCHEMA)
+
+    def eids(self, qnums: list) -> np.ndarray:
+        """eid per QID number (-1 where the index has no such entity)."""
+        a = np.array([-1 if n is None else n for n in qnums], dtype=np.int64)
+        qn = self.qnum
+        if not len(qn):
+            return np.full(len(a), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(qn, a), len(qn) - 1)
+        return np.where(qn[pos] == a, pos, -1)
+
+    def names(self) -> int:
+        con = self.con
+        key_cache: dict = {}
+        n_names = 0
+        for alias, pred in ((0, RDFS_LABEL), (1, SKOS_ALT)):
+            rows = []
+            for q in _data_quads(self.store, pred):
+                lit = q.object
+                if not isinstance(lit, ox.Literal):
+                    continue
+                n = qnum_of(_local(q.subject))
+                lang = lit.language
+                if n is None or not lang:
+                    continue
+                lang = lang.lower()
+                text = lit.value
+                ck = (text, normalize.base_lang(lang) in normalize.STEM_LANGS and normalize.base_lang(lang))
+                k = key_cache.get(ck)
+                if k is None:
+                    if len(key_cache) > KEY_CACHE_MAX:
+                        key_cache.clear()
+                    _, f, s = normalize.keys(text, lang)
+                    k = key_cache[ck] = (f, s)
+                rows.append((n, lang, alias, text, k[0], k[1]))
+                if len(rows) >= BATCH:
+                    n_names += len(rows)
+                    con.executemany("INSERT INTO raw VALUES (?,?,?,?,?,?)", rows)
+                    rows = []
+            n_names += len(rows)
+            con.executemany("INSERT INTO raw VALUES (?,?,?,?,?,?)", rows)
+        del key_cache
+        con.execute("INSERT INTO ent SELECT qnum, ROW_NUMBER() OVER (ORDER BY qnum) - 1 "
+                    "FROM (SELECT DISTINCT qnum FROM raw)")
+        self.langs = [lg for (lg,) in con.execute("SELECT DISTINCT lang FROM raw ORDER BY lang")]
+        if len(self.langs) > (1 << LANG_BITS):
+            raise KgcultError("more than 1024 label languages")
+        con.executemany("INSERT INTO lang VALUES (?,?)", [(lg, i) for i, lg in enumerate(self.langs)])
+        self.qnum = np.fromiter((n for (n,) in con.execute("SELECT qnum FROM ent ORDER BY qnum")), dtype=np.int64)
+        storage.script(con, f"""
+            INSERT OR IGNORE INTO names SELECT l.id, r.text, e.eid, r.alias {_JOIN} ORDER BY 1, 2, 3, 4;
+            INSERT OR IGNORE INTO norm SELECT l.id, r.s, (e.eid << 1) | r.alias {_JOIN} ORDER BY 1, 2, 3;
+            INSERT OR IGNORE INTO anyl SELECT key, code FROM (
+                SELECT r.f AS key, (((e.eid << {LANG_BITS}) | l.id) << 1) | r.alias AS code {_JOIN}
+                UNION ALL
+                SELECT r.s, (((e.eid << {LANG_BITS}) | l.id) << 1) | r.alias {_JOIN} WHERE r.s != r.f)
+                ORDER BY 1, 2;
+            INSERT INTO label SELECT e.eid, l.id, MIN(r.text) {_JOIN} WHERE r.alias = 0
+                GROUP BY e.eid, l.id ORDER BY 1, 2;
+            DROP TABLE raw;
+            CREATE INDEX names_by_eid ON names(eid);
+        """)
+        n = len(self.qnum)
+        nl = np.zeros(n, dtype=np.int32)
+        for e, c in con.execute("SELECT eid, COUNT(DISTINCT lang) FROM names GROUP BY eid"):
+            nl[e] = c
+        storage.save_array(self.dir, "nlangs", nl)
+        storage.save_array(self.dir, "qnum", self.qnum)
+        return n_names
+
+    def sitelinks(self) -> None:
+        sl = np.zeros(len(self.qnum), dtype=np.int64)
+        # wikibase:sitelinks where present, else the number of articles about the entity
+        for batch in _batched(_data_quads(self.store, SCHEMA_ABOUT)):
+            e = self.eids([qnum_of(_local(q.object)) for q in batch])
+            np.add.at(sl, e[e >= 0], 1)
+        for batch in _batched(_data_quads(self.store, SITELINKS)):
+            e = self.eids([qnum_of(_local(q.subject)) for q in batch])
+            for ei, q in zip(e.tolist(), batch):
+                if ei >= 0:
+                    try:
+                        sl[ei] = int(q.object.value)
+                    except ValueError:
+                        pass
+        storage.save_array(self.dir, "sitelinks", sl)
+
+    def descriptions(self) -> list[str]:
+        con = self.con
+        for batch in _batched(_data_quads(self.store, SCHEMA_DESC)):
+            e = self.eids([qnum_of(_local(q.subject)) for q in batch])
+            rows = [(ei, q.object.language.lower(), q.object.value) for ei, q in zip(e.tolist(), batch)
+                    if ei >= 0 and isinstance(q.object, ox.Literal) and q.object.language]
+            con.executemany("INSERT INTO descr_raw VALUES (?,?,?)", rows)
+        storage.script(con, """
+            INSERT INTO descr SELECT eid, lang, MIN(text) FROM descr_raw GROUP BY eid, lang ORDER BY 1, 2;
+            DROP TABLE descr_raw;
+        """)
+        return [lg for (lg,) in con.execute("SELECT DISTINCT lang FROM descr ORDER BY lang")]
+
+    def edges(self) -> None:
+        """Base hierarchy edges (evidence paths, the class test) and country facts."""
+        con = self.con
+        is_class = np.zeros(len(self.qnum), dtype=bool)
+        via = sorted({p for t in self.topics for p in t.via})
+        for pid in BASE_PROPS + tuple(p for p in via if p not in BASE_PROPS):
+            for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
+                rows = []
+                for q in batch:
+                    s, o = qnum_of(_local(q.subject)), _local(q.object)
+                    if s is not None and qnum_of(o) is not None:
+                        rows.append((s, pid, o))
+                con.executemany("INSERT INTO edges_raw VALUES (?,?,?)", rows)
+                if pid in ("P31", "P279"):
+                    e = self.eids([qnum_of(o) for _s, _p, o in rows])
+                    is_class[e[e >= 0]] = True
+        storage.script(con, """
+            INSERT OR IGNORE INTO edges SELECT s, pid, o FROM edges_raw ORDER BY 1, 2, 3;
+            DROP TABLE edges_raw;
+        """)
+        storage.save_array(self.dir, "is_class", is_class)
+        for rank, pid in enumerate(COUNTRY_PROPS):
+            for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
+                e = self.eids([qnum_of(_local(q.subject)) for q in batch])
+                rows = [(ei, rank, o) for ei, q in zip(e.tolist(), batch)
+                        if ei >= 0 and qnum_of(o := _local(q.object)) is not None]
+                con.executemany("INSERT INTO country_raw VALUES (?,?,?)", rows)
+        storage.script(con, """
+            INSERT OR IGNORE INTO country SELECT c.eid, c.o FROM country_raw c
+                JOIN (SELECT eid, MIN(rank) AS r FROM country_raw GROUP BY eid) m
+                ON m.eid = c.eid AND m.r = c.rank ORDER BY 1, 2;
+            DROP TABLE country_raw;
+        """)
+
+    def topic_membership(self) -> list:
+        """Topic bits from the closure (kgc:broader = (P31|P279|P361)+), and the kinds."""
+        n = len(self.qnum)
+        bits = np.zeros(n, dtype=np.int64)
+        under_cache: dict = {}
+
+        def under(root: str) -> np.ndarray:
+            if root not in under_cache:
+                parts = [self.eids([qnum_of(root)])]
+                quads = self.store.ox.quads_for_pattern(None, BROADER, ids.node(root), NamedNode(TOPIC_GRAPH))
+                for batch in _batched(quads):
+                    parts.append(self.eids([qnum_of(_local(q.subject)) for q in batch]))
+                e = np.concatenate(parts)
+                under_cache[root] = np.unique(e[e >= 0])
+            return under_cache[root]
+
+        kind_keys = []
+        kinds = []
+        for i, t in enumerate(self.topics):
+            bit = 1 << i
+            for r in t.roots:
+                bits[under(r)] |= bit
+            for pid in t.via:
+                for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
+                    e = self.eids([qnum_of(_local(q.subject)) for q in batch])
+                    bits[e[e >= 0]] |= bit
+            for k in t.kinds:
+                flags = np.zeros(n, dtype=bool)
+                flags[under(k.root)] = True
+                kind_keys.append([t.name, k.order])
+                kinds.append(flags)
+        storage.save_array(self.dir, "topic_bits", bits)
+        storage.save_array(self.dir, "kinds", np.array(kinds, dtype=bool).reshape(len(kinds), n))
+        nz = np.flatnonzero(bits)
+        for i in range(0, len(nz), BATCH):
+            sel = nz[i:i + BATCH]
+            self.con.executemany("INSERT INTO ebits VALUES (?,?)", zip(sel.tolist(), bits[sel].tolist()))
+        return kind_keys
+
+    def finish(self, meta: dict) -> None:
+        con = self.con
+        meta["names_per_lang"] = {self.langs[i]: c for i, c in con.execute(
+            "SELECT lang, COUNT(DISTINCT text) FROM names GROUP BY lang")}
+        meta["keys_per_lang"] = {self.langs[i]: c for i, c in con.execute(
+            "SELECT lang, COUNT(DISTINCT key) FROM norm GROUP BY lang")}
+        meta["any_keys"] = con.execute("SELECT COUNT(DISTINCT key) FROM anyl").fetchone()[0]
+        con.execute("INSERT INTO meta VALUES ('meta', ?)", (json.dumps(meta, sort_keys=True),))
+        storage.finish_build(con, self.dir)
+
+
+def _topic_meta(t: Topic) -> dict:
+    return {"name": t.name, "roots": list(t.roots), "via": list(t.via),
+            "kinds": [{"order": k.order, "root": k.root, "item_name": k.item_name,
+                       "category_name": k.category_name, "score": k.score} for k in t.kinds]}
+
+
+def build_into(store, directory: str | Path, content_hash: str, topics: list[Topic] | None = None) -> None:
+    """Read the store once and write the index into ``directory`` (created; must not
+    exist yet)."""
+    t0 = time.perf_counter()
+    topics = topics if topics is not None else load_topics()
+    if len(topics) > 60:
+        raise KgcultError("at most 60 topics are supported")
+    directory = Path(directory)
+    directory.mkdir(parents=True)
+    b = _Builder(store, directory, topics)
+    n_names = b.names()
+    if not len(b.qnum):
+        log.warning("the store at %s holds no rdfs:label or skos:altLabel: every mention will "
+                    "stay unresolved (load data first)", getattr(store, "location", "?"))
+    log.info("link index: %d names of %d entities in %d languages (%.1f s)",
+             n_names, len(b.qnum), len(b.langs), time.perf_counter() - t0)
+    b.sitelinks()
+    desc_langs = b.descriptions()
+    b.edges()
+    kind_keys = b.topic_membership()
+    pools.build(b.con, [t.name for t in topics], b.langs)
+    log.info("link index: fuzzy and token pools built (%.1f s)", time.perf_counter() - t0)
+    b.finish({"format": FORMAT, "content_hash": content_hash, "topics": [_topic_meta(t) for t in topics],
+              "langs": b.langs, "kinds": kind_keys, "description_langs": desc_langs, "names": n_names,
+              "build_seconds": round(time.perf_counter() - t0, 3)})
+    log.info("link index built in %.1f s", time.perf_counter() - t0)
+
+
