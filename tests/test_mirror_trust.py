@@ -16,22 +16,11 @@ from kgcult.acquire.fetch import EndpointClient
 from kgcult.acquire.queries import count_query
 from kgcult.store import Store
 from tests.conftest import run_cli
-from tests.test_mirror import FIXTURE, data_quads, fast_config
+from tests.test_mirror import data_quads, fast_config
+from tests.test_mirror_faults import clean, server  # noqa: F401 (fixtures)
 from tests.test_mirror_proxy import FaultProxy
 
 WD = "http://www.wikidata.org/entity/"
-
-
-@pytest.fixture
-def server(oxigraph_server):
-    return oxigraph_server([FIXTURE])
-
-
-@pytest.fixture
-def clean(server, tmp_path):
-    with Store(tmp_path / "clean") as st:
-        m.mirror(st, config=fast_config(server.url))
-        return data_quads(st)
 
 
 @pytest.mark.parametrize("fmt", ["rdfxml", "ntriples", "turtle"])

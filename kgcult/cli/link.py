@@ -20,25 +20,7 @@ from kgcult.link import Linker
 from kgcult.link import index as lindex
 from kgcult.link.evaluate import evaluate, format_report, plot, read_gold
 from kgcult.link.io import mention_rows
-from kgcult.store import Store
 
-
-def _open_store(obj):
-    """The store, read-only unless something must be written into it (a stale hierarchy
-    closure is rebuilt, as `kgcult show` does); linking itself never writes to the store
-    (the label index lives beside it)."""
-    loc = obj.location
-    if loc.startswith(("sparql+http://", "sparql+https://")):
-        return obj.store(read_only=True)
-    store = obj.store(read_only=True)
-    if isinstance(store, Store) and store.closure_stale:
-        obj.close()
-        try:
-            store = obj.store(read_only=False)
-        except KgcultError as e:
-            raise KgcultError(f"{e}; the hierarchy closure is stale and must be rebuilt "
-                              "(run `kgcult closure` when no other process holds the store)") from None
-    return store
 
 
 def _linker(obj, embeddings=False, model=None, stages=None) -> Linker:
@@ -48,7 +30,7 @@ def _linker(obj, embeddings=False, model=None, stages=None) -> Linker:
         st = [s.strip() for s in stages.split(",") if s.strip()]
         if embeddings and "embedding" not in st:
             st.append("embedding")
-    return Linker.open(_open_store(obj), model=model, embeddings=embeddings, stages=st)
+    return Linker.open(obj.reader(closure=True), model=model, embeddings=embeddings, stages=st)
 
 
 _VALUE_OPTS = {"-i", "--input", "-o", "--output", "--lang", "--topic", "--country", "--format",
@@ -173,7 +155,7 @@ def link_index(obj, rebuild):
     Example:
       kgcult link index --rebuild
     """
-    store = _open_store(obj)
+    store = obj.reader(closure=True)
     t0 = time.perf_counter()
     ix = lindex.load_or_build(store, rebuild=rebuild)
     secs = time.perf_counter() - t0
