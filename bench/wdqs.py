@@ -31,14 +31,8 @@ OX_TIMEOUT = 150   # seconds for one query on `oxigraph serve`
 COUNTRIES = ["Q17", "Q38", "Q668"]   # Japan, Italy, India: many dishes in the stand-in
 REPEAT = 3
 
-FMLAMA_COUNTRIES = """
-SELECT ?country ?countryLabel (LANG(?countryLabel) AS ?labelLang)
-       (STRAFTER(str(?country), "http://www.wikidata.org/entity/") AS ?labelID)
-WHERE {
-  ?country wdt:P31 wd:Q6256.
-  ?country rdfs:label ?countryLabel.
-  FILTER(LANG(?countryLabel) = "en")
-}"""
+PAPERS = Path(__file__).resolve().parents[1] / "queries" / "wdqs" / "papers"
+FMLAMA_COUNTRIES = (PAPERS / "fmlama-countries.rq").read_text()
 
 # FmLAMA's per-country query as its script sends it (PREFIXes added for oxigraph serve,
 # which predeclares none; kgcult serve needs none). GROUP BY ?labelLang, a SELECT alias,
@@ -48,21 +42,8 @@ PREFIX wdt: <http://www.wikidata.org/prop/direct/>
 PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
 PREFIX schema: <http://schema.org/>
 """
-FMLAMA_DISHES = PREFIXES + """
-SELECT DISTINCT ?dish ?dishLabel ?description (LANG(?dishLabel) AS ?labelLang)
-(GROUP_CONCAT(DISTINCT ?ingredient; separator=", ") AS ?hasPartsID)
-(GROUP_CONCAT(DISTINCT ?ingredientLabel; separator=", ") AS ?hasParts)
-WHERE {
-  { ?dish (wdt:P31|wdt:P279)+ wd:Q746549. }
-  { { ?dish wdt:P495 wd:COUNTRY. } UNION { ?dish (wdt:P2012|wdt:P361) [(wdt:P17|wdt:P495) wd:COUNTRY]. } }
-  FILTER NOT EXISTS { ?dish wdt:P495 ?otherCountry. FILTER (?otherCountry != wd:COUNTRY) }
-  ?dish rdfs:label ?dishLabel .
-  ?dish wdt:P527 ?ingredient .
-  ?ingredient rdfs:label ?ingredientLabel .
-  FILTER(LANG(?dishLabel) = LANG(?ingredientLabel))
-  OPTIONAL { ?dish schema:description ?description . FILTER(LANG(?description) = LANG(?dishLabel)) }
-}
-GROUP BY ?dish ?dishLabel ?description"""
+FMLAMA_DISHES = PREFIXES + (PAPERS / "fmlama-dishes.rq").read_text().replace(
+    "GROUP BY ?dish ?dishLabel ?description ?labelLang", "GROUP BY ?dish ?dishLabel ?description")
 
 LABEL_SERVICE = """SELECT ?dish ?dishLabel ?country WHERE {
   ?dish wdt:P495 ?country .

@@ -278,31 +278,10 @@ def test_syntax_errors_show_line_column_and_a_caret(labels_store, labels_path):
 
 # -- the seed papers' query shapes through kgcult serve ------------------------------------------
 
-FMLAMA_COUNTRIES = """
-SELECT ?country ?countryLabel (LANG(?countryLabel) AS ?labelLang)
-       (STRAFTER(str(?country), "http://www.wikidata.org/entity/") AS ?labelID)
-WHERE {
-  ?country wdt:P31 wd:Q6256.
-  ?country rdfs:label ?countryLabel.
-  FILTER(LANG(?countryLabel) = "en")
-}"""
+PAPERS = Path(__file__).resolve().parents[1] / "queries" / "wdqs" / "papers"
+FMLAMA_COUNTRIES = (PAPERS / "fmlama-countries.rq").read_text()
 
-# FmLAMA's per-country dish query (lizhou21/FmLAMA-master), with the country's QID in place
-FMLAMA_DISHES = """
-SELECT DISTINCT ?dish ?dishLabel ?description (LANG(?dishLabel) AS ?labelLang)
-(GROUP_CONCAT(DISTINCT ?ingredient; separator=", ") AS ?hasPartsID)
-(GROUP_CONCAT(DISTINCT ?ingredientLabel; separator=", ") AS ?hasParts)
-WHERE {
-  { ?dish (wdt:P31|wdt:P279)+ wd:Q746549. }
-  { { ?dish wdt:P495 wd:COUNTRY. } UNION { ?dish (wdt:P2012|wdt:P361) [(wdt:P17|wdt:P495) wd:COUNTRY]. } }
-  FILTER NOT EXISTS { ?dish wdt:P495 ?otherCountry. FILTER (?otherCountry != wd:COUNTRY) }
-  ?dish rdfs:label ?dishLabel .
-  ?dish wdt:P527 ?ingredient .
-  ?ingredient rdfs:label ?ingredientLabel .
-  FILTER(LANG(?dishLabel) = LANG(?ingredientLabel))
-  OPTIONAL { ?dish schema:description ?description . FILTER(LANG(?description) = LANG(?dishLabel)) }
-}
-GROUP BY ?dish ?dishLabel ?description ?labelLang"""
+FMLAMA_DISHES = (PAPERS / "fmlama-dishes.rq").read_text()  # COUNTRY: the QID
 
 # a DLAMA relation query: subjects of the region's countries, objects filtered as DLAMA does
 DLAMA_CAPITALS = """
