@@ -25,7 +25,7 @@ is kept so output is reproducible. No criterion has a parameter to tune.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections import deque
 
 from kgcult.link.index import LabelIndex
 
@@ -35,18 +35,21 @@ _MAX_UP = 6  # P131 hops followed up to a country
 
 
 class GraphFacts:
-    """The graph facts the criteria read, derived from the label index once and cached."""
+    """The graph facts the criteria read and the linker reports (evidence path, granularity,
+    countries), derived from the label index and cached per entity."""
 
-    def __init__(self, ix: LabelIndex, evidence: Callable[[int, str], list]):
+    def __init__(self, ix: LabelIndex):
         self.ix = ix
-        self._evidence = evidence  # (eid, topic name) -> path of [s, p, o]
+        self._topic_bits = {t.name: 1 << i for i, t in enumerate(ix.topics)}
+        self._evidence: dict = {}
+        self._gran: dict = {}
         self._countries: dict = {}
         self._parents: dict = {}
 
     def depth(self, eid: int, topic: str | None) -> int:
         if topic is None:
             return 0
-        path = self._evidence(eid, topic)
+        path = self.evidence(eid, topic)
         if not path:
             return 0
         # a via-property claim alone (P131/P30) proves less than a class path
@@ -96,6 +99,83 @@ class GraphFacts:
     def contains(self, eid: int) -> int:
         """How many entities have a P131 claim pointing at this one."""
         return self.ix.inbound("P131").get(self.ix.qids[eid], 0)
+
+
+    def evidence(self, eid: int, topic_name: str) -> list[list[str]]:
+        """The shortest hierarchy path [s, p, o]... from the entity to a root of the topic
+        (else one claim of the topic's via property, e.g. P131), or []."""
+        key = (eid, topic_name)
+        topic = self.ix.topic(topic_name)
+        if key in self._evidence:
+            return self._evidence[key]
+        ix = self.ix
+        start = ix.qids[eid]
+        roots = set(topic.roots)
+        path: list = []
+        if start not in roots:
+            via = set(topic.via)
+            prev: dict = {start: None}
+            q = deque([start])
+            found = None
+            while q and found is None:
+                node = q.popleft()
+                for pid, nxt in ix.edges.get(node, ()):
+                    if pid in via or nxt in prev:
+                        continue
+                    prev[nxt] = (node, pid)
+                    if nxt in roots:
+                        found = nxt
+                        break
+                    q.append(nxt)
+            if found is not None:
+                node = found
+                while prev[node] is not None:
+                    parent, pid = prev[node]
+                    path.append([parent, pid, node])
+                    node = parent
+                path.reverse()
+            else:  # no hierarchy path: the topic's via property (P131, P30) proves it
+                for pid, nxt in ix.edges.get(start, ()):
+                    if pid in via:
+                        path = [[start, pid, nxt]]
+                        break
+        self._evidence[key] = path
+        return path
+
+    def granularity(self, eid: int, topic: str | None):
+        """(name, score) of the entity's kind in the topic (MakiEval's granularity)."""
+        key = (eid, topic)
+        g = self._gran.get(key)
+        if g is None:
+            g = self._gran[key] = self._granularity_uncached(eid, topic)
+        return g
+
+    def _granularity_uncached(self, eid: int, topic: str | None):
+        ix = self.ix
+        topics = [ix.topic(topic)] if topic else [
+            t for t in ix.topics if ix.topic_bits[eid] & self._topic_bits[t.name]]
+        is_class = eid in ix.is_class
+        for t in topics:
+            for k in t.kinds:
+                if eid in ix.kind_members.get((t.name, k.order), ()):
+                    name = k.category_name if is_class else k.item_name
+                    score = k.score if k.score is not None else (0 if is_class else 1)
+                    return name, score
+        if not topics:
+            return None, None
+        return ("category", 0) if is_class else ("item", 1)
+
+    def shown_countries(self, eid: int) -> list[str]:
+        """The countries the output reports: the entity's own origin/country claims, or
+        itself when it is a country."""
+        c = self.ix.country.get(eid)
+        if c:
+            return list(c)
+        q = self.ix.qids[eid]
+        for pid, o in self.ix.edges.get(q, ()):
+            if pid == "P31" and o in _COUNTRY_CLASSES:
+                return [q]
+        return []
 
 
 def settle(tied: list[int], facts: GraphFacts, *, topic: str | None, country: str | None,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import os
-from collections import deque
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -13,7 +12,6 @@ from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
 from kgcult.link import disambiguate, embed, morphology, normalize, pipeline, rank, semantic
 from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
-from kgcult.link.topics import Topic
 from kgcult.store import open_store
 
 MAX_CANDIDATES = 10
@@ -58,17 +56,15 @@ class Linker:
         self._sem_encoder = None
         self._sem_vecs: dict = {}    # mention -> USE vector
         self._sem_done: dict = {}    # (topic, lang, mention) -> the stage's hit or None
-        self._facts = disambiguate.GraphFacts(index, lambda e, t: self._evidence_path(e, index.topic(t)))
+        self._facts = disambiguate.GraphFacts(index)
         self._fuzzy: dict = {}
         self._tokens: dict = {}
         self._name_parts: dict = {}
         self._members: dict = {}
         self._emb: dict = {}
         self._encoder = None
-        self._evidence: dict = {}
         self._topic_bits = {t.name: 1 << i for i, t in enumerate(index.topics)}
         self._qnum = index.qnums  # QID numbers by eid (the index holds item ids only)
-        self._gran: dict = {}
         self._keys: dict = {}  # (mention, lang) -> normalized keys (mentions repeat a lot)
         self._ent_cache: dict = {}   # (eid, lang, topic) -> the entity's output fields
         self._cand_cache: dict = {}  # candidate output dicts (copied into each result)
@@ -449,76 +445,6 @@ class Linker:
             if eid not in st["cands"]:
                 st["cands"][eid] = ("semantic", 0, lg, -round(cos, 6), None)
 
-    def _evidence_path(self, eid: int, topic: Topic) -> list[list[str]]:
-        key = (eid, topic.name)
-        if key in self._evidence:
-            return self._evidence[key]
-        ix = self.ix
-        start = ix.qids[eid]
-        roots = set(topic.roots)
-        path: list = []
-        if start not in roots:
-            via = set(topic.via)
-            prev: dict = {start: None}
-            q = deque([start])
-            found = None
-            while q and found is None:
-                node = q.popleft()
-                for pid, nxt in ix.edges.get(node, ()):
-                    if pid in via or nxt in prev:
-                        continue
-                    prev[nxt] = (node, pid)
-                    if nxt in roots:
-                        found = nxt
-                        break
-                    q.append(nxt)
-            if found is not None:
-                node = found
-                while prev[node] is not None:
-                    parent, pid = prev[node]
-                    path.append([parent, pid, node])
-                    node = parent
-                path.reverse()
-            else:  # no hierarchy path: the topic's via property (P131, P30) proves it
-                for pid, nxt in ix.edges.get(start, ()):
-                    if pid in via:
-                        path = [[start, pid, nxt]]
-                        break
-        self._evidence[key] = path
-        return path
-
-    def _granularity(self, eid: int, topic: str | None):
-        key = (eid, topic)
-        g = self._gran.get(key)
-        if g is None:
-            g = self._gran[key] = self._granularity_uncached(eid, topic)
-        return g
-
-    def _granularity_uncached(self, eid: int, topic: str | None):
-        ix = self.ix
-        topics = [ix.topic(topic)] if topic else [
-            t for t in ix.topics if ix.topic_bits[eid] & self._topic_bits[t.name]]
-        is_class = eid in ix.is_class
-        for t in topics:
-            for k in t.kinds:
-                if eid in ix.kind_members.get((t.name, k.order), ()):
-                    name = k.category_name if is_class else k.item_name
-                    score = k.score if k.score is not None else (0 if is_class else 1)
-                    return name, score
-        if not topics:
-            return None, None
-        return ("category", 0) if is_class else ("item", 1)
-
-    def _country(self, eid: int) -> list[str]:
-        c = self.ix.country.get(eid)
-        if c:
-            return list(c)
-        q = self.ix.qids[eid]
-        for pid, o in self.ix.edges.get(q, ()):
-            if pid == "P31" and o in ("Q6256", "Q3624078"):
-                return [q]
-        return []
-
     def _finish(self, st: dict, context: list[int] | None = None) -> dict:
         ix = self.ix
         row, lang, topic = st["row"], st["lang"], st["topic"]
@@ -591,12 +517,12 @@ class Linker:
         if ent is None:
             if len(self._ent_cache) > 200_000:
                 self._ent_cache.clear()
-            gran, gscore = self._granularity(eid, topic)
+            gran, gscore = self._facts.granularity(eid, topic)
             ent = self._ent_cache[ek] = {
                 "qid": ix.qids[eid], "label": ix.label(eid, lang), "label_en": ix.label(eid, "en"),
-                "evidence": self._evidence_path(eid, ix.topic(topic)) if topic else [],
+                "evidence": self._facts.evidence(eid, topic) if topic else [],
                 "granularity": gran, "granularity_score": gscore,
-                "country": self._country(eid), "description": ix.description(eid, lang),
+                "country": self._facts.shown_countries(eid), "description": ix.description(eid, lang),
             }
         tied = tied_qids
         status = "ambiguous" if tied else "resolved"
