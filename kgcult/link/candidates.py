@@ -17,7 +17,7 @@ import math
 from kgcult.link import normalize
 from kgcult.link.index import LabelIndex
 from kgcult.link.index_format import LANG_BITS, codes
-from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, tokens
+from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, nearest, tokens
 from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool
 
 STAGES = ("exact", "normalized", "english", "any", "fuzzy", "tokens", "embedding")
@@ -98,17 +98,8 @@ class FuzzyPool:
         bound = fuzzy_bound(len(key))
         if not bound:
             return []
-        hits: dict = {}
-        for v in self._variants(key):
-            for f, eid, lang, name in self.dels.get(v, ()):
-                if f == key:
-                    continue
-                d = levenshtein(key, f, bound)
-                if d <= bound:
-                    cur = hits.get(eid)
-                    if cur is None or (d, lang, name) < cur:
-                        hits[eid] = (d, lang, name)
-        return sorted((e, lg, nm, d) for e, (d, lg, nm) in hits.items())
+        return nearest(key, bound, ((eid, lang, name, f) for v in self._variants(key)
+                                    for f, eid, lang, name in self.dels.get(v, ())))
 
 
 # -- tokens --------------------------------------------------------------------------

@@ -33,6 +33,23 @@ def fuzzy_bound(n: int) -> int:
 FUZZY_MIN_LEN = 5  # shorter folded names are not in the fuzzy pools
 
 
+def nearest(key: str, bound: int, rows) -> list[tuple[int, str, str, int]]:
+    """The fuzzy stage's answer: for each entity among ``rows`` ((eid, lang, name, folded
+    name), the candidates a deletion index found), its closest name within ``bound`` edits
+    of ``key`` (ties: language, then name), as sorted (eid, lang, name, distance); a name
+    equal to the key is the exact stages' business and left out."""
+    hits: dict = {}
+    for eid, lang, name, f in rows:
+        if f == key:
+            continue
+        d = levenshtein(key, f, bound)
+        if d <= bound:
+            cur = hits.get(eid)
+            if cur is None or (d, lang, name) < cur:
+                hits[eid] = (d, lang, name)
+    return sorted((e, lg, nm, d) for e, (d, lg, nm) in hits.items())
+
+
 def deletion_variants(k: str):
     """``k`` and every distinct string one deletion away (SymSpell's neighbourhood)."""
     yield k

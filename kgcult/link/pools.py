@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from kgcult.link import normalize
-from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, levenshtein, tokens
+from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, nearest, tokens
 from kgcult.link.storage import chunks, script
 
 SCHEMA = """
@@ -184,20 +184,16 @@ class StoredFuzzyPool:
         if not bound or self.pid is None:
             return []
         variants = list(deletion_variants(key))
-        hits: dict = {}
         lang = self.lang
-        for ch in chunks(variants):
-            q = ("SELECT DISTINCT p.eid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid AND p.seq = z.seq "
-                 f"WHERE z.pid = ? AND z.v IN ({','.join('?' * len(ch))})")
-            for eid, name, f in self.con.execute(q, (self.pid, *ch)):
-                if f == key:
-                    continue
-                d = levenshtein(key, f, bound)
-                if d <= bound:
-                    cur = hits.get(eid)
-                    if cur is None or (d, lang, name) < cur:
-                        hits[eid] = (d, lang, name)
-        return sorted((e, lg, nm, d) for e, (d, lg, nm) in hits.items())
+
+        def rows():
+            for ch in chunks(variants):
+                q = ("SELECT DISTINCT p.eid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid AND p.seq = z.seq "
+                     f"WHERE z.pid = ? AND z.v IN ({','.join('?' * len(ch))})")
+                for eid, name, f in self.con.execute(q, (self.pid, *ch)):
+                    yield eid, lang, name, f
+
+        return nearest(key, bound, rows())
 
 
 class StoredTokenPool:
