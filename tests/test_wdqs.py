@@ -407,3 +407,53 @@ def test_a_remote_endpoint_gets_the_prefixes_a_query_uses_even_among_bound_value
     assert wdqs.prefix_prologue(q) == f"PREFIX wdt: <{wdqs.PREFIXES['wdt']}> "
     q = 'SELECT * WHERE { VALUES ?x { "wd:b" <http://x/rdfs:y> 1^^xsd:integer _:b } }'
     assert wdqs.prefix_prologue(q) == f"PREFIX xsd: <{wdqs.PREFIXES['xsd']}> "
+
+
+# -- per-row label lookups ----------------------------------------------------------------
+
+LOOKUP_QUERIES = {
+    # bound by the triple before it: looked up per row
+    "joined": ("SELECT ?d ?i ?il WHERE { ?d wdt:P527 ?i . ?i rdfs:label ?il }", 1),
+    # both labels, a language filter across them (FmLAMA's shape)
+    "filtered": ("SELECT ?d ?dl ?i ?il WHERE { ?d wdt:P495 ?c . ?d rdfs:label ?dl . ?d wdt:P527 ?i . "
+                 "?i rdfs:label ?il . FILTER(LANG(?dl) = LANG(?il)) }", 2),
+    # bound inside a SELECT * subquery and a plain group
+    "subquery": ("SELECT ?d ?dl WHERE { { SELECT * WHERE { { ?d wdt:P495 ?c } UNION { ?d wdt:P361 ?c } } } "
+                 "?d rdfs:label ?dl . }", 1),
+    # the object bound too, and a description
+    "object bound": ("SELECT ?d ?x ?desc WHERE { ?d rdfs:label ?x . ?d wdt:P495 ?c . ?d rdfs:label ?x . "
+                     "?d schema:description ?desc }", 2),
+    # bound only in an OPTIONAL, in a FILTER, or in a subquery that does not project it: as written
+    "optional only": ("SELECT ?d ?cl WHERE { ?d wdt:P527 ?i OPTIONAL { ?d wdt:P495 ?c } ?c rdfs:label ?cl }", 0),
+    "filter only": ("SELECT ?d ?dl WHERE { FILTER(BOUND(?d)) ?d rdfs:label ?dl }", 0),
+    "not projected": ("SELECT ?c ?dl WHERE { { SELECT ?c WHERE { ?d wdt:P495 ?c } } ?d rdfs:label ?dl }", 0),
+    # the first pattern of its group: nothing to look up from
+    "first": ("SELECT ?d ?dl WHERE { ?d rdfs:label ?dl . ?d wdt:P495 ?c }", 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOKUP_QUERIES))
+def test_label_lookups_are_made_per_row_with_the_rows_of_the_join(seed_path, name):
+    query, wrapped = LOOKUP_QUERIES[name]
+    prepared = wdqs.prepare(query, closure_fresh=True).text
+    assert prepared.count("LATERAL {") == wrapped, prepared
+    with Store(seed_path, read_only=True) as store:
+        expected = as_written(store, query)
+        assert through_kgcult(store, query) == expected
+        if wrapped:
+            assert sum(expected.values()) > 0  # the comparison is not between two empty answers
+
+
+def test_label_lookups_leave_templates_and_remote_queries_alone():
+    construct = "CONSTRUCT { ?i rdfs:label ?il } WHERE { ?d wdt:P527 ?i . ?i rdfs:label ?il }"
+    assert "LATERAL" not in wdqs.prepare(construct, closure_fresh=True).text
+    joined = LOOKUP_QUERIES["joined"][0]
+    assert "LATERAL" not in wdqs.prepare(joined, closure_fresh=None).text  # a remote endpoint
+    assert "LATERAL" in wdqs.prepare(joined, closure_fresh=False).text  # stale closure: still local
+
+
+def test_fmlama_per_country_query_looks_labels_up_per_row():
+    text = resources.queries("wdqs", "papers", "fmlama-dishes.rq").read_text(encoding="utf-8")
+    prepared = wdqs.prepare(text.replace("COUNTRY", "Q17"), closure_fresh=True).text
+    assert "LATERAL { ?ingredient rdfs:label ?ingredientLabel . }" in prepared
+    assert "LATERAL { ?dish rdfs:label ?dishLabel . }" in prepared

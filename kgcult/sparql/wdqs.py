@@ -9,7 +9,9 @@
 2. rewrites ``SERVICE wikibase:label { ... }`` into plain SPARQL: ``OPTIONAL`` label joins
    in language order, with the entity id as the label's last fallback, as WDQS gives;
 3. drops ``hint:`` triples (Blazegraph query hints);
-4. answers property paths that a closure spec materializes from the closure graph, when it
+4. evaluates label triples joined onto rows the query already has as one lookup per row
+   (``LATERAL``, :mod:`kgcult.sparql.lookups`) when Oxigraph evaluates the query here;
+5. answers property paths that a closure spec materializes from the closure graph, when it
    is fresh (``closure_fresh=True``); stale (False): the path is evaluated as written and a
    notice says so; None (a remote store, a query restricted to a graph): never.
 
@@ -28,7 +30,7 @@ import pyoxigraph as ox
 
 from kgcult import ontology, resources, vocab
 from kgcult.errors import KgcultError, QuerySyntaxError
-from kgcult.sparql import paths
+from kgcult.sparql import lookups, paths
 from kgcult.sparql.tokens import Token, blank_out, enclosing_open, matching_close, tokenize
 
 LABEL_SERVICE = vocab.WIKIBASE + "label"
@@ -41,8 +43,9 @@ _LABEL_SUFFIXES = ("AltLabel", "Label", "Description")  # AltLabel before Label:
 _AGGREGATES = {"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT", "GROUP"}
 _STRINGS_AND_IRIS = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|<[^<>\s]*>""")
 _PNAME_PREFIX = re.compile(r"(?<![\w.:-])([A-Za-z][\w.-]*):")
-# every rewrite needs one of these words or characters (SERVICE, UNION, GROUP BY, hint:, a path)
-_ANYTHING_TO_DO = re.compile(r"(?i)service|union|group|hint|queryhints|[+*]")
+# every rewrite needs one of these words or characters (SERVICE, UNION, GROUP BY, hint:, a
+# path, a label lookup)
+_ANYTHING_TO_DO = re.compile(r"(?i)service|union|group|hint|queryhints|label|description|[+*]")
 _HELPER = "_kgcultLabel_"  # helper variables of the label fallback (SELECT * leaves them out)
 _ALIAS = "_kgcultAlias_"
 
@@ -100,6 +103,7 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
     edits += _group_by_aliases(query, tokens)
     if closure_fresh is not None:  # evaluated here, by Oxigraph
         edits += _union_subselects(tokens, prefixes)
+        edits += lookups.lateral_edits(tokens, lambda t: _term_iri(t, prefixes))
         path_edits = _paths(tokens, prefixes, closures)
         if path_edits and not closure_fresh:
             notices.append("the closure is stale (data changed since `kgcult closure`): property paths "

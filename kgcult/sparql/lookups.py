@@ -1,0 +1,126 @@
+"""Per-row lookups: label triples joined onto rows a query already has, evaluated as one
+index lookup per row instead of a scan of every label.
+
+A WDQS query typically finds a few hundred entities and then joins their labels::
+
+    ?dish wdt:P527 ?ingredient .
+    ?ingredient rdfs:label ?ingredientLabel .
+
+Oxigraph may plan the second pattern as a hash join that reads every ``rdfs:label`` triple
+of the store (about a million on the stand-in), which costs more than the rest of the query.
+When the pattern's subject variable is already bound by what precedes it in the same group,
+:func:`lateral_edits` wraps it as ``LATERAL { ?ingredient rdfs:label ?ingredientLabel . }``:
+Oxigraph then substitutes each row's ingredient and reads only its labels. For a single
+triple pattern LATERAL and a join give the same solutions (the pattern is evaluated with
+the row's bindings substituted, then joined with the row), so answers do not change; only
+where the lookup is made does.
+
+Which predicates qualify is data: ``ontology/lookup-predicates.ttl``.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from kgcult import ontology, vocab
+from kgcult.sparql.tokens import Token, enclosing_open, matching_close
+
+# blocks whose variables may be unbound in the group's rows (or are not the group's at all)
+_NOT_BINDING = ("OPTIONAL", "MINUS", "EXISTS", "SERVICE")
+# query forms whose templates are not graph patterns (LATERAL is not allowed there)
+_NOT_A_PATTERN = ("CONSTRUCT", "DESCRIBE", "INSERT", "DELETE", "LOAD", "CLEAR", "DROP")
+
+
+@lru_cache(maxsize=1)
+def lookup_predicates() -> frozenset[str]:
+    """IRIs of the predicates looked up per row (``ontology/lookup-predicates.ttl``)."""
+    return frozenset(s.value for s in ontology.of_type("lookup-predicates.ttl",
+                                                       vocab.KGC + "LookupPredicate"))
+
+
+def lateral_edits(tokens: list[Token], resolve) -> list[tuple[int, int, str]]:
+    """Insertions ``(offset, offset, text)`` wrapping each qualifying triple pattern in
+    ``LATERAL { ... }``. ``resolve(token)`` gives a term token's IRI (None if it has none).
+
+    A triple pattern qualifies when it is a whole statement ``?s <p> ?o .`` (or the last one
+    of its group), ``<p>`` is a lookup predicate, and ``?s`` is bound by a pattern that
+    precedes it in the same group outside OPTIONAL, MINUS, EXISTS and SERVICE blocks and
+    outside expressions. Anything less plain is left as written."""
+    if any(t.is_word(*_NOT_A_PATTERN) for t in tokens):
+        return []
+    predicates = lookup_predicates()
+    edits = []
+    for k in range(1, len(tokens) - 3):
+        s, p, o, end = tokens[k], tokens[k + 1], tokens[k + 2], tokens[k + 3]
+        if s.kind != "var" or o.kind != "var" or not end.is_punct(".", "}"):
+            continue
+        if not tokens[k - 1].is_punct("{", ".", "}") or resolve(p) not in predicates:
+            continue
+        group = enclosing_open(tokens, k)
+        if group is None or _in_service(tokens, group) or not _bound_before(tokens, group, k, s.text):
+            continue
+        close_at = end.end if end.text == "." else o.end
+        edits += [(s.start, s.start, "LATERAL { "), (close_at, close_at, " }")]
+    return edits
+
+
+def _in_service(tokens: list[Token], group: int | None) -> bool:
+    """Whether the group opened at ``tokens[group]`` lies in a SERVICE block."""
+    while group is not None:
+        before = tokens[max(0, group - 3):group]
+        if any(t.is_word("SERVICE") for t in before):
+            return True
+        group = enclosing_open(tokens, group)
+    return False
+
+
+def _bound_before(tokens: list[Token], group: int, k: int, var: str) -> bool:
+    """Whether ``var`` occurs, as a pattern term that binds it in every row, between the
+    group's opening brace and ``tokens[k]``."""
+    j = group + 1
+    while j < k:
+        tok = tokens[j]
+        if tok.is_punct("("):  # an expression (FILTER, BIND) or a path: binds nothing here
+            j = matching_close(tokens, j) + 1
+            continue
+        if tok.is_word(*_NOT_BINDING):
+            j = _skip_block(tokens, j, k)
+            continue
+        if tok.is_word("SELECT"):  # a subquery: only what it projects is bound
+            if _projects(tokens, j, k, var):
+                return True
+            j = _skip_block(tokens, j, k)  # past its WHERE block
+            continue
+        if tok.kind == "var" and tok.text == var:
+            return True
+        j += 1
+    return False
+
+
+def _skip_block(tokens: list[Token], j: int, limit: int) -> int:
+    """Index past the ``{ ... }`` block that the keyword at ``tokens[j]`` introduces."""
+    while j < limit and not tokens[j].is_punct("{"):
+        j += 1
+    return matching_close(tokens, j) + 1 if j < limit else limit
+
+
+def _projects(tokens: list[Token], select: int, k: int, var: str) -> bool:
+    j = select + 1
+    while j < k and not tokens[j].is_punct("{") and not tokens[j].is_word("WHERE"):
+        if tokens[j].is_punct("*"):
+            return _bound_before(tokens, _next_brace(tokens, j, k), k, var)
+        if tokens[j].is_punct("("):
+            j = matching_close(tokens, j) + 1
+            continue
+        if tokens[j].kind == "var" and tokens[j].text == var:
+            return True
+        j += 1
+    return False
+
+
+def _next_brace(tokens: list[Token], j: int, k: int) -> int:
+    while j < k and not tokens[j].is_punct("{"):
+        j += 1
+    return j
+
+
+__all__ = ["lateral_edits", "lookup_predicates"]
