@@ -92,6 +92,28 @@ def test_closure_equals_reference_on_seed(tmp_path):
         assert not scratch_dir(store).exists()
 
 
+def test_a_graph_larger_than_one_bulk_load_is_written_whole(store, monkeypatch):
+    """Graphs are written in bulk loads of LOAD_LINES triples (Oxigraph's loader holds a
+    call's triples in memory): with tiny loads, every graph still equals the reference."""
+    store.load([MINI])
+    batches = []
+    batches_of = hierarchy._batches
+
+    def counted(*args):
+        for text in batches_of(*args):
+            batches.append((args[2], text.count(b"\n")))
+            yield text
+
+    monkeypatch.setattr(hierarchy, "LOAD_LINES", 3)
+    monkeypatch.setattr(hierarchy, "_batches", counted)
+    hierarchy.build(store)
+    monkeypatch.undo()
+    typed = [f" <{s.derived}> ".encode() for s in hierarchy.load_specs() if s.name == "closure-typed"][0]
+    assert len([n for derived, n in batches if derived == typed]) > 2  # several loads for one graph
+    assert max(n for _, n in batches) < 3 + 10  # a load stops soon after LOAD_LINES (one subject's lines)
+    assert_same_as_reference(store)
+
+
 def test_closures_on_fixture(store):
     store.load([MINI])
     reports = {r.spec: r for r in hierarchy.build(store)}
@@ -171,7 +193,7 @@ def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_
     store.load([extra])
     new = {s.graph: reference_closure(store, s) for s in specs}
     assert all(old[s.graph] != new[s.graph] for s in specs if s.name != "closure-partof")
-    render, calls = hierarchy._render, []
+    render, calls = hierarchy._batches, []
 
     def dies_on_third(*args):
         calls.append(args)
@@ -179,7 +201,7 @@ def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_
             raise RuntimeError("killed")
         return render(*args)
 
-    monkeypatch.setattr(hierarchy, "_render", dies_on_third)
+    monkeypatch.setattr(hierarchy, "_batches", dies_on_third)
     with pytest.raises(RuntimeError):
         hierarchy.build(store)
     assert store.closure_stale
