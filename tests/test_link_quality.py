@@ -152,7 +152,16 @@ def test_popularity(linker):
     assert (r["qid"], _by(r)) == ("Q99050", ["popularity"])
     r = linker.link("Kano", lang="en", topic="place")  # the province its namesake city lies in
     assert (r["qid"], r["status"], _by(r)) == ("Q99060", "resolved", ["popularity"])
-    assert r["decided_by"][0]["values"]["Q99060"] == {"sitelinks": 0, "contains": 2}
+    assert r["decided_by"][0]["values"]["Q99060"] == {"sitelinks": 0, "country_known": 1, "contains": 2}
+
+
+def test_popularity_country_known(linker):
+    # equal sitelinks: the one the graph places in a country (its own P17 here) wins
+    r = linker.link("Tete", lang="en", topic="place")
+    assert (r["qid"], r["status"], _by(r)) == ("Q99090", "resolved", ["popularity"])
+    assert r["decided_by"][0]["values"] == {
+        "Q99090": {"sitelinks": 0, "country_known": 1, "contains": 0},
+        "Q99091": {"sitelinks": 0, "country_known": 0, "contains": 0}}
 
 
 def test_label_before_alias_after_the_graph(linker):
@@ -166,6 +175,36 @@ def test_remaining_tie_is_ambiguous(linker):
     r = linker.link("twin dish", lang="en", topic="food")
     assert (r["qid"], r["status"], r["tied"]) == ("Q99070", "ambiguous", ["Q99070", "Q99071"])
     assert "decided_by" not in r
+
+
+# -- lexical fallbacks: cross-language fuzzy, a mention that is a name's one rare word ----
+
+_LEXICAL = ["exact", "normalized", "english", "any", "fuzzy", "anyfuzzy", "tokens"]
+
+
+def test_any_language_fuzzy(linker):
+    r = linker.link("Confituren", lang="nl", topic="food")
+    assert (r["qid"], r["match"], r["lang_used"]) == ("Q99100", "any-language-fuzzy", "de")
+    without = linker.with_stages([s for s in _LEXICAL if s != "anyfuzzy"])
+    assert without.link("Confituren", lang="nl", topic="food")["qid"] is None
+    lexical = linker.with_stages(_LEXICAL)
+    # two entities as close (pt "Morcela", es "Morcila"): no link, not a guess
+    assert lexical.link("Morcala", lang="nl", topic="food")["qid"] is None
+    assert linker._lexical.any_fuzzy("morcala", "nl", "food") == {}
+    # a name with the very key is the any stage's business: no fuzzy answer beside it
+    assert linker._lexical.any_fuzzy("morcela", "nl", "food") == {}
+    # keys under six characters are left alone (short words collide across languages)
+    assert linker._lexical.any_fuzzy("konfituren"[:5], "nl", "food") == {}
+    assert linker._lexical.any_fuzzy("morcelx", "nl", "food") == {linker.ix.eid_of["Q99101"]: (0, "pt", 1)}
+
+
+def test_tokens_one_rare_word(linker):
+    lexical = linker.with_stages(_LEXICAL)
+    r = lexical.link("Osterberg", lang="fr", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99110", "tokens")
+    assert r["candidates"][0]["score"] < 0.65 * linker.tokens_min  # below the share cut-off
+    # a word three names share singles out none of them
+    assert lexical.link("Grand Cru", lang="fr", topic="food")["qid"] is None
 
 
 # -- evaluation beside MakiEval's procedure ---------------------------------------------

@@ -20,7 +20,7 @@ from kgcult.link.index_format import LANG_BITS, codes
 from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, nearest, tokens
 from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool
 
-STAGES = ("exact", "normalized", "english", "any", "fuzzy", "tokens", "embedding")
+STAGES = ("exact", "normalized", "english", "any", "fuzzy", "anyfuzzy", "tokens", "embedding")
 
 
 def _merge(out: dict, eid: int, alias: int, lang: str, detail=None) -> None:
@@ -175,3 +175,114 @@ class TokenPool:
                 if cur is None or (sc, lg, name) > (cur[0], cur[1], cur[2]):
                     best[eid] = (sc, lg, name)
         return sorted(((sc, e, lg, nm) for e, (sc, lg, nm) in best.items()), key=lambda x: (-x[0], x[1]))
+
+
+# -- the lexical fallback stages as the linker runs them -------------------------------
+
+ANY_FUZZY_MIN_LEN = 6  # cross-language fuzzy: keys of 6+ characters, one edit
+
+
+class LexicalStages:
+    """The fuzzy, cross-language fuzzy and tokens stages over the pools stored with the
+    index, one pool per (topic, language) opened on first use and kept.
+
+    * ``fuzzy``: edit distance within ``fuzzy_bound`` among the names, in the mention's
+      language and English, of the topic's entities;
+    * ``anyfuzzy``: one edit among the topic's names in every *other* language of the
+      index (a Dutch mention one letter from a German or Swedish name: ``Confituren`` ~
+      ``Konfitüren``), for keys of ``ANY_FUZZY_MIN_LEN``+ characters, and only when one
+      entity alone is that close (names in ~200 languages collide by chance more often
+      than names in one, hence the longer key and the uniqueness);
+    * ``tokens``: word containment, IDF-weighted share >= ``tokens_min`` and
+      ``tokens_margin`` ahead of the next entity; or, failing that, the mention's rarest
+      word belongs to the names of one entity of the pool alone and one of its names holds
+      every word of the mention (``Osterberg`` ~ ``Alsace Grand Cru Osterberg``).
+    """
+
+    def __init__(self, ix: LabelIndex, tokens_min: float, tokens_margin: float):
+        self.ix = ix
+        self.tokens_min = tokens_min
+        self.tokens_margin = tokens_margin
+        self._fuzzy: dict = {}
+        self._tokens: dict = {}
+        self._parts: dict = {}
+        self._anyfuzzy: dict = {}   # (topic, lang, key) -> the stage's answer
+
+    def _fuzzy_pool(self, topic, lg):
+        pool = self._fuzzy.get((topic, lg))
+        if pool is None:
+            pool = self._fuzzy[(topic, lg)] = self.ix.fuzzy_pool(topic, lg)
+        return pool
+
+    def fuzzy(self, key: str, lang: str, topic: str | None) -> dict:
+        hits: dict = {}
+        for lg in sorted({lang, normalize.base_lang(lang), "en"}):
+            for eid, nlg, name, d in self._fuzzy_pool(topic, lg).search(key):
+                cur = hits.get(eid)
+                if cur is None or (d, nlg, name) < cur:
+                    hits[eid] = (d, nlg, name)
+        return {eid: (0, nlg, d) for eid, (d, nlg, _n) in hits.items()}
+
+    def _other_parts(self, topic: str, lang: str) -> tuple[tuple, dict]:
+        """The pool parts (ids) of the topic's names in every language but the mention's,
+        its base language and English, and their languages."""
+        k = (topic, lang)
+        v = self._parts.get(k)
+        if v is None:
+            own = {lang, normalize.base_lang(lang), "en"}  # the fuzzy stage's parts
+            rows = self.ix.db.execute("SELECT pid, lang FROM part_info WHERE topic = ? ORDER BY pid",
+                                      (topic,)).fetchall()
+            v = self._parts[k] = (tuple(p for p, lg in rows if lg not in own),
+                                  {p: lg for p, lg in rows if lg not in own})
+        return v
+
+    def any_fuzzy(self, key: str, lang: str, topic: str | None) -> dict:
+        if topic is None or len(key) < ANY_FUZZY_MIN_LEN:
+            return {}
+        mk = (topic, lang, key)
+        hit = self._anyfuzzy.get(mk)
+        if hit is None:
+            if len(self._anyfuzzy) > 100_000:
+                self._anyfuzzy.clear()
+            hit = self._anyfuzzy[mk] = self._any_fuzzy(key, lang, topic)
+        return dict(hit)
+
+    def _any_fuzzy(self, key: str, lang: str, topic: str) -> tuple:
+        pids, lang_of = self._other_parts(topic, lang)
+        if not pids:
+            return ()
+        variants = list(deletion_variants(key))
+        # one query over every part (the stored deletion index of pools.py), not one per language
+        ph = ",".join("?" * len(pids))  # placeholders only: values are bound
+        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid "
+             f"AND p.seq = z.seq WHERE z.pid IN ({ph}) ")
+        ph = ",".join("?" * len(variants))
+        q += f"AND z.v IN ({ph})"
+        rows = [(e, lang_of[p], name, f) for e, p, name, f in self.ix.db.execute(q, (*pids, *variants))]
+        if any(f == key for _e, _lg, _n, f in rows):  # the any stage's exact key: not a fuzzy hit
+            return ()
+        hits = nearest(key, 1, rows)
+        if len({e for e, _lg, _n, _d in hits}) != 1:  # nothing, or several entities as close
+            return ()
+        eid, nlg, _name, d = hits[0]
+        return ((eid, (0, nlg, d)),)
+
+    def tokens(self, mention: str, lang: str, topic: str | None) -> dict:
+        if topic is None:  # word overlap without a topic to check against is too loose
+            return {}
+        pool = self._tokens.get((topic, lang))
+        if pool is None:
+            pool = self._tokens[(topic, lang)] = self.ix.token_pool(topic, lang)
+        hits = pool.search(mention)
+        if not hits:
+            return {}
+        sc, eid, lg, _name = hits[0]
+        other = hits[1][0] if len(hits) > 1 else 0.0
+        if sc >= self.tokens_min and sc - other >= self.tokens_margin:
+            return {eid: (0, lg, -round(sc, 6))}
+        m = tokens(mention, lang)
+        if m and min(pool.df(t) for t in m) == 1:
+            for sc, eid, lg, name in hits:
+                if m <= tokens(name, lg):
+                    return {eid: (0, lg, -round(sc, 6))}
+        return {}

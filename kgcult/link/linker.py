@@ -57,8 +57,7 @@ class Linker:
         self._sem_vecs: dict = {}    # mention -> USE vector
         self._sem_done: dict = {}    # (topic, lang, mention) -> the stage's hit or None
         self._facts = disambiguate.GraphFacts(index)
-        self._fuzzy: dict = {}
-        self._tokens: dict = {}
+        self._lexical = C.LexicalStages(index, tokens_min, tokens_margin)
         self._name_parts: dict = {}
         self._members: dict = {}
         self._emb: dict = {}
@@ -215,11 +214,13 @@ class Linker:
                 elif stage == "stem" or stage == "compound":
                     found = self._morph_stage(stage, m, lang, topic)
                 elif stage == "fuzzy":
-                    found = self._fuzzy_stage(keys[1], lang, topic)
+                    found = self._lexical.fuzzy(keys[1], lang, topic)
+                elif stage == "anyfuzzy":
+                    found = self._lexical.any_fuzzy(keys[1], lang, topic)
                 else:
-                    found = self._tokens_stage(m, lang, topic)
+                    found = self._lexical.tokens(m, lang, topic)
             if found:
-                scored = stage == "fuzzy" or stage == "tokens"
+                scored = stage in _SCORED
                 for eid, (alias, lg, detail) in found.items():
                     if eid not in cands:
                         cands[eid] = (stage, alias, lg, detail if scored else 0, None)
@@ -244,36 +245,6 @@ class Linker:
                 part = self._name_parts[k] = self.ix.part_names(topic, lg)
             out.extend(part)
         return out
-
-    def _fuzzy_stage(self, key: str, lang: str, topic: str | None) -> dict:
-        """Edit-distance hits among the names, in the mention's language and English, of
-        the topic's entities (without a topic: of the entities of any topic); one
-        deletion index per (topic, language), stored with the index."""
-        hits: dict = {}
-        for lg in sorted({lang, normalize.base_lang(lang), "en"}):
-            pool = self._fuzzy.get((topic, lg))
-            if pool is None:
-                pool = self._fuzzy[(topic, lg)] = self.ix.fuzzy_pool(topic, lg)
-            for eid, nlg, name, d in pool.search(key):
-                cur = hits.get(eid)
-                if cur is None or (d, nlg, name) < cur:
-                    hits[eid] = (d, nlg, name)
-        return {eid: (0, nlg, d) for eid, (d, nlg, _n) in hits.items()}
-
-    def _tokens_stage(self, mention: str, lang: str, topic: str | None) -> dict:
-        if topic is None:  # word overlap without a topic to check against is too loose
-            return {}
-        pool = self._tokens.get((topic, lang))
-        if pool is None:
-            pool = self._tokens[(topic, lang)] = self.ix.token_pool(topic, lang)
-        hits = pool.search(mention)
-        if not hits:
-            return {}
-        sc, eid, lg, _name = hits[0]
-        other = hits[1][0] if len(hits) > 1 else 0.0
-        if sc >= self.tokens_min and sc - other >= self.tokens_margin:
-            return {eid: (0, lg, -round(sc, 6))}
-        return {}
 
     def _embedding_pool(self, topic: str, lang: str):
         """faiss pool over the names, in the mention's language and in English, of the
@@ -545,6 +516,7 @@ class Linker:
         return out
 
 
+_SCORED = frozenset({"fuzzy", "anyfuzzy", "tokens"})
 _INPUT_FIELDS = frozenset({"mention", "lang", "topic", "country"})
 _UNRESOLVED = {"qid": None, "label": None, "label_en": None, "match": None, "lang_used": None,
                "status": "unresolved", "candidates": None, "evidence": None, "granularity": None,
