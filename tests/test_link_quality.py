@@ -198,6 +198,15 @@ def test_any_language_fuzzy(linker):
     assert linker._lexical.any_fuzzy("morcelx", "nl", "food") == {linker.ix.eid_of["Q99101"]: (0, "pt", 1)}
 
 
+def test_fuzzy_digits_and_spacing(linker):
+    lexical = linker.with_stages(_LEXICAL)
+    r = lexical.link("E331i", lang="en", topic="food")  # "E 331i" (spacing) over "E331ii" (a letter)
+    assert (r["qid"], r["match"], r["status"]) == ("Q99120", "fuzzy", "resolved")
+    assert [c["qid"] for c in r["candidates"]] == ["Q99120", "Q99121"]
+    assert lexical.link("vitamin B9", lang="en", topic="food")["qid"] is None  # not B1
+    assert lexical.link("vitamin B1", lang="en", topic="food")["qid"] == "Q99122"
+
+
 def test_tokens_one_rare_word(linker):
     lexical = linker.with_stages(_LEXICAL)
     r = lexical.link("Osterberg", lang="fr", topic="food")

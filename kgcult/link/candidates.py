@@ -182,6 +182,26 @@ class TokenPool:
 ANY_FUZZY_MIN_LEN = 6  # cross-language fuzzy: keys of 6+ characters, one edit
 
 
+def _digits(folded: str) -> str:
+    return "".join(ch for ch in folded if ch.isdigit())
+
+
+def _refined(key: str, hits) -> list:
+    """Fuzzy hits (eid, lang, name, distance) minus those whose digits differ from the
+    key's (numbers identify: E331 is not E332, vitamin B1 not B9), with distance 0 for a
+    name that differs from the key only by spaces and punctuation (``E331i`` ~ ``E 331i``),
+    ahead of a one-letter neighbour (``E331ii``)."""
+    kd = _digits(key)
+    kc = key.replace(" ", "")
+    out = []
+    for eid, lg, name, d in hits:
+        f = normalize.fold(name)
+        if _digits(f) != kd:
+            continue
+        out.append((eid, lg, name, 0 if f.replace(" ", "") == kc else d))
+    return out
+
+
 class LexicalStages:
     """The fuzzy, cross-language fuzzy and tokens stages over the pools stored with the
     index, one pool per (topic, language) opened on first use and kept.
@@ -217,7 +237,7 @@ class LexicalStages:
     def fuzzy(self, key: str, lang: str, topic: str | None) -> dict:
         hits: dict = {}
         for lg in sorted({lang, normalize.base_lang(lang), "en"}):
-            for eid, nlg, name, d in self._fuzzy_pool(topic, lg).search(key):
+            for eid, nlg, name, d in _refined(key, self._fuzzy_pool(topic, lg).search(key)):
                 cur = hits.get(eid)
                 if cur is None or (d, nlg, name) < cur:
                     hits[eid] = (d, nlg, name)
@@ -261,10 +281,14 @@ class LexicalStages:
         rows = [(e, lang_of[p], name, f) for e, p, name, f in self.ix.db.execute(q, (*pids, *variants))]
         if any(f == key for _e, _lg, _n, f in rows):  # the any stage's exact key: not a fuzzy hit
             return ()
-        hits = nearest(key, 1, rows)
-        if len({e for e, _lg, _n, _d in hits}) != 1:  # nothing, or several entities as close
+        hits = _refined(key, nearest(key, 1, rows))
+        if not hits:
             return ()
-        eid, nlg, _name, d = hits[0]
+        best = min(h[3] for h in hits)
+        top = [h for h in hits if h[3] == best]
+        if len({h[0] for h in top}) != 1:  # several entities as close: no guess
+            return ()
+        eid, nlg, _name, d = min(top, key=lambda h: (h[1], h[2]))
         return ((eid, (0, nlg, d)),)
 
     def tokens(self, mention: str, lang: str, topic: str | None) -> dict:
