@@ -196,6 +196,12 @@ def test_any_language_fuzzy(linker):
     # keys under six characters are left alone (short words collide across languages)
     assert linker._lexical.any_fuzzy("konfituren"[:5], "nl", "food") == {}
     assert linker._lexical.any_fuzzy("morcelx", "nl", "food") == {linker.ix.eid_of["Q99101"]: (0, "pt", 1)}
+    assert linker._lexical.any_fuzzy("konfitjur", "uk", "food") == {}  # a Latin key for a Cyrillic name
+    assert linker._lexical.any_fuzzy("конфитюрь", "uk", "food") == {linker.ix.eid_of["Q99100"]: (0, "ru", 1)}
+    # only the parts in the key's script are probed
+    latin = set(linker._lexical._other_parts("food", "nl", "LATIN")[1].values())
+    cyrillic = set(linker._lexical._other_parts("food", "nl", "CYRILLIC")[1].values())
+    assert {"de", "pt", "es"} <= latin and "ru" not in latin and cyrillic == {"ru"}
 
 
 def test_fuzzy_digits_and_spacing(linker):
