@@ -116,6 +116,20 @@ def test_semantic_vectors_cached_beside_the_index(qstore, linker, monkeypatch):
     assert encoded == [["Kartoffel"]]
 
 
+@needs_use
+def test_semantic_cross_check(qstore, linker):
+    m = "Jarabes de maíz de alta fructosa"
+    r = linker.link(m, lang="es", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99130", "semantic")
+    assert r["candidates"][0]["score"] >= 0.6 * linker.semantic_agree_min  # score = 0.6 * cosine
+    # without the cross-check the margin over "Jarabes de maíz" (another entity) is too small
+    strict = Linker.open(qstore, semantic_agree_min=2.0)
+    assert strict.link(m, lang="es", topic="food")["qid"] is None
+    assert linker._lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99130"])
+    assert not linker._lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99131"])
+    assert not linker._lexical.owns_rarest_word("fructosa", "es", "food", linker.ix.eid_of["Q99130"])  # one word
+
+
 # -- ambiguity settled by the graph ------------------------------------------------------
 
 def _by(r):

@@ -19,7 +19,7 @@ from kgcult.link import normalize
 from kgcult.link.index import LabelIndex
 from kgcult.link.index_format import LANG_BITS, codes
 from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, nearest, tokens
-from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool
+from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool, pool_langs
 
 STAGES = ("exact", "normalized", "english", "any", "fuzzy", "anyfuzzy", "tokens", "embedding")
 
@@ -320,12 +320,33 @@ class LexicalStages:
         eid, nlg, _name, d = min(top, key=lambda h: (h[1], h[2]))
         return ((eid, (0, nlg, d)),)
 
-    def tokens(self, mention: str, lang: str, topic: str | None) -> dict:
-        if topic is None:  # word overlap without a topic to check against is too loose
-            return {}
+    def _token_pool(self, topic: str, lang: str):
         pool = self._tokens.get((topic, lang))
         if pool is None:
             pool = self._tokens[(topic, lang)] = self.ix.token_pool(topic, lang)
+        return pool
+
+    def owns_rarest_word(self, mention: str, lang: str, topic: str, eid: int) -> bool:
+        """Whether the mention has two words or more, the rarest of those the topic's names
+        (in the token pool's languages) hold belongs to one entity's names alone, and that
+        entity is ``eid`` (the semantic stage's cross-check)."""
+        m = tokens(mention, lang)
+        if len(m) < 2:
+            return False
+        pool = self._token_pool(topic, lang)
+        dfs = {t: pool.df(t) for t in m}
+        known = [t for t in m if dfs[t]]
+        if not known:
+            return False
+        rare = min(known, key=lambda t: (dfs[t], t))
+        if dfs[rare] != 1:
+            return False
+        return any(rare in tokens(name, lg) for _e, lg, name in self.ix.names_of([eid], pool_langs(lang)))
+
+    def tokens(self, mention: str, lang: str, topic: str | None) -> dict:
+        if topic is None:  # word overlap without a topic to check against is too loose
+            return {}
+        pool = self._token_pool(topic, lang)
         hits = pool.search(mention)
         if not hits:
             return {}

@@ -26,6 +26,9 @@ TOKENS_MARGIN = 0.1
 # of the best hit for another entity (set from the dev set's score distributions).
 SEMANTIC_MIN = 0.77
 SEMANTIC_MARGIN = 0.10
+# ... or cosine >= SEMANTIC_AGREE_MIN (no margin) when the tokens pool agrees: the nearest
+# name's entity is the only one whose names hold the mention's rarest word
+SEMANTIC_AGREE_MIN = 0.72
 
 
 class Linker:
@@ -39,7 +42,8 @@ class Linker:
                  embeddings: bool = False, stages: Iterable[str] | None = None,
                  embed_min: float = EMBED_MIN, embed_margin: float = EMBED_MARGIN,
                  tokens_min: float = TOKENS_MIN, tokens_margin: float = TOKENS_MARGIN,
-                 semantic_min: float = SEMANTIC_MIN, semantic_margin: float = SEMANTIC_MARGIN):
+                 semantic_min: float = SEMANTIC_MIN, semantic_margin: float = SEMANTIC_MARGIN,
+                 semantic_agree_min: float = SEMANTIC_AGREE_MIN):
         self.ix = index
         self.store = store
         self.model = model
@@ -51,6 +55,7 @@ class Linker:
         self.tokens_margin = tokens_margin
         self.semantic_min = semantic_min
         self.semantic_margin = semantic_margin
+        self.semantic_agree_min = semantic_agree_min
         self._morph: dict = {}       # (kind, topic, lang) -> morphology.KeyPool
         self._sem: dict = {}         # semantic pools and name-vector parts
         self._sem_encoder = None
@@ -396,6 +401,10 @@ class Linker:
                              for h in hits[(s["topic"], t, lg)]),
                             key=lambda h: (-h[0], h[2], h[3], h[1]))
             hit = semantic.decide(merged, self.semantic_min, self.semantic_margin)
+            if hit is None and merged and merged[0][0] >= self.semantic_agree_min:
+                # the cross-check: the nearest name's entity alone owns the mention's rarest word
+                if self._lexical.owns_rarest_word(t, s["lang"], s["topic"], merged[0][1]):
+                    hit = (merged[0][1], merged[0][2], merged[0][0])
             if len(done) > 200_000:
                 done.clear()
             done[(s["topic"], s["lang"], t)] = hit
