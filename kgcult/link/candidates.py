@@ -226,9 +226,9 @@ class LexicalStages:
       One query over the parts written in the key's script (a part's script: that of most
       of its first names), ~1-2 ms per mention that reaches the stage;
     * ``tokens``: word containment, IDF-weighted share >= ``tokens_min`` and
-      ``tokens_margin`` ahead of the next entity; or, failing that, the mention's rarest
-      word belongs to the names of one entity of the pool alone and one of its names holds
-      every word of the mention (``Osterberg`` ~ ``Alsace Grand Cru Osterberg``).
+      ``tokens_margin`` ahead of the next entity; or, failing that, one entity alone has
+      a name holding every word of the mention (``Osterberg`` ~ ``Alsace Grand Cru
+      Osterberg``; the search finds every name that holds the mention's rarest word).
     """
 
     def __init__(self, ix: LabelIndex, tokens_min: float, tokens_margin: float):
@@ -355,8 +355,8 @@ class LexicalStages:
         if sc >= self.tokens_min and sc - other >= self.tokens_margin:
             return {eid: (0, lg, -round(sc, 6))}
         m = tokens(mention, lang)
-        if m and min(pool.df(t) for t in m) == 1:
-            for sc, eid, lg, name in hits:
-                if m <= tokens(name, lg):
-                    return {eid: (0, lg, -round(sc, 6))}
+        holders = [(sc, eid, lg) for sc, eid, lg, name in hits if m <= tokens(name, lg)]
+        if len({h[1] for h in holders}) == 1:  # one entity alone has a name holding every word
+            sc, eid, lg = holders[0]
+            return {eid: (0, lg, -round(sc, 6))}
         return {}
