@@ -79,7 +79,8 @@ class Linker:
              stages: Iterable[str] | None = None, rebuild: bool = False, **thresholds) -> "Linker":
         """A linker on ``store`` (an open store, or a location: a path is opened
         read-only), with the store's persisted label index, built first if missing or
-        stale. ``thresholds``: embed_min, embed_margin, tokens_min, tokens_margin."""
+        stale. ``thresholds``: embed_min, embed_margin, tokens_min, tokens_margin,
+        semantic_min, semantic_margin, semantic_agree_min."""
         if isinstance(store, (str, os.PathLike)):
             store = open_store(store, read_only=True)
         ix = load_or_build(store, rebuild=rebuild)
