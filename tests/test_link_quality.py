@@ -68,7 +68,7 @@ def test_compound_stage_both_ways(linker):
 @needs_stemmer
 def test_morphology_pools_saved_beside_the_index(qstore, linker, monkeypatch):
     linker.link("köttbullarna", lang="sv", topic="food")
-    assert list(index_dir(qstore).glob("morph-*-stem-food-sv.pkl"))
+    assert list(index_dir(qstore).glob("morph-*-stem-food-sv-k*.pkl"))
 
     def no_build(*a, **k):
         raise AssertionError("a saved pool was built again")
@@ -220,11 +220,23 @@ def test_any_language_fuzzy(linker):
 
 def test_fuzzy_digits_and_spacing(linker):
     lexical = linker.with_stages(_LEXICAL)
-    r = lexical.link("E331i", lang="en", topic="food")  # "E 331i" (spacing) over "E331ii" (a letter)
+    r = lexical.link("E331i", lang="en", topic="food")  # "E 331i" (spacing), not "E331ii" (another code)
     assert (r["qid"], r["match"], r["status"]) == ("Q99120", "fuzzy", "resolved")
-    assert [c["qid"] for c in r["candidates"]] == ["Q99120", "Q99121"]
+    assert [c["qid"] for c in r["candidates"]] == ["Q99120"]
+    assert r["candidates"][0]["score"] == 0.7  # distance 0
     assert lexical.link("vitamin B9", lang="en", topic="food")["qid"] is None  # not B1
     assert lexical.link("vitamin B1", lang="en", topic="food")["qid"] == "Q99122"
+    # a spaced sub-number is still part of the code: "E341 ii" is "E341ii", not "E341 i"
+    r = lexical.link("E341 ii", lang="en", topic="food")
+    assert (r["qid"], [c["qid"] for c in r["candidates"]]) == ("Q99123", ["Q99123"])
+
+
+@needs_stemmer
+def test_stem_keeps_codes_whole(linker):
+    assert morphology.stem_key("E-451ii", "it") == "451ii e"  # Snowball would make it 451i
+    stem = linker.with_stages(["exact", "normalized", "stem"])
+    assert stem.link("E-451ii", lang="it", topic="food")["qid"] == "Q99125"
+    assert stem.link("E-451i", lang="it", topic="food")["qid"] is None
 
 
 def test_tokens_one_rare_word(linker):

@@ -13,6 +13,7 @@ rdfs:label, 1 for a skos:altLabel.
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 
 from kgcult.link import normalize
@@ -191,21 +192,28 @@ def _script(text: str) -> str | None:
     return None
 
 
-def _digits(folded: str) -> str:
-    return "".join(ch for ch in folded if ch.isdigit())
+_CODE = re.compile(r"(\d+)([^\W\d_]*)")
+
+
+def codes_of(folded: str) -> list[str]:
+    """The numbers of a folded name, spaces ignored, each with the letters that follow it
+    when they are three or fewer (a sub-number: ``E 331i`` -> ``331i``, ``E341 ii`` ->
+    ``341ii``, ``vitamin b9 tablets`` -> ``9``): the parts of a name that identify rather
+    than spell."""
+    return [d + (a if len(a) <= 3 else "") for d, a in _CODE.findall(folded.replace(" ", ""))]
 
 
 def _refined(key: str, hits) -> list:
-    """Fuzzy hits (eid, lang, name, distance) minus those whose digits differ from the
-    key's (numbers identify: E331 is not E332, vitamin B1 not B9), with distance 0 for a
-    name that differs from the key only by spaces and punctuation (``E331i`` ~ ``E 331i``),
-    ahead of a one-letter neighbour (``E331ii``)."""
-    kd = _digits(key)
+    """Fuzzy hits (eid, lang, name, distance) minus those whose numbers (with a letter
+    suffix glued on) differ from the key's: they identify (E331 is not E332, E451i not
+    E451ii, vitamin B1 not B9); with distance 0 for a name that differs from the key only
+    by spaces and punctuation (``E331i`` ~ ``E 331i``), ahead of a one-letter neighbour."""
+    kd = codes_of(key)
     kc = key.replace(" ", "")
     out = []
     for eid, lg, name, d in hits:
         f = normalize.fold(name)
-        if _digits(f) != kd:
+        if codes_of(f) != kd:
             continue
         out.append((eid, lg, name, 0 if f.replace(" ", "") == kc else d))
     return out

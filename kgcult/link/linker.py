@@ -337,7 +337,8 @@ class Linker:
         cache = None
         if self.store is not None and getattr(self.store, "location", None):
             cache = index_dir(self.store) / (
-                f"morph-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-{kind}-{topic}-{lg}.pkl")
+                f"morph-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-{kind}-{topic}-{lg}"
+                f"-k{morphology.KEY_VERSION}.pkl")
             pool = morphology.KeyPool.load(cache, lg) if cache.exists() else None
             if pool is not None:
                 return pool
