@@ -239,10 +239,8 @@ class LexicalStages:
       Osterberg``; the search finds every name that holds the mention's rarest word).
     """
 
-    def __init__(self, ix: LabelIndex, tokens_min: float, tokens_margin: float):
+    def __init__(self, ix: LabelIndex):
         self.ix = ix
-        self.tokens_min = tokens_min
-        self.tokens_margin = tokens_margin
         self._fuzzy: dict = {}
         self._tokens: dict = {}
         self._parts: dict = {}
@@ -351,7 +349,8 @@ class LexicalStages:
             return False
         return any(rare in tokens(name, lg) for _e, lg, name in self.ix.names_of([eid], pool_langs(lang)))
 
-    def tokens(self, mention: str, lang: str, topic: str | None) -> dict:
+    def tokens(self, mention: str, lang: str, topic: str | None, tokens_min: float,
+               tokens_margin: float) -> dict:
         if topic is None:  # word overlap without a topic to check against is too loose
             return {}
         pool = self._token_pool(topic, lang)
@@ -360,7 +359,7 @@ class LexicalStages:
             return {}
         sc, eid, lg, _name = hits[0]
         other = hits[1][0] if len(hits) > 1 else 0.0
-        if sc >= self.tokens_min and sc - other >= self.tokens_margin:
+        if sc >= tokens_min and sc - other >= tokens_margin:
             return {eid: (0, lg, -round(sc, 6))}
         m = tokens(mention, lang)
         holders = [(sc, eid, lg) for sc, eid, lg, name in hits if m <= tokens(name, lg)]

@@ -62,7 +62,7 @@ class Linker:
         self._sem_vecs: dict = {}    # mention -> USE vector
         self._sem_done: dict = {}    # (topic, lang, mention) -> the stage's hit or None
         self._facts = disambiguate.GraphFacts(index)
-        self._lexical = C.LexicalStages(index, tokens_min, tokens_margin)
+        self._lexical = C.LexicalStages(index)
         self._name_parts: dict = {}
         self._members: dict = {}
         self._emb: dict = {}
@@ -224,7 +224,7 @@ class Linker:
                 elif stage == "anyfuzzy":
                     found = self._lexical.any_fuzzy(keys[1], lang, topic)
                 else:
-                    found = self._lexical.tokens(m, lang, topic)
+                    found = self._lexical.tokens(m, lang, topic, self.tokens_min, self.tokens_margin)
             if found:
                 scored = stage in _SCORED
                 for eid, (alias, lg, detail) in found.items():
