@@ -6,7 +6,7 @@ One run measures, side by side on the same machine:
   size on disk, load time;
 * kgcult's linker throughput on ../shared/standin/link-dev.jsonl, single process:
   the exact/normalized path (stages exact+normalized), the default pipeline (+ English
-  fallback, any language, stem, compound, fuzzy, tokens, semantic; the semantic stage's
+  fallback, any language, stem, compound, fuzzy, anyfuzzy, tokens, semantic; the semantic stage's
   name vectors built first and cached on disk), and with the embedding fallback on;
 * the default pipeline per kind of mention (the dev set's ``source`` case), with the
   issue-17 targets: withheld-synonym recall, ambiguous-exact accuracy;

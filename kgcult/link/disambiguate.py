@@ -16,8 +16,10 @@ only look inside it):
 3. ``coherence``: the candidate shares a country or a parent class with an entity already
    resolved for another mention of the same group (the optional ``group`` field; MakiEval
    extraction rows are grouped by their response id).
-4. ``popularity``: the most Wikipedia sitelinks; then, for places, the most places
-   located in it (P131 claims pointing at it; a province over its namesake capital).
+4. ``popularity``: the most Wikipedia sitelinks; then whether the graph places it in a
+   country at all (any of the paths of ``country``; a well-described item over a namesake
+   the graph knows little about); then, for places, the most places located in it (P131
+   claims pointing at it; a province over its namesake capital).
 
 Then (``Linker._finish``) an ``rdfs:label`` beats a ``skos:altLabel`` (``label``). A tie
 that survives all of them is reported ``ambiguous`` with the tied QIDs; the smaller QID
@@ -194,7 +196,8 @@ def settle(tied: list[int], facts: GraphFacts, *, topic: str | None, country: st
         "country": (lambda e: int(country in facts.countries(e))) if country else None,
         "coherence": (lambda e: len(facts.countries(e) & ctx_countries)
                       + len(facts.parents(e) & ctx_parents)) if context else None,
-        "popularity": lambda e: (ix.sitelinks[e], facts.contains(e)),
+        "popularity": lambda e: (ix.sitelinks[e], int(bool(facts.countries(e))),
+                                 facts.contains(e)),
     }
     steps: list[dict] = []
     for name in CRITERIA:
@@ -214,5 +217,5 @@ def _shown(name: str, v):
     if name == "specificity":
         return -v  # path length
     if name == "popularity":
-        return {"sitelinks": v[0], "contains": v[1]}
+        return {"sitelinks": v[0], "country_known": v[1], "contains": v[2]}
     return v

@@ -26,6 +26,9 @@ TOKENS_MARGIN = 0.1
 # of the best hit for another entity (set from the dev set's score distributions).
 SEMANTIC_MIN = 0.77
 SEMANTIC_MARGIN = 0.10
+# ... or cosine >= SEMANTIC_AGREE_MIN (no margin) when the tokens pool agrees: the nearest
+# name's entity is the only one whose names hold the mention's rarest word
+SEMANTIC_AGREE_MIN = 0.72
 
 
 class Linker:
@@ -39,7 +42,8 @@ class Linker:
                  embeddings: bool = False, stages: Iterable[str] | None = None,
                  embed_min: float = EMBED_MIN, embed_margin: float = EMBED_MARGIN,
                  tokens_min: float = TOKENS_MIN, tokens_margin: float = TOKENS_MARGIN,
-                 semantic_min: float = SEMANTIC_MIN, semantic_margin: float = SEMANTIC_MARGIN):
+                 semantic_min: float = SEMANTIC_MIN, semantic_margin: float = SEMANTIC_MARGIN,
+                 semantic_agree_min: float = SEMANTIC_AGREE_MIN):
         self.ix = index
         self.store = store
         self.model = model
@@ -51,14 +55,14 @@ class Linker:
         self.tokens_margin = tokens_margin
         self.semantic_min = semantic_min
         self.semantic_margin = semantic_margin
+        self.semantic_agree_min = semantic_agree_min
         self._morph: dict = {}       # (kind, topic, lang) -> morphology.KeyPool
         self._sem: dict = {}         # semantic pools and name-vector parts
         self._sem_encoder = None
         self._sem_vecs: dict = {}    # mention -> USE vector
         self._sem_done: dict = {}    # (topic, lang, mention) -> the stage's hit or None
         self._facts = disambiguate.GraphFacts(index)
-        self._fuzzy: dict = {}
-        self._tokens: dict = {}
+        self._lexical = C.LexicalStages(index)
         self._name_parts: dict = {}
         self._members: dict = {}
         self._emb: dict = {}
@@ -75,7 +79,8 @@ class Linker:
              stages: Iterable[str] | None = None, rebuild: bool = False, **thresholds) -> "Linker":
         """A linker on ``store`` (an open store, or a location: a path is opened
         read-only), with the store's persisted label index, built first if missing or
-        stale. ``thresholds``: embed_min, embed_margin, tokens_min, tokens_margin."""
+        stale. ``thresholds``: embed_min, embed_margin, tokens_min, tokens_margin,
+        semantic_min, semantic_margin, semantic_agree_min."""
         if isinstance(store, (str, os.PathLike)):
             store = open_store(store, read_only=True)
         ix = load_or_build(store, rebuild=rebuild)
@@ -215,11 +220,13 @@ class Linker:
                 elif stage == "stem" or stage == "compound":
                     found = self._morph_stage(stage, m, lang, topic)
                 elif stage == "fuzzy":
-                    found = self._fuzzy_stage(keys[1], lang, topic)
+                    found = self._lexical.fuzzy(keys[1], lang, topic)
+                elif stage == "anyfuzzy":
+                    found = self._lexical.any_fuzzy(keys[1], lang, topic)
                 else:
-                    found = self._tokens_stage(m, lang, topic)
+                    found = self._lexical.tokens(m, lang, topic, self.tokens_min, self.tokens_margin)
             if found:
-                scored = stage == "fuzzy" or stage == "tokens"
+                scored = stage in _SCORED
                 for eid, (alias, lg, detail) in found.items():
                     if eid not in cands:
                         cands[eid] = (stage, alias, lg, detail if scored else 0, None)
@@ -244,36 +251,6 @@ class Linker:
                 part = self._name_parts[k] = self.ix.part_names(topic, lg)
             out.extend(part)
         return out
-
-    def _fuzzy_stage(self, key: str, lang: str, topic: str | None) -> dict:
-        """Edit-distance hits among the names, in the mention's language and English, of
-        the topic's entities (without a topic: of the entities of any topic); one
-        deletion index per (topic, language), stored with the index."""
-        hits: dict = {}
-        for lg in sorted({lang, normalize.base_lang(lang), "en"}):
-            pool = self._fuzzy.get((topic, lg))
-            if pool is None:
-                pool = self._fuzzy[(topic, lg)] = self.ix.fuzzy_pool(topic, lg)
-            for eid, nlg, name, d in pool.search(key):
-                cur = hits.get(eid)
-                if cur is None or (d, nlg, name) < cur:
-                    hits[eid] = (d, nlg, name)
-        return {eid: (0, nlg, d) for eid, (d, nlg, _n) in hits.items()}
-
-    def _tokens_stage(self, mention: str, lang: str, topic: str | None) -> dict:
-        if topic is None:  # word overlap without a topic to check against is too loose
-            return {}
-        pool = self._tokens.get((topic, lang))
-        if pool is None:
-            pool = self._tokens[(topic, lang)] = self.ix.token_pool(topic, lang)
-        hits = pool.search(mention)
-        if not hits:
-            return {}
-        sc, eid, lg, _name = hits[0]
-        other = hits[1][0] if len(hits) > 1 else 0.0
-        if sc >= self.tokens_min and sc - other >= self.tokens_margin:
-            return {eid: (0, lg, -round(sc, 6))}
-        return {}
 
     def _embedding_pool(self, topic: str, lang: str):
         """faiss pool over the names, in the mention's language and in English, of the
@@ -360,7 +337,8 @@ class Linker:
         cache = None
         if self.store is not None and getattr(self.store, "location", None):
             cache = index_dir(self.store) / (
-                f"morph-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-{kind}-{topic}-{lg}.pkl")
+                f"morph-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-{kind}-{topic}-{lg}"
+                f"-k{morphology.KEY_VERSION}.pkl")
             pool = morphology.KeyPool.load(cache, lg) if cache.exists() else None
             if pool is not None:
                 return pool
@@ -425,6 +403,10 @@ class Linker:
                              for h in hits[(s["topic"], t, lg)]),
                             key=lambda h: (-h[0], h[2], h[3], h[1]))
             hit = semantic.decide(merged, self.semantic_min, self.semantic_margin)
+            if hit is None and merged and merged[0][0] >= self.semantic_agree_min:
+                # the cross-check: the nearest name's entity alone owns the mention's rarest word
+                if self._lexical.owns_rarest_word(t, s["lang"], s["topic"], merged[0][1]):
+                    hit = (merged[0][1], merged[0][2], merged[0][0])
             if len(done) > 200_000:
                 done.clear()
             done[(s["topic"], s["lang"], t)] = hit
@@ -545,6 +527,7 @@ class Linker:
         return out
 
 
+_SCORED = frozenset({"fuzzy", "anyfuzzy", "tokens"})
 _INPUT_FIELDS = frozenset({"mention", "lang", "topic", "country"})
 _UNRESOLVED = {"qid": None, "label": None, "label_en": None, "match": None, "lang_used": None,
                "status": "unresolved", "candidates": None, "evidence": None, "granularity": None,

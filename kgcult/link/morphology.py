@@ -11,7 +11,7 @@ the other way round. The vocabulary is the graph's own names: no word list ships
 
 A pool holds the names, in one language, of one topic's entities; a key that several
 entities share returns them all (ranking and ``disambiguate.py`` settle them). Pools are
-saved beside the label index (``morph-<index hash>-<topics hash>-<kind>-<topic>-<lang>.pkl``)
+saved beside the label index (``morph-<index hash>-<topics hash>-<kind>-<topic>-<lang>-k<KEY_VERSION>.pkl``)
 so a fresh process loads them instead of computing every name's key.
 Stemmers come from the PyPI package ``snowballstemmer`` (the ``link`` extra).
 """
@@ -67,11 +67,13 @@ def words(text: str) -> list[str]:
     return normalize.basic(text).split()
 
 
+KEY_VERSION = 2  # of the stem/compound keys: part of the pools' cache file names
 _stems: dict = {}  # (lang, word) -> stem, diacritics stripped (names share most words)
 
 
 def stems(ws: list[str], lang: str) -> list[str]:
-    """The Snowball stems of ``ws`` with diacritics stripped afterwards (memoized)."""
+    """The Snowball stems of ``ws`` with diacritics stripped afterwards (memoized); a word
+    with a digit is a code and kept whole (``451ii`` is not ``451i``'s plural)."""
     out = []
     for w in ws:
         k = (lang, w)
@@ -80,7 +82,10 @@ def stems(ws: list[str], lang: str) -> list[str]:
             if len(_stems) > 1_000_000:
                 _stems.clear()
             st = stemmer(lang)
-            v = _stems[k] = normalize.strip_diacritics(st.stemWord(w) if st is not None else w)
+            if st is None or any(ch.isdigit() for ch in w):
+                v = _stems[k] = normalize.strip_diacritics(w)
+            else:
+                v = _stems[k] = normalize.strip_diacritics(st.stemWord(w))
         out.append(v)
     return out
 

@@ -1,6 +1,6 @@
 """The linker's stages in pipeline order, and which of them run by default.
 
-The stages of ``candidates.py`` (exact, normalized, english, any, fuzzy, tokens) plus the
+The stages of ``candidates.py`` (exact, normalized, english, any, fuzzy, anyfuzzy, tokens) plus the
 morphology stages of ``morphology.py`` (stem, compound), the multilingual ``semantic``
 stage (``semantic.py``) and the opt-in sentence-transformers ``embedding`` stage
 (``embed.py``). Default: every stage but ``embedding``; ``stem``/``compound`` when
@@ -13,8 +13,8 @@ from typing import Iterable
 from kgcult.errors import KgcultError
 from kgcult.link import embed, morphology, semantic
 
-STAGES = ("exact", "normalized", "english", "any", "stem", "compound", "fuzzy", "tokens",
-          "semantic", "embedding")
+STAGES = ("exact", "normalized", "english", "any", "stem", "compound", "fuzzy", "anyfuzzy",
+          "tokens", "semantic", "embedding")
 _NEEDS = {"stem": morphology, "compound": morphology, "semantic": semantic}
 
 

@@ -2,7 +2,8 @@
 
 Order: topic-valid before invalid; then the stage, in pipeline order (exact label <
 exact alias < normalized < English fallback < any language < stem < compound < fuzzy <
-tokens < semantic < embedding); within a stage fewer edits before more (fuzzy), a higher
+any-language fuzzy < tokens < semantic < embedding); within a stage fewer edits before
+more (fuzzy), a higher
 score before a lower one (tokens, semantic, embedding). Candidates equal on all of that
 are a tie, which ``disambiguate.py`` settles by the graph (specificity, country,
 coherence, popularity), then an rdfs:label before a skos:altLabel, then the smaller QID
@@ -23,6 +24,8 @@ def score(stage: str, alias: int, sub: float) -> float:
         return round(STAGE_SCORE[stage] - 0.05 * alias, 4)
     if stage == "fuzzy":
         return round(0.7 - 0.1 * sub, 4)
+    if stage == "anyfuzzy":
+        return round(0.68 - 0.1 * sub, 4)
     if stage == "tokens":
         return round(0.65 * max(0.0, -sub), 4)
     return round(0.6 * max(0.0, -sub), 4)  # semantic, embedding: sub = -cosine
@@ -31,4 +34,4 @@ def score(stage: str, alias: int, sub: float) -> float:
 def match_name(stage: str, alias: int) -> str:
     if stage == "exact":
         return "exact-alias" if alias else "exact-label"
-    return {"any": "any-language"}.get(stage, stage)
+    return {"any": "any-language", "anyfuzzy": "any-language-fuzzy"}.get(stage, stage)

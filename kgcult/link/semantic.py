@@ -13,7 +13,9 @@ instead of encoding the names again. Search is a matrix product over unit vector
 
 Mentions in languages the model was not trained on are matched against English names only
 (``LANGS``). One global cut-off (``SEMANTIC_MIN``, with ``SEMANTIC_MARGIN`` over the best hit for
-another entity), set from the dev set's score distributions (docs/link.md).
+another entity), and a lower one without margin (``SEMANTIC_AGREE_MIN``) when the tokens pool
+agrees (the nearest name's entity alone owns the mention's rarest word), set from the dev
+set's score distributions (docs/link.md; the constants live in ``linker.py``).
 """
 from __future__ import annotations
 
