@@ -113,16 +113,18 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
             reports[s.name].skipped = (f"written to {output}/subgraph={s.name}/ (not a local directory: "
                                        "load it with `kgcult load ... --graph`)")
         return list(reports.values())
+    run_id = os.urandom(8).hex()
+    writer = Writer(store, _scratch_dir(store))
     try:
-        run_id = os.urandom(8).hex()
         write_to = {s.name: staging.begin(store, s, run_id) for s in todo}
-        writer = Writer(store)
         graphs = {s.name: NamedNode(write_to[s.name]) for s in todo}
         for name, chunk in source.emit(todo):
             writer.add_ntriples(chunk, graphs[name], dump)
+        source.remove()
         writer.flush()
     finally:
         source.remove()
+        writer.remove()
     for s in todo:
         staging.finish(store, s, run_id, write_to[s.name])
         rep = reports[s.name]
@@ -142,8 +144,7 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
     """The one read: edges into an index, kept lines into the intermediate; then the crawl.
     Returns (the members' line source, the dump's sha256)."""
     jobs = jobs or cpu_count()
-    tmpdir = getattr(store, "path", None)
-    tmpdir = str(tmpdir) if tmpdir and os.path.isdir(str(tmpdir)) else None
+    tmpdir = _scratch_dir(store)
     fd, tmp = tempfile.mkstemp(prefix="ingest-", suffix=".frames", dir=tmpdir)
     os.close(fd)
     inter = dumpscan.Intermediate(tmp)
@@ -172,6 +173,12 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
              len(plan.struct_props), inter.bytes / 1e6)
     backend = select(index, specs, needed, reports)
     return FrameSource(inter, backend.members, jobs), digest
+
+
+def _scratch_dir(store) -> str | None:
+    """The store's directory (scratch files stay on its disk), or None: the system's."""
+    path = getattr(store, "path", None)
+    return str(path) if path and os.path.isdir(str(path)) else None
 
 
 def _counted(blocks, bar):
