@@ -157,7 +157,9 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
         with dumpscan.Workers(plan, jobs) as workers, DumpReader(dump, threads=jobs) as reader:
             for r in workers.scan(dump, _counted(reader.blocks(), bar)):
                 records += r.records
-                for pid, s, o in r.edges:
+                for pid, (so, hv) in r.edges.items():
+                    index.add_coded(pid, so, hv)
+                for pid, s, o in r.other_edges:
                     index.add(pid, s, o)
                 inter.write(r.lines)
             digest = reader.sha256()
@@ -167,12 +169,13 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
         raise
     finally:
         bar.close()
+    edges = index.edge_count()
     index.freeze()
     log.info("read %d %s; %d edges of %d properties indexed; %.1f MB kept for the emission", records,
-             "entities" if plan.kind == "json" else "triples", sum(len(a) for a in index.subj.values()),
+             "entities" if plan.kind == "json" else "triples", edges,
              len(plan.struct_props), inter.bytes / 1e6)
     backend = select(index, specs, needed, reports)
-    return FrameSource(inter, backend.members, jobs), digest
+    return FrameSource(inter, backend, jobs), digest
 
 
 def _scratch_dir(store) -> str | None:
