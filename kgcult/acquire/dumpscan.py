@@ -1,39 +1,34 @@
 """The one read of a dump: each block of lines is parsed in a worker process into
 
-* the edges of the structural properties (what the crawl walks: ``(pid, subject, object
-  or None)``), kept by the main process in a :class:`~kgcult.acquire.dumpindex.EdgeIndex`;
+* the edges of the structural properties (what the crawl walks), as integer codes of
+  subject and object (:func:`~kgcult.acquire.dumpindex.code`), which the main process
+  appends to a :class:`~kgcult.acquire.dumpindex.EdgeIndex`;
 * the compact intermediate: the N-Triples lines any subgraph being built could keep (the
-  properties the specs fetch, labels in their languages, sitelink counts), zlib-compressed
+  properties the specs fetch, labels in their languages, sitelink counts), zstd-compressed
   in frames on disk (:class:`Intermediate`), from which the emission runs after the crawl
   without touching the dump again.
 
-JSON lines are parsed with orjson when installed (``kgcult[dump]``), else the standard
-library's json. The same block functions serve the Spark engine's executors.
+JSON lines are decoded by :mod:`kgcult.acquire.dumpjson` (only the parts the plan needs,
+with msgspec when installed). The same block functions serve the Spark engine's executors.
 """
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing
 import os
 import struct
-import zlib
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
+import zstandard
+
 from kgcult import ids, vocab
-from kgcult.acquire import subgraphs, truthy
+from kgcult.acquire import dumpjson, subgraphs, truthy
 from kgcult.acquire.dumpindex import code
 from kgcult.acquire.dumpio import IngestError
+from kgcult.acquire.dumpjson import loads  # noqa: F401 - the full parser, for tools
 from kgcult.acquire.subgraphs import SubgraphSpec
-
-try:  # optional: kgcult[dump]
-    import orjson
-    loads = orjson.loads
-except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
-    loads = json.loads
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +155,7 @@ def scan_json_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResul
     props = sorted(struct | keep)
     for i, line in enumerate(block.split(b"\n"), first_line):
         try:
-            e = truthy.parse_entity_line(line, loads)
+            e = dumpjson.entity(line, props, plan.languages)
         except (ValueError, TypeError) as ex:
             return _failed(first_line, n, f"not a JSON entity line: {ex}", i)
         if e is None:
@@ -284,13 +279,14 @@ _HEAD = struct.Struct("<Q")
 
 
 def pack_frame(r: BlockResult) -> bytes:
-    """A block's kept lines with their groups, as one zlib-compressed frame."""
-    return zlib.compress(_HEAD.pack(len(r.groups)) + r.groups.tobytes() + r.ends.tobytes() + r.lines, 1)
+    """A block's kept lines with their groups, as one zstd-compressed frame."""
+    return zstandard.ZstdCompressor(level=1).compress(
+        _HEAD.pack(len(r.groups)) + r.groups.tobytes() + r.ends.tobytes() + r.lines)
 
 
 def unpack_frame(frame: bytes) -> tuple[array, array, bytes]:
     """(subject codes, end offsets, lines) of a frame."""
-    data = zlib.decompress(frame)
+    data = zstandard.ZstdDecompressor().decompress(frame)
     (n,) = _HEAD.unpack_from(data)
     codes, ends = array("q"), array("q")
     codes.frombytes(data[8:8 + 8 * n])
@@ -342,9 +338,9 @@ class Workers:
         return False
 
     def scan(self, path: str, blocks):
-        """BlockResults of ``blocks`` (bytes of whole lines) in order, ``lines``
-        zlib-compressed; an :class:`IngestError` naming ``path`` and the line of the first
-        bad line."""
+        """BlockResults of ``blocks`` (bytes of whole lines) in order, ``lines`` packed in
+        a compressed frame; an :class:`IngestError` naming ``path`` and the line of the
+        first bad line."""
         line = 1
         for r in in_order(self.pool, _work, blocks, self.jobs):
             if r.error:
@@ -354,12 +350,11 @@ class Workers:
 
 
 def start_pool_note(jobs: int) -> None:
-    log.info("parsing in %d worker process%s with %s", jobs, "es" if jobs > 1 else "",
-             "orjson" if orjson is not None else "the standard json module (install kgcult[dump] for orjson)")
+    log.info("parsing in %d worker process%s with %s", jobs, "es" if jobs > 1 else "", dumpjson.parser_name())
 
 
 class Intermediate:
-    """The kept N-Triples, as length-prefixed zlib frames in a file."""
+    """The kept N-Triples, as length-prefixed zstd frames (:func:`pack_frame`) in a file."""
 
     _LEN = struct.Struct("<Q")
 
