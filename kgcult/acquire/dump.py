@@ -175,6 +175,9 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
              "entities" if plan.kind == "json" else "triples", edges,
              len(plan.struct_props), inter.bytes / 1e6)
     backend = select(index, specs, needed, reports)
+    log.info("the selection holds %.3f MB: edge index %.3f MB, member sets %.3f MB (%d memberships)",
+             (index.nbytes() + backend.nbytes()) / 1e6, index.nbytes() / 1e6, backend.nbytes() / 1e6,
+             sum(len(m) for m in backend.members.values()))
     return FrameSource(inter, backend, jobs), digest
 
 

@@ -11,6 +11,7 @@ beyond.
 """
 from __future__ import annotations
 
+import sys
 from array import array
 
 import numpy as np
@@ -146,6 +147,10 @@ class EdgeIndex:
         else:
             self.add_coded(pid, array("q", [si, self.ids.enc(o)]), array("q"))
 
+    def nbytes(self) -> int:
+        """Bytes the edges take (arrays as allocated, over-allocation included)."""
+        return sum(sys.getsizeof(a) for d in (self._so, self._hv) for a in d.values())
+
     def edge_count(self) -> int:
         return sum(len(a) for a in self._so.values()) // 2
 
@@ -190,6 +195,9 @@ class DumpBackend(IdSets):
     def __init__(self, index: EdgeIndex, specs: dict[str, SubgraphSpec]):
         self.index, self.specs = index, specs
         self.members: dict[str, IdSet] = {}
+
+    def nbytes(self) -> int:
+        return sum(m.codes.nbytes for m in self.members.values())
 
     def make(self, values) -> IdSet:
         return values if isinstance(values, IdSet) else self.index.id_set(values)
