@@ -130,3 +130,14 @@ def test_without_msgspec_the_store_is_the_same(tmp_path, monkeypatch, caplog):
         ing.ingest(b, str(dump), jobs=1)
     assert "install msgspec" in caplog.text or dumpjson.orjson is None
     assert data_quads(a) == data_quads(b) and data_quads(a)
+
+
+def test_a_selected_line_that_is_not_n_triples_stops_the_ingest(tmp_path):
+    wd, wdt = vocab.WD, vocab.WDT
+    nt = tmp_path / "d.nt"
+    nt.write_text(f"<{wd}Q142> <{wdt}P31> <{wd}Q6256> .\n"
+                  f"<{wd}Q142> <{wdt}P36> <not an iri> .\n", encoding="utf-8")
+    store = Store(tmp_path / "s")
+    with pytest.raises(ing.IngestError, match="not valid N-Triples"):
+        ing.ingest(store, str(nt), ["countries"], jobs=1)
+    assert not data_quads(store)
