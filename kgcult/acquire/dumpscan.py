@@ -141,7 +141,7 @@ class _Groups:
 def _entity_of(nt_object: str) -> str | None:
     if nt_object.startswith(_WD_IRI):
         local = nt_object[len(_WD_IRI):-1]
-        if ids.is_entity(local):
+        if code(local) is not None or ids.is_entity(local):  # the cheap test first
             return local
     return None
 
