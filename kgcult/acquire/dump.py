@@ -120,7 +120,7 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
         graphs = {s.name: NamedNode(write_to[s.name]) for s in todo}
         for name, chunk in source.emit(todo):
             writer.add_ntriples(chunk, graphs[name], dump)
-        source.remove()
+        source.remove()  # the frames are spent: their disk space is free before the load
         writer.flush()
     finally:
         source.remove()

@@ -141,11 +141,10 @@ class EdgeIndex:
 
     def add(self, pid: str, s: str, o: str | None) -> None:
         """One edge by ids (``o`` None: a non-item value)."""
-        si = self.ids.enc(s)
-        if o is None:
-            self.add_coded(pid, array("q"), array("q", [si]))
-        else:
-            self.add_coded(pid, array("q", [si, self.ids.enc(o)]), array("q"))
+        values = (self.ids.enc(s),) if o is None else (self.ids.enc(s), self.ids.enc(o))
+        if self.typecode == "i" and max(values) > _INT32_MAX:
+            self._widen()
+        (self._hv if o is None else self._so)[pid].extend(values)
 
     def nbytes(self) -> int:
         """Bytes the edges take (arrays as allocated, over-allocation included)."""
