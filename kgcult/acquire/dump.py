@@ -25,7 +25,7 @@ import time
 
 from pyoxigraph import NamedNode
 
-from kgcult.acquire import dumpscan, spark, staging, subgraphs
+from kgcult.acquire import dumpjson, dumpscan, spark, staging, subgraphs
 from kgcult.acquire.dumpemit import FrameSource, Writer
 from kgcult.acquire.dumpindex import EdgeIndex, needed_specs, select
 from kgcult.acquire.dumpio import DumpReader, IngestError, cpu_count, dump_format
@@ -48,7 +48,7 @@ def json_entities(path: str):
             for line in block.split(b"\n")[:-1]:
                 i += 1
                 try:
-                    e = parse_entity_line(line, dumpscan.loads)
+                    e = parse_entity_line(line, dumpjson.loads)
                 except ValueError as ex:
                     raise IngestError(f"{path}:{i}: not a JSON entity line: {ex}") from None
                 if e is not None:

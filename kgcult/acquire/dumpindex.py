@@ -16,7 +16,6 @@ from array import array
 
 import numpy as np
 
-from kgcult import ids
 from kgcult.acquire.crawl import IdSets, crawl
 from kgcult.acquire.subgraphs import SubgraphSpec
 

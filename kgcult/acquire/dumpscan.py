@@ -27,7 +27,6 @@ from kgcult import ids, vocab
 from kgcult.acquire import dumpjson, subgraphs, truthy
 from kgcult.acquire.dumpindex import code
 from kgcult.acquire.dumpio import IngestError
-from kgcult.acquire.dumpjson import loads  # noqa: F401 - the full parser, for tools
 from kgcult.acquire.subgraphs import SubgraphSpec
 
 log = logging.getLogger(__name__)
