@@ -21,7 +21,7 @@ from kgcult.acquire.subgraphs import SubgraphSpec
 
 _KIND = {"Q": 0, "P": 1, "L": 2}
 _INT32_MAX = 2**31 - 1
-_CHUNK = 1 << 24  # edges per membership test (bounds the test's temporary memory)
+_CHUNK = 1 << 22  # values per membership test: bounds its temporaries (~26 B per value)
 
 
 def code(e: str) -> int | None:
@@ -180,11 +180,9 @@ class EdgeIndex:
 
     def subjects_with_any(self, props, sources: IdSet) -> IdSet:
         s = sources.codes
-        mask = np.zeros(len(s), dtype=bool)
-        for p in props:
-            mask |= contains(np.unique(self.subj[p]), s)
-            mask |= contains(self.has_value[p], s)
-        return IdSet(s[mask])
+        parts = [np.unique(self.subj[p][contains(s, self.subj[p])]).astype(np.int64) for p in sorted(props)]
+        parts += [self.has_value[p][contains(s, self.has_value[p])].astype(np.int64) for p in sorted(props)]
+        return IdSet(np.unique(np.concatenate(parts))) if parts else IdSet.of([])
 
 
 class DumpBackend(IdSets):
