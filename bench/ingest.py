@@ -166,17 +166,19 @@ def summarize(rows: list[dict], spark: dict) -> None:
     # the model: what grows with the dump is what the main process holds for the selection,
     # logged by the ingest (the edge index: int32 subject/object codes as allocated, and the
     # member sets: sorted int64 arrays), plus the crawl's temporaries (a boolean mask over
-    # the edges, at most two copies of the member sets while they are united or subtracted,
-    # and a membership test's buffers, 4 M values at a time: ~26 B each, fixed); the rest
+    # the edges, up to four copies of the member sets while they are united, sorted or
+    # subtracted, and a membership test's buffers, 4 M values at a time: ~26 B each,
+    # fixed); the rest
     # (worker processes, blocks in flight, the store's caches) is the smallest size's peak.
     # The workers and the emission hold nothing that grows: kept lines go to the
-    # intermediate and to scratch files on disk. (A synthetic selection of 2 M entities,
-    # 2.8 edges and 0.57 memberships each, peaked at 68 B per entity: 28 B held, 12 B of
-    # these temporaries and the 4 M-value buffers, which are not yet at their bound there.)
+    # intermediate and to scratch files on disk. Checked on synthetic selections (2.8 edges
+    # and 0.57 memberships per entity, 27 B held): the crawl's peak grew by 48 B per entity
+    # from 2 M to 8 M entities (after the buffers' 52 MB growth to their bound), which is
+    # 27 + 2.8 x 1 + 0.57 x 32.
     m = big["ingest_bz2"]
     edges_pe, members_pe = m["edges"] / big["entities"], m["members"] / big["entities"]
     held_pe = (m["selection_mb"] or 0) * 1e6 / big["entities"]
-    temp_pe = edges_pe * 1 + members_pe * 8 * 2
+    temp_pe = edges_pe * 1 + members_pe * 8 * 4
     model_full_gb = (rows[0]["ingest_bz2"]["peak_rss_mb"] * 2**20 + (1 << 22) * 26
                      + FULL_ENTITIES * (held_pe + temp_pe)) / 2**30
     # full dump: CPU seconds per JSON byte at the largest size, spread over the cores (90 %
@@ -238,7 +240,8 @@ def summarize(rows: list[dict], spark: dict) -> None:
         f"at the largest: the selection the main process holds ({held_pe:.1f} B per entity as the ingest logs it: "
         f"{edges_pe:.2f} indexed edges per entity as int32 code pairs, {members_pe:.3f} subgraph memberships per "
         f"entity as int64 codes in sorted arrays) and the crawl's temporaries ({temp_pe:.1f} B per entity: a "
-        "boolean mask over the edges, two copies of the member sets, plus a fixed 104 MB of search buffers). A "
+        "boolean mask over the edges, four copies of the member sets, plus a fixed 104 MB of search buffers; "
+        "a synthetic selection grew by that per entity from 2 M to 8 M entities). A "
         f"straight line through the three peaks ({b * 2**20:.0f} B per entity + {a:.0f} MB) would say "
         f"{fit_full_gb:.0f} GB: at these sizes the peaks (whole process tree, workers and their shared pages "
         "counted once per process) move with the store's caches and the allocator, not with the dump, so that "
