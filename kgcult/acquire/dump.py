@@ -25,7 +25,7 @@ import time
 
 from pyoxigraph import NamedNode
 
-from kgcult.acquire import dumpscan, spark, staging, subgraphs
+from kgcult.acquire import dumpjson, dumpscan, spark, staging, subgraphs
 from kgcult.acquire.dumpemit import FrameSource, Writer
 from kgcult.acquire.dumpindex import EdgeIndex, needed_specs, select
 from kgcult.acquire.dumpio import DumpReader, IngestError, cpu_count, dump_format
@@ -48,7 +48,7 @@ def json_entities(path: str):
             for line in block.split(b"\n")[:-1]:
                 i += 1
                 try:
-                    e = parse_entity_line(line, dumpscan.loads)
+                    e = parse_entity_line(line, dumpjson.loads)
                 except ValueError as ex:
                     raise IngestError(f"{path}:{i}: not a JSON entity line: {ex}") from None
                 if e is not None:
@@ -113,16 +113,18 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
             reports[s.name].skipped = (f"written to {output}/subgraph={s.name}/ (not a local directory: "
                                        "load it with `kgcult load ... --graph`)")
         return list(reports.values())
+    run_id = os.urandom(8).hex()
+    writer = Writer(store, _scratch_dir(store))
     try:
-        run_id = os.urandom(8).hex()
         write_to = {s.name: staging.begin(store, s, run_id) for s in todo}
-        writer = Writer(store)
         graphs = {s.name: NamedNode(write_to[s.name]) for s in todo}
         for name, chunk in source.emit(todo):
             writer.add_ntriples(chunk, graphs[name], dump)
+        source.remove()  # the frames are spent: their disk space is free before the load
         writer.flush()
     finally:
         source.remove()
+        writer.remove()
     for s in todo:
         staging.finish(store, s, run_id, write_to[s.name])
         rep = reports[s.name]
@@ -142,8 +144,7 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
     """The one read: edges into an index, kept lines into the intermediate; then the crawl.
     Returns (the members' line source, the dump's sha256)."""
     jobs = jobs or cpu_count()
-    tmpdir = getattr(store, "path", None)
-    tmpdir = str(tmpdir) if tmpdir and os.path.isdir(str(tmpdir)) else None
+    tmpdir = _scratch_dir(store)
     fd, tmp = tempfile.mkstemp(prefix="ingest-", suffix=".frames", dir=tmpdir)
     os.close(fd)
     inter = dumpscan.Intermediate(tmp)
@@ -156,7 +157,9 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
         with dumpscan.Workers(plan, jobs) as workers, DumpReader(dump, threads=jobs) as reader:
             for r in workers.scan(dump, _counted(reader.blocks(), bar)):
                 records += r.records
-                for pid, s, o in r.edges:
+                for pid, (so, hv) in r.edges.items():
+                    index.add_coded(pid, so, hv)
+                for pid, s, o in r.other_edges:
                     index.add(pid, s, o)
                 inter.write(r.lines)
             digest = reader.sha256()
@@ -166,12 +169,22 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
         raise
     finally:
         bar.close()
+    edges = index.edge_count()
     index.freeze()
     log.info("read %d %s; %d edges of %d properties indexed; %.1f MB kept for the emission", records,
-             "entities" if plan.kind == "json" else "triples", sum(len(a) for a in index.subj.values()),
+             "entities" if plan.kind == "json" else "triples", edges,
              len(plan.struct_props), inter.bytes / 1e6)
     backend = select(index, specs, needed, reports)
-    return FrameSource(inter, backend.members, jobs), digest
+    log.info("the selection holds %.3f MB: edge index %.3f MB, member sets %.3f MB (%d memberships)",
+             (index.nbytes() + backend.nbytes()) / 1e6, index.nbytes() / 1e6, backend.nbytes() / 1e6,
+             sum(len(m) for m in backend.members.values()))
+    return FrameSource(inter, backend, jobs), digest
+
+
+def _scratch_dir(store) -> str | None:
+    """The store's directory (scratch files stay on its disk), or None: the system's."""
+    path = getattr(store, "path", None)
+    return str(path) if path and os.path.isdir(str(path)) else None
 
 
 def _counted(blocks, bar):

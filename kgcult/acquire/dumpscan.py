@@ -1,37 +1,33 @@
 """The one read of a dump: each block of lines is parsed in a worker process into
 
-* the edges of the structural properties (what the crawl walks: ``(pid, subject, object
-  or None)``), kept by the main process in a :class:`~kgcult.acquire.dumpindex.EdgeIndex`;
+* the edges of the structural properties (what the crawl walks), as integer codes of
+  subject and object (:func:`~kgcult.acquire.dumpindex.code`), which the main process
+  appends to a :class:`~kgcult.acquire.dumpindex.EdgeIndex`;
 * the compact intermediate: the N-Triples lines any subgraph being built could keep (the
-  properties the specs fetch, labels in their languages, sitelink counts), zlib-compressed
+  properties the specs fetch, labels in their languages, sitelink counts), zstd-compressed
   in frames on disk (:class:`Intermediate`), from which the emission runs after the crawl
   without touching the dump again.
 
-JSON lines are parsed with orjson when installed (``kgcult[dump]``), else the standard
-library's json. The same block functions serve the Spark engine's executors.
+JSON lines are decoded by :mod:`kgcult.acquire.dumpjson` (only the parts the plan needs,
+with msgspec when installed). The same block functions serve the Spark engine's executors.
 """
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing
 import os
 import struct
-import zlib
+from array import array
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import zstandard
 
 from kgcult import ids, vocab
-from kgcult.acquire import subgraphs, truthy
+from kgcult.acquire import dumpjson, subgraphs, truthy
+from kgcult.acquire.dumpindex import code
 from kgcult.acquire.dumpio import IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
-
-try:  # optional: kgcult[dump]
-    import orjson
-    loads = orjson.loads
-except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
-    loads = json.loads
 
 log = logging.getLogger(__name__)
 
@@ -74,52 +70,116 @@ class ScanPlan:
 class BlockResult:
     first_line: int
     records: int          # entities (JSON) or triples (N-Triples) read
-    edges: list           # (pid, subject id, object id or None)
-    lines: bytes          # N-Triples kept for the emission
+    edges: dict           # pid -> (interleaved subject, object codes; subjects with a non-item value)
+    lines: bytes          # N-Triples kept for the emission, grouped by subject
+    groups: array = None  # the groups' subject codes (-1: not a Q/P/L id)
+    ends: array = None    # the groups' end offsets in ``lines``
+    other_edges: list = field(default_factory=list)  # (pid, subject, object or None) by id
     error: str | None = None  # the first bad line's problem
     error_line: int = 0   # its line number (counted from first_line)
     line_count: int = 0   # newlines in the block
+
+    def edge_ids(self):
+        """(pid, subject id, object id or None) for every edge (for the Spark engine)."""
+        for pid, (so, hv) in self.edges.items():
+            for k in range(0, len(so), 2):
+                yield pid, _dec(so[k]), _dec(so[k + 1])
+            for s in hv:
+                yield pid, _dec(s), None
+        yield from self.other_edges
+
+
+def _failed(first_line: int, n: int, error: str, line: int) -> BlockResult:
+    return BlockResult(first_line, n, {}, b"", array("q"), array("q"), error=error, error_line=line)
+
+
+def _dec(n: int) -> str:
+    return "QPL"[n & 3] + str(n >> 2)
+
+
+class _Edges:
+    """A block's edges as the workers send them: integer codes, ids only for the rare
+    entities that are not Q/P/L."""
+
+    def __init__(self):
+        self.coded: dict[str, tuple[array, array]] = {}
+        self.other: list = []
+
+    def add(self, pid: str, s: str, s_code: int | None, o: str | None) -> None:
+        o_code = code(o) if o is not None else None
+        if s_code is None or (o is not None and o_code is None):
+            self.other.append((pid, s, o))
+            return
+        pair = self.coded.get(pid)
+        if pair is None:
+            pair = self.coded[pid] = (array("q"), array("q"))
+        if o is None:
+            pair[1].append(s_code)
+        else:
+            pair[0].append(s_code)
+            pair[0].append(o_code)
+
+
+class _Groups:
+    """The kept lines, grouped by subject: text chunks, subject codes, end offsets."""
+
+    def __init__(self):
+        self.chunks: list[bytes] = []
+        self.codes, self.ends, self.pos = array("q"), array("q"), 0
+
+    def add(self, subject_code: int | None, data: bytes) -> None:
+        self.chunks.append(data)
+        self.pos += len(data)
+        self.codes.append(-1 if subject_code is None else subject_code)
+        self.ends.append(self.pos)
+
+    def result(self, first_line: int, n: int, edges: _Edges) -> BlockResult:
+        return BlockResult(first_line, n, edges.coded, b"".join(self.chunks), self.codes, self.ends, edges.other)
 
 
 def _entity_of(nt_object: str) -> str | None:
     if nt_object.startswith(_WD_IRI):
         local = nt_object[len(_WD_IRI):-1]
-        if ids.is_entity(local):
+        if code(local) is not None or ids.is_entity(local):  # the cheap test first
             return local
     return None
 
 
 def scan_json_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
     """Parse one block of JSON dump lines."""
-    edges: list = []
-    out: list[str] = []
+    edges, groups = _Edges(), _Groups()
     n = 0
-    struct = plan.struct_props
+    struct = set(plan.struct_props)
     keep = set(plan.keep_props)
-    props = sorted(set(struct) | keep)
+    props = sorted(struct | keep)
     for i, line in enumerate(block.split(b"\n"), first_line):
         try:
-            e = truthy.parse_entity_line(line, loads)
+            e = dumpjson.entity(line, props, plan.languages)
         except (ValueError, TypeError) as ex:
-            return BlockResult(first_line, n, [], b"", f"not a JSON entity line: {ex}", i)
+            return _failed(first_line, n, f"not a JSON entity line: {ex}", i)
         if e is None:
             continue
         n += 1
         eid = e["id"]
+        s_code = code(eid)
         subject = f"<{vocab.WD}{eid}>"
         claims = e.get("claims") or {}
+        out: list[str] = []
         for pid in props:
             if pid not in claims:
                 continue
             objs = truthy.claim_objects(e, pid)
             if pid in struct:
-                edges.extend((pid, eid, _entity_of(o)) for o in objs)
+                for o in objs:
+                    edges.add(pid, eid, s_code, _entity_of(o))
             if pid in keep:
                 p = f"<{vocab.WDT}{pid}>"
                 out.extend(f"{subject} {p} {o} ." for o in objs)
         out.extend(truthy.label_lines(e, subject, plan.languages, plan.label_props, plan.sitelinks))
-    data = ("\n".join(out) + "\n").encode() if out else b""
-    return BlockResult(first_line, n, edges, data)
+        if out:
+            out.append("")
+            groups.add(s_code, "\n".join(out).encode())
+    return groups.result(first_line, n, edges)
 
 
 def split_nt(line: bytes):
@@ -134,7 +194,7 @@ def split_nt(line: bytes):
     return parts[0], parts[1], parts[2][:-1].rstrip()
 
 
-def _nt_entity(term: bytes) -> str | None:
+def nt_entity(term: bytes) -> str | None:
     if term.startswith(_WD_B) and term.endswith(b">"):
         local = term[len(_WD_B):-1].decode("ascii", "replace")
         if ids.is_entity(local):
@@ -154,31 +214,46 @@ def scan_nt_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
     """Filter one block of truthy N-Triples lines."""
     struct, keep, labels, site = _nt_predicates(plan)
     langs = {x.encode() for x in plan.languages}
-    edges: list = []
+    edges, groups = _Edges(), _Groups()
     out: list[bytes] = []
+    subject = None
     n = 0
     for i, line in enumerate(block.split(b"\n"), first_line):
         try:
             parts = split_nt(line)
         except ValueError as ex:
-            return BlockResult(first_line, n, [], b"", str(ex), i)
+            return _failed(first_line, n, str(ex), i)
         if parts is None:
             continue
         n += 1
         s, p, o = parts
         pid = struct.get(p)
         if pid is not None:
-            se = _nt_entity(s)
+            se = nt_entity(s)
             if se is not None:
-                edges.append((pid, se, _nt_entity(o)))
+                edges.add(pid, se, code(se), nt_entity(o))
         if p in keep or (p == site):
-            out.append(line.strip())
+            kept = True
         elif p in labels:
             at = o.rfind(b'"@')
-            if at > 0 and o[at + 2:].lower() in langs:
-                out.append(line.strip())
-    data = b"\n".join(out) + b"\n" if out else b""
-    return BlockResult(first_line, n, edges, data)
+            kept = at > 0 and o[at + 2:].lower() in langs
+        else:
+            kept = False
+        if kept:
+            if s != subject and out:
+                _group(groups, subject, out)
+                out = []
+            subject = s
+            out.append(line.strip())
+    if out:
+        _group(groups, subject, out)
+    return groups.result(first_line, n, edges)
+
+
+def _group(groups: _Groups, subject: bytes, lines: list[bytes]) -> None:
+    local = nt_entity(subject)
+    lines.append(b"")
+    groups.add(code(local) if local is not None else None, b"\n".join(lines))
 
 
 SCANNERS = {"json": scan_json_block, "ntriples": scan_nt_block}
@@ -193,9 +268,29 @@ def _init_worker(plan: ScanPlan) -> None:
 
 def _work(block: bytes) -> BlockResult:
     r = SCANNERS[_PLAN.kind](_PLAN, 1, block)
-    r.lines = zlib.compress(r.lines, 1) if r.lines else b""
+    r.lines = pack_frame(r) if r.lines else b""
+    r.groups = r.ends = None
     r.line_count = block.count(b"\n")
     return r
+
+
+_HEAD = struct.Struct("<Q")
+
+
+def pack_frame(r: BlockResult) -> bytes:
+    """A block's kept lines with their groups, as one zstd-compressed frame."""
+    return zstandard.ZstdCompressor(level=1).compress(
+        _HEAD.pack(len(r.groups)) + r.groups.tobytes() + r.ends.tobytes() + r.lines)
+
+
+def unpack_frame(frame: bytes) -> tuple[array, array, bytes]:
+    """(subject codes, end offsets, lines) of a frame."""
+    data = zstandard.ZstdDecompressor().decompress(frame)
+    (n,) = _HEAD.unpack_from(data)
+    codes, ends = array("q"), array("q")
+    codes.frombytes(data[8:8 + 8 * n])
+    ends.frombytes(data[8 + 8 * n:8 + 16 * n])
+    return codes, ends, data[8 + 16 * n:]
 
 
 def fork_pool(jobs: int, initializer=None, initargs=()):
@@ -242,9 +337,9 @@ class Workers:
         return False
 
     def scan(self, path: str, blocks):
-        """BlockResults of ``blocks`` (bytes of whole lines) in order, ``lines``
-        zlib-compressed; an :class:`IngestError` naming ``path`` and the line of the first
-        bad line."""
+        """BlockResults of ``blocks`` (bytes of whole lines) in order, ``lines`` packed in
+        a compressed frame; an :class:`IngestError` naming ``path`` and the line of the
+        first bad line."""
         line = 1
         for r in in_order(self.pool, _work, blocks, self.jobs):
             if r.error:
@@ -254,12 +349,11 @@ class Workers:
 
 
 def start_pool_note(jobs: int) -> None:
-    log.info("parsing in %d worker process%s with %s", jobs, "es" if jobs > 1 else "",
-             "orjson" if orjson is not None else "the standard json module (install kgcult[dump] for orjson)")
+    log.info("parsing in %d worker process%s with %s", jobs, "es" if jobs > 1 else "", dumpjson.parser_name())
 
 
 class Intermediate:
-    """The kept N-Triples, as length-prefixed zlib frames in a file."""
+    """The kept N-Triples, as length-prefixed zstd frames (:func:`pack_frame`) in a file."""
 
     _LEN = struct.Struct("<Q")
 

@@ -24,7 +24,7 @@ import tempfile
 
 from kgcult import extras
 from kgcult.acquire import dumpscan
-from kgcult.acquire.dumpemit import Router, member_filter
+from kgcult.acquire.dumpemit import Router
 from kgcult.acquire.dumpindex import EdgeIndex, select
 from kgcult.acquire.dumpio import IngestError
 from kgcult.files import sha256_file
@@ -50,7 +50,7 @@ def _scan_partition(plan, dump, index, lines):
         r = scanner(plan, first_line, "\n".join(buf).encode())
         if r.error:
             raise ValueError(f"{_ERROR}{dump}: partition {index}, line {r.error_line}: {r.error}")
-        for e in r.edges:
+        for e in r.edge_ids():
             yield ("e",) + tuple(e)
         for line in r.lines.split(b"\n"):
             if line:
@@ -103,7 +103,7 @@ def run(dump, plan, specs, needed, todo, reports, *, master=None, output=None):
             index.add(pid, s, o)
         index.freeze()
         backend = select(index, specs, needed, reports)
-        router = sc.broadcast(Router([(s.name, member_filter(s, backend.members[s.name])) for s in todo]))
+        router = sc.broadcast(Router(todo, backend))
         tagged = scanned.filter(lambda r: r[0] == "l").mapPartitions(lambda it: _tag_lines(router.value, it))
         frame = spark.createDataFrame(tagged, "subgraph string, value string")
         frame.write.mode("overwrite").partitionBy("subgraph").text(out)

@@ -127,7 +127,8 @@ def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt
       kgcult ingest latest-all.json.bz2 --engine spark --master 'local[*]'
 
     The dump is read once: a parallel decompressor is used when installed (pigz or
-    rapidgzip for .gz, lbzip2 for .bz2), worker processes parse it (orjson with kgcult[dump]).
+    rapidgzip for .gz, lbzip2 for .bz2), worker processes parse it (msgspec and orjson with
+    kgcult[dump]: only the claims and languages the subgraphs use are decoded).
     """
     specs = _specs(specs_path, languages, roots, depth)
     if engine == "local" and (master or output):

@@ -1,0 +1,143 @@
+"""The ingest's compact parts: integer entity codes and sets, the int32 edge index and its
+widening, the partial JSON decode against a full parse, the subject-grouped frames and the
+router that picks members' lines from them, the msgspec-less fallback."""
+from __future__ import annotations
+
+import bz2
+import json
+from array import array
+
+import pytest
+
+from kgcult import vocab
+from kgcult.acquire import dump as ing
+from kgcult.acquire import dumpjson, dumpscan, subgraphs, truthy
+from kgcult.acquire.dumpemit import Router
+from kgcult.acquire.dumpindex import DumpBackend, EdgeIndex, IdSet, code, contains, needed_specs
+from kgcult.store import Store
+
+from tests.conftest import SHARED
+from tests.test_ingest import ENTITIES, write_dump
+from tests.test_mirror import data_quads
+
+SAMPLE = SHARED / "reference" / "opentapioca" / "sample_wikidata_items.json.bz2"
+SDK = SHARED / "reference" / "wikibase-sdk"
+
+
+def test_codes_and_id_sets():
+    assert code("Q42") == 168 and code("P31") == 125 and code("L7") == 30
+    for bad in ("Q042", "Q", "X1", "L7-F1", "Q1a", "Q²"):
+        assert code(bad) is None
+    index = EdgeIndex({"P31"})
+    a = index.id_set(["Q1", "Q3", "L7-F1", "Q2"])
+    b = index.id_set(["Q2", "Q5"])
+    assert sorted(index.names(a | b)) == ["L7-F1", "Q1", "Q2", "Q3", "Q5"]
+    assert sorted(index.names(a - b)) == ["L7-F1", "Q1", "Q3"]
+    assert len(a) == 4 and bool(a) and not IdSet.of([]) and list(IdSet.of([3, 1, 3])) == [1, 3]
+    assert contains(a.codes, b.codes).tolist() == [True, False]
+
+
+def test_edge_index_int32_then_widened_to_int64():
+    index = EdgeIndex({"P31", "P17"})
+    index.add_coded("P31", array("q", [code("Q1"), code("Q5")]), array("q", [code("Q9")]))
+    assert index.typecode == "i"
+    index.add("P17", f"Q{2**30}", "Q2")  # a code beyond int32: the index widens, nothing is lost
+    index.add("P31", "L7-F1", "Q5")
+    assert index.typecode == "q" and index.edge_count() == 3
+    index.freeze()
+    five = index.id_set(["Q5"])
+    assert sorted(index.names(index.subjects_pointing_to({"P31"}, five))) == ["L7-F1", "Q1"]
+    assert index.names(index.objects_of({"P17"}, index.id_set([f"Q{2**30}"]))) == ["Q2"]
+    with_any = index.subjects_with_any({"P31"}, index.id_set(["Q1", "Q9", "Q2"]))
+    assert sorted(index.names(with_any)) == ["Q1", "Q9"]
+
+
+def _lines(path):
+    opener = bz2.open if str(path).endswith(".bz2") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if data.lstrip().startswith(b"["):
+        return [x for x in data.split(b"\n") if x.strip() not in (b"", b"[", b"]")]
+    entities = json.loads(data).get("entities", {}) if data.lstrip().startswith(b"{") else {}
+    return [json.dumps(e).encode() for e in entities.values()] or [data.strip()]
+
+
+@pytest.mark.skipif(dumpjson.msgspec is None, reason="msgspec not installed")
+def test_partial_decode_gives_the_lines_of_a_full_parse():
+    """On real entities: every claim line of the properties asked for and every term line
+    in the languages asked for come out of the partial decode exactly as from a full one."""
+    props = ["P17", "P31", "P279", "P625", "P18", "P1082", "P571", "P856", "P1448"]
+    langs = frozenset({"en", "fr", "zh", "ar", "de", "nl"})
+    label_props = frozenset(subgraphs.LABEL_PROPERTIES)
+    lines = _lines(SAMPLE) + [x for p in sorted(SDK.glob("Q*.json")) for x in _lines(p)]
+    assert len(lines) >= 100
+    for line in lines:
+        full = truthy.parse_entity_line(line, json.loads)
+        part = dumpjson.entity(line, props, langs)
+        assert truthy.entity_lines(part, props, langs, label_props, True) == \
+            truthy.entity_lines(full, props, langs, label_props, True), full["id"]
+
+
+def test_unusual_shapes_and_bad_lines_fall_back_to_the_full_parse():
+    odd = b'{"type":"item","id":"Q1","labels":[],"claims":[],"sitelinks":[]},'
+    e = dumpjson.entity(odd, ["P31"], {"en"})
+    assert e["id"] == "Q1" and truthy.label_lines(e, "<x>", {"en"}, {vocab.RDFS + "label"}, True) == \
+        ['<x> <http://wikiba.se/ontology#sitelinks> "0"^^<http://www.w3.org/2001/XMLSchema#integer> .']
+    assert dumpjson.entity(b"[", [], set()) is None
+    for bad in (b'{"type":"item","labels":{}}', b'{"id":"Q1", "claims": {"P31": [}', b"5"):
+        with pytest.raises(ValueError):
+            dumpjson.entity(bad, ["P31"], {"en"})
+
+
+def _plan_for(names):
+    specs = subgraphs.load_specs()
+    todo = [specs[n] for n in names]
+    return specs, todo, dumpscan.ScanPlan.for_specs("json", needed_specs(specs, todo), todo)
+
+
+def test_frames_group_lines_by_subject_and_the_router_keeps_members_lines():
+    specs, todo, plan = _plan_for(["countries", "labels"])
+    block = ("[\n" + ",\n".join(json.dumps(e, ensure_ascii=False) for e in ENTITIES) + "\n]\n").encode()
+    r = dumpscan.scan_json_block(plan, 1, block)
+    assert r.records == len(ENTITIES) and not r.other_edges
+    codes, ends, text = dumpscan.unpack_frame(dumpscan.pack_frame(r))
+    assert list(codes) == list(r.groups) and text == r.lines and ends[-1] == len(text)
+    first = text[:ends[0]].decode()
+    assert all(x.startswith(f"<{vocab.WD}Q2095> ") for x in first.splitlines())
+
+    index = EdgeIndex(set(plan.struct_props))
+    for pid, (so, hv) in r.edges.items():
+        index.add_coded(pid, so, hv)
+    index.freeze()
+    backend = DumpBackend(index, specs)
+    backend.members = {"countries": index.id_set(["Q142", "Q17"]), "labels": index.id_set(["Q142", "Q900"])}
+    routed = dict(Router(todo, backend).route_groups(codes, ends, text))
+    country_lines = routed["countries"].decode().splitlines()
+    assert country_lines and all(x.split(" ")[0] in (f"<{vocab.WD}Q142>", f"<{vocab.WD}Q17>") for x in country_lines)
+    assert f"<{vocab.WD}Q142> <{vocab.WDT}P30> <{vocab.WD}Q46> ." in country_lines
+    label_lines = routed["labels"].decode().splitlines()
+    assert f'<{vocab.WD}Q900> <{vocab.RDFS}label> "someone"@en .' in label_lines
+    assert not any("voedsel" in x for x in label_lines)  # nl is not a labels language
+    assert dict(Router(todo, backend).route(text)) == routed  # the line-by-line form agrees
+
+
+def test_without_msgspec_the_store_is_the_same(tmp_path, monkeypatch, caplog):
+    dump = write_dump(tmp_path / "d.json")
+    a, b = Store(tmp_path / "a"), Store(tmp_path / "b")
+    ing.ingest(a, str(dump), jobs=1)
+    monkeypatch.setattr(dumpjson, "msgspec", None)
+    with caplog.at_level("INFO"):
+        ing.ingest(b, str(dump), jobs=1)
+    assert "install msgspec" in caplog.text or dumpjson.orjson is None
+    assert data_quads(a) == data_quads(b) and data_quads(a)
+
+
+def test_a_selected_line_that_is_not_n_triples_stops_the_ingest(tmp_path):
+    wd, wdt = vocab.WD, vocab.WDT
+    nt = tmp_path / "d.nt"
+    nt.write_text(f"<{wd}Q142> <{wdt}P31> <{wd}Q6256> .\n"
+                  f"<{wd}Q142> <{wdt}P36> <not an iri> .\n", encoding="utf-8")
+    store = Store(tmp_path / "s")
+    with pytest.raises(ing.IngestError, match="not valid N-Triples"):
+        ing.ingest(store, str(nt), ["countries"], jobs=1)
+    assert not data_quads(store)
