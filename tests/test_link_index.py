@@ -143,6 +143,59 @@ def test_index_files_and_fresh_linker(seed):
     json.dumps(r)  # plain Python values only
 
 
+def test_part_rows_are_part_names_read_lazily(seed):
+    ix = lx.load_or_build(seed)
+    for topic, lang in ((None, "en"), ("food", "en"), ("food", "fr"), ("place", "xx")):
+        ref = ix.part_names(topic, lang)
+        rows = ix.part_rows(topic, lang)
+        assert len(rows) == len(ref) and list(rows) == ref
+        if ref:
+            assert rows[len(ref) - 1] == ref[-1] and rows[0] == ref[0]
+            assert len(rows._memo) == 2  # only the rows asked for were read
+            with pytest.raises(IndexError):
+                rows[len(ref)]
+
+
+def test_semantic_search_releases_mapped_vectors(tmp_path):
+    """A memory-mapped part is searched whole, then its pages are handed back; the hits
+    are those of the plain matrix product (row order breaks ties)."""
+    import mmap
+
+    import numpy as np
+
+    from kgcult.link import semantic
+
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(300, 16)).astype("float32")
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    v[7] = v[5]  # a tie
+    np.save(tmp_path / "v.npy", v)
+    mat = np.load(tmp_path / "v.npy", mmap_mode="r")
+    rows = [(i // 2, "en", f"n{i}") for i in range(300)]
+    q = v[[5, 10, 299]] + 0.01
+    calls = []
+    real = mmap.mmap.madvise
+
+    class Spy(semantic.SemanticPool):
+        QUERY_BLOCK = 2  # several top-k blocks
+
+    import kgcult.link.semantic as sm
+    orig = sm.release
+    sm.release = lambda m: (calls.append(type(m).__name__), orig(m))
+    try:
+        got = Spy([(rows, mat)]).search(q, k=4)
+    finally:
+        sm.release = orig
+    assert calls == ["memmap"]
+    sims = q @ v.T
+    for qi in range(3):
+        order = sorted(range(300), key=lambda i: (-sims[qi, i], i))[:4]
+        assert [(h[1], h[3]) for h in got[qi]] == [(rows[i][0], rows[i][2]) for i in order]
+        assert [h[0] for h in got[qi]] == [float(sims[qi, i]) for i in order]
+    assert got[0][0][3] == "n5" and got[0][1][3] == "n7"
+    assert real is mmap.mmap.madvise
+
+
 def test_build_without_persisting_is_removed(seed):
     ix = lx.build(seed, "h")
     d = ix.directory

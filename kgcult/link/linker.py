@@ -375,7 +375,7 @@ class Linker:
         key = (topic, lg)
         pool = self._sem.get(key)
         if pool is None:
-            rows = self._names(topic, {lg})
+            rows = self.ix.part_rows(topic, lg)  # lazy: only the hits' rows are read
             cache = None
             if self.store is not None and getattr(self.store, "location", None):
                 cache = index_dir(self.store) / (

@@ -171,6 +171,41 @@ def part_names(con, topic: str | None, lang: str) -> list[tuple[int, str, str]]:
     return [(e, lang, t) for e, t in con.execute("SELECT eid, text FROM part WHERE pid = ? ORDER BY seq", (pid,))]
 
 
+class PartRows:
+    """The (eid, lang, name) rows of a part as a lazy sequence: ``len`` from the part's
+    size, ``rows[i]`` one lookup (memoized), iteration one scan; what ``part_names``
+    returns, without holding every row of a large part in memory."""
+
+    def __init__(self, con, topic: str | None, lang: str):
+        self.con = con
+        self.lang = lang
+        r = con.execute("SELECT pid, size FROM part_info WHERE topic = ? AND lang = ?",
+                        (_topic_key(topic), lang)).fetchone()
+        self.pid, self.size = (r[0], r[1]) if r else (None, 0)
+        self._memo: dict = {}
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, i: int) -> tuple[int, str, str]:
+        i = int(i)
+        if not 0 <= i < self.size:
+            raise IndexError(i)
+        v = self._memo.get(i)
+        if v is None:
+            e, t = self.con.execute("SELECT eid, text FROM part WHERE pid = ? AND seq = ?", (self.pid, i)).fetchone()
+            if len(self._memo) > 100_000:
+                self._memo.clear()
+            v = self._memo[i] = (e, self.lang, t)
+        return v
+
+    def __iter__(self):
+        if self.pid is None:
+            return iter(())
+        return ((e, self.lang, t) for e, t in self.con.execute(
+            "SELECT eid, text FROM part WHERE pid = ? ORDER BY seq", (self.pid,)))
+
+
 class StoredFuzzyPool:
     """``candidates.FuzzyPool`` over one part, searched in the database."""
 

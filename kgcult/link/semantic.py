@@ -17,6 +17,7 @@ another entity), set from the dev set's score distributions (docs/link.md).
 """
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 
@@ -66,7 +67,15 @@ def name_vectors(encoder, rows: list[tuple[int, str, str]], cache: Path | None) 
 class SemanticPool:
     """Cosine search over the (eid, lang, name) rows of one or more parts; the parts'
     matrices are shared between pools (the English part of a topic is in every language's
-    pool), never copied."""
+    pool), never copied.
+
+    A part's matrix is usually a memory map of its cached vectors: each search reads it
+    whole, then hands its pages back (``madvise(MADV_DONTNEED)``; the next search faults
+    them in again from the page cache), so a process holds one part at a time, not every
+    part it ever searched. ``rows`` may be any sequence (``pools.PartRows`` reads only the
+    rows of the hits)."""
+
+    QUERY_BLOCK = 64  # query rows per top-k selection (bounds the temporary arrays)
 
     def __init__(self, parts: list[tuple[list, np.ndarray]]):
         self.parts = [(rows, v) for rows, v in parts if len(rows)]
@@ -79,17 +88,36 @@ class SemanticPool:
         if not len(q):
             return out
         for pi, (rows, mat) in enumerate(self.parts):
-            sims = q @ np.asarray(mat).T
+            try:
+                sims = q @ np.asarray(mat).T
+            finally:
+                release(mat)
             kk = min(k, len(rows))
-            top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-            for qi in range(len(q)):
-                row = sims[qi]
-                out[qi].extend((float(row[i]), pi, int(i)) for i in top[qi])
+            for b in range(0, len(q), self.QUERY_BLOCK):
+                block = sims[b:b + self.QUERY_BLOCK]
+                top = np.argpartition(-block, kk - 1, axis=1)[:, :kk]
+                for qi in range(len(block)):
+                    row = block[qi]
+                    out[b + qi].extend((float(row[i]), pi, int(i)) for i in top[qi])
+            del sims
         res = []
         for qi, hits in enumerate(out):
             hits.sort(key=lambda h: (-h[0], h[1], h[2]))
             res.append([(s, *self.parts[pi][0][i]) for s, pi, i in hits[:k]])
         return res
+
+
+def release(mat) -> None:
+    """Drop the resident pages of a memory-mapped matrix from this process (they stay in
+    the OS page cache); nothing for an in-memory one."""
+    while mat is not None and not isinstance(mat, np.memmap):
+        mat = getattr(mat, "base", None)
+    mm = getattr(mat, "_mmap", None)
+    if mm is not None and hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            mm.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):
+            pass
 
 
 def decide(hits, min_score: float, margin: float):
