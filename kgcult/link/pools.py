@@ -40,7 +40,7 @@ CREATE TABLE tokdf(pid INTEGER, token TEXT, df INTEGER, PRIMARY KEY (pid, token)
 CREATE TABLE rare(pid INTEGER, token TEXT, seq INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
 CREATE TABLE pooln(topic TEXT, lang TEXT, n INTEGER, PRIMARY KEY (topic, lang)) WITHOUT ROWID;
 """
-BATCH = 20_000
+BATCH = 5_000  # names per flush (the deletion variants of a batch are ~16x as many rows)
 
 
 def _topic_key(topic: str | None) -> str:
@@ -90,7 +90,7 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
             for t in toks:
                 tk.append((pid, t, seq, eid))
             seq += 1
-            if len(parts) >= BATCH or len(fz) >= 8 * BATCH:
+            if len(parts) >= BATCH or len(fz) >= 6 * BATCH:
                 _flush(con, parts, fz, tk)
         if cur_lang is not None:
             infos.append((pid, _topic_key(topic), langs[cur_lang], seq))
