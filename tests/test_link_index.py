@@ -178,6 +178,7 @@ def test_semantic_search_releases_mapped_vectors(tmp_path):
 
     class Spy(semantic.SemanticPool):
         QUERY_BLOCK = 2  # several top-k blocks
+        ROW_BLOCK = 64   # several matrix products, the best rows in different ones
 
     import kgcult.link.semantic as sm
     orig = sm.release
@@ -186,7 +187,7 @@ def test_semantic_search_releases_mapped_vectors(tmp_path):
         got = Spy([(rows, mat)]).search(q, k=4)
     finally:
         sm.release = orig
-    assert calls == ["memmap"]
+    assert calls == ["memmap"] * 5  # pages handed back after each block of rows
     sims = q @ v.T
     for qi in range(3):
         order = sorted(range(300), key=lambda i: (-sims[qi, i], i))[:4]
@@ -194,6 +195,8 @@ def test_semantic_search_releases_mapped_vectors(tmp_path):
         assert [h[0] for h in got[qi]] == [float(sims[qi, i]) for i in order]
     assert got[0][0][3] == "n5" and got[0][1][3] == "n7"
     assert real is mmap.mmap.madvise
+    one = Spy([(rows, mat)]).search(q[:1], k=4)  # a single query: one product, not blocked
+    assert one[0] == got[0][:4] or [h[1:] for h in one[0]] == [h[1:] for h in got[0]]
 
 
 def test_build_without_persisting_is_removed(seed):

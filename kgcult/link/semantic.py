@@ -69,13 +69,18 @@ class SemanticPool:
     matrices are shared between pools (the English part of a topic is in every language's
     pool), never copied.
 
-    A part's matrix is usually a memory map of its cached vectors: each search reads it
-    whole, then hands its pages back (``madvise(MADV_DONTNEED)``; the next search faults
-    them in again from the page cache), so a process holds one part at a time, not every
-    part it ever searched. ``rows`` may be any sequence (``pools.PartRows`` reads only the
-    rows of the hits)."""
+    A part's matrix is usually a memory map of its cached vectors. A large part is
+    searched in blocks of ``ROW_BLOCK`` rows, and the pages of each block are handed back
+    after it (``madvise(MADV_DONTNEED)``; a later search faults them in again from the page
+    cache), so a process holds one block of one part, not every part it ever searched.
+    The cosines are those of one product over the whole part (BLAS computes each entry
+    the same way in a block: checked bit for bit on the stand-in's parts, 2..257 queries;
+    a single query, which BLAS computes as a matrix-vector product split by threads, is
+    not blocked). ``rows`` may be any sequence (``pools.PartRows`` reads only the rows of
+    the hits)."""
 
-    QUERY_BLOCK = 64  # query rows per top-k selection (bounds the temporary arrays)
+    QUERY_BLOCK = 64    # query rows per top-k selection (bounds the temporary arrays)
+    ROW_BLOCK = 8192    # part rows per matrix product (a multiple of every BLAS tile width)
 
     def __init__(self, parts: list[tuple[list, np.ndarray]]):
         self.parts = [(rows, v) for rows, v in parts if len(rows)]
@@ -88,18 +93,21 @@ class SemanticPool:
         if not len(q):
             return out
         for pi, (rows, mat) in enumerate(self.parts):
-            try:
-                sims = q @ np.asarray(mat).T
-            finally:
-                release(mat)
-            kk = min(k, len(rows))
-            for b in range(0, len(q), self.QUERY_BLOCK):
-                block = sims[b:b + self.QUERY_BLOCK]
-                top = np.argpartition(-block, kk - 1, axis=1)[:, :kk]
-                for qi in range(len(block)):
-                    row = block[qi]
-                    out[b + qi].extend((float(row[i]), pi, int(i)) for i in top[qi])
-            del sims
+            n = len(rows)
+            step = n if len(q) == 1 else self.ROW_BLOCK
+            for r0 in range(0, n, step):
+                try:
+                    sims = q @ np.asarray(mat[r0:r0 + step]).T
+                finally:
+                    release(mat)
+                kk = min(k, sims.shape[1])
+                for b in range(0, len(q), self.QUERY_BLOCK):
+                    block = sims[b:b + self.QUERY_BLOCK]
+                    top = np.argpartition(-block, kk - 1, axis=1)[:, :kk]
+                    for qi in range(len(block)):
+                        row = block[qi]
+                        out[b + qi].extend((float(row[i]), pi, r0 + int(i)) for i in top[qi])
+                del sims
         res = []
         for qi, hits in enumerate(out):
             hits.sort(key=lambda h: (-h[0], h[1], h[2]))

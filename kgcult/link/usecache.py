@@ -19,6 +19,7 @@ the package's loader.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -74,11 +75,9 @@ def _attach(model, d: Path, threads: int) -> None:
     be = NumpyBackend.__new__(NumpyBackend)
     be.sp = sp
     be.threads = threads
-    try:
-        from threadpoolctl import ThreadpoolController
-
-        be._threadpool = ThreadpoolController().limit
-    except Exception:  # noqa: BLE001 - as the package does
+    try:  # as the package's backend does (threadpoolctl comes with it)
+        be._threadpool = importlib.import_module("threadpoolctl").ThreadpoolController().limit
+    except Exception:  # noqa: BLE001
         be._threadpool = None
     be.table = RowReader(d / "table.npy")
     with np.load(d / "dense.npz", allow_pickle=False) as z:
