@@ -156,6 +156,40 @@ def test_part_rows_are_part_names_read_lazily(seed):
                 rows[len(ref)]
 
 
+def test_stored_morphology_pools_answer_as_in_memory(seed, tmp_path):
+    """morph_store.StoredKeyPool (searched on disk) gives what morphology.KeyPool gives,
+    for the stem and compound pools, names and typos alike; a fresh linker uses it."""
+    from kgcult.link import morph_store, morphology
+
+    if not morphology.available():
+        pytest.skip("snowballstemmer not installed")
+    ix = lx.load_or_build(seed)
+    rng = random.Random(5)
+    checked = 0
+    for topic, lang, compound in (("food", "en", False), ("food", "de", True), ("food", "fr", False),
+                                  ("place", "nl", True), ("food", "sv", True)):
+        names = ix.part_names(topic, lang)
+        mem = morphology.KeyPool(names, lang, compound=compound)
+        stored = morph_store.save(mem, tmp_path / f"{topic}-{lang}-{compound}.sqlite")
+        assert isinstance(stored, morph_store.StoredKeyPool)
+        assert stored.compound == bool(mem.vocab)
+        texts = [n for _e, _l, n in names[:150]]
+        texts += [typo(t, rng) for t in texts[:50]] + [" ".join(reversed(t.split())) for t in texts[:50]]
+        texts += ["Apfelkuchen", "Erdbeerkuchen", "kanelbullar", "sopa de tomate", ""]
+        for t in texts:
+            assert stored.key(t) == mem.key(t), t
+            got = stored.search(t)
+            assert got == mem.search(t) and list(got) == list(mem.search(t)), t
+            checked += bool(got)
+    assert checked > 100
+    assert morph_store.open_pool(tmp_path / "missing.sqlite", "en") is None
+    (tmp_path / "junk.sqlite").write_bytes(b"not a database")
+    assert morph_store.open_pool(tmp_path / "junk.sqlite", "en") is None
+    lk = Linker(lx.LabelIndex(lx.index_path(seed, ix.content_hash, ix.topics)), store=seed)
+    lk.link("tomato soups", topic="food")
+    assert lk._morph and all(isinstance(p, morph_store.StoredKeyPool) for p in lk._morph.values())
+
+
 def test_semantic_search_releases_mapped_vectors(tmp_path):
     """A memory-mapped part is searched whole, then its pages are handed back; the hits
     are those of the plain matrix product (row order breaks ties)."""
