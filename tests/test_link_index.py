@@ -154,6 +154,11 @@ def test_part_rows_are_part_names_read_lazily(seed):
             assert len(rows._memo) == 2  # only the rows asked for were read
             with pytest.raises(IndexError):
                 rows[len(ref)]
+            fresh = ix.part_rows(topic, lang)
+            want = list(range(0, len(ref), 3))
+            fresh.prefetch(want)
+            assert sorted(fresh._memo) == want  # one query read them all
+            assert [fresh[i] for i in want] == [ref[i] for i in want]
 
 
 def test_stored_morphology_pools_answer_as_in_memory(seed, tmp_path):

@@ -199,6 +199,16 @@ class PartRows:
             v = self._memo[i] = (e, self.lang, t)
         return v
 
+    def prefetch(self, seqs) -> None:
+        """Read the rows at ``seqs`` in one query per chunk (memoized for ``rows[i]``)."""
+        want = sorted(int(i) for i in seqs if int(i) not in self._memo and 0 <= int(i) < self.size)
+        if len(self._memo) + len(want) > 100_000:
+            self._memo.clear()
+        for ch in chunks(want):
+            q = f"SELECT seq, eid, text FROM part WHERE pid = ? AND seq IN ({','.join('?' * len(ch))})"
+            for i, e, t in self.con.execute(q, (self.pid, *ch)):
+                self._memo[i] = (e, self.lang, t)
+
     def __iter__(self):
         if self.pid is None:
             return iter(())

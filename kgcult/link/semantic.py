@@ -100,11 +100,17 @@ class SemanticPool:
         # matrix-vector product whose entries depend on the thread split: left as it is.
         with (blas_threads(THREADS) if len(q) > 1 else contextlib.nullcontext()):
             self._search(q, k, out)
-        res = []
-        for qi, hits in enumerate(out):
+        need: dict = {}
+        for hits in out:
             hits.sort(key=lambda h: (-h[0], h[1], h[2]))
-            res.append([(s, *self.parts[pi][0][i]) for s, pi, i in hits[:k]])
-        return res
+            del hits[k:]
+            for _s, pi, i in hits:
+                need.setdefault(pi, set()).add(i)
+        for pi, idx in need.items():  # lazy rows (pools.PartRows): one query per part
+            prefetch = getattr(self.parts[pi][0], "prefetch", None)
+            if prefetch is not None:
+                prefetch(idx)
+        return [[(s, *self.parts[pi][0][i]) for s, pi, i in hits] for hits in out]
 
     def _search(self, q: np.ndarray, k: int, out: list[list]) -> None:
         for pi, (rows, mat) in enumerate(self.parts):
