@@ -143,6 +143,104 @@ def test_index_files_and_fresh_linker(seed):
     json.dumps(r)  # plain Python values only
 
 
+def test_part_rows_are_part_names_read_lazily(seed):
+    ix = lx.load_or_build(seed)
+    for topic, lang in ((None, "en"), ("food", "en"), ("food", "fr"), ("place", "xx")):
+        ref = ix.part_names(topic, lang)
+        rows = ix.part_rows(topic, lang)
+        assert len(rows) == len(ref) and list(rows) == ref
+        if ref:
+            assert rows[len(ref) - 1] == ref[-1] and rows[0] == ref[0]
+            assert len(rows._memo) == 2  # only the rows asked for were read
+            with pytest.raises(IndexError):
+                rows[len(ref)]
+            fresh = ix.part_rows(topic, lang)
+            want = list(range(0, len(ref), 3))
+            fresh.prefetch(want)
+            assert sorted(fresh._memo) == want  # one query read them all
+            assert [fresh[i] for i in want] == [ref[i] for i in want]
+
+
+def test_stored_morphology_pools_answer_as_in_memory(seed, tmp_path):
+    """morph_store.StoredKeyPool (searched on disk) gives what morphology.KeyPool gives,
+    for the stem and compound pools, names and typos alike; a fresh linker uses it."""
+    from kgcult.link import morph_store, morphology
+
+    if not morphology.available():
+        pytest.skip("snowballstemmer not installed")
+    ix = lx.load_or_build(seed)
+    rng = random.Random(5)
+    checked = 0
+    for topic, lang, compound in (("food", "en", False), ("food", "de", True), ("food", "fr", False),
+                                  ("place", "nl", True), ("food", "sv", True)):
+        names = ix.part_names(topic, lang)
+        mem = morphology.KeyPool(names, lang, compound=compound)
+        stored = morph_store.save(mem, tmp_path / f"{topic}-{lang}-{compound}.sqlite")
+        assert isinstance(stored, morph_store.StoredKeyPool)
+        assert stored.compound == bool(mem.vocab)
+        texts = [n for _e, _l, n in names[:150]]
+        texts += [typo(t, rng) for t in texts[:50]] + [" ".join(reversed(t.split())) for t in texts[:50]]
+        texts += ["Apfelkuchen", "Erdbeerkuchen", "kanelbullar", "sopa de tomate", ""]
+        for t in texts:
+            assert stored.key(t) == mem.key(t), t
+            got = stored.search(t)
+            assert got == mem.search(t) and list(got) == list(mem.search(t)), t
+            checked += bool(got)
+    assert checked > 100
+    assert morph_store.open_pool(tmp_path / "missing.sqlite", "en") is None
+    (tmp_path / "junk.sqlite").write_bytes(b"not a database")
+    assert morph_store.open_pool(tmp_path / "junk.sqlite", "en") is None
+    lk = Linker(lx.LabelIndex(lx.index_path(seed, ix.content_hash, ix.topics)), store=seed)
+    lk.link("tomato soups", topic="food")
+    assert lk._morph and all(isinstance(p, morph_store.StoredKeyPool) for p in lk._morph.values())
+
+
+def test_semantic_search_releases_mapped_vectors(tmp_path):
+    """A memory-mapped part is searched whole, then its pages are handed back; the hits
+    are those of the plain matrix product (row order breaks ties)."""
+    import mmap
+
+    import numpy as np
+
+    from kgcult.link import semantic
+
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(300, 16)).astype("float32")
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    v[7] = v[5]  # a tie
+    np.save(tmp_path / "v.npy", v)
+    mat = np.load(tmp_path / "v.npy", mmap_mode="r")
+    rows = [(i // 2, "en", f"n{i}") for i in range(300)]
+    q = v[[5, 10, 299]] + 0.01
+    calls = []
+    real = mmap.mmap.madvise
+
+    class Spy(semantic.SemanticPool):
+        QUERY_BLOCK = 2  # several top-k blocks
+        ROW_BLOCK = 64   # several matrix products, the best rows in different ones
+
+    import kgcult.link.semantic as sm
+    orig = sm.release
+    sm.release = lambda m: (calls.append(type(m).__name__), orig(m))
+    try:
+        got = Spy([(rows, mat)]).search(q, k=4)
+    finally:
+        sm.release = orig
+    assert calls == ["memmap"] * 5  # pages handed back after each block of rows
+    sims = q @ v.T
+    for qi in range(3):
+        order = sorted(range(300), key=lambda i: (-sims[qi, i], i))[:4]
+        assert [(h[1], h[3]) for h in got[qi]] == [(rows[i][0], rows[i][2]) for i in order]
+        assert [h[0] for h in got[qi]] == [float(sims[qi, i]) for i in order]
+    assert got[0][0][3] == "n5" and got[0][1][3] == "n7"
+    assert real is mmap.mmap.madvise
+    with semantic.blas_threads(1):  # the limit the search applies to several queries
+        from threadpoolctl import threadpool_info
+        assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
+    one = Spy([(rows, mat)]).search(q[:1], k=4)  # a single query: one product, not blocked
+    assert one[0] == got[0][:4] or [h[1:] for h in one[0]] == [h[1:] for h in got[0]]
+
+
 def test_build_without_persisting_is_removed(seed):
     ix = lx.build(seed, "h")
     d = ix.directory

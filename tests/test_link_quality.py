@@ -68,7 +68,7 @@ def test_compound_stage_both_ways(linker):
 @needs_stemmer
 def test_morphology_pools_saved_beside_the_index(qstore, linker, monkeypatch):
     linker.link("köttbullarna", lang="sv", topic="food")
-    assert list(index_dir(qstore).glob("morph-*-stem-food-sv-k*.pkl"))
+    assert list(index_dir(qstore).glob("morph-*-stem-food-sv-k*.sqlite"))
 
     def no_build(*a, **k):
         raise AssertionError("a saved pool was built again")

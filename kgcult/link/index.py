@@ -139,6 +139,10 @@ class LabelIndex:
         the entities of any topic), by entity then name: what the pools hold."""
         return pools.part_names(self.db, topic, lang)
 
+    def part_rows(self, topic: str | None, lang: str) -> pools.PartRows:
+        """``part_names`` as a lazy sequence (rows read when indexed)."""
+        return pools.PartRows(self.db, topic, lang)
+
     def fuzzy_pool(self, topic: str | None, lang: str) -> pools.StoredFuzzyPool:
         return pools.StoredFuzzyPool(self.db, topic, lang)
 

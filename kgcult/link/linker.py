@@ -10,7 +10,7 @@ import numpy as np
 
 from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
-from kgcult.link import disambiguate, embed, morphology, normalize, pipeline, rank, semantic
+from kgcult.link import disambiguate, embed, morph_store, morphology, normalize, pipeline, rank, semantic
 from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
 from kgcult.store import open_store
 
@@ -338,13 +338,13 @@ class Linker:
         if self.store is not None and getattr(self.store, "location", None):
             cache = index_dir(self.store) / (
                 f"morph-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-{kind}-{topic}-{lg}"
-                f"-k{morphology.KEY_VERSION}.pkl")
-            pool = morphology.KeyPool.load(cache, lg) if cache.exists() else None
+                f"-k{morphology.KEY_VERSION}.sqlite")
+            pool = morph_store.open_pool(cache, lg) if cache.exists() else None
             if pool is not None:
                 return pool
         pool = morphology.KeyPool(self._names(topic, {lg}), lg, compound=kind == "compound")
-        if cache is not None:
-            pool.save(cache)
+        if cache is not None:  # searched on disk from now on (morph_store.py)
+            return morph_store.save(pool, cache) or pool
         return pool
 
     def _semantic_part(self, topic: str, lg: str) -> semantic.SemanticPool:
@@ -353,7 +353,7 @@ class Linker:
         key = (topic, lg)
         pool = self._sem.get(key)
         if pool is None:
-            rows = self._names(topic, {lg})
+            rows = self.ix.part_rows(topic, lg)  # lazy: only the hits' rows are read
             cache = None
             if self.store is not None and getattr(self.store, "location", None):
                 cache = index_dir(self.store) / (

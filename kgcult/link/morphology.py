@@ -11,17 +11,16 @@ the other way round. The vocabulary is the graph's own names: no word list ships
 
 A pool holds the names, in one language, of one topic's entities; a key that several
 entities share returns them all (ranking and ``disambiguate.py`` settle them). Pools are
-saved beside the label index (``morph-<index hash>-<topics hash>-<kind>-<topic>-<lang>-k<KEY_VERSION>.pkl``)
-so a fresh process loads them instead of computing every name's key.
+saved beside the label index as SQLite files
+(``morph-<index hash>-<topics hash>-<kind>-<topic>-<lang>-k<KEY_VERSION>.sqlite``, see
+``morph_store.py``) and searched there, so a fresh process neither computes every name's
+key nor reads the whole pool.
 Stemmers come from the PyPI package ``snowballstemmer`` (the ``link`` extra).
 """
 from __future__ import annotations
 
-import pickle
-from pathlib import Path
 
 from kgcult import extras
-from kgcult.files import atomic_open
 from kgcult.link import normalize
 
 FEATURE = "the linker's stem and compound stages"
@@ -39,7 +38,6 @@ SNOWBALL = {
 COMPOUNDING = frozenset({"da", "de", "et", "fi", "hu", "is", "nb", "nl", "nn", "no", "sv"})
 MIN_PART = 3          # shortest compound part, in characters
 LINKERS = ("", "s", "e", "n", "en", "er")
-_FORMAT = 1  # of the pool files written beside the label index
 _stemmers: dict = {}
 
 
@@ -126,29 +124,8 @@ def compound_key(text: str, lang: str, vocab: frozenset) -> str:
 
 
 class KeyPool:
-    """key -> {eid: (lang, name)} over (eid, lang, name) rows of one language. ``load``
-    reads one that ``save`` wrote (a fresh process then skips computing the keys)."""
-
-    @classmethod
-    def load(cls, path: Path, lang: str) -> "KeyPool | None":
-        try:
-            with open(path, "rb") as f:
-                fmt, vocab, keys = pickle.load(f)
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError):
-            return None
-        if fmt != _FORMAT:
-            return None
-        pool = cls.__new__(cls)
-        pool.lang, pool.vocab, pool.keys = lang, vocab, keys
-        return pool
-
-    def save(self, path: Path) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_open(path, "wb") as f:
-                pickle.dump((_FORMAT, self.vocab, self.keys), f, protocol=pickle.HIGHEST_PROTOCOL)
-        except OSError:
-            pass
+    """key -> {eid: (lang, name)} over (eid, lang, name) rows of one language
+    (``morph_store.save`` writes one to disk, ``morph_store.open_pool`` searches it there)."""
 
     def __init__(self, rows, lang: str, compound: bool = False):
         self.lang = lang

@@ -40,7 +40,7 @@ CREATE TABLE tokdf(pid INTEGER, token TEXT, df INTEGER, PRIMARY KEY (pid, token)
 CREATE TABLE rare(pid INTEGER, token TEXT, seq INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
 CREATE TABLE pooln(topic TEXT, lang TEXT, n INTEGER, PRIMARY KEY (topic, lang)) WITHOUT ROWID;
 """
-BATCH = 20_000
+BATCH = 5_000  # names per flush (the deletion variants of a batch are ~16x as many rows)
 
 
 def _topic_key(topic: str | None) -> str:
@@ -90,7 +90,7 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
             for t in toks:
                 tk.append((pid, t, seq, eid))
             seq += 1
-            if len(parts) >= BATCH or len(fz) >= 8 * BATCH:
+            if len(parts) >= BATCH or len(fz) >= 6 * BATCH:
                 _flush(con, parts, fz, tk)
         if cur_lang is not None:
             infos.append((pid, _topic_key(topic), langs[cur_lang], seq))
@@ -169,6 +169,51 @@ def part_names(con, topic: str | None, lang: str) -> list[tuple[int, str, str]]:
     if pid is None:
         return []
     return [(e, lang, t) for e, t in con.execute("SELECT eid, text FROM part WHERE pid = ? ORDER BY seq", (pid,))]
+
+
+class PartRows:
+    """The (eid, lang, name) rows of a part as a lazy sequence: ``len`` from the part's
+    size, ``rows[i]`` one lookup (memoized), iteration one scan; what ``part_names``
+    returns, without holding every row of a large part in memory."""
+
+    def __init__(self, con, topic: str | None, lang: str):
+        self.con = con
+        self.lang = lang
+        r = con.execute("SELECT pid, size FROM part_info WHERE topic = ? AND lang = ?",
+                        (_topic_key(topic), lang)).fetchone()
+        self.pid, self.size = (r[0], r[1]) if r else (None, 0)
+        self._memo: dict = {}
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, i: int) -> tuple[int, str, str]:
+        i = int(i)
+        if not 0 <= i < self.size:
+            raise IndexError(i)
+        v = self._memo.get(i)
+        if v is None:
+            e, t = self.con.execute("SELECT eid, text FROM part WHERE pid = ? AND seq = ?", (self.pid, i)).fetchone()
+            if len(self._memo) > 100_000:
+                self._memo.clear()
+            v = self._memo[i] = (e, self.lang, t)
+        return v
+
+    def prefetch(self, seqs) -> None:
+        """Read the rows at ``seqs`` in one query per chunk (memoized for ``rows[i]``)."""
+        want = sorted(int(i) for i in seqs if int(i) not in self._memo and 0 <= int(i) < self.size)
+        if len(self._memo) + len(want) > 100_000:
+            self._memo.clear()
+        for ch in chunks(want):
+            q = f"SELECT seq, eid, text FROM part WHERE pid = ? AND seq IN ({','.join('?' * len(ch))})"
+            for i, e, t in self.con.execute(q, (self.pid, *ch)):
+                self._memo[i] = (e, self.lang, t)
+
+    def __iter__(self):
+        if self.pid is None:
+            return iter(())
+        return ((e, self.lang, t) for e, t in self.con.execute(
+            "SELECT eid, text FROM part WHERE pid = ? ORDER BY seq", (self.pid,)))
 
 
 class StoredFuzzyPool:

