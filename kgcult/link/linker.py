@@ -11,6 +11,7 @@ import numpy as np
 from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
 from kgcult.link import disambiguate, embed, morphology, normalize, pipeline, rank, semantic
+from kgcult.link import semantic_checks
 from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
 from kgcult.store import open_store
 
@@ -402,11 +403,15 @@ class Linker:
             merged = sorted((h for lg in self._semantic_langs(s["lang"])
                              for h in hits[(s["topic"], t, lg)]),
                             key=lambda h: (-h[0], h[2], h[3], h[1]))
+            merged = semantic_checks.number_filtered(t, merged)  # E451i is not E451ii
             hit = semantic.decide(merged, self.semantic_min, self.semantic_margin)
             if hit is None and merged and merged[0][0] >= self.semantic_agree_min:
                 # the cross-check: the nearest name's entity alone owns the mention's rarest word
                 if self._lexical.owns_rarest_word(t, s["lang"], s["topic"], merged[0][1]):
                     hit = (merged[0][1], merged[0][2], merged[0][0])
+            if (hit is not None and semantic_checks.spelling_only(s["lang"], merged[0][2])
+                    and not semantic_checks.anchored(t, merged[0][3])):
+                hit = None  # a spelling neighbour in a language the encoder does not know
             if len(done) > 200_000:
                 done.clear()
             done[(s["topic"], s["lang"], t)] = hit
@@ -414,11 +419,10 @@ class Linker:
 
     @staticmethod
     def _semantic_langs(lang: str) -> list[str]:
-        """The name languages a mention in ``lang`` is matched against."""
-        base = normalize.base_lang(lang)
-        if base not in semantic.LANGS:
-            return ["en"]
-        return sorted({lang, base, "en"})
+        """The name languages a mention in ``lang`` is matched against: its own and English
+        (in a language the encoder was not trained on, a hit among its own names must be
+        anchored by spelling: ``semantic_checks``)."""
+        return sorted({lang, normalize.base_lang(lang), "en"})
 
     @staticmethod
     def _semantic_add(st: dict, hit) -> None:
