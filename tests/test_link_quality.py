@@ -161,6 +161,24 @@ def test_semantic_own_language_anchored_by_spelling(qstore, linker, monkeypatch)
         "mononatriumglutamaatti", lang="fi", topic="food")["qid"] == "Q99141"
 
 
+def test_loose_stages_skip_a_name_of_something_else(linker):
+    # "Danger" is the label of an entity that is no food: tokens does not guess "danger dog"
+    assert linker.with_stages(["tokens"]).link("Danger", lang="en", topic="food")["qid"] == "Q99151"
+    r = linker.link("Danger", lang="en", topic="food")
+    assert r["qid"] is None
+    assert [(c["qid"], c["valid"]) for c in r["candidates"]] == [("Q99150", False)]
+    # a word-overlap neighbour of a mention that names nothing is still found
+    assert linker.link("Osterberg", lang="fr", topic="food")["qid"] == "Q99110"
+
+
+@needs_use
+def test_semantic_skips_a_name_of_something_else(linker):
+    # "patata" is (normalized) the name of an entity that is no food: no semantic guess
+    assert linker.with_stages(["semantic"]).link("patata", lang="es", topic="food")["qid"] == "Q99021"
+    r = linker.link("patata", lang="es", topic="food")
+    assert r["qid"] is None and r["candidates"][0]["qid"] == "Q99152"
+
+
 # -- ambiguity settled by the graph ------------------------------------------------------
 
 def _by(r):

@@ -184,7 +184,7 @@ class Linker:
         done = False
         for stage in self.stages:
             if stage == "semantic" or stage == "embedding":  # batched, after this loop
-                st["pending_semantic"] = stage == "semantic"
+                st["pending_semantic"] = stage == "semantic" and not _names_something(cands)
                 st["pending_embedding"] = "embedding" in self.stages
                 break
             if stage == "exact":
@@ -224,6 +224,8 @@ class Linker:
                     found = self._lexical.fuzzy(keys[1], lang, topic)
                 elif stage == "anyfuzzy":
                     found = self._lexical.any_fuzzy(keys[1], lang, topic)
+                elif _names_something(cands):  # the mention is another entity's name
+                    found = {}
                 else:
                     found = self._lexical.tokens(m, lang, topic, self.tokens_min, self.tokens_margin)
             if found:
@@ -533,6 +535,13 @@ class Linker:
 
 _SCORED = frozenset({"fuzzy", "anyfuzzy", "tokens"})
 _INPUT_FIELDS = frozenset({"mention", "lang", "topic", "country"})
+def _names_something(cands: dict) -> bool:
+    """Whether the mention is, verbatim or normalized, a name in its own language of an
+    entity (one not valid for the topic, or the stages would have stopped): then the loose
+    stages (tokens, semantic) do not guess a neighbour, the mention names something else."""
+    return any(c[0] in ("exact", "normalized") for c in cands.values())
+
+
 _UNRESOLVED = {"qid": None, "label": None, "label_en": None, "match": None, "lang_used": None,
                "status": "unresolved", "candidates": None, "evidence": None, "granularity": None,
                "granularity_score": None, "country": None, "description": None}
