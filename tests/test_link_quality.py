@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kgcult import extras
-from kgcult.link import Linker, baseline, morphology, pipeline, semantic
+from kgcult.link import Linker, baseline, morphology, pipeline, semantic, semantic_checks
 from kgcult.link.index import index_dir
 
 FIX = Path(__file__).parent / "fixtures" / "link"
@@ -128,6 +128,55 @@ def test_semantic_cross_check(qstore, linker):
     assert linker._lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99130"])
     assert not linker._lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99131"])
     assert not linker._lexical.owns_rarest_word("fructosa", "es", "food", linker.ix.eid_of["Q99130"])  # one word
+
+
+@needs_use
+def test_semantic_numbers_identify(qstore, linker, monkeypatch):
+    sem = linker.with_stages(["exact", "normalized", "semantic"])
+    assert sem.link("e-451i", lang="it", topic="food")["qid"] is None  # not "E-451ii"
+    assert not semantic_checks.numbers_agree("e-451i", "E-451ii")
+    assert semantic_checks.numbers_agree("E-635 E 635", "E635")  # one shared code is enough
+    assert semantic_checks.numbers_agree("sodium triphosphate", "E-451ii")  # the mention has none
+    # without the check the cosine alone would link it (a new linker: decisions are memoized)
+    monkeypatch.setattr(semantic_checks, "number_filtered", lambda m, hits: hits)
+    assert Linker.open(qstore).with_stages(["exact", "normalized", "semantic"]).link(
+        "e-451i", lang="it", topic="food")["qid"] == "Q99125"
+
+
+@needs_use
+def test_semantic_own_language_anchored_by_spelling(qstore, linker, monkeypatch):
+    sem = linker.with_stages(["exact", "normalized", "semantic"])
+    # hu is not one of the encoder's languages: its own names are searched (Q99140 has no
+    # English name), and a hit there links when one string contains the other ...
+    r = sem.link("savófehérje izolátum", lang="hu", topic="food")
+    assert (r["qid"], r["match"], r["lang_used"]) == ("Q99140", "semantic", "hu")
+    # ... not for a neighbour that only starts alike
+    assert sem.link("mononatriumglutamaatti", lang="fi", topic="food")["qid"] is None
+    assert not semantic_checks.anchored("mononatriumglutamaatti", "mononatriumsitraatti")
+    assert semantic_checks.anchored("marsala-viini", "Marsala")
+    assert not semantic_checks.spelling_only("de", "de") and semantic_checks.spelling_only("fi", "fi")
+    assert not semantic_checks.spelling_only("fi", "en")
+    monkeypatch.setattr(semantic_checks, "anchored", lambda a, b: True)
+    assert Linker.open(qstore).with_stages(["exact", "normalized", "semantic"]).link(
+        "mononatriumglutamaatti", lang="fi", topic="food")["qid"] == "Q99141"
+
+
+def test_loose_stages_skip_a_name_of_something_else(linker):
+    # "Danger" is the label of an entity that is no food: tokens does not guess "danger dog"
+    assert linker.with_stages(["tokens"]).link("Danger", lang="en", topic="food")["qid"] == "Q99151"
+    r = linker.link("Danger", lang="en", topic="food")
+    assert r["qid"] is None
+    assert [(c["qid"], c["valid"]) for c in r["candidates"]] == [("Q99150", False)]
+    # a word-overlap neighbour of a mention that names nothing is still found
+    assert linker.link("Osterberg", lang="fr", topic="food")["qid"] == "Q99110"
+
+
+@needs_use
+def test_semantic_skips_a_name_of_something_else(linker):
+    # "patata" is (normalized) the name of an entity that is no food: no semantic guess
+    assert linker.with_stages(["semantic"]).link("patata", lang="es", topic="food")["qid"] == "Q99021"
+    r = linker.link("patata", lang="es", topic="food")
+    assert r["qid"] is None and r["candidates"][0]["qid"] == "Q99152"
 
 
 # -- ambiguity settled by the graph ------------------------------------------------------

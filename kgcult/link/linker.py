@@ -11,6 +11,7 @@ import numpy as np
 from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
 from kgcult.link import disambiguate, embed, morph_store, morphology, normalize, pipeline, rank, semantic
+from kgcult.link import semantic_checks
 from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
 from kgcult.store import open_store
 
@@ -183,7 +184,7 @@ class Linker:
         done = False
         for stage in self.stages:
             if stage == "semantic" or stage == "embedding":  # batched, after this loop
-                st["pending_semantic"] = stage == "semantic"
+                st["pending_semantic"] = stage == "semantic" and not _names_something(cands)
                 st["pending_embedding"] = "embedding" in self.stages
                 break
             if stage == "exact":
@@ -223,6 +224,8 @@ class Linker:
                     found = self._lexical.fuzzy(keys[1], lang, topic)
                 elif stage == "anyfuzzy":
                     found = self._lexical.any_fuzzy(keys[1], lang, topic)
+                elif _names_something(cands):  # the mention is another entity's name
+                    found = {}
                 else:
                     found = self._lexical.tokens(m, lang, topic, self.tokens_min, self.tokens_margin)
             if found:
@@ -402,11 +405,15 @@ class Linker:
             merged = sorted((h for lg in self._semantic_langs(s["lang"])
                              for h in hits[(s["topic"], t, lg)]),
                             key=lambda h: (-h[0], h[2], h[3], h[1]))
+            merged = semantic_checks.number_filtered(t, merged)  # E451i is not E451ii
             hit = semantic.decide(merged, self.semantic_min, self.semantic_margin)
             if hit is None and merged and merged[0][0] >= self.semantic_agree_min:
                 # the cross-check: the nearest name's entity alone owns the mention's rarest word
                 if self._lexical.owns_rarest_word(t, s["lang"], s["topic"], merged[0][1]):
                     hit = (merged[0][1], merged[0][2], merged[0][0])
+            if (hit is not None and semantic_checks.spelling_only(s["lang"], merged[0][2])
+                    and not semantic_checks.anchored(t, merged[0][3])):
+                hit = None  # a spelling neighbour in a language the encoder does not know
             if len(done) > 200_000:
                 done.clear()
             done[(s["topic"], s["lang"], t)] = hit
@@ -414,11 +421,10 @@ class Linker:
 
     @staticmethod
     def _semantic_langs(lang: str) -> list[str]:
-        """The name languages a mention in ``lang`` is matched against."""
-        base = normalize.base_lang(lang)
-        if base not in semantic.LANGS:
-            return ["en"]
-        return sorted({lang, base, "en"})
+        """The name languages a mention in ``lang`` is matched against: its own and English
+        (in a language the encoder was not trained on, a hit among its own names must be
+        anchored by spelling: ``semantic_checks``)."""
+        return sorted({lang, normalize.base_lang(lang), "en"})
 
     @staticmethod
     def _semantic_add(st: dict, hit) -> None:
@@ -529,6 +535,13 @@ class Linker:
 
 _SCORED = frozenset({"fuzzy", "anyfuzzy", "tokens"})
 _INPUT_FIELDS = frozenset({"mention", "lang", "topic", "country"})
+def _names_something(cands: dict) -> bool:
+    """Whether the mention is, verbatim or normalized, a name in its own language of an
+    entity (one not valid for the topic, or the stages would have stopped): then the loose
+    stages (tokens, semantic) do not guess a neighbour, the mention names something else."""
+    return any(c[0] in ("exact", "normalized") for c in cands.values())
+
+
 _UNRESOLVED = {"qid": None, "label": None, "label_en": None, "match": None, "lang_used": None,
                "status": "unresolved", "candidates": None, "evidence": None, "granularity": None,
                "granularity_score": None, "country": None, "description": None}

