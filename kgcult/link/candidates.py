@@ -20,7 +20,7 @@ from kgcult.link import normalize
 from kgcult.link.index import LabelIndex
 from kgcult.link.index_format import LANG_BITS, codes
 from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, nearest, tokens
-from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool, pool_langs
+from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool, fuzzy_rows, part_samples, pool_langs
 
 STAGES = ("exact", "normalized", "english", "any", "fuzzy", "anyfuzzy", "tokens", "embedding")
 
@@ -268,11 +268,9 @@ class LexicalStages:
         v = self._script_of.get(topic)
         if v is None:
             v = []
-            db = self.ix.db
-            for pid, lg in db.execute("SELECT pid, lang FROM part_info WHERE topic = ? ORDER BY pid",
-                                      (topic,)).fetchall():
+            for pid, lg, folded in part_samples(self.ix.db, topic):
                 seen: dict = {}
-                for (f,) in db.execute("SELECT f FROM part WHERE pid = ? ORDER BY seq LIMIT 32", (pid,)):
+                for f in folded:
                     sc = _script(f)
                     seen[sc] = seen.get(sc, 0) + 1
                 v.append((pid, lg, max(sorted(seen, key=str), key=seen.get) if seen else None))
@@ -306,14 +304,8 @@ class LexicalStages:
         pids, lang_of = self._other_parts(topic, lang, _script(key))
         if not pids:
             return ()
-        variants = list(deletion_variants(key))
-        # one query over every part (the stored deletion index of pools.py), not one per language
-        ph = ",".join("?" * len(pids))  # placeholders only: values are bound
-        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid "
-             f"AND p.seq = z.seq WHERE z.pid IN ({ph}) ")
-        ph = ",".join("?" * len(variants))
-        q += f"AND z.v IN ({ph})"
-        rows = [(e, lang_of[p], name, f) for e, p, name, f in self.ix.db.execute(q, (*pids, *variants))]
+        # one search over every part (the stored deletion index of pools.py), not one per language
+        rows = [(e, lang_of[p], name, f) for e, p, name, f in fuzzy_rows(self.ix.db, pids, key)]
         if any(f == key for _e, _lg, _n, f in rows):  # the any stage's exact key: not a fuzzy hit
             return ()
         hits = _refined(key, nearest(key, 1, rows))

@@ -26,7 +26,7 @@ import numpy as np
 
 from kgcult.link import normalize
 from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, nearest, tokens
-from kgcult.link.storage import chunks, script
+from kgcult.link.storage import MAX_PARAMS, chunks, script
 
 SCHEMA = """
 CREATE TABLE part_info(pid INTEGER PRIMARY KEY, topic TEXT NOT NULL, lang TEXT NOT NULL, size INTEGER);
@@ -216,6 +216,29 @@ class PartRows:
             "SELECT eid, text FROM part WHERE pid = ? ORDER BY seq", (self.pid,)))
 
 
+def fuzzy_rows(con, pids, key: str):
+    """(eid, part id, name, folded name) of the names in parts ``pids`` that share a
+    deletion variant with ``key`` (the stored deletion index): the candidates a fuzzy
+    search ranks by edit distance."""
+    variants = list(deletion_variants(key))
+    step = max(1, MAX_PARAMS - len(pids))
+    ph = ",".join("?" * len(pids))
+    for ch in chunks(variants, step):
+        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid "
+             f"AND p.seq = z.seq WHERE z.pid IN ({ph}) AND z.v IN ({','.join('?' * len(ch))})")
+        yield from con.execute(q, (*pids, *ch))
+
+
+def part_samples(con, topic: str | None, n: int = 32) -> list[tuple[int, str, list[str]]]:
+    """(part id, language, the folded forms of its first ``n`` names) of a topic's parts."""
+    out = []
+    for pid, lg in con.execute("SELECT pid, lang FROM part_info WHERE topic = ? ORDER BY pid",
+                               (_topic_key(topic),)).fetchall():
+        out.append((pid, lg, [f for (f,) in con.execute(
+            "SELECT f FROM part WHERE pid = ? ORDER BY seq LIMIT ?", (pid, n))]))
+    return out
+
+
 class StoredFuzzyPool:
     """``candidates.FuzzyPool`` over one part, searched in the database."""
 
@@ -228,17 +251,9 @@ class StoredFuzzyPool:
         bound = fuzzy_bound(len(key))
         if not bound or self.pid is None:
             return []
-        variants = list(deletion_variants(key))
         lang = self.lang
-
-        def rows():
-            for ch in chunks(variants):
-                q = ("SELECT DISTINCT p.eid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid AND p.seq = z.seq "
-                     f"WHERE z.pid = ? AND z.v IN ({','.join('?' * len(ch))})")
-                for eid, name, f in self.con.execute(q, (self.pid, *ch)):
-                    yield eid, lang, name, f
-
-        return nearest(key, bound, rows())
+        rows = ((eid, lang, name, f) for eid, _pid, name, f in fuzzy_rows(self.con, [self.pid], key))
+        return nearest(key, bound, rows)
 
 
 class StoredTokenPool:
