@@ -98,8 +98,7 @@ def _bound_before(tokens: list[Token], group: int, k: int, var: str) -> bool:
 
 def _skip_block(tokens: list[Token], j: int, limit: int) -> int:
     """Index past the ``{ ... }`` block that the keyword at ``tokens[j]`` introduces."""
-    while j < limit and not tokens[j].is_punct("{"):
-        j += 1
+    j = _next_brace(tokens, j, limit)
     return matching_close(tokens, j) + 1 if j < limit else limit
 
 
@@ -117,8 +116,9 @@ def _projects(tokens: list[Token], select: int, k: int, var: str) -> bool:
     return False
 
 
-def _next_brace(tokens: list[Token], j: int, k: int) -> int:
-    while j < k and not tokens[j].is_punct("{"):
+def _next_brace(tokens: list[Token], j: int, limit: int) -> int:
+    """Index of the first ``{`` at or after ``j`` (``limit`` if there is none before it)."""
+    while j < limit and not tokens[j].is_punct("{"):
         j += 1
     return j
 
