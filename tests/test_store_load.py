@@ -271,3 +271,33 @@ def test_utf8_bom_is_accepted(store, tmp_path, name):
     f.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
     [r] = store.load([f])
     assert r.triples == 3
+
+
+@pytest.mark.parametrize("count_store", [True, False])
+def test_added_count_is_exact_by_either_counting_method(store, tmp_path, monkeypatch, count_store):
+    """The count a load reports is the graph's growth, whichever way it is taken (the whole
+    store's size before and after, or the target graph's), duplicates and triples already
+    in the graph not counted."""
+    from kgcult.store import embedded
+
+    monkeypatch.setattr(embedded, "_cheaper_to_count_store", lambda location, path: count_store)
+    store.load([MINI])  # other graphs in the store
+    first = write(tmp_path / "x.nt", NT + NT.splitlines(keepends=True)[0])  # a duplicate line
+    [report] = store.load([first])
+    assert report.triples == 3
+    more = write(tmp_path / "more.nt.gz", NT + '<http://a/s> <http://a/p> "new" .\n')
+    [report] = store.load([more], graph="x")  # three of its four triples are there already
+    assert report.triples == 1
+    assert store.triple_count(vocab.GRAPH + "x") == 4
+
+
+def test_counting_method_follows_the_sizes(tmp_path):
+    from kgcult.store import embedded
+
+    with Store(tmp_path / "s") as st:
+        big = write(tmp_path / "big.nt", NT * 2000)
+        assert embedded._cheaper_to_count_store(st.location, str(big))  # a fresh store
+        st.load([MINI])
+        st.flush()
+        small = write(tmp_path / "small.nt", NT)
+        assert not embedded._cheaper_to_count_store(st.location, str(small))

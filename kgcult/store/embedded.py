@@ -221,6 +221,7 @@ class Store(StoreReads):
         state = journal.saved_state(self._ox)
         node = journal.begin_load(self._ox, kind=kind, source=_display_path(path), sha256=digest,
                                   graph=target, before=before, target_empty=empty)
+        store_before = len(self._ox) if target and _cheaper_to_count_store(self.location, path) else None
         try:
             self._bulk_load(path, fmt, target, progress)
         except BaseException:
@@ -228,7 +229,10 @@ class Store(StoreReads):
                 self._ox.remove_graph(NamedNode(target))
             journal.abort_load(self._ox, node, state)
             raise
-        added = journal.size(self._ox, target) - before
+        if store_before is not None:  # nothing but the bulk load wrote in between
+            added = len(self._ox) - store_before
+        else:
+            added = journal.size(self._ox, target) - before
         journal.finish_load(self._ox, node, added)
         self._ox.flush()
         return LoadReport(path, target, added, time.perf_counter() - t0, digest)
@@ -350,6 +354,19 @@ def _display_path(path: str) -> str:
     full = os.path.abspath(path)
     rel = os.path.relpath(full)
     return full if rel.startswith("..") else rel
+
+
+def _cheaper_to_count_store(location: str, path: str) -> bool:
+    """Whether counting the whole store before and after a load (``len``: about 150 ns per
+    quad here) is cheaper than counting the target graph after it (a SPARQL COUNT: about
+    850 ns per quad). True when the store is small next to the input, as when a large file
+    goes into a fresh store. Both give the exact count; only the time differs. Sizes are
+    estimates: about 250 B per quad on disk, and 130 B per triple of uncompressed input
+    (14 B compressed)."""
+    on_disk = sum(f.stat().st_size for f in Path(location).iterdir() if f.is_file())
+    _, compression = rdfio.split_name(path)
+    triples_in = os.path.getsize(path) / (14 if compression else 130)
+    return on_disk / 250 <= triples_in
 
 
 def _stem(path: str) -> str:
