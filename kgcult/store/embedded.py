@@ -254,7 +254,7 @@ class Store(StoreReads):
                 # parser run on two cores; progress counts compressed bytes.
                 with rdfio.decompressing_pipe(path, progress) as stream:
                     try:
-                        self._ox.bulk_load(input=stream, **kwargs)
+                        self._ox.bulk_load(**rdfio.reader_source(stream), **kwargs)
                     except SyntaxError as e:
                         err = e  # the pipe's own error, if any, takes precedence on exit
                     else:

@@ -128,6 +128,16 @@ class decompressing_pipe:
         return False
 
 
+def reader_source(stream: BinaryIO) -> dict:
+    """How Oxigraph should read a decompressing pipe: by its ``/dev/fd`` path where the
+    system has one, so that Rust reads the pipe without taking Python's GIL for every
+    chunk (the decompressing thread needs it); through the Python stream otherwise."""
+    fd_path = f"/dev/fd/{stream.fileno()}"
+    if os.path.exists(fd_path):
+        return {"path": fd_path}
+    return {"input": stream}
+
+
 def read_error(path: str, exc: BaseException) -> KgcultError:
     """A one-line error for a file that cannot be read or decompressed."""
     _, compression = split_name(path)
