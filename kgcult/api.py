@@ -87,9 +87,10 @@ class KG:
         """The sha256 of the data graphs' content, as snapshots and manifests record it."""
         return snapshot.store_content_hash(self.store)
 
-    def closure(self) -> list[hierarchy.ClosureReport]:
-        """(Re)build the derived hierarchy graphs (``kgcult closure``)."""
-        return hierarchy.build(self.store)
+    def closure(self, force: bool = False) -> list[hierarchy.ClosureReport]:
+        """(Re)build the derived hierarchy graphs (``kgcult closure``); graphs whose input
+        is unchanged are kept unless ``force``."""
+        return hierarchy.build(self.store, force=force)
 
     # -- datasets, linking, serving ------------------------------------------------
 

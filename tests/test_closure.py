@@ -206,14 +206,65 @@ def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_
         hierarchy.build(store)
     assert store.closure_stale
     assert scratch_dir(store).exists()
-    # graphs are replaced in spec order after all are computed: two written, the third
-    # cleared, the rest untouched (still the old closure)
-    for s in specs[:2]:
+    # graphs whose input changed are replaced in spec order after all are computed (the
+    # P361 one is kept: its edges did not change): two written, the third cleared, the
+    # rest untouched (still the old closure)
+    rewritten = [s for s in specs if s.name != "closure-partof"]
+    for s in rewritten[:2]:
         assert graph_triples(store, s.graph) == new[s.graph], s.name
-    assert graph_triples(store, specs[2].graph) == set()
-    for s in specs[3:]:
+    assert graph_triples(store, rewritten[2].graph) == set()
+    for s in rewritten[3:]:
         assert graph_triples(store, s.graph) == old[s.graph], s.name
     monkeypatch.undo()
     hierarchy.ensure_closure(store)
     assert not store.closure_stale and not scratch_dir(store).exists()
     assert_same_as_reference(store)
+
+
+def test_unchanged_graphs_are_kept_and_changed_ones_rebuilt(store, tmp_path):
+    store.load([MINI])
+    first = {r.spec: r for r in hierarchy.build(store)}
+    assert not any(r.kept for r in first.values())
+    labels = tmp_path / "labels.nt"  # no hierarchy edge: every graph is kept
+    labels.write_text(f'<{WD}Q2095> <http://www.w3.org/2000/01/rdf-schema#label> "Essen"@de .\n')
+    store.load([labels])
+    assert store.closure_stale
+    again = hierarchy.build(store)
+    assert all(r.kept for r in again) and not store.closure_stale
+    assert {r.spec: r.triples_out for r in again} == {k: r.triples_out for k, r in first.items()}
+    assert_same_as_reference(store)
+    extra = tmp_path / "extra.nt"  # a P131 edge: only the P131 graph changes
+    extra.write_text(f"<{WD}Q212> <{vocab.WDT}P131> <{WD}Q9000097> .\n")
+    store.load([extra])
+    third = {r.spec: r for r in hierarchy.build(store)}
+    assert [k for k, r in third.items() if not r.kept] == ["closure-located"]
+    assert_same_as_reference(store)
+    assert not any(r.kept for r in hierarchy.build(store, force=True))
+    assert_same_as_reference(store)
+
+
+def test_a_graph_changed_behind_the_builds_back_is_rebuilt(store):
+    store.load([MINI])
+    hierarchy.build(store)
+    located = vocab.CLOSURE_GRAPH + "located"
+    store.ox.remove_graph(NamedNode(located))  # not something kgcult does; the record stays
+    store.mark_closure_stale()
+    reports = {r.spec: r for r in hierarchy.build(store)}
+    assert not reports["closure-located"].kept and reports["closure-typed"].kept
+    assert_same_as_reference(store)
+
+
+def test_a_changed_spec_is_rebuilt(store, tmp_path):
+    store.load([MINI])
+    specs = hierarchy.load_specs()
+    hierarchy.build(store, specs)
+    for spec in specs:
+        if spec.name == "closure-subclass":
+            spec.derived = vocab.KGC + "subclassOfOther"
+    reports = {r.spec: r for r in hierarchy.build(store, specs)}
+    assert not reports["closure-subclass"].kept and reports["closure-typed"].kept
+    assert pairs(store, "subclassOf") == set()  # the old term is gone from the graph
+    graph = vocab.CLOSURE_GRAPH + "subclass"
+    rows = store.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph}> {{ ?x <{vocab.KGC}subclassOfOther> ?y }} }}")
+    assert int(next(iter(rows))["n"].value) > 0
+    assert store.triple_count(graph) == reports["closure-subclass"].triples_out

@@ -102,12 +102,18 @@ def snapshot_verify(directory):
 @click.command()
 @click.option("--specs", type=click.Path(dir_okay=False, exists=True),
               help="Closure specs (default ontology/closures.ttl).")
+@click.option("--force", is_flag=True,
+              help="Rewrite every graph, also those whose input did not change since they were built.")
 @click.pass_obj
-def closure(obj: Context, specs):
+def closure(obj: Context, specs, force):
     """(Re)build the derived hierarchy graphs (P279, P31/P279*, P361, P131, ...).
+
+    A graph whose input (its spec and the edges it follows) is unchanged since it was
+    last built is kept as it is.
 
     \b
     Example:
       kgcult closure
+      kgcult closure --force
     """
-    hierarchy.build(obj.store(), hierarchy.load_specs(specs) if specs else None)
+    hierarchy.build(obj.store(), hierarchy.load_specs(specs) if specs else None, force=force)

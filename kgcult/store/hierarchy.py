@@ -21,7 +21,7 @@ from pyoxigraph import NamedNode, RdfFormat
 
 from kgcult import ids, ontology, vocab
 from kgcult.errors import KgcultError
-from kgcult.store import intgraph
+from kgcult.store import closure_inputs, intgraph
 from kgcult.store.embedded import Store
 
 log = logging.getLogger(__name__)
@@ -44,8 +44,12 @@ class ClosureReport:
     triples_out: int
     cycles: list[list[str]] = field(default_factory=list)
     seconds: float = 0.0
+    kept: bool = False             # input unchanged since the graph was built: not rewritten
 
     def __str__(self) -> str:
+        if self.kept:
+            return (f"{self.spec}: {self.edges_in} edges, unchanged since the last build: kept "
+                    f"{self.triples_out} triples in {self.graph} ({self.seconds:.1f} s)")
         msg = f"{self.spec}: {self.edges_in} edges -> {self.triples_out} triples in {self.graph} ({self.seconds:.1f} s)"
         if self.cycles:
             shown = "; ".join(" -> ".join(ids.shorten(n) for n in c[:6]) for c in self.cycles[:5])
@@ -94,19 +98,31 @@ def _data_edges(store, prop: str) -> Iterator[tuple[bytes, bytes]]:
 
 @dataclass
 class EdgeTable:
-    """The edges of the properties the specs follow, integer-coded over one node table."""
+    """The edges of the properties the specs follow, integer-coded over one node table,
+    with a digest of each property's edges (see ``closure_inputs``)."""
     nodes: intgraph.NodeIds = field(default_factory=intgraph.NodeIds)
     by_property: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    digests: dict[str, closure_inputs.EdgeDigest] = field(default_factory=dict)
 
     def read(self, store, prop: str) -> tuple[np.ndarray, np.ndarray]:
         if prop not in self.by_property:
             src, dst = array("i"), array("i")  # compact while reading; no pair objects kept
             node = self.nodes.id
+            digest = closure_inputs.EdgeDigest()
             for s, o in _data_edges(store, prop):
                 src.append(node(s))
                 dst.append(node(o))
+                digest.add(s, o)
             self.by_property[prop] = (np.frombuffer(src, dtype=intgraph.ID), np.frombuffer(dst, dtype=intgraph.ID))
+            self.digests[prop] = digest
         return self.by_property[prop]
+
+    def fingerprint(self, store, spec: ClosureSpec) -> tuple[str, int]:
+        """The spec's input fingerprint and its number of input edges."""
+        props = ([spec.first] if spec.first else []) + spec.steps
+        for prop in props:
+            self.read(store, prop)
+        return closure_inputs.fingerprint(spec, self.digests), sum(self.digests[p].edges for p in props)
 
     def union(self, store, props: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
         parts = [self.read(store, p) for p in props]
@@ -242,16 +258,20 @@ def scratch_dir(store: Store) -> Path:
     return loc.parent / f".{loc.name}.closure-build"
 
 
-def build(store: Store, specs: list[ClosureSpec] | None = None) -> list[ClosureReport]:
+def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool = False) -> list[ClosureReport]:
     """(Re)build every closure graph and mark the closure fresh; each graph is logged
     with its counts and the cycles it tolerated.
+
+    A graph whose input (its spec and the edges it follows) is the same as when it was
+    last built whole is kept as it is (see ``closure_inputs``); ``force`` rewrites it anyway.
 
     Crash safety: the closure is marked stale before anything changes; every spec is
     computed into compact records on disk first (the old graphs stay whole meanwhile);
     then each graph is replaced by bulk loads of LOAD_LINES triples each; the closure is marked fresh only
     after the last one. A build killed part-way leaves the store stale (so the next
     command that needs the closure rebuilds it) and its scratch records, which the next
-    build removes."""
+    build removes; a graph's input record is dropped before the graph is touched and
+    written after its last triple, so the next build keeps only graphs written whole."""
     if store.remote:
         raise KgcultError("closures are built in the embedded store; a remote endpoint must provide its own")
     specs = specs if specs is not None else load_specs()
@@ -261,18 +281,26 @@ def build(store: Store, specs: list[ClosureSpec] | None = None) -> list[ClosureR
     shutil.rmtree(scratch, ignore_errors=True)  # a killed build's leftovers
     scratch.mkdir(parents=True)
     table = EdgeTable()
-    planned = []
+    before = closure_inputs.recorded(store.ox)
+    planned, reports = [], []
     for spec in specs:
         t0 = time.perf_counter()
+        fp, n_edges = table.fingerprint(store, spec)
+        known = before.get(spec.graph)
+        if not force and known and known[0] == fp and closure_inputs.still_there(store.ox, spec.graph, known[1]):
+            reports.append(ClosureReport(spec.name, spec.graph, n_edges, known[1],
+                                         seconds=time.perf_counter() - t0, kept=True))
+            log.info("%s", reports[-1])
+            continue
         out = ScratchWriter(scratch / f"{spec.name}.i32")
         cycles, n_edges = compute(store, spec, table, out)
         out.close()
-        planned.append((spec, out, cycles, n_edges, time.perf_counter() - t0))
+        planned.append((spec, fp, out, cycles, n_edges, time.perf_counter() - t0))
     terms = table.nodes.keys
     in_cycle = f" <{vocab.KGC}inCycle> ".encode()
-    reports = []
-    for spec, out, cycles, n_edges, seconds in planned:
+    for spec, fp, out, cycles, n_edges, seconds in planned:
         t0 = time.perf_counter()
+        closure_inputs.forget(store.ox, spec.graph)  # no record while the graph is partial
         clear_in_batches(store, spec.graph)
         mark = in_cycle + f"<{vocab.KGC}{spec.name}> .\n".encode()
         for text in _batches(out.path, terms, f" <{spec.derived}> ".encode(), cycles, mark):
@@ -281,6 +309,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None) -> list[ClosureR
         out.path.unlink()
         named = sorted(sorted(terms[x][1:-1].decode() for x in cyc) for cyc in cycles)
         count = out.pairs + sum(len(c) for c in cycles)
+        closure_inputs.remember(store.ox, spec.graph, fp, count)
         reports.append(ClosureReport(spec.name, spec.graph, n_edges, count, named,
                                      seconds + time.perf_counter() - t0))
         log.info("%s", reports[-1])
@@ -290,8 +319,10 @@ def build(store: Store, specs: list[ClosureSpec] | None = None) -> list[ClosureR
     store.record_activity(kind="closure", source="ontology/closures.ttl",
                           triples=sum(r.triples_out for r in reports))
     store.flush()
-    store.optimize()  # the closure is the last bulk write before queries: compact now
-    return reports
+    if planned:
+        store.optimize()  # the closure is the last bulk write before queries: compact now
+    order = {spec.name: i for i, spec in enumerate(specs)}
+    return sorted(reports, key=lambda r: order[r.spec])
 
 
 def ensure_closure(store: Store) -> None:

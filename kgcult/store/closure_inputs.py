@@ -1,0 +1,82 @@
+"""What each closure graph was built from, so that a rebuild skips the graphs whose input
+did not change.
+
+A data change marks the whole closure stale, but most changes (labels, a new dataset's
+facts, a refreshed subgraph whose hierarchy stayed the same) leave most hierarchies as they
+were. Rewriting an unchanged graph costs as much as the first build (and emptying the old
+one more: Oxigraph deletes about 30k quads/s), so each graph is recorded with the
+fingerprint of its input: the spec itself and the edges of the properties it follows, as
+the store holds them. A rebuild recomputes the fingerprint (one hash over the edges it
+reads anyway) and keeps a graph whose fingerprint is unchanged.
+
+The record is a store-state value ``kgc:closureInput "<graph> <sha256> <triples>"`` in the
+metadata graph. It is removed before its graph is touched and written after the graph's
+last triple, so a build killed in between leaves no record and the graph is rebuilt.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from pyoxigraph import Literal, NamedNode, Quad
+
+from kgcult import vocab
+from kgcult.store import journal
+
+# Part of every fingerprint: change it when the same edges would give a graph different
+# content (a new cycle marking, another derived term), so old records stop matching.
+ALGORITHM = b"kgcult-closure-1\n"
+_RECORD = vocab.kgc("closureInput")
+
+
+class EdgeDigest:
+    """A running sha256 over one property's (subject, object) terms in the order the store
+    yields them (its index order: the same content gives the same order)."""
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+        self.edges = 0
+
+    def add(self, s: bytes, o: bytes) -> None:
+        self._h.update(s)  # terms are "<iri>": concatenation is unambiguous
+        self._h.update(o)
+        self.edges += 1
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def fingerprint(spec, digests: dict[str, EdgeDigest]) -> str:
+    """The spec's definition and the digests of the properties it follows."""
+    h = hashlib.sha256(ALGORITHM)
+    h.update(f"{spec.name}\n{spec.graph}\n{spec.derived}\n{spec.first or ''}\n".encode())
+    for prop in ([spec.first] if spec.first else []) + list(spec.steps):
+        h.update(f"{prop} {digests[prop].hexdigest()}\n".encode())
+    return h.hexdigest()
+
+
+def recorded(ox) -> dict[str, tuple[str, int]]:
+    """graph IRI -> (fingerprint, triples) of the graphs built whole by an earlier build."""
+    out = {}
+    for q in ox.quads_for_pattern(journal.STATE, _RECORD, None, journal.META):
+        graph, fp, triples = q.object.value.split(" ")
+        out[graph] = (fp, int(triples))
+    return out
+
+
+def forget(ox, graph: str) -> None:
+    """Drop a graph's record (before the graph is touched)."""
+    for q in list(ox.quads_for_pattern(journal.STATE, _RECORD, None, journal.META)):
+        if q.object.value.split(" ", 1)[0] == graph:
+            ox.remove(q)
+
+
+def remember(ox, graph: str, fp: str, triples: int) -> None:
+    """Record a graph written whole from the input with fingerprint ``fp``."""
+    forget(ox, graph)
+    ox.add(Quad(journal.STATE, _RECORD, Literal(f"{graph} {fp} {triples}"), journal.META))
+
+
+def still_there(ox, graph: str, triples: int) -> bool:
+    """Whether a recorded graph is still in the store (a cheap check; its content is only
+    ever written by the closure build)."""
+    return triples == 0 or ox.contains_named_graph(NamedNode(graph))
