@@ -234,6 +234,19 @@ def test_label_before_alias_after_the_graph(linker):
     assert (r["qid"], _by(r)) == ("Q99085", ["specificity"])
 
 
+def test_a_dish_ingredient_is_food(linker):
+    """An entity a dish lists as its part (P527) is valid for food on a name match, with
+    that claim and the dish's own path as evidence; the loose stages do not search it."""
+    r = linker.link("cassava", lang="en", topic="food")
+    assert (r["qid"], r["status"]) == ("Q99160", "resolved")
+    assert r["evidence"] == [["Q99161", "P527", "Q99160"], ["Q99161", "P31", "Q746549"]]
+    assert {c["qid"]: c["valid"] for c in r["candidates"]} == {"Q99160": True, "Q99162": False}
+    assert linker.link("cassava", lang="en", topic="place")["qid"] is None
+    assert linker.link("Cassava", lang="en", topic="food")["qid"] == "Q99160"  # normalized
+    fuzzy = linker.with_stages(["exact", "normalized", "fuzzy"])
+    assert fuzzy.link("cassavva", lang="en", topic="food")["qid"] is None  # not in the pools
+
+
 def test_remaining_tie_is_ambiguous(linker):
     r = linker.link("twin dish", lang="en", topic="food")
     assert (r["qid"], r["status"], r["tied"]) == ("Q99070", "ambiguous", ["Q99070", "Q99071"])

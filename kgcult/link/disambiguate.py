@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from kgcult import ids
 from kgcult.link.index import LabelIndex
 
 CRITERIA = ("specificity", "country", "coherence", "popularity")
@@ -105,44 +106,83 @@ class GraphFacts:
 
     def evidence(self, eid: int, topic_name: str) -> list[list[str]]:
         """The shortest hierarchy path [s, p, o]... from the entity to a root of the topic
-        (else one claim of the topic's via property, e.g. P131), or []."""
+        (else one claim of the topic's via property, e.g. P131; else a claim of its inverse
+        via property pointing at the entity, e.g. [dish, P527, entity], followed by that
+        member's own path), or []."""
         key = (eid, topic_name)
-        topic = self.ix.topic(topic_name)
-        if key in self._evidence:
-            return self._evidence[key]
-        ix = self.ix
-        start = ix.qids[eid]
-        roots = set(topic.roots)
-        path: list = []
-        if start not in roots:
-            via = set(topic.via)
-            prev: dict = {start: None}
-            q = deque([start])
-            found = None
-            while q and found is None:
-                node = q.popleft()
-                for pid, nxt in ix.edges.get(node, ()):
-                    if pid in via or nxt in prev:
-                        continue
-                    prev[nxt] = (node, pid)
-                    if nxt in roots:
-                        found = nxt
-                        break
-                    q.append(nxt)
-            if found is not None:
-                node = found
-                while prev[node] is not None:
-                    parent, pid = prev[node]
-                    path.append([parent, pid, node])
-                    node = parent
-                path.reverse()
-            else:  # no hierarchy path: the topic's via property (P131, P30) proves it
-                for pid, nxt in ix.edges.get(start, ()):
-                    if pid in via:
-                        path = [[start, pid, nxt]]
-                        break
-        self._evidence[key] = path
+        path = self._evidence.get(key)
+        if path is None:
+            topic = self.ix.topic(topic_name)
+            start = self.ix.qids[eid]
+            path = self._direct_path(start, topic)
+            if not path and topic.via_inverse and start not in topic.roots:
+                path = self._inverse_path(start, topic)
+            self._evidence[key] = path
         return path
+
+    def inverse_typed(self, eid: int, topic_name: str) -> bool:
+        """Whether a member of the topic points at this entity (not a member by the roots or
+        via claims) with one of the topic's inverse via properties (a dish's P527
+        ingredient): then it is valid for a name match, with that claim as evidence. The
+        pools of the loose stages do not hold it (they search the entities the roots type)."""
+        key = (eid, topic_name)
+        path = self._evidence.get(key)
+        if path is None:
+            topic = self.ix.topic(topic_name)
+            path = self._inverse_path(self.ix.qids[eid], topic) if topic.via_inverse else []
+            self._evidence[key] = path
+        return bool(path)
+
+    def _direct_path(self, start: str, topic) -> list[list[str]]:
+        """The shortest path over the base edges to a root, else one via-property claim."""
+        ix = self.ix
+        roots = set(topic.roots)
+        if start in roots:
+            return []
+        via = set(topic.via)
+        prev: dict = {start: None}
+        q = deque([start])
+        found = None
+        while q and found is None:
+            node = q.popleft()
+            for pid, nxt in ix.edges.get(node, ()):
+                if pid in via or pid[0] == "^" or nxt in prev:
+                    continue
+                prev[nxt] = (node, pid)
+                if nxt in roots:
+                    found = nxt
+                    break
+                q.append(nxt)
+        path: list = []
+        if found is not None:
+            node = found
+            while prev[node] is not None:
+                parent, pid = prev[node]
+                path.append([parent, pid, node])
+                node = parent
+            path.reverse()
+            return path
+        for pid, nxt in ix.edges.get(start, ()):  # the topic's via property (P131, P30)
+            if pid in via:
+                return [[start, pid, nxt]]
+        return []
+
+    def _inverse_path(self, start: str, topic) -> list[list[str]]:
+        """[member, P527, start] + the member's direct path, for the member (a subject of
+        such a claim with a direct path: one step only) with the shortest path, then the
+        smallest QID."""
+        ix = self.ix
+        best = None
+        for pid, subj in ix.edges.get(start, ()):
+            if pid[0] != "^" or pid[1:] not in topic.via_inverse:
+                continue
+            sub = self._direct_path(subj, topic)
+            if not sub and subj not in topic.roots:
+                continue
+            cand = (len(sub), ids.sort_key(subj), [[subj, pid[1:], start]] + sub)
+            if best is None or cand[:2] < best[:2]:
+                best = cand
+        return best[2] if best else []
 
     def granularity(self, eid: int, topic: str | None):
         """(name, score) of the entity's kind in the topic (MakiEval's granularity)."""

@@ -151,7 +151,8 @@ class Linker:
         if not st["topic"]:
             return True
         bit = self._topic_bits[st["topic"]]
-        return any(self.ix.topic_bits[e] & bit for e in st["cands"])
+        tb, typed = self.ix.topic_bits, self._facts.inverse_typed
+        return any(tb[e] & bit or typed(e, st["topic"]) for e in st["cands"])
 
     def _check(self, row: dict):
         mention = row.get("mention")
@@ -235,8 +236,8 @@ class Linker:
                         cands[eid] = (stage, alias, lg, detail if scored else 0, None)
                 if not topic:
                     break
-                for e in found:
-                    if bits[e] & bit:
+                for e in found:  # a dish's P527 ingredient is valid too (disambiguate.py)
+                    if bits[e] & bit or self._facts.inverse_typed(e, topic):
                         done = True
                         break
                 if done:
@@ -442,7 +443,7 @@ class Linker:
         qn = self._qnum
         srank = rank.STAGE_RANK
         for eid, (stage, alias, lg, sub, _d) in st["cands"].items():
-            valid = (tb[eid] & bit) != 0 if topic else True
+            valid = ((tb[eid] & bit) != 0 or self._facts.inverse_typed(eid, topic)) if topic else True
             ranked.append(((0 if valid else 1, srank[stage], sub, alias, qn[eid]),
                            eid, stage, alias, lg, sub, valid))
         ranked.sort()
