@@ -234,6 +234,12 @@ def test_label_before_alias_after_the_graph(linker):
     assert (r["qid"], _by(r)) == ("Q99085", ["specificity"])
 
 
+def test_granularity_item_before_class(linker):
+    r = linker.link("torta", lang="en", topic="food")
+    assert (r["qid"], r["status"], _by(r)) == ("Q99171", "resolved", ["granularity"])
+    assert r["decided_by"][0]["values"] == {"Q99170": 0, "Q99171": 1}
+
+
 def test_a_dish_ingredient_is_food(linker):
     """An entity a dish lists as its part (P527) is valid for food on a name match, with
     that claim and the dish's own path as evidence; the loose stages do not search it."""

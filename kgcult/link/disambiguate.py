@@ -20,6 +20,11 @@ only look inside it):
    country at all (any of the paths of ``country``; a well-described item over a namesake
    the graph knows little about); then, for places, the most places located in it (P131
    claims pointing at it; a province over its namesake capital).
+5. ``granularity``: an item before a class (an entity with instances or subclasses in the
+   graph, MakiEval's "category"): a name that a category and one specific item share, with
+   nothing above to tell them apart, is taken as the item's own name (the German
+   ``Kuchen`` item over the class cake, whose German label it also is). Last, so real
+   popularity (sitelinks) outranks it.
 
 Then (``Linker._finish``) an ``rdfs:label`` beats a ``skos:altLabel`` (``label``). A tie
 that survives all of them is reported ``ambiguous`` with the tied QIDs; the smaller QID
@@ -32,7 +37,7 @@ from collections import deque
 from kgcult import ids
 from kgcult.link.index import LabelIndex
 
-CRITERIA = ("specificity", "country", "coherence", "popularity")
+CRITERIA = ("specificity", "country", "coherence", "popularity", "granularity")
 _COUNTRY_CLASSES = ("Q6256", "Q3624078")  # country, sovereign state
 _MAX_UP = 6  # P131 hops followed up to a country
 
@@ -238,6 +243,7 @@ def settle(tied: list[int], facts: GraphFacts, *, topic: str | None, country: st
                       + len(facts.parents(e) & ctx_parents)) if context else None,
         "popularity": lambda e: (ix.sitelinks[e], int(bool(facts.countries(e))),
                                  facts.contains(e)),
+        "granularity": lambda e: int(e not in ix.is_class),
     }
     steps: list[dict] = []
     for name in CRITERIA:
