@@ -234,6 +234,21 @@ def test_label_before_alias_after_the_graph(linker):
     assert (r["qid"], _by(r)) == ("Q99085", ["specificity"])
 
 
+def test_closeness_before_the_graph(linker):
+    r = linker.link("Plum", lang="en", topic="food")
+    assert (r["qid"], r["match"], r["status"], _by(r)) == ("Q99181", "normalized", "resolved", ["closeness"])
+    assert r["decided_by"][0]["values"] == {"Q99180": 3, "Q99181": 1}
+
+
+def test_closeness_levels():
+    from kgcult.link.rank import closeness
+    assert closeness(["Crème brûlée"], "Crème brûlée", "fr") == 0
+    assert closeness(["crème  BRÛLÉE"], "Crème brûlée", "fr") == 1
+    assert closeness(["Creme brulee", "x"], "Crème brûlée", "fr") == 2
+    assert closeness(["crèmes brûlées"], "Crème brûlée", "fr") == 3
+    assert closeness([], "Crème brûlée", "fr") == 3
+
+
 def test_granularity_item_before_class(linker):
     r = linker.link("torta", lang="en", topic="food")
     assert (r["qid"], r["status"], _by(r)) == ("Q99171", "resolved", ["granularity"])

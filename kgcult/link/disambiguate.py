@@ -53,6 +53,7 @@ class GraphFacts:
         self._gran: dict = {}
         self._countries: dict = {}
         self._parents: dict = {}
+        self._names: dict = {}
 
     def depth(self, eid: int, topic: str | None) -> int:
         if topic is None:
@@ -103,6 +104,16 @@ class GraphFacts:
                 o for pid, o in self.ix.edges.get(self.ix.qids[eid], ())
                 if pid in ("P31", "P279", "P361", "P131"))
         return p
+
+    def names(self, eid: int, lang: str) -> tuple[str, ...]:
+        """The entity's names (labels and aliases) in ``lang`` (cached; for ties only)."""
+        key = (eid, lang)
+        v = self._names.get(key)
+        if v is None:
+            if len(self._names) > 200_000:
+                self._names.clear()
+            v = self._names[key] = tuple(n for _e, _lg, n in self.ix.names_of([eid], {lang}))
+        return v
 
     def contains(self, eid: int) -> int:
         """How many entities have a P131 claim pointing at this one."""
