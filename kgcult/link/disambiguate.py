@@ -7,8 +7,9 @@ one that singles out a strict subset of the tie keeps that subset (and the next 
 only look inside it):
 
 1. ``specificity``: the shortest evidence path to a topic root (an item typed as food
-   directly beats a taxon or a namesake reachable only through a long chain; a place with
-   a class path beats one known only through a P131/P30 claim).
+   directly beats a taxon or a namesake reachable only through a long chain, or a dish's
+   P527 ingredient, whose path is that claim plus the dish's path; a place known through
+   a P131/P30 claim counts that one claim).
 2. ``country``: the input row's ``country`` (the prompt's country) is among the
    candidate's countries: its origin / country / nationality (P495, P17, P27), those of
    the classes it is an instance or subclass or part of (a dish of a cuisine), or the
@@ -61,8 +62,7 @@ class GraphFacts:
         path = self.evidence(eid, topic)
         if not path:
             return 0
-        # a via-property claim alone (P131/P30) proves less than a class path
-        return len(path)
+        return len(path)  # a via-property claim (P131/P30) counts as one step
 
     def countries(self, eid: int) -> frozenset:
         c = self._countries.get(eid)
