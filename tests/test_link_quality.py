@@ -227,6 +227,12 @@ def test_popularity_country_known(linker):
         "Q99091": {"sitelinks": 0, "country_known": 0, "contains": 0}}
 
 
+def test_a_state_is_its_own_country(linker):
+    r = linker.link("Mann", lang="en", topic="place")
+    assert (r["qid"], r["status"], _by(r), r["country"]) == ("Q99190", "resolved", ["popularity"], ["Q99190"])
+    assert r["decided_by"][0]["values"]["Q99191"]["country_known"] == 0
+
+
 def test_label_before_alias_after_the_graph(linker):
     r = linker.link("broa", lang="en", topic="food")
     assert (r["qid"], r["status"], _by(r)) == ("Q99080", "resolved", ["label"])

@@ -39,7 +39,9 @@ from kgcult import ids
 from kgcult.link.index import LabelIndex
 
 CRITERIA = ("specificity", "country", "coherence", "popularity", "granularity")
-_COUNTRY_CLASSES = ("Q6256", "Q3624078")  # country, sovereign state
+# an entity typed as one of these is a country (its own): country, sovereign state, state
+# (a polity: also the Crown dependencies, de facto and historical states)
+_COUNTRY_CLASSES = ("Q6256", "Q3624078", "Q7275")
 _MAX_UP = 6  # P131 hops followed up to a country
 
 
