@@ -227,11 +227,51 @@ def test_popularity_country_known(linker):
         "Q99091": {"sitelinks": 0, "country_known": 0, "contains": 0}}
 
 
+def test_a_state_is_its_own_country(linker):
+    r = linker.link("Mann", lang="en", topic="place")
+    assert (r["qid"], r["status"], _by(r), r["country"]) == ("Q99190", "resolved", ["popularity"], ["Q99190"])
+    assert r["decided_by"][0]["values"]["Q99191"]["country_known"] == 0
+
+
 def test_label_before_alias_after_the_graph(linker):
     r = linker.link("broa", lang="en", topic="food")
     assert (r["qid"], r["status"], _by(r)) == ("Q99080", "resolved", ["label"])
     r = linker.link("canja", lang="en", topic="food")  # the alias holder is typed directly
     assert (r["qid"], _by(r)) == ("Q99085", ["specificity"])
+
+
+def test_closeness_before_the_graph(linker):
+    r = linker.link("Plum", lang="en", topic="food")
+    assert (r["qid"], r["match"], r["status"], _by(r)) == ("Q99181", "normalized", "resolved", ["closeness"])
+    assert r["decided_by"][0]["values"] == {"Q99180": 3, "Q99181": 1}
+
+
+def test_closeness_levels():
+    from kgcult.link.rank import closeness
+    assert closeness(["Crème brûlée"], "Crème brûlée", "fr") == 0
+    assert closeness(["crème  BRÛLÉE"], "Crème brûlée", "fr") == 1
+    assert closeness(["Creme brulee", "x"], "Crème brûlée", "fr") == 2
+    assert closeness(["crèmes brûlées"], "Crème brûlée", "fr") == 3
+    assert closeness([], "Crème brûlée", "fr") == 3
+
+
+def test_granularity_item_before_class(linker):
+    r = linker.link("torta", lang="en", topic="food")
+    assert (r["qid"], r["status"], _by(r)) == ("Q99171", "resolved", ["granularity"])
+    assert r["decided_by"][0]["values"] == {"Q99170": 0, "Q99171": 1}
+
+
+def test_a_dish_ingredient_is_food(linker):
+    """An entity a dish lists as its part (P527) is valid for food on a name match, with
+    that claim and the dish's own path as evidence; the loose stages do not search it."""
+    r = linker.link("cassava", lang="en", topic="food")
+    assert (r["qid"], r["status"]) == ("Q99160", "resolved")
+    assert r["evidence"] == [["Q99161", "P527", "Q99160"], ["Q99161", "P31", "Q746549"]]
+    assert {c["qid"]: c["valid"] for c in r["candidates"]} == {"Q99160": True, "Q99162": False}
+    assert linker.link("cassava", lang="en", topic="place")["qid"] is None
+    assert linker.link("Cassava", lang="en", topic="food")["qid"] == "Q99160"  # normalized
+    fuzzy = linker.with_stages(["exact", "normalized", "fuzzy"])
+    assert fuzzy.link("cassavva", lang="en", topic="food")["qid"] is None  # not in the pools
 
 
 def test_remaining_tie_is_ambiguous(linker):

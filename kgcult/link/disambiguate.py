@@ -7,8 +7,9 @@ one that singles out a strict subset of the tie keeps that subset (and the next 
 only look inside it):
 
 1. ``specificity``: the shortest evidence path to a topic root (an item typed as food
-   directly beats a taxon or a namesake reachable only through a long chain; a place with
-   a class path beats one known only through a P131/P30 claim).
+   directly beats a taxon or a namesake reachable only through a long chain, or a dish's
+   P527 ingredient, whose path is that claim plus the dish's path; a place known through
+   a P131/P30 claim counts that one claim).
 2. ``country``: the input row's ``country`` (the prompt's country) is among the
    candidate's countries: its origin / country / nationality (P495, P17, P27), those of
    the classes it is an instance or subclass or part of (a dish of a cuisine), or the
@@ -20,6 +21,11 @@ only look inside it):
    country at all (any of the paths of ``country``; a well-described item over a namesake
    the graph knows little about); then, for places, the most places located in it (P131
    claims pointing at it; a province over its namesake capital).
+5. ``granularity``: an item before a class (an entity with instances or subclasses in the
+   graph, MakiEval's "category"): a name that a category and one specific item share, with
+   nothing above to tell them apart, is taken as the item's own name (the German
+   ``Kuchen`` item over the class cake, whose German label it also is). Last, so real
+   popularity (sitelinks) outranks it.
 
 Then (``Linker._finish``) an ``rdfs:label`` beats a ``skos:altLabel`` (``label``). A tie
 that survives all of them is reported ``ambiguous`` with the tied QIDs; the smaller QID
@@ -29,10 +35,13 @@ from __future__ import annotations
 
 from collections import deque
 
+from kgcult import ids
 from kgcult.link.index import LabelIndex
 
-CRITERIA = ("specificity", "country", "coherence", "popularity")
-_COUNTRY_CLASSES = ("Q6256", "Q3624078")  # country, sovereign state
+CRITERIA = ("specificity", "country", "coherence", "popularity", "granularity")
+# an entity typed as one of these is a country (its own): country, sovereign state, state
+# (a polity: also the Crown dependencies, de facto and historical states)
+_COUNTRY_CLASSES = ("Q6256", "Q3624078", "Q7275")
 _MAX_UP = 6  # P131 hops followed up to a country
 
 
@@ -47,6 +56,7 @@ class GraphFacts:
         self._gran: dict = {}
         self._countries: dict = {}
         self._parents: dict = {}
+        self._names: dict = {}
 
     def depth(self, eid: int, topic: str | None) -> int:
         if topic is None:
@@ -54,8 +64,7 @@ class GraphFacts:
         path = self.evidence(eid, topic)
         if not path:
             return 0
-        # a via-property claim alone (P131/P30) proves less than a class path
-        return len(path)
+        return len(path)  # a via-property claim (P131/P30) counts as one step
 
     def countries(self, eid: int) -> frozenset:
         c = self._countries.get(eid)
@@ -98,6 +107,16 @@ class GraphFacts:
                 if pid in ("P31", "P279", "P361", "P131"))
         return p
 
+    def names(self, eid: int, lang: str) -> tuple[str, ...]:
+        """The entity's names (labels and aliases) in ``lang`` (cached; for ties only)."""
+        key = (eid, lang)
+        v = self._names.get(key)
+        if v is None:
+            if len(self._names) > 200_000:
+                self._names.clear()
+            v = self._names[key] = tuple(n for _e, _lg, n in self.ix.names_of([eid], {lang}))
+        return v
+
     def contains(self, eid: int) -> int:
         """How many entities have a P131 claim pointing at this one."""
         return self.ix.inbound("P131").get(self.ix.qids[eid], 0)
@@ -105,44 +124,83 @@ class GraphFacts:
 
     def evidence(self, eid: int, topic_name: str) -> list[list[str]]:
         """The shortest hierarchy path [s, p, o]... from the entity to a root of the topic
-        (else one claim of the topic's via property, e.g. P131), or []."""
+        (else one claim of the topic's via property, e.g. P131; else a claim of its inverse
+        via property pointing at the entity, e.g. [dish, P527, entity], followed by that
+        member's own path), or []."""
         key = (eid, topic_name)
-        topic = self.ix.topic(topic_name)
-        if key in self._evidence:
-            return self._evidence[key]
-        ix = self.ix
-        start = ix.qids[eid]
-        roots = set(topic.roots)
-        path: list = []
-        if start not in roots:
-            via = set(topic.via)
-            prev: dict = {start: None}
-            q = deque([start])
-            found = None
-            while q and found is None:
-                node = q.popleft()
-                for pid, nxt in ix.edges.get(node, ()):
-                    if pid in via or nxt in prev:
-                        continue
-                    prev[nxt] = (node, pid)
-                    if nxt in roots:
-                        found = nxt
-                        break
-                    q.append(nxt)
-            if found is not None:
-                node = found
-                while prev[node] is not None:
-                    parent, pid = prev[node]
-                    path.append([parent, pid, node])
-                    node = parent
-                path.reverse()
-            else:  # no hierarchy path: the topic's via property (P131, P30) proves it
-                for pid, nxt in ix.edges.get(start, ()):
-                    if pid in via:
-                        path = [[start, pid, nxt]]
-                        break
-        self._evidence[key] = path
+        path = self._evidence.get(key)
+        if path is None:
+            topic = self.ix.topic(topic_name)
+            start = self.ix.qids[eid]
+            path = self._direct_path(start, topic)
+            if not path and topic.via_inverse and start not in topic.roots:
+                path = self._inverse_path(start, topic)
+            self._evidence[key] = path
         return path
+
+    def inverse_typed(self, eid: int, topic_name: str) -> bool:
+        """Whether a member of the topic points at this entity (not a member by the roots or
+        via claims) with one of the topic's inverse via properties (a dish's P527
+        ingredient): then it is valid for a name match, with that claim as evidence. The
+        pools of the loose stages do not hold it (they search the entities the roots type)."""
+        key = (eid, topic_name)
+        path = self._evidence.get(key)
+        if path is None:
+            topic = self.ix.topic(topic_name)
+            path = self._inverse_path(self.ix.qids[eid], topic) if topic.via_inverse else []
+            self._evidence[key] = path
+        return bool(path)
+
+    def _direct_path(self, start: str, topic) -> list[list[str]]:
+        """The shortest path over the base edges to a root, else one via-property claim."""
+        ix = self.ix
+        roots = set(topic.roots)
+        if start in roots:
+            return []
+        via = set(topic.via)
+        prev: dict = {start: None}
+        q = deque([start])
+        found = None
+        while q and found is None:
+            node = q.popleft()
+            for pid, nxt in ix.edges.get(node, ()):
+                if pid in via or pid[0] == "^" or nxt in prev:
+                    continue
+                prev[nxt] = (node, pid)
+                if nxt in roots:
+                    found = nxt
+                    break
+                q.append(nxt)
+        path: list = []
+        if found is not None:
+            node = found
+            while prev[node] is not None:
+                parent, pid = prev[node]
+                path.append([parent, pid, node])
+                node = parent
+            path.reverse()
+            return path
+        for pid, nxt in ix.edges.get(start, ()):  # the topic's via property (P131, P30)
+            if pid in via:
+                return [[start, pid, nxt]]
+        return []
+
+    def _inverse_path(self, start: str, topic) -> list[list[str]]:
+        """[member, P527, start] + the member's direct path, for the member (a subject of
+        such a claim with a direct path: one step only) with the shortest path, then the
+        smallest QID."""
+        ix = self.ix
+        best = None
+        for pid, subj in ix.edges.get(start, ()):
+            if pid[0] != "^" or pid[1:] not in topic.via_inverse:
+                continue
+            sub = self._direct_path(subj, topic)
+            if not sub and subj not in topic.roots:
+                continue
+            cand = (len(sub), ids.sort_key(subj), [[subj, pid[1:], start]] + sub)
+            if best is None or cand[:2] < best[:2]:
+                best = cand
+        return best[2] if best else []
 
     def granularity(self, eid: int, topic: str | None):
         """(name, score) of the entity's kind in the topic (MakiEval's granularity)."""
@@ -198,6 +256,7 @@ def settle(tied: list[int], facts: GraphFacts, *, topic: str | None, country: st
                       + len(facts.parents(e) & ctx_parents)) if context else None,
         "popularity": lambda e: (ix.sitelinks[e], int(bool(facts.countries(e))),
                                  facts.contains(e)),
+        "granularity": lambda e: int(e not in ix.is_class),
     }
     steps: list[dict] = []
     for name in CRITERIA:

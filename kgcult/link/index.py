@@ -56,7 +56,8 @@ class LabelIndex:
         self.content_hash = meta["content_hash"]
         self.build_seconds = meta["build_seconds"]
         self.topics = [Topic(name=t["name"], roots=t["roots"], via=t["via"],
-                             kinds=[Kind(**k) for k in t["kinds"]]) for t in meta["topics"]]
+                             kinds=[Kind(**k) for k in t["kinds"]],
+                             via_inverse=t.get("via_inverse", [])) for t in meta["topics"]]
         self.langs = meta["langs"]
         self.lang_id = {lg: i for i, lg in enumerate(self.langs)}
         d = self.directory

@@ -210,6 +210,16 @@ class _Builder:
                 if pid in ("P31", "P279"):
                     e = self.eids([qnum_of(o) for _s, _p, o in rows])
                     is_class[e[e >= 0]] = True
+        for pid in sorted({p for t in self.topics for p in t.via_inverse}):
+            # stored reversed, "^P527" from the object: what makes a dish's ingredient valid
+            # for a name match (GraphFacts.inverse_typed) and its evidence path
+            for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
+                rows = []
+                for q in batch:
+                    s, o = _local(q.subject), qnum_of(_local(q.object))
+                    if o is not None and qnum_of(s) is not None:
+                        rows.append((o, "^" + pid, s))
+                con.executemany("INSERT INTO edges_raw VALUES (?,?,?)", rows)
         storage.script(con, """
             INSERT OR IGNORE INTO edges SELECT s, pid, o FROM edges_raw ORDER BY 1, 2, 3;
             DROP TABLE edges_raw;
@@ -279,7 +289,7 @@ class _Builder:
 
 
 def _topic_meta(t: Topic) -> dict:
-    return {"name": t.name, "roots": list(t.roots), "via": list(t.via),
+    return {"name": t.name, "roots": list(t.roots), "via": list(t.via), "via_inverse": list(t.via_inverse),
             "kinds": [{"order": k.order, "root": k.root, "item_name": k.item_name,
                        "category_name": k.category_name, "score": k.score} for k in t.kinds]}
 

@@ -11,7 +11,7 @@ import numpy as np
 from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
 from kgcult.link import disambiguate, embed, morph_store, morphology, normalize, pipeline, rank, semantic
-from kgcult.link import semantic_checks
+from kgcult.link import semantic_checks, ties
 from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
 from kgcult.store import open_store
 
@@ -151,7 +151,8 @@ class Linker:
         if not st["topic"]:
             return True
         bit = self._topic_bits[st["topic"]]
-        return any(self.ix.topic_bits[e] & bit for e in st["cands"])
+        tb, typed = self.ix.topic_bits, self._facts.inverse_typed
+        return any(tb[e] & bit or typed(e, st["topic"]) for e in st["cands"])
 
     def _check(self, row: dict):
         mention = row.get("mention")
@@ -235,8 +236,8 @@ class Linker:
                         cands[eid] = (stage, alias, lg, detail if scored else 0, None)
                 if not topic:
                     break
-                for e in found:
-                    if bits[e] & bit:
+                for e in found:  # a dish's P527 ingredient is valid too (disambiguate.py)
+                    if bits[e] & bit or self._facts.inverse_typed(e, topic):
                         done = True
                         break
                 if done:
@@ -442,26 +443,19 @@ class Linker:
         qn = self._qnum
         srank = rank.STAGE_RANK
         for eid, (stage, alias, lg, sub, _d) in st["cands"].items():
-            valid = (tb[eid] & bit) != 0 if topic else True
+            valid = ((tb[eid] & bit) != 0 or self._facts.inverse_typed(eid, topic)) if topic else True
             ranked.append(((0 if valid else 1, srank[stage], sub, alias, qn[eid]),
                            eid, stage, alias, lg, sub, valid))
         ranked.sort()
         decided = None
         if len(ranked) > 1 and ranked[1][0][:3] == ranked[0][0][:3] and ranked[0][6]:
-            # a tie on the match itself: settled by the graph (disambiguate.py)
+            # a tie on the match itself: the closer name, the graph, label (ties.py)
             n = 1
             while n < len(ranked) and ranked[n][0][:3] == ranked[0][0][:3]:
                 n += 1
-            keep, decided = disambiguate.settle(
-                [r[1] for r in ranked[:n]], self._facts, topic=topic,
-                country=row.get("country"), context=context or [])
-            if len(keep) > 1:  # then a label before an alias
-                alias_of = {r[1]: r[3] for r in ranked[:n]}
-                best = min(alias_of[e] for e in keep)
-                labels = [e for e in keep if alias_of[e] == best]
-                if len(labels) < len(keep):
-                    decided = decided + [{"by": "label", "values": {ix.qids[e]: alias_of[e] for e in keep}}]
-                    keep = labels
+            keep, decided = ties.settle_tie(
+                self._facts, [(r[1], r[2], r[3], r[4]) for r in ranked[:n]], st["mention"],
+                topic=topic, country=row.get("country"), context=context or [])
             order = {e: i for i, e in enumerate(keep)}
             ranked[:n] = sorted(ranked[:n], key=lambda r: (r[1] not in order, order.get(r[1], 0), r[0]))
             tied_qids = [ix.qids[e] for e in keep] if len(keep) > 1 else None

@@ -24,6 +24,9 @@ class Topic:
     roots: list[str]                 # QIDs
     via: list[str] = field(default_factory=list)   # property IDs (P131, ...)
     kinds: list[Kind] = field(default_factory=list)
+    # property IDs (P527, ...): an entity that a member typed by the roots points at with
+    # one of them is a member too (a dish's ingredient is food)
+    via_inverse: list[str] = field(default_factory=list)
 
 
 def load_topics(path: str | Path | None = None) -> list[Topic]:
@@ -57,6 +60,7 @@ def load_topics(path: str | Path | None = None) -> list[Topic]:
                          for o in p.get(k + "root", [])),
             via=sorted(o.value.rsplit("/", 1)[-1] for o in p.get(k + "viaProperty", [])),
             kinds=kinds,
+            via_inverse=sorted(o.value.rsplit("/", 1)[-1] for o in p.get(k + "viaInverseProperty", [])),
         ))
     topics.sort(key=lambda t: t.name)
     if not topics:
