@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["load", "closure", "closure_query", "mirror", "ingest", "views", "link", "link_scale", "probe",
+ORDER = ["load", "closure", "closure_rebuild", "closure_query", "mirror", "ingest", "views", "link", "link_scale", "probe",
          "serve", "serve_runaway", "wdqs", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
@@ -17,6 +17,7 @@ TITLES = {
     "serve": "SPARQL endpoint (issue 7)",
     "synth": "CultureSynth keywords and synthesis (issue 8)",
     "closure": "Closure in bounded memory (issue 15)",
+    "closure_rebuild": "Closure rebuilds keep unchanged graphs",
     "ingest": "Whole-dump ingest: one parallel pass, and Spark (issue 14)",
     "link_scale": "Link index on disk at scale (issue 15)",
     "serve_runaway": "Runaway queries against the endpoint (issue 12)",
