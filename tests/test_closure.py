@@ -8,7 +8,7 @@ import pytest
 from pyoxigraph import NamedNode
 
 from kgcult import vocab
-from kgcult.store import Store, hierarchy, intgraph
+from kgcult.store import Store, closure_inputs, closure_write, hierarchy, intgraph
 from kgcult.store.hierarchy import scratch_dir
 
 from tests.conftest import FIXTURES, run_cli
@@ -193,32 +193,61 @@ def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_
     store.load([extra])
     new = {s.graph: reference_closure(store, s) for s in specs}
     assert all(old[s.graph] != new[s.graph] for s in specs if s.name != "closure-partof")
-    render, calls = hierarchy._batches, []
+    apply, calls = closure_write.apply_difference, []
 
-    def dies_on_third(*args):
-        calls.append(args)
-        if len(calls) == 3:
+    def dies_in_third(store_, graph, *args):
+        calls.append(graph)
+        if len(calls) == 3:  # half-way through: one old triple deleted, nothing added
+            first = next(iter(store_.ox.quads_for_pattern(None, None, None, NamedNode(graph))))
+            store_.ox.remove(first)
             raise RuntimeError("killed")
-        return render(*args)
+        return apply(store_, graph, *args)
 
-    monkeypatch.setattr(hierarchy, "_batches", dies_on_third)
+    monkeypatch.setattr(closure_write, "apply_difference", dies_in_third)
     with pytest.raises(RuntimeError):
         hierarchy.build(store)
     assert store.closure_stale
     assert scratch_dir(store).exists()
-    # graphs whose input changed are replaced in spec order after all are computed (the
-    # P361 one is kept: its edges did not change): two written, the third cleared, the
-    # rest untouched (still the old closure)
+    # graphs whose input changed are changed in spec order after all are computed (the
+    # P361 one is kept: its edges did not change): two written, the third partial and
+    # without a record, the rest untouched (still the old closure)
     rewritten = [s for s in specs if s.name != "closure-partof"]
     for s in rewritten[:2]:
         assert graph_triples(store, s.graph) == new[s.graph], s.name
-    assert graph_triples(store, rewritten[2].graph) == set()
+    partial = graph_triples(store, rewritten[2].graph)
+    assert partial != old[rewritten[2].graph] and partial != new[rewritten[2].graph]
+    assert rewritten[2].graph not in closure_inputs.recorded(store.ox)
     for s in rewritten[3:]:
         assert graph_triples(store, s.graph) == old[s.graph], s.name
     monkeypatch.undo()
     hierarchy.ensure_closure(store)
     assert not store.closure_stale and not scratch_dir(store).exists()
     assert_same_as_reference(store)
+
+
+def test_difference_in_partitions_and_removed_edges(store, tmp_path, monkeypatch, caplog):
+    """A rebuild changes each graph by its difference, partition by partition; an edge
+    removed from the data takes its closure pairs with it."""
+    caplog.set_level("DEBUG", logger="kgcult.store.hierarchy")
+    monkeypatch.setattr(closure_write, "PART_PAIRS", 3)
+    store.load([MINI])
+    hierarchy.build(store)
+    extra = tmp_path / "extra.nt"
+    extra.write_text(f"<{WD}Q2095> <{vocab.WDT}P279> <{WD}Q9000098> .\n")
+    store.load([extra])
+    hierarchy.build(store)
+    assert_same_as_reference(store)
+    removed = next(iter(store.ox.quads_for_pattern(NamedNode(f"{WD}Q2095"), NamedNode(f"{vocab.WDT}P279"),
+                                                   NamedNode(f"{WD}Q9000098"), None)))
+    store.ox.remove(removed)
+    store.mark_closure_stale()
+    reports = {r.spec: r for r in hierarchy.build(store)}
+    assert not reports["closure-typed"].kept and reports["closure-located"].kept
+    assert_same_as_reference(store)
+    assert ("Q2095", "Q9000098") not in pairs(store, "subclassOf")
+    assert "closure-typed: 0 triples deleted" in caplog.text  # the new edge: only additions
+    assert any(m.startswith("closure-subclass: ") and "deleted, 0 added" in m and not m.startswith("closure-subclass: 0 ")
+               for m in caplog.messages)  # the removed edge: only deletions
 
 
 def test_unchanged_graphs_are_kept_and_changed_ones_rebuilt(store, tmp_path):
