@@ -22,6 +22,10 @@ from kgcult.link.evaluate import evaluate, format_report, plot, read_gold
 from kgcult.link.io import mention_rows
 
 
+# mentions linked together: the semantic stage encodes and searches a batch's mentions in
+# one pass over each part's name vectors (the cosines do not depend on the batch)
+BATCH = 4096
+
 
 def _linker(obj, embeddings=False, model=None, stages=None) -> Linker:
     """The linker of ``kgcult link`` and ``kgcult link eval``; ``stages`` as --stages gives them."""
@@ -136,7 +140,7 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
 
     t0 = time.perf_counter()
     with atomic_open(output_path) as out:
-        for res in linker.link_many(rows()):
+        for res in linker.link_many(rows(), batch=BATCH):
             counts["mentions"] += 1
             counts[res["status"]] += 1
             out.write(json.dumps(res, ensure_ascii=False) + "\n")
