@@ -14,11 +14,9 @@ import click
 
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
-from kgcult.eval import makieval
 from kgcult.files import atomic_open, iter_jsonl
 from kgcult.link import Linker
 from kgcult.link import index as lindex
-from kgcult.link.evaluate import evaluate, format_report, plot, read_gold
 from kgcult.link.io import mention_rows
 
 
@@ -202,6 +200,8 @@ def link_eval(obj, gold, errors_path, report_path, fmt, embeddings, model, stage
     Example:
       kgcult link eval ../shared/standin/link-dev.jsonl --errors /tmp/errors.jsonl --plot /tmp/eval.png
     """
+    from kgcult.link.evaluate import evaluate, format_report, plot, read_gold  # not at start-up
+
     rows = read_gold(gold, on_error=on_error)
     linker = _linker(obj, embeddings=embeddings, model=model, stages=stages)
     out = evaluate(linker, rows, stage_gain=stage_gain, count_ambiguous=count_ambiguous,
@@ -245,6 +245,8 @@ def makieval_metrics(linked, out_dir, on_error, granularity_from):
       kgcult link -i extractions.jsonl -o linked.jsonl --topic food
       kgcult makieval metrics linked.jsonl --out metrics/
     """
+    from kgcult.eval import makieval  # not at start-up
+
     res = makieval.metrics_file(linked, out_dir, on_error=on_error, granularity_from=granularity_from)
     for name in res["files"]:
         info(f"wrote {name}")
