@@ -131,9 +131,7 @@ class SemanticPool:
             i_blk = np.empty((len(q), kk), dtype=np.int64)
             for b0 in range(0, len(q), self.QUERY_BLOCK):
                 sims = q[b0:b0 + self.QUERY_BLOCK] @ block.T
-                top = np.argpartition(sims, rb - kk, axis=1)[:, rb - kk:] if kk < rb else \
-                    np.broadcast_to(np.arange(rb), sims.shape)
-                s_blk[b0:b0 + len(sims)] = np.take_along_axis(sims, top, axis=1)
+                s_blk[b0:b0 + len(sims)], top = top_columns(sims, kk)
                 i_blk[b0:b0 + len(sims)] = top + r0
                 del sims
             cand_s.append(s_blk)
@@ -144,6 +142,39 @@ class SemanticPool:
             top = np.argpartition(s, s.shape[1] - k, axis=1)[:, s.shape[1] - k:]
             s, i = np.take_along_axis(s, top, axis=1), np.take_along_axis(i, top, axis=1)
         return s, i
+
+
+CHUNK = 64  # column groups per row in top_columns
+
+
+def top_columns(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(values, columns) of the ``k`` largest entries of each row of ``sims`` (k <= its
+    columns), best first, ties by column. The columns are split in ``CHUNK`` strided
+    groups per row; the k-th largest group maximum is a lower bound of the row's k-th
+    largest entry, so only the groups whose maximum reaches it are read again, and only
+    their entries at or above it are sorted (a few per row, not every column)."""
+    m, r = sims.shape
+    n = r // CHUNK  # column j of a group g is g + n * j
+    if n < k:  # a narrow block: sort every column
+        qs, cs = np.repeat(np.arange(m), r), np.tile(np.arange(r), m)
+    else:
+        grouped = sims[:, :n * CHUNK].reshape(m, CHUNK, n)
+        gmax = grouped.max(axis=1)
+        bound = np.partition(gmax, n - k, axis=1)[:, n - k]
+        qi, g = np.nonzero(gmax >= bound[:, None])
+        vals = grouped[qi, :, g]  # (groups, CHUNK)
+        keep = vals >= bound[qi][:, None]
+        qs = np.repeat(qi, CHUNK)[keep.ravel()]
+        cs = (g[:, None] + n * np.arange(CHUNK))[keep]
+        if r > n * CHUNK:  # the columns past the last whole group
+            tq, tc = np.nonzero(sims[:, n * CHUNK:] >= bound[:, None])
+            qs, cs = np.concatenate([qs, tq]), np.concatenate([cs, tc + n * CHUNK])
+    vals = sims[qs, cs]
+    order = np.lexsort((cs, -vals, qs))  # by row, value (descending), column
+    qs, cs, vals = qs[order], cs[order], vals[order]
+    rank = np.arange(len(qs)) - np.searchsorted(qs, qs)  # place within its row
+    keep = rank < k
+    return vals[keep].reshape(m, k), cs[keep].reshape(m, k)
 
 
 def _row_blocks(mat, n: int, step: int):
