@@ -223,10 +223,11 @@ def fuzzy_rows(con, pids, key: str):
     variants = list(deletion_variants(key))
     step = max(1, MAX_PARAMS - len(pids))
     ph = ",".join("?" * len(pids))
-    # one range of the (v, pid, seq) key per variant, its parts filtered on the way ("+":
-    # not one probe per (variant, part) pair: the any-language stage asks dozens of parts)
+    # the deletion index drives the join (CROSS JOIN: SQLite keeps the order written), one
+    # range of its (v, pid, seq) key per variant, the parts filtered on the way ("+": not one
+    # probe per variant and part, the any-language stage asks dozens of parts)
     for ch in chunks(variants, step):
-        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid "
+        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z CROSS JOIN part p ON p.pid = z.pid "
              f"AND p.seq = z.seq WHERE z.v IN ({','.join('?' * len(ch))}) AND +z.pid IN ({ph})")
         yield from con.execute(q, (*ch, *pids))
 

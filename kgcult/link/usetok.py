@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import mmap
+import os
 import pickle
 from array import array
 from pathlib import Path
@@ -51,8 +51,7 @@ class LazyTokenizer(UsePureTokenizer):
         self.__dict__.update(state)
         self._keys = np.load(d / "prefix_keys.npy")
         self._offsets = np.load(d / "prefix_offsets.npy")
-        with open(d / "prefixes.bin", "rb") as f:
-            self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self._fd = os.open(d / "prefixes.bin", os.O_RDONLY)  # read with pread, not mapped
         self._loaded: set = set()
         self._prefixes = {}
 
@@ -89,6 +88,12 @@ class LazyTokenizer(UsePureTokenizer):
             raise ValueError(f"{d / STATE}: not a tokenizer state")
         return cls(state, d)
 
+    def __del__(self):
+        try:
+            os.close(self._fd)
+        except (AttributeError, OSError):
+            pass
+
     @property
     def vocab_size(self):
         return self._vocab_size
@@ -120,11 +125,12 @@ class LazyTokenizer(UsePureTokenizer):
         if not keys:
             return
         self._loaded |= keys
-        table, offsets, blob = self._keys, self._offsets, self._blob
-        for key in keys:
-            h = _hash(key)
-            j = int(np.searchsorted(table, h))
-            if j < len(table) and table[j] == h:
-                got, entries = pickle.loads(blob[offsets[j]:offsets[j + 1]])
-                if got == key:
-                    self._prefixes.update(entries)
+        keys = list(keys)
+        hashes = np.fromiter(map(_hash, keys), dtype=np.int64, count=len(keys))
+        table, offsets, fd = self._keys, self._offsets, self._fd
+        at = np.minimum(np.searchsorted(table, hashes), len(table) - 1)
+        for i in np.flatnonzero(table[at] == hashes).tolist():
+            a, b = int(offsets[at[i]]), int(offsets[at[i] + 1])
+            got, entries = pickle.loads(os.pread(fd, b - a, a))
+            if got == keys[i]:
+                self._prefixes.update(entries)
