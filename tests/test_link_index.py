@@ -282,3 +282,40 @@ def test_dev_sample_candidates_match(standin_path, tmp_path):
         assert compare(ix, s, mentions, fuzzy, parts) > 50
     finally:
         s.close()
+
+
+def test_build_from_a_read_only_store_reads_through_short_lived_handles(seed, tmp_path, monkeypatch):
+    """A read-only store is read step by step through handles of its own, each closed after
+    its step; the index is the same as one built through a read-write store's handle."""
+    import sqlite3
+
+    import numpy as np
+
+    opened = []
+    real = ox.Store.read_only
+
+    def spy(path):
+        opened.append(path)
+        return real(path)
+
+    monkeypatch.setattr(index_build.ox.Store, "read_only", spy)
+    rw_dir, ro_dir = tmp_path / "rw", tmp_path / "ro"
+    index_build.build_into(seed, rw_dir, "h")
+    assert not opened  # a read-write store: read through its own handle
+    ro = Store(seed.location, read_only=True)
+    try:
+        index_build.build_into(ro, ro_dir, "h")
+    finally:
+        ro.close()
+    assert len(opened) >= 5  # one per step (labels and aliases apart)
+
+    def dump(d):
+        con = sqlite3.connect(d / storage.DB_NAME)
+        try:
+            return [line for line in con.iterdump() if "build_seconds" not in line]
+        finally:
+            con.close()
+
+    assert dump(rw_dir) == dump(ro_dir)
+    for name in ("qnum", "topic_bits", "sitelinks", "nlangs", "is_class", "kinds"):
+        assert np.array_equal(np.load(rw_dir / f"{name}.npy"), np.load(ro_dir / f"{name}.npy")), name
