@@ -84,8 +84,8 @@ class SemanticPool:
     otherwise). ``rows`` may be any sequence (``pools.PartRows`` reads only the rows of
     the hits)."""
 
-    QUERY_BLOCK = 256   # query rows per matrix product (bounds the temporary arrays)
-    ROW_BLOCK = 4096    # part rows per matrix product (a multiple of every BLAS tile width)
+    QUERY_BLOCK = 128   # query rows per matrix product (bounds the temporary arrays)
+    ROW_BLOCK = 2048    # part rows per matrix product (a multiple of every BLAS tile width)
 
     def __init__(self, parts: list[tuple[list, np.ndarray]]):
         self.parts = [(rows, v) for rows, v in parts if len(rows)]
