@@ -130,9 +130,10 @@ class _Builder:
         the step and closed after it: Oxigraph's block cache fills as the step reads (about
         60 MB after every label of the 1x stand-in) and would otherwise stay beside the
         SQLite sorts of the next steps; closed, its memory goes back to the OS. Any other
-        store is read through its own handle."""
+        store (read-write, in memory, remote) is read through its own handle."""
         loc = getattr(self.store, "location", None)
-        if not (getattr(self.store, "read_only", False) and loc):
+        embedded = not getattr(self.store, "remote", False) and loc and Path(str(loc)).is_dir()
+        if not (embedded and getattr(self.store, "read_only", False)):
             yield _Reads(self.store.ox)
             return
         reads = _Reads(ox.Store.read_only(str(loc)))
