@@ -319,3 +319,19 @@ def test_build_from_a_read_only_store_reads_through_short_lived_handles(seed, tm
     assert dump(rw_dir) == dump(ro_dir)
     for name in ("qnum", "topic_bits", "sitelinks", "nlangs", "is_class", "kinds"):
         assert np.array_equal(np.load(rw_dir / f"{name}.npy"), np.load(ro_dir / f"{name}.npy")), name
+
+
+def test_top_columns_is_a_sort_of_every_column():
+    """The k best columns of each row, best first, ties by column: wide blocks (lower bound
+    from column groups, a tail past the last whole group) and narrow ones."""
+    import numpy as np
+
+    from kgcult.link import semantic
+
+    rng = np.random.default_rng(5)
+    for m, r, k in [(7, 4096, 10), (3, 700, 10), (5, 100, 10), (4, 650, 10), (2, 10, 10), (6, 2048, 3)]:
+        s = rng.normal(size=(m, r)).astype("float32").round(1)  # many ties
+        vals, cols = semantic.top_columns(s, k)
+        for i in range(m):
+            want = sorted(range(r), key=lambda j: (-s[i, j], j))[:k]
+            assert cols[i].tolist() == want and vals[i].tolist() == s[i, want].tolist(), (m, r, i)

@@ -98,7 +98,7 @@ class SemanticPool:
         if not len(q) or k <= 0:
             return out
         nq = len(q)
-        if nq == 1:
+        if nq == 1:  # two equal rows: a matrix-matrix product, as in any larger batch
             q = np.concatenate([q, q])
         # the products on THREADS BLAS threads (default 1: small products gain nothing from
         # a second thread, and lose much on a busy machine; the entries are the same for
