@@ -86,6 +86,7 @@ class SemanticPool:
 
     QUERY_BLOCK = 128   # query rows per matrix product (bounds the temporary arrays)
     ROW_BLOCK = 2048    # part rows per matrix product (a multiple of every BLAS tile width)
+    SIMS_MAX = 1 << 18  # cosines selected together for a few queries (1 MB)
 
     def __init__(self, parts: list[tuple[list, np.ndarray]]):
         self.parts = [(rows, v) for rows, v in parts if len(rows)]
@@ -122,20 +123,33 @@ class SemanticPool:
 
     def _part_top(self, q: np.ndarray, mat, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best (cosines, row numbers) of each query among the part's ``n`` rows
-        (unordered; fewer when the part is smaller)."""
+        (unordered; fewer when the part is smaller). A few queries' cosines of several
+        blocks are selected together (up to ``SIMS_MAX`` of them): a selection's fixed
+        cost, not its size, dominates for a few rows of cosines."""
         cand_s, cand_i = [], []
+
+        def select(r0: int, sims: np.ndarray, rows: slice) -> None:
+            kk = min(k, sims.shape[1])
+            vals, cols = top_columns(sims, kk)
+            if rows.start == 0:
+                cand_s.append(np.empty((len(q), kk), dtype="float32"))
+                cand_i.append(np.empty((len(q), kk), dtype=np.int64))
+            cand_s[-1][rows], cand_i[-1][rows] = vals, cols + r0
+
+        few = len(q) <= self.QUERY_BLOCK
+        span = max(self.ROW_BLOCK, self.SIMS_MAX // len(q)) if few else 0
+        pending: list = []  # (first row, cosines) of the blocks not selected yet
         for r0, block in _row_blocks(mat, n, self.ROW_BLOCK):
-            rb = len(block)
-            kk = min(k, rb)
-            s_blk = np.empty((len(q), kk), dtype="float32")
-            i_blk = np.empty((len(q), kk), dtype=np.int64)
+            if few:
+                pending.append((r0, q @ block.T))
+                if sum(p.shape[1] for _, p in pending) + self.ROW_BLOCK > span:
+                    select(pending[0][0], np.concatenate([p for _, p in pending], axis=1), slice(0, len(q)))
+                    pending = []
+                continue
             for b0 in range(0, len(q), self.QUERY_BLOCK):
-                sims = q[b0:b0 + self.QUERY_BLOCK] @ block.T
-                s_blk[b0:b0 + len(sims)], top = top_columns(sims, kk)
-                i_blk[b0:b0 + len(sims)] = top + r0
-                del sims
-            cand_s.append(s_blk)
-            cand_i.append(i_blk)
+                select(r0, q[b0:b0 + self.QUERY_BLOCK] @ block.T, slice(b0, b0 + self.QUERY_BLOCK))
+        if pending:
+            select(pending[0][0], np.concatenate([p for _, p in pending], axis=1), slice(0, len(q)))
         s = np.concatenate(cand_s, axis=1)
         i = np.concatenate(cand_i, axis=1)
         if s.shape[1] > k:
