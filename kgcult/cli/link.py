@@ -6,6 +6,7 @@ scores the linker. Thin layer over ``kgcult.link``.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
@@ -14,13 +15,21 @@ import click
 
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
-from kgcult.eval import makieval
 from kgcult.files import atomic_open, iter_jsonl
 from kgcult.link import Linker
 from kgcult.link import index as lindex
-from kgcult.link.evaluate import evaluate, format_report, plot, read_gold
 from kgcult.link.io import mention_rows
 
+
+# mentions linked together: the semantic stage encodes and searches a batch's mentions in
+# one pass over each part's name vectors (the cosines do not depend on the batch)
+BATCH = 4096
+
+
+def _command_module(name: str):
+    """A module only one subcommand needs, loaded when it runs (as ``cli/main.py`` loads
+    the commands): ``kgcult link`` does not pay for the evaluation's imports."""
+    return importlib.import_module(name)
 
 
 def _linker(obj, embeddings=False, model=None, stages=None) -> Linker:
@@ -136,7 +145,7 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
 
     t0 = time.perf_counter()
     with atomic_open(output_path) as out:
-        for res in linker.link_many(rows()):
+        for res in linker.link_many(rows(), batch=BATCH):
             counts["mentions"] += 1
             counts[res["status"]] += 1
             out.write(json.dumps(res, ensure_ascii=False) + "\n")
@@ -198,6 +207,8 @@ def link_eval(obj, gold, errors_path, report_path, fmt, embeddings, model, stage
     Example:
       kgcult link eval ../shared/standin/link-dev.jsonl --errors /tmp/errors.jsonl --plot /tmp/eval.png
     """
+    ev = _command_module("kgcult.link.evaluate")
+    evaluate, format_report, plot, read_gold = ev.evaluate, ev.format_report, ev.plot, ev.read_gold
     rows = read_gold(gold, on_error=on_error)
     linker = _linker(obj, embeddings=embeddings, model=model, stages=stages)
     out = evaluate(linker, rows, stage_gain=stage_gain, count_ambiguous=count_ambiguous,
@@ -241,7 +252,7 @@ def makieval_metrics(linked, out_dir, on_error, granularity_from):
       kgcult link -i extractions.jsonl -o linked.jsonl --topic food
       kgcult makieval metrics linked.jsonl --out metrics/
     """
-    res = makieval.metrics_file(linked, out_dir, on_error=on_error, granularity_from=granularity_from)
+    res = _command_module("kgcult.eval.makieval").metrics_file(linked, out_dir, on_error=on_error, granularity_from=granularity_from)
     for name in res["files"]:
         info(f"wrote {name}")
     click.echo(json.dumps(res["summary"], ensure_ascii=False, indent=2))

@@ -5,6 +5,9 @@ one numpy array per per-entity fact; the fuzzy and token pools (:mod:`kgcult.lin
 are built with it. Memory stays bounded by the batch sizes, not by the number of names."""
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import json
 import logging
 import time
@@ -31,8 +34,8 @@ BROADER = NamedNode(vocab.KGC + "broader")
 BASE_PROPS = ("P31", "P279", "P361")
 COUNTRY_PROPS = ("P495", "P17", "P27")  # origin, country, nationality (in this order)
 TOPIC_GRAPH = vocab.CLOSURE_GRAPH + "topic"
-BATCH = 10_000       # quads or rows per batch while building
-KEY_CACHE_MAX = 16_384  # normalized keys remembered while building (names repeat across languages)
+BATCH = 5_000        # quads or rows per batch while building
+KEY_CACHE_MAX = 4_096  # normalized keys remembered while building (names repeat across languages)
 
 # -- building ------------------------------------------------------------------------
 
@@ -49,7 +52,9 @@ def _local(term) -> str | None:
 
 
 def _data_quads(store, pred):
-    for q in store.ox.quads_for_pattern(None, pred, None, None):
+    """Quads of ``pred`` outside the derived and meta graphs (``store``: a kgcult store or
+    a pyoxigraph one)."""
+    for q in getattr(store, "ox", store).quads_for_pattern(None, pred, None, None):
         g = q.graph_name
         if isinstance(g, NamedNode) and (vocab.is_derived_graph(g.value) or g.value == vocab.META_GRAPH):
             continue
@@ -89,6 +94,28 @@ CREATE TABLE scratch.ebits(eid INTEGER PRIMARY KEY, bits INTEGER NOT NULL);
 _JOIN = "FROM raw r JOIN ent e ON e.qnum = r.qnum JOIN lang l ON l.name = r.lang"
 
 
+class _Reads:
+    """The store's quads for one step of a build (``data``: outside derived graphs)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def data(self, pred):
+        return _data_quads(self.handle, pred)
+
+    def pattern(self, *spo_g):
+        return self.handle.quads_for_pattern(*spo_g)
+
+
+def _hand_back_freed_memory() -> None:
+    """Return the heap's free pages to the OS (glibc; nothing elsewhere)."""
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class _Builder:
     def __init__(self, store, directory: Path, topics: list[Topic]):
         self.store = store
@@ -96,6 +123,25 @@ class _Builder:
         self.topics = topics
         self.con = storage.connect(directory, write=True)
         storage.script(self.con, SCHEMA)
+
+    @contextlib.contextmanager
+    def reading(self):
+        """The store's quads for one step. A read-only store on disk is opened again for
+        the step and closed after it: Oxigraph's block cache fills as the step reads (about
+        60 MB after every label of the 1x stand-in) and would otherwise stay beside the
+        SQLite sorts of the next steps; closed, its memory goes back to the OS. Any other
+        store (read-write, in memory, remote) is read through its own handle."""
+        loc = getattr(self.store, "location", None)
+        embedded = not getattr(self.store, "remote", False) and loc and Path(str(loc)).is_dir()
+        if not (embedded and getattr(self.store, "read_only", False)):
+            yield _Reads(self.store.ox)
+            return
+        reads = _Reads(ox.Store.read_only(str(loc)))
+        try:
+            yield reads
+        finally:
+            reads.handle = None
+            _hand_back_freed_memory()
 
     def eids(self, qnums: list) -> np.ndarray:
         """eid per QID number (-1 where the index has no such entity)."""
@@ -110,32 +156,33 @@ class _Builder:
         con = self.con
         key_cache: dict = {}
         n_names = 0
-        for alias, pred in ((0, RDFS_LABEL), (1, SKOS_ALT)):
-            rows = []
-            for q in _data_quads(self.store, pred):
-                lit = q.object
-                if not isinstance(lit, ox.Literal):
-                    continue
-                n = qnum_of(_local(q.subject))
-                lang = lit.language
-                if n is None or not lang:
-                    continue
-                lang = lang.lower()
-                text = lit.value
-                ck = (text, normalize.base_lang(lang) in normalize.STEM_LANGS and normalize.base_lang(lang))
-                k = key_cache.get(ck)
-                if k is None:
-                    if len(key_cache) > KEY_CACHE_MAX:
-                        key_cache.clear()
-                    _, f, s = normalize.keys(text, lang)
-                    k = key_cache[ck] = (f, s)
-                rows.append((n, lang, alias, text, k[0], k[1]))
-                if len(rows) >= BATCH:
-                    n_names += len(rows)
-                    con.executemany("INSERT INTO raw VALUES (?,?,?,?,?,?)", rows)
-                    rows = []
-            n_names += len(rows)
-            con.executemany("INSERT INTO raw VALUES (?,?,?,?,?,?)", rows)
+        for alias, pred in ((0, RDFS_LABEL), (1, SKOS_ALT)):  # one read handle each
+            with self.reading() as reads:
+                rows = []
+                for q in reads.data(pred):
+                    lit = q.object
+                    if not isinstance(lit, ox.Literal):
+                        continue
+                    n = qnum_of(_local(q.subject))
+                    lang = lit.language
+                    if n is None or not lang:
+                        continue
+                    lang = lang.lower()
+                    text = lit.value
+                    ck = (text, normalize.base_lang(lang) in normalize.STEM_LANGS and normalize.base_lang(lang))
+                    k = key_cache.get(ck)
+                    if k is None:
+                        if len(key_cache) > KEY_CACHE_MAX:
+                            key_cache.clear()
+                        _, f, s = normalize.keys(text, lang)
+                        k = key_cache[ck] = (f, s)
+                    rows.append((n, lang, alias, text, k[0], k[1]))
+                    if len(rows) >= BATCH:
+                        n_names += len(rows)
+                        con.executemany("INSERT INTO raw VALUES (?,?,?,?,?,?)", rows)
+                        rows = []
+                n_names += len(rows)
+                con.executemany("INSERT INTO raw VALUES (?,?,?,?,?,?)", rows)
         del key_cache
         con.execute("INSERT INTO ent SELECT qnum, ROW_NUMBER() OVER (ORDER BY qnum) - 1 "
                     "FROM (SELECT DISTINCT qnum FROM raw)")
@@ -168,26 +215,28 @@ class _Builder:
     def sitelinks(self) -> None:
         sl = np.zeros(len(self.qnum), dtype=np.int64)
         # wikibase:sitelinks where present, else the number of articles about the entity
-        for batch in _batched(_data_quads(self.store, SCHEMA_ABOUT)):
-            e = self.eids([qnum_of(_local(q.object)) for q in batch])
-            np.add.at(sl, e[e >= 0], 1)
-        for batch in _batched(_data_quads(self.store, SITELINKS)):
-            e = self.eids([qnum_of(_local(q.subject)) for q in batch])
-            for ei, q in zip(e.tolist(), batch):
-                if ei >= 0:
-                    try:
-                        sl[ei] = int(q.object.value)
-                    except ValueError:
-                        pass
+        with self.reading() as reads:
+            for batch in _batched(reads.data(SCHEMA_ABOUT)):
+                e = self.eids([qnum_of(_local(q.object)) for q in batch])
+                np.add.at(sl, e[e >= 0], 1)
+            for batch in _batched(reads.data(SITELINKS)):
+                e = self.eids([qnum_of(_local(q.subject)) for q in batch])
+                for ei, q in zip(e.tolist(), batch):
+                    if ei >= 0:
+                        try:
+                            sl[ei] = int(q.object.value)
+                        except ValueError:
+                            pass
         storage.save_array(self.dir, "sitelinks", sl)
 
     def descriptions(self) -> list[str]:
         con = self.con
-        for batch in _batched(_data_quads(self.store, SCHEMA_DESC)):
-            e = self.eids([qnum_of(_local(q.subject)) for q in batch])
-            rows = [(ei, q.object.language.lower(), q.object.value) for ei, q in zip(e.tolist(), batch)
-                    if ei >= 0 and isinstance(q.object, ox.Literal) and q.object.language]
-            con.executemany("INSERT INTO descr_raw VALUES (?,?,?)", rows)
+        with self.reading() as reads:
+            for batch in _batched(reads.data(SCHEMA_DESC)):
+                e = self.eids([qnum_of(_local(q.subject)) for q in batch])
+                rows = [(ei, q.object.language.lower(), q.object.value) for ei, q in zip(e.tolist(), batch)
+                        if ei >= 0 and isinstance(q.object, ox.Literal) and q.object.language]
+                con.executemany("INSERT INTO descr_raw VALUES (?,?,?)", rows)
         storage.script(con, """
             INSERT INTO descr SELECT eid, lang, MIN(text) FROM descr_raw GROUP BY eid, lang ORDER BY 1, 2;
             DROP TABLE descr_raw;
@@ -199,38 +248,40 @@ class _Builder:
         con = self.con
         is_class = np.zeros(len(self.qnum), dtype=bool)
         via = sorted({p for t in self.topics for p in t.via})
-        for pid in BASE_PROPS + tuple(p for p in via if p not in BASE_PROPS):
-            for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
-                rows = []
-                for q in batch:
-                    s, o = qnum_of(_local(q.subject)), _local(q.object)
-                    if s is not None and qnum_of(o) is not None:
-                        rows.append((s, pid, o))
-                con.executemany("INSERT INTO edges_raw VALUES (?,?,?)", rows)
-                if pid in ("P31", "P279"):
-                    e = self.eids([qnum_of(o) for _s, _p, o in rows])
-                    is_class[e[e >= 0]] = True
-        for pid in sorted({p for t in self.topics for p in t.via_inverse}):
-            # stored reversed, "^P527" from the object: what makes a dish's ingredient valid
-            # for a name match (GraphFacts.inverse_typed) and its evidence path
-            for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
-                rows = []
-                for q in batch:
-                    s, o = _local(q.subject), qnum_of(_local(q.object))
-                    if o is not None and qnum_of(s) is not None:
-                        rows.append((o, "^" + pid, s))
-                con.executemany("INSERT INTO edges_raw VALUES (?,?,?)", rows)
+        with self.reading() as reads:
+            for pid in BASE_PROPS + tuple(p for p in via if p not in BASE_PROPS):
+                for batch in _batched(reads.data(vocab.wdt(pid))):
+                    rows = []
+                    for q in batch:
+                        s, o = qnum_of(_local(q.subject)), _local(q.object)
+                        if s is not None and qnum_of(o) is not None:
+                            rows.append((s, pid, o))
+                    con.executemany("INSERT INTO edges_raw VALUES (?,?,?)", rows)
+                    if pid in ("P31", "P279"):
+                        e = self.eids([qnum_of(o) for _s, _p, o in rows])
+                        is_class[e[e >= 0]] = True
+            for pid in sorted({p for t in self.topics for p in t.via_inverse}):
+                # stored reversed, "^P527" from the object: what makes a dish's ingredient valid
+                # for a name match (GraphFacts.inverse_typed) and its evidence path
+                for batch in _batched(reads.data(vocab.wdt(pid))):
+                    rows = []
+                    for q in batch:
+                        s, o = _local(q.subject), qnum_of(_local(q.object))
+                        if o is not None and qnum_of(s) is not None:
+                            rows.append((o, "^" + pid, s))
+                    con.executemany("INSERT INTO edges_raw VALUES (?,?,?)", rows)
         storage.script(con, """
             INSERT OR IGNORE INTO edges SELECT s, pid, o FROM edges_raw ORDER BY 1, 2, 3;
             DROP TABLE edges_raw;
         """)
         storage.save_array(self.dir, "is_class", is_class)
-        for rank, pid in enumerate(COUNTRY_PROPS):
-            for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
-                e = self.eids([qnum_of(_local(q.subject)) for q in batch])
-                rows = [(ei, rank, o) for ei, q in zip(e.tolist(), batch)
-                        if ei >= 0 and qnum_of(o := _local(q.object)) is not None]
-                con.executemany("INSERT INTO country_raw VALUES (?,?,?)", rows)
+        with self.reading() as reads:
+            for rank, pid in enumerate(COUNTRY_PROPS):
+                for batch in _batched(reads.data(vocab.wdt(pid))):
+                    e = self.eids([qnum_of(_local(q.subject)) for q in batch])
+                    rows = [(ei, rank, o) for ei, q in zip(e.tolist(), batch)
+                            if ei >= 0 and qnum_of(o := _local(q.object)) is not None]
+                    con.executemany("INSERT INTO country_raw VALUES (?,?,?)", rows)
         storage.script(con, """
             INSERT OR IGNORE INTO country SELECT c.eid, c.o FROM country_raw c
                 JOIN (SELECT eid, MIN(rank) AS r FROM country_raw GROUP BY eid) m
@@ -240,6 +291,10 @@ class _Builder:
 
     def topic_membership(self) -> list:
         """Topic bits from the closure (kgc:broader = (P31|P279|P361)+), and the kinds."""
+        with self.reading() as reads:
+            return self._topic_membership(reads)
+
+    def _topic_membership(self, reads: _Reads) -> list:
         n = len(self.qnum)
         bits = np.zeros(n, dtype=np.int64)
         under_cache: dict = {}
@@ -247,7 +302,7 @@ class _Builder:
         def under(root: str) -> np.ndarray:
             if root not in under_cache:
                 parts = [self.eids([qnum_of(root)])]
-                quads = self.store.ox.quads_for_pattern(None, BROADER, ids.node(root), NamedNode(TOPIC_GRAPH))
+                quads = reads.pattern(None, BROADER, ids.node(root), NamedNode(TOPIC_GRAPH))
                 for batch in _batched(quads):
                     parts.append(self.eids([qnum_of(_local(q.subject)) for q in batch]))
                 e = np.concatenate(parts)
@@ -261,7 +316,7 @@ class _Builder:
             for r in t.roots:
                 bits[under(r)] |= bit
             for pid in t.via:
-                for batch in _batched(_data_quads(self.store, vocab.wdt(pid))):
+                for batch in _batched(reads.data(vocab.wdt(pid))):
                     e = self.eids([qnum_of(_local(q.subject)) for q in batch])
                     bits[e[e >= 0]] |= bit
             for k in t.kinds:

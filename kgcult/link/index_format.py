@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FORMAT = 7
+FORMAT = 8
 LANG_BITS = 10
 CACHE_MAX = 200_000  # entries of each lookup cache of an open index
 

@@ -37,6 +37,8 @@ class _Vocab:
             self.memo[word] = v
         return v
 
+CACHE_KIB = 128  # page cache of one open pool
+
 
 class StoredKeyPool:
     """A ``morphology.KeyPool`` read from its file (:func:`save` writes one)."""
@@ -46,6 +48,9 @@ class StoredKeyPool:
         self.lang = lang
         self.con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
                                    check_same_thread=False)
+        # a process opens dozens of these small files: a small page cache each (SQLite's
+        # default is 2 MB a connection), the OS page cache does the rest
+        self.con.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         meta = dict(self.con.execute("SELECT key, value FROM meta"))
         if int(meta.get("format", -1)) != FORMAT:
             self.con.close()

@@ -6,7 +6,7 @@ the entities of any topic), in the order the linker has always used: by entity, 
 name. A part holds, per name, its folded key (fuzzy) and its words (tokens):
 
 * ``fuzzy``: every deletion variant (``matching.deletion_variants``) of each folded name
-  of 5+ characters; a hit is verified with the real edit distance against the stored
+  of 5+ characters, keyed by variant first (one range per variant covers every part); a hit is verified with the real edit distance against the stored
   key, exactly as ``candidates.FuzzyPool`` does.
 * ``tok`` / ``tokdf`` / ``rare``: word postings, the number of entities per word and part,
   and each name filed under its rarest word of its part. A token pool is the parts of
@@ -34,7 +34,7 @@ CREATE TABLE part(pid INTEGER, seq INTEGER, eid INTEGER, text TEXT, f TEXT, toks
                   PRIMARY KEY (pid, seq)) WITHOUT ROWID;
 CREATE TABLE scratch.fuzzy_raw(pid INTEGER, v TEXT, seq INTEGER);
 CREATE TABLE scratch.tok_raw(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER);
-CREATE TABLE fuzzy(pid INTEGER, v TEXT, seq INTEGER, PRIMARY KEY (pid, v, seq)) WITHOUT ROWID;
+CREATE TABLE fuzzy(v TEXT, pid INTEGER, seq INTEGER, PRIMARY KEY (v, pid, seq)) WITHOUT ROWID;
 CREATE TABLE tok(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
 CREATE TABLE tokdf(pid INTEGER, token TEXT, df INTEGER, PRIMARY KEY (pid, token)) WITHOUT ROWID;
 CREATE TABLE rare(pid INTEGER, token TEXT, seq INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
@@ -97,7 +97,7 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
         _flush(con, parts, fz, tk)
         con.executemany("INSERT INTO part_info VALUES (?,?,?,?)", infos)
     script(con, """
-        INSERT OR IGNORE INTO fuzzy SELECT pid, v, seq FROM fuzzy_raw ORDER BY 1, 2, 3;
+        INSERT OR IGNORE INTO fuzzy SELECT v, pid, seq FROM fuzzy_raw ORDER BY 1, 2, 3;
         DROP TABLE fuzzy_raw;
         INSERT INTO tok SELECT pid, token, seq, eid FROM tok_raw ORDER BY 1, 2, 3;
         DROP TABLE tok_raw;
@@ -223,10 +223,13 @@ def fuzzy_rows(con, pids, key: str):
     variants = list(deletion_variants(key))
     step = max(1, MAX_PARAMS - len(pids))
     ph = ",".join("?" * len(pids))
+    # the deletion index drives the join (CROSS JOIN: SQLite keeps the order written), one
+    # range of its (v, pid, seq) key per variant, the parts filtered on the way ("+": not one
+    # probe per variant and part, the any-language stage asks dozens of parts)
     for ch in chunks(variants, step):
-        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z JOIN part p ON p.pid = z.pid "
-             f"AND p.seq = z.seq WHERE z.pid IN ({ph}) AND z.v IN ({','.join('?' * len(ch))})")
-        yield from con.execute(q, (*pids, *ch))
+        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z CROSS JOIN part p ON p.pid = z.pid "
+             f"AND p.seq = z.seq WHERE z.v IN ({','.join('?' * len(ch))}) AND +z.pid IN ({ph})")
+        yield from con.execute(q, (*ch, *pids))
 
 
 def part_samples(con, topic: str | None, n: int = 32) -> list[tuple[int, str, list[str]]]:

@@ -8,8 +8,8 @@ ja, ko, ru, de, fr, es, it, nl, pl, pt, th, tr), from the PyPI package
 wheel, no network). The stage is on by default when that package is installed.
 
 Name vectors are cached on disk beside the label index, one ``.npy`` per (index hash,
-topics hash, model, topic, language), so a fresh process loads them (memory-mapped)
-instead of encoding the names again. Search is a matrix product over unit vectors.
+topics hash, model, topic, language), so a fresh process reads them instead of encoding
+the names again. Search is a matrix product over unit vectors, read block by block.
 
 Mentions in languages the model was not trained on (not in ``LANGS``) are matched against
 English names, and against names in their own language under the spelling check of
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import mmap
 import os
 from pathlib import Path
 
@@ -75,18 +74,19 @@ class SemanticPool:
     matrices are shared between pools (the English part of a topic is in every language's
     pool), never copied.
 
-    A part's matrix is usually a memory map of its cached vectors. A large part is
-    searched in blocks of ``ROW_BLOCK`` rows, and the pages of each block are handed back
-    after it (``madvise(MADV_DONTNEED)``; a later search faults them in again from the page
-    cache), so a process holds one block of one part, not every part it ever searched.
-    The cosines are those of one product over the whole part (BLAS computes each entry
-    the same way in a block: checked bit for bit on the stand-in's parts, 2..257 queries;
-    a single query, which BLAS computes as a matrix-vector product split by threads, is
-    not blocked). ``rows`` may be any sequence (``pools.PartRows`` reads only the rows of
+    A part's matrix is usually a memory map of its cached vectors. It is searched in
+    blocks of ``ROW_BLOCK`` rows read from the file into one buffer (``_row_blocks``): a
+    process holds one block, not every part it ever searched, and no page of the file is
+    mapped into it. Each product is of at most ``QUERY_BLOCK`` queries by one block of
+    rows; a single query is searched as two equal rows, so every cosine is an entry of a
+    matrix-matrix product, the same value whatever the batch a query comes in (BLAS
+    computes an entry the same way in any tile; a matrix-vector product splits its sums
+    otherwise). ``rows`` may be any sequence (``pools.PartRows`` reads only the rows of
     the hits)."""
 
-    QUERY_BLOCK = 64    # query rows per top-k selection (bounds the temporary arrays)
-    ROW_BLOCK = 8192    # part rows per matrix product (a multiple of every BLAS tile width)
+    QUERY_BLOCK = 128   # query rows per matrix product (bounds the temporary arrays)
+    ROW_BLOCK = 2048    # part rows per matrix product (a multiple of every BLAS tile width)
+    SIMS_MAX = 1 << 18  # cosines selected together for a few queries (1 MB)
 
     def __init__(self, parts: list[tuple[list, np.ndarray]]):
         self.parts = [(rows, v) for rows, v in parts if len(rows)]
@@ -96,14 +96,19 @@ class SemanticPool:
         part and row order, so results are reproducible)."""
         q = np.asarray(qvecs, dtype="float32")
         out: list[list] = [[] for _ in range(len(q))]
-        if not len(q):
+        if not len(q) or k <= 0:
             return out
-        # several queries: the products on THREADS BLAS threads (default 1: small products
-        # gain nothing from a second thread, and lose much on a busy machine; the entries
-        # are the same for any thread count, checked bit for bit). A single query is a
-        # matrix-vector product whose entries depend on the thread split: left as it is.
-        with (blas_threads(THREADS) if len(q) > 1 else contextlib.nullcontext()):
-            self._search(q, k, out)
+        nq = len(q)
+        if nq == 1:  # two equal rows: a matrix-matrix product, as in any larger batch
+            q = np.concatenate([q, q])
+        # the products on THREADS BLAS threads (default 1: small products gain nothing from
+        # a second thread, and lose much on a busy machine; the entries are the same for
+        # any thread count)
+        with blas_threads(THREADS):
+            for pi, (rows, mat) in enumerate(self.parts):
+                scores, idx = self._part_top(q, mat, len(rows), k)
+                for qi in range(nq):
+                    out[qi].extend(zip(scores[qi].tolist(), [pi] * len(idx[qi]), idx[qi].tolist()))
         need: dict = {}
         for hits in out:
             hits.sort(key=lambda h: (-h[0], h[1], h[2]))
@@ -116,23 +121,104 @@ class SemanticPool:
                 prefetch(idx)
         return [[(s, *self.parts[pi][0][i]) for s, pi, i in hits] for hits in out]
 
-    def _search(self, q: np.ndarray, k: int, out: list[list]) -> None:
-        for pi, (rows, mat) in enumerate(self.parts):
-            n = len(rows)
-            step = n if len(q) == 1 else self.ROW_BLOCK
-            for r0 in range(0, n, step):
-                try:
-                    sims = q @ np.asarray(mat[r0:r0 + step]).T
-                finally:
-                    release(mat)
-                kk = min(k, sims.shape[1])
-                for b in range(0, len(q), self.QUERY_BLOCK):
-                    block = sims[b:b + self.QUERY_BLOCK]
-                    top = np.argpartition(-block, kk - 1, axis=1)[:, :kk]
-                    for qi in range(len(block)):
-                        row = block[qi]
-                        out[b + qi].extend((float(row[i]), pi, r0 + int(i)) for i in top[qi])
-                del sims
+    def _part_top(self, q: np.ndarray, mat, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best (cosines, row numbers) of each query among the part's ``n`` rows
+        (unordered; fewer when the part is smaller). A few queries' cosines of several
+        blocks are selected together (up to ``SIMS_MAX`` of them): a selection's fixed
+        cost, not its size, dominates for a few rows of cosines."""
+        cand_s, cand_i = [], []
+
+        def select(r0: int, sims: np.ndarray, rows: slice) -> None:
+            kk = min(k, sims.shape[1])
+            vals, cols = top_columns(sims, kk)
+            if rows.start == 0:
+                cand_s.append(np.empty((len(q), kk), dtype="float32"))
+                cand_i.append(np.empty((len(q), kk), dtype=np.int64))
+            cand_s[-1][rows], cand_i[-1][rows] = vals, cols + r0
+
+        few = len(q) <= self.QUERY_BLOCK
+        span = max(self.ROW_BLOCK, self.SIMS_MAX // len(q)) if few else 0
+        pending: list = []  # (first row, cosines) of the blocks not selected yet
+        for r0, block in _row_blocks(mat, n, self.ROW_BLOCK):
+            if few:
+                pending.append((r0, q @ block.T))
+                if sum(p.shape[1] for _, p in pending) + self.ROW_BLOCK > span:
+                    select(pending[0][0], np.concatenate([p for _, p in pending], axis=1), slice(0, len(q)))
+                    pending = []
+                continue
+            for b0 in range(0, len(q), self.QUERY_BLOCK):
+                select(r0, q[b0:b0 + self.QUERY_BLOCK] @ block.T, slice(b0, b0 + self.QUERY_BLOCK))
+        if pending:
+            select(pending[0][0], np.concatenate([p for _, p in pending], axis=1), slice(0, len(q)))
+        s = np.concatenate(cand_s, axis=1)
+        i = np.concatenate(cand_i, axis=1)
+        if s.shape[1] > k:
+            top = np.argpartition(s, s.shape[1] - k, axis=1)[:, s.shape[1] - k:]
+            s, i = np.take_along_axis(s, top, axis=1), np.take_along_axis(i, top, axis=1)
+        return s, i
+
+
+CHUNK = 64  # column groups per row in top_columns
+
+
+def top_columns(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(values, columns) of the ``k`` largest entries of each row of ``sims`` (k <= its
+    columns), best first, ties by column. The columns are split in ``CHUNK`` strided
+    groups per row; the k-th largest group maximum is a lower bound of the row's k-th
+    largest entry, so only the groups whose maximum reaches it are read again, and only
+    their entries at or above it are sorted (a few per row, not every column)."""
+    m, r = sims.shape
+    n = r // CHUNK  # column j of a group g is g + n * j
+    if n < k:  # a narrow block: sort every column
+        qs, cs = np.repeat(np.arange(m), r), np.tile(np.arange(r), m)
+    else:
+        grouped = sims[:, :n * CHUNK].reshape(m, CHUNK, n)
+        gmax = grouped.max(axis=1)
+        bound = np.partition(gmax, n - k, axis=1)[:, n - k]
+        qi, g = np.nonzero(gmax >= bound[:, None])
+        vals = grouped[qi, :, g]  # (groups, CHUNK)
+        keep = vals >= bound[qi][:, None]
+        qs = np.repeat(qi, CHUNK)[keep.ravel()]
+        cs = (g[:, None] + n * np.arange(CHUNK))[keep]
+        if r > n * CHUNK:  # the columns past the last whole group
+            tq, tc = np.nonzero(sims[:, n * CHUNK:] >= bound[:, None])
+            qs, cs = np.concatenate([qs, tq]), np.concatenate([cs, tc + n * CHUNK])
+    vals = sims[qs, cs]
+    order = np.lexsort((cs, -vals, qs))  # by row, value (descending), column
+    qs, cs, vals = qs[order], cs[order], vals[order]
+    rank = np.arange(len(qs)) - np.searchsorted(qs, qs)  # place within its row
+    keep = rank < k
+    return vals[keep].reshape(m, k), cs[keep].reshape(m, k)
+
+
+def _row_blocks(mat, n: int, step: int):
+    """(first row, block) over the first ``n`` rows of ``mat``, ``step`` rows at a time. A
+    memory-mapped ``.npy`` is read from its file into one reused buffer (nothing of the
+    file stays mapped in the process); any other matrix is sliced."""
+    mm = mat
+    while mm is not None and not isinstance(mm, np.memmap):
+        mm = getattr(mm, "base", None)
+    fname = getattr(mm, "filename", None) if mm is not None else None
+    if (fname is None or mm is not mat or mat.dtype != np.float32 or not mat.flags.c_contiguous
+            or mat.ndim != 2):
+        for r0 in range(0, n, step):
+            yield r0, np.asarray(mat[r0:min(n, r0 + step)], dtype="float32")
+        return
+    dim = mat.shape[1]
+    buf = np.empty((min(step, n), dim), dtype="float32")
+    row_bytes = dim * 4
+    with open(fname, "rb", buffering=0) as f:
+        for r0 in range(0, n, step):
+            m = min(step, n - r0)
+            view = memoryview(buf[:m]).cast("B")
+            f.seek(mm.offset + r0 * row_bytes)
+            got = 0
+            while got < len(view):
+                r = f.readinto(view[got:])
+                if not r:
+                    raise OSError(f"{fname}: short read")
+                got += r
+            yield r0, buf[:m]
 
 
 _controller: list = []
@@ -148,19 +234,6 @@ def blas_threads(n: int):
     if _controller[0] is None:
         return contextlib.nullcontext()
     return _controller[0].limit(limits=n, user_api="blas")
-
-
-def release(mat) -> None:
-    """Drop the resident pages of a memory-mapped matrix from this process (they stay in
-    the OS page cache); nothing for an in-memory one."""
-    while mat is not None and not isinstance(mat, np.memmap):
-        mat = getattr(mat, "base", None)
-    mm = getattr(mat, "_mmap", None)
-    if mm is not None and hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
-        try:
-            mm.madvise(mmap.MADV_DONTNEED)
-        except (OSError, ValueError):
-            pass
 
 
 def decide(hits, min_score: float, margin: float):

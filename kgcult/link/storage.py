@@ -16,8 +16,8 @@ import numpy as np
 
 DB_NAME = "index.sqlite"
 SCRATCH_NAME = "scratch.sqlite"  # staging tables of a build, removed at its end
-BUILD_CACHE_KIB = 16 * 1024   # page cache while building (SQLite sorts spill to temp files)
-READ_CACHE_KIB = 8 * 1024     # page cache of a reader; the OS page cache does the rest
+BUILD_CACHE_KIB = 8 * 1024    # page cache while building (SQLite sorts spill to temp files)
+READ_CACHE_KIB = 2048  # page cache of a reader; the OS page cache does the rest
 MAX_PARAMS = 30_000           # bound variables per statement (SQLite allows 32766)
 
 

