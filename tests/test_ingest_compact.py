@@ -95,14 +95,19 @@ def _plan_for(names):
     return specs, todo, dumpscan.ScanPlan.for_specs("json", needed_specs(specs, todo), todo)
 
 
+def _sorted_lines(routed: dict) -> dict:
+    return {name: sorted(data.decode().splitlines()) for name, data in routed.items()}
+
+
 def test_frames_group_lines_by_subject_and_the_router_keeps_members_lines():
     specs, todo, plan = _plan_for(["countries", "labels"])
     block = ("[\n" + ",\n".join(json.dumps(e, ensure_ascii=False) for e in ENTITIES) + "\n]\n").encode()
     r = dumpscan.scan_json_block(plan, 1, block)
-    assert r.records == len(ENTITIES) and not r.other_edges
-    codes, ends, text = dumpscan.unpack_frame(dumpscan.pack_frame(r))
-    assert list(codes) == list(r.groups) and text == r.lines and ends[-1] == len(text)
-    first = text[:ends[0]].decode()
+    assert r.records == len(ENTITIES) and not r.other_edges and not r.terms
+    frame = dumpscan.unpack_frame(dumpscan.pack_frame(r))
+    text = frame.lines
+    assert list(frame.codes) == list(r.groups) and text == r.lines and frame.ends[-1] == len(text)
+    first = text[:frame.ends[0]].decode()
     assert all(x.startswith(f"<{vocab.WD}Q2095> ") for x in first.splitlines())
 
     index = EdgeIndex(set(plan.struct_props))
@@ -111,7 +116,7 @@ def test_frames_group_lines_by_subject_and_the_router_keeps_members_lines():
     index.freeze()
     backend = DumpBackend(index, specs)
     backend.members = {"countries": index.id_set(["Q142", "Q17"]), "labels": index.id_set(["Q142", "Q900"])}
-    routed = dict(Router(todo, backend).route_groups(codes, ends, text))
+    routed = dict(Router(todo, backend).route_groups(frame))
     country_lines = routed["countries"].decode().splitlines()
     assert country_lines and all(x.split(" ")[0] in (f"<{vocab.WD}Q142>", f"<{vocab.WD}Q17>") for x in country_lines)
     assert f"<{vocab.WD}Q142> <{vocab.WDT}P30> <{vocab.WD}Q46> ." in country_lines
@@ -119,6 +124,27 @@ def test_frames_group_lines_by_subject_and_the_router_keeps_members_lines():
     assert f'<{vocab.WD}Q900> <{vocab.RDFS}label> "someone"@en .' in label_lines
     assert not any("voedsel" in x for x in label_lines)  # nl is not a labels language
     assert dict(Router(todo, backend).route(text)) == routed  # the line-by-line form agrees
+
+    # the local engine's form: terms as records, turned into lines for the members only
+    t = dumpscan.scan_json_block(plan, 1, block, terms=True)
+    assert t.terms and vocab.RDFS.encode() not in t.lines and subgraphs.SITELINKS.encode() not in t.lines
+    from_terms = dict(Router(todo, backend).route_groups(dumpscan.unpack_frame(dumpscan.pack_frame(t))))
+    assert _sorted_lines(from_terms) == _sorted_lines(routed)
+
+
+def test_terms_records_without_msgspec_give_the_same_lines(monkeypatch):
+    specs, todo, plan = _plan_for(["labels"])
+    block = ("[\n" + ",\n".join(json.dumps(e, ensure_ascii=False) for e in ENTITIES) + "\n]\n").encode()
+    index = EdgeIndex(set(plan.struct_props))
+    index.freeze()
+    backend = DumpBackend(index, specs)
+    backend.members = {"labels": index.id_set([e["id"] for e in ENTITIES])}
+    want = dict(Router(todo, backend).route_groups(dumpscan.unpack_frame(dumpscan.pack_frame(
+        dumpscan.scan_json_block(plan, 1, block)))))
+    monkeypatch.setattr(dumpjson, "msgspec", None)
+    got = dict(Router(todo, backend).route_groups(dumpscan.unpack_frame(dumpscan.pack_frame(
+        dumpscan.scan_json_block(plan, 1, block, terms=True)))))
+    assert want and _sorted_lines(got) == _sorted_lines(want)
 
 
 def test_without_msgspec_the_store_is_the_same(tmp_path, monkeypatch, caplog):

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from array import array
 
 import numpy as np
 import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
 from kgcult import vocab
-from kgcult.acquire import dumpscan, subgraphs
+from kgcult.acquire import dumpjson, dumpscan, subgraphs, truthy
 from kgcult.acquire.dumpindex import code, contains
 from kgcult.acquire.dumpio import IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
@@ -40,11 +41,15 @@ def _belongs(p: bytes, o: bytes, preds, langs, site) -> bool:
 class Router:
     """Routes kept lines to the subgraphs they belong to, in one pass over groups of lines
     of one subject each: the groups' subject codes are looked up in the member sets
-    (sorted integer arrays) all at once, and only members' lines are split and checked."""
+    (sorted integer arrays) all at once, and only members' lines are split and checked,
+    and only members of a labels subgraph have their terms record turned into lines."""
 
     def __init__(self, todo: list[SubgraphSpec], backend):
         self.names = [s.name for s in todo]
         self.filters = [member_filter(s) for s in todo]
+        # what a labels subgraph takes from a terms record: (languages, label properties, sitelinks)
+        self.terms = [(frozenset(x.lower() for x in s.languages), frozenset(s.label_properties), s.sitelinks)
+                      if s.is_labels else None for s in todo]
         self.members = [backend.members[s.name].codes for s in todo]
         # members that are not Q/P/L ids (a lexeme's form or sense): by subject IRI
         self.other: dict[bytes, list[int]] = {}
@@ -53,44 +58,61 @@ class Router:
                 iri = b"<" + vocab.WD.encode() + backend.index.ids.dec(c).encode() + b">"
                 self.other.setdefault(iri, []).append(k)
 
-    def route_groups(self, codes, ends, data: bytes) -> list[tuple[str, bytes]]:
-        """(subgraph name, its lines) for each subgraph with any, of ``data`` cut into groups
-        at ``ends``, one subject each (its code, or -1: look at each line's subject)."""
-        codes = np.asarray(codes, dtype=np.int64)
+    def route_groups(self, frame: dumpscan.Frame) -> list[tuple[str, bytes]]:
+        """(subgraph name, its lines) for each subgraph with any, of the frame's groups, one
+        subject each (its code, or -1: look at each line's subject)."""
+        codes = np.asarray(frame.codes, dtype=np.int64)
         hits = np.array([contains(m, codes) for m in self.members]).reshape(len(self.members), len(codes))
         wanted = np.flatnonzero(hits.any(axis=0) | (codes < 0))
         out: list[list[bytes]] = [[] for _ in self.names]
+        data, ends, terms, tends = frame.lines, frame.ends, frame.terms, frame.tends
         for g in wanted.tolist():
             chunk = data[ends[g - 1] if g else 0:ends[g]]
-            targets = None if codes[g] < 0 else [(k,) + self.filters[k] for k in np.flatnonzero(hits[:, g]).tolist()]
+            record = terms[tends[g - 1] if g else 0:tends[g]]
+            targets = None if codes[g] < 0 else np.flatnonzero(hits[:, g]).tolist()
             for line in chunk.split(b"\n"):
                 if not line:
                     continue
                 s, p, o = line.split(b" ", 2)
-                for k, preds, langs, site in (targets if targets is not None else
-                                              [(k,) + self.filters[k] for k in self.other.get(s, ())]):
-                    if _belongs(p, o, preds, langs, site):
+                for k in (targets if targets is not None else self.other.get(s, ())):
+                    if _belongs(p, o, *self.filters[k]):
                         out[k].append(line)
+            if record:
+                self._terms(dumpjson.terms(record), targets, out)
         return [(self.names[k], b"\n".join(lines) + b"\n") for k, lines in enumerate(out) if lines]
+
+    def _terms(self, rec: dict, targets, out) -> None:
+        """The lines of a terms record for each labels subgraph it is a member of."""
+        subject = f"<{vocab.WD}{rec['id']}>"
+        if targets is None:
+            targets = self.other.get(subject.encode(), ())
+        for k in targets:
+            if self.terms[k] is not None:
+                langs, props, sitelinks = self.terms[k]
+                count = rec.get("sitelinks") if sitelinks else None
+                lines = truthy.term_lines(rec, count, subject, langs, props)
+                if lines:
+                    out[k].append("\n".join(lines).encode())
 
     def route(self, data: bytes) -> list[tuple[str, bytes]]:
         """:meth:`route_groups` for lines in any order (each its own group)."""
         lines = [x for x in data.split(b"\n") if x]
-        codes, ends, pos = [], [], 0
+        codes, ends, pos = array("q"), array("q"), 0
         for line in lines:
             local = dumpscan.nt_entity(line[:line.find(b" ")])
             c = code(local) if local is not None else None
             codes.append(-1 if c is None else c)
             pos += len(line) + 1
             ends.append(pos)
-        return self.route_groups(codes, ends, b"".join(x + b"\n" for x in lines))
+        frame = dumpscan.Frame(codes, ends, b"".join(x + b"\n" for x in lines), array("q", bytes(8 * len(lines))))
+        return self.route_groups(frame)
 
 
 _ROUTER: Router | None = None  # set before the workers fork; they inherit it
 
 
 def _filter_frame(frame: bytes) -> list[tuple[str, bytes]]:
-    return _ROUTER.route_groups(*dumpscan.unpack_frame(frame))
+    return _ROUTER.route_groups(dumpscan.unpack_frame(frame))
 
 
 class FrameSource:
@@ -137,8 +159,12 @@ class Writer:
         self.where = where
         g = b" <" + graph.value.encode() + b"> .\n"
         # every kept line ends with its "." (a line's last byte; N-Triples has no trailing
-        # comments): the graph goes in before it
-        self.file.write(b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x))
+        # comments): the graph goes in before it. A line holds no raw newline, so when every
+        # line ends with " ." and a newline (the lines kgcult writes), one replace does it
+        if data.endswith(b"\n") and data.count(b"\n") == data.count(b" .\n") and b"\n\n" not in data:
+            self.file.write(data.replace(b" .\n", g))
+        else:
+            self.file.write(b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x))
 
     def flush(self) -> None:
         """Load the spooled quads and remove the file."""

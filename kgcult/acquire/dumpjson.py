@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from kgcult import vocab
 from kgcult.acquire import truthy
 
 try:  # optional: kgcult[dump]
@@ -42,6 +43,7 @@ if msgspec is not None:
 
     _LAZY = msgspec.json.Decoder(Lazy)
     _ANY = msgspec.json.Decoder()
+    _ENCODE = msgspec.json.Encoder().encode
     _ERRORS = (msgspec.MsgspecError, UnicodeDecodeError)
 
 
@@ -79,3 +81,62 @@ def _partial(e, props, languages) -> dict:
     if e.sitelinks is not msgspec.UNSET:
         out["sitelinks"] = e.sitelinks
     return out
+
+
+def entity_terms(line: bytes, props, languages, label_props, sitelinks: bool):
+    """(entity, terms record) of one dump line, or (None, b"") for a ``[``/``]``/blank line:
+    the entity as :func:`entity` gives it but without its terms, and the terms
+    :func:`kgcult.acquire.truthy.term_lines` needs, as a JSON object (:func:`terms`), still
+    undecoded where msgspec is installed: the scan only stores the record; the emission
+    decodes it, for the members of a labels subgraph only. ``languages``: a frozenset of
+    lower-case tags. ValueError when the line is not a JSON entity."""
+    if msgspec is not None:
+        s = line.strip()
+        if s.endswith(b","):
+            s = s[:-1]
+        if s.startswith(b"{"):
+            try:
+                e = _LAZY.decode(s)
+                dec = _ANY.decode
+                out = {"id": e.id, "claims": {p: dec(e.claims[p]) for p in props if p in e.claims}}
+                count = None if e.sitelinks is msgspec.UNSET else len(e.sitelinks)
+                return out, _record(e.id, e.labels, e.aliases, e.descriptions, count, languages, label_props,
+                                    sitelinks)
+            except _ERRORS:
+                pass  # not the usual shape: the full parse decides (and words any error)
+    e = truthy.parse_entity_line(line, loads)
+    if e is None:
+        return None, b""
+    count = len(e["sitelinks"] or {}) if "sitelinks" in e else None
+    return e, _record(e["id"], e.get("labels"), e.get("aliases"), e.get("descriptions"), count, languages,
+                      label_props, sitelinks)
+
+
+_SECTIONS = (("labels", vocab.RDFS + "label"), ("aliases", vocab.SKOS + "altLabel"),
+             ("descriptions", vocab.SCHEMA + "description"))
+
+
+def _record(eid, labels, aliases, descriptions, count, languages, label_props, sitelinks: bool) -> bytes:
+    rec = {}
+    if languages and label_props:
+        for (key, prop), section in zip(_SECTIONS, (labels, aliases, descriptions)):
+            if prop in label_props and section and isinstance(section, dict):
+                picked = {t: section[t] for t in section.keys() & languages}
+                if picked:
+                    rec[key] = picked
+    if sitelinks and count is not None:
+        rec["sitelinks"] = count
+    if not rec:
+        return b""
+    rec["id"] = eid
+    return _ENCODE(rec) if msgspec is not None else _dumps(rec)
+
+
+def _dumps(obj) -> bytes:
+    return orjson.dumps(obj) if orjson is not None else json.dumps(obj, ensure_ascii=False).encode()
+
+
+def terms(record: bytes) -> dict:
+    """A terms record (:func:`entity_terms`) as a dict: ``id``, the term sections, and
+    ``sitelinks`` (the count) when the entity had sitelinks and they are wanted."""
+    return _ANY.decode(record) if msgspec is not None else loads(record)

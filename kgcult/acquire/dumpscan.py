@@ -74,6 +74,8 @@ class BlockResult:
     lines: bytes          # N-Triples kept for the emission, grouped by subject
     groups: array = None  # the groups' subject codes (-1: not a Q/P/L id)
     ends: array = None    # the groups' end offsets in ``lines``
+    terms: bytes = b""    # the groups' terms records (``terms=True``), concatenated
+    tends: array = None   # their end offsets in ``terms``
     other_edges: list = field(default_factory=list)  # (pid, subject, object or None) by id
     error: str | None = None  # the first bad line's problem
     error_line: int = 0   # its line number (counted from first_line)
@@ -90,7 +92,8 @@ class BlockResult:
 
 
 def _failed(first_line: int, n: int, error: str, line: int) -> BlockResult:
-    return BlockResult(first_line, n, {}, b"", array("q"), array("q"), error=error, error_line=line)
+    return BlockResult(first_line, n, {}, b"", array("q"), array("q"), tends=array("q"), error=error,
+                       error_line=line)
 
 
 def _dec(n: int) -> str:
@@ -121,20 +124,28 @@ class _Edges:
 
 
 class _Groups:
-    """The kept lines, grouped by subject: text chunks, subject codes, end offsets."""
+    """The kept lines, grouped by subject: text chunks, subject codes, end offsets; and
+    each group's terms record (b"" for none) with its end offset."""
 
     def __init__(self):
         self.chunks: list[bytes] = []
-        self.codes, self.ends, self.pos = array("q"), array("q"), 0
+        self.terms: list[bytes] = []
+        self.codes, self.ends, self.tends = array("q"), array("q"), array("q")
+        self.pos = self.tpos = 0
 
-    def add(self, subject_code: int | None, data: bytes) -> None:
+    def add(self, subject_code: int | None, data: bytes, terms: bytes = b"") -> None:
         self.chunks.append(data)
         self.pos += len(data)
         self.codes.append(-1 if subject_code is None else subject_code)
         self.ends.append(self.pos)
+        if terms:
+            self.terms.append(terms)
+            self.tpos += len(terms)
+        self.tends.append(self.tpos)
 
     def result(self, first_line: int, n: int, edges: _Edges) -> BlockResult:
-        return BlockResult(first_line, n, edges.coded, b"".join(self.chunks), self.codes, self.ends, edges.other)
+        return BlockResult(first_line, n, edges.coded, b"".join(self.chunks), self.codes, self.ends,
+                           b"".join(self.terms), self.tends, edges.other)
 
 
 def _entity_of(nt_object: str) -> str | None:
@@ -145,16 +156,23 @@ def _entity_of(nt_object: str) -> str | None:
     return None
 
 
-def scan_json_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
-    """Parse one block of JSON dump lines."""
+def scan_json_block(plan: ScanPlan, first_line: int, block: bytes, terms: bool = False) -> BlockResult:
+    """Parse one block of JSON dump lines. ``terms``: each entity's labels, aliases,
+    descriptions and sitelink count go into a terms record
+    (:func:`~kgcult.acquire.dumpjson.entity_terms`), which the emission turns into lines
+    for the members only; otherwise they are lines like the claims."""
     edges, groups = _Edges(), _Groups()
     n = 0
     struct = set(plan.struct_props)
     keep = set(plan.keep_props)
     props = sorted(struct | keep)
+    record = b""
     for i, line in enumerate(block.split(b"\n"), first_line):
         try:
-            e = dumpjson.entity(line, props, plan.languages)
+            if terms:
+                e, record = dumpjson.entity_terms(line, props, plan.languages, plan.label_props, plan.sitelinks)
+            else:
+                e = dumpjson.entity(line, props, plan.languages)
         except (ValueError, TypeError) as ex:
             return _failed(first_line, n, f"not a JSON entity line: {ex}", i)
         if e is None:
@@ -175,10 +193,13 @@ def scan_json_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResul
             if pid in keep:
                 p = f"<{vocab.WDT}{pid}>"
                 out.extend(f"{subject} {p} {o} ." for o in objs)
-        out.extend(truthy.label_lines(e, subject, plan.languages, plan.label_props, plan.sitelinks))
+        if not terms:
+            out.extend(truthy.label_lines(e, subject, plan.languages, plan.label_props, plan.sitelinks))
         if out:
             out.append("")
-            groups.add(s_code, "\n".join(out).encode())
+            groups.add(s_code, "\n".join(out).encode(), record)
+        elif record:
+            groups.add(s_code, b"", record)
     return groups.result(first_line, n, edges)
 
 
@@ -210,8 +231,9 @@ def _nt_predicates(plan: ScanPlan):
     return struct, keep, labels, site
 
 
-def scan_nt_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
-    """Filter one block of truthy N-Triples lines."""
+def scan_nt_block(plan: ScanPlan, first_line: int, block: bytes, terms: bool = False) -> BlockResult:
+    """Filter one block of truthy N-Triples lines (label lines are lines: ``terms`` does
+    not apply)."""
     struct, keep, labels, site = _nt_predicates(plan)
     langs = {x.encode() for x in plan.languages}
     edges, groups = _Edges(), _Groups()
@@ -267,30 +289,47 @@ def _init_worker(plan: ScanPlan) -> None:
 
 
 def _work(block: bytes) -> BlockResult:
-    r = SCANNERS[_PLAN.kind](_PLAN, 1, block)
-    r.lines = pack_frame(r) if r.lines else b""
-    r.groups = r.ends = None
+    r = SCANNERS[_PLAN.kind](_PLAN, 1, block, terms=True)
+    r.lines = pack_frame(r) if len(r.groups) else b""
+    r.groups = r.ends = r.tends = None
+    r.terms = b""
     r.line_count = block.count(b"\n")
     return r
 
 
-_HEAD = struct.Struct("<Q")
+_HEAD = struct.Struct("<QQ")
+
+
+@dataclass
+class Frame:
+    """A block's groups as the emission reads them back: subject codes (-1: not a Q/P/L
+    id), each group's N-Triples lines (``lines`` up to ``ends[g]``) and terms record
+    (``terms`` up to ``tends[g]``)."""
+    codes: array
+    ends: array
+    lines: bytes
+    tends: array
+    terms: bytes = b""
 
 
 def pack_frame(r: BlockResult) -> bytes:
-    """A block's kept lines with their groups, as one zstd-compressed frame."""
+    """A block's kept lines and terms records with their groups, as one zstd-compressed frame."""
+    tends = r.tends if r.tends is not None else array("q", bytes(8 * len(r.groups)))
     return zstandard.ZstdCompressor(level=1).compress(
-        _HEAD.pack(len(r.groups)) + r.groups.tobytes() + r.ends.tobytes() + r.lines)
+        _HEAD.pack(len(r.groups), len(r.lines)) + r.groups.tobytes() + r.ends.tobytes() + tends.tobytes()
+        + r.lines + r.terms)
 
 
-def unpack_frame(frame: bytes) -> tuple[array, array, bytes]:
-    """(subject codes, end offsets, lines) of a frame."""
+def unpack_frame(frame: bytes) -> Frame:
+    """The :class:`Frame` of a compressed frame."""
     data = zstandard.ZstdDecompressor().decompress(frame)
-    (n,) = _HEAD.unpack_from(data)
-    codes, ends = array("q"), array("q")
-    codes.frombytes(data[8:8 + 8 * n])
-    ends.frombytes(data[8 + 8 * n:8 + 16 * n])
-    return codes, ends, data[8 + 16 * n:]
+    n, size = _HEAD.unpack_from(data)
+    codes, ends, tends = array("q"), array("q"), array("q")
+    at = _HEAD.size
+    for a in (codes, ends, tends):
+        a.frombytes(data[at:at + 8 * n])
+        at += 8 * n
+    return Frame(codes, ends, data[at:at + size], tends, data[at + size:])
 
 
 def fork_pool(jobs: int, initializer=None, initargs=()):

@@ -123,11 +123,19 @@ def label_lines(entity: dict, subject: str, languages, label_props, sitelinks: b
     """N-Triples lines of the entity's labels, aliases and descriptions in ``languages``
     (lower-cased tags; the predicates in ``label_props``, full IRIs), and its sitelink
     count when ``sitelinks``."""
+    count = len(entity["sitelinks"] or {}) if sitelinks and "sitelinks" in entity else None
+    return term_lines(entity, count, subject, languages, label_props)
+
+
+def term_lines(terms: dict, sitelink_count: int | None, subject: str, languages, label_props) -> list[str]:
+    """:func:`label_lines` from an entity's term sections (``labels``, ``aliases``,
+    ``descriptions``; at least those in ``languages``) and its sitelink count (None: no
+    sitelinks line)."""
     out = []
     if languages and label_props:
-        labels = (entity.get("labels") or {}) if vocab.RDFS + "label" in label_props else {}
-        aliases = (entity.get("aliases") or {}) if vocab.SKOS + "altLabel" in label_props else {}
-        descriptions = (entity.get("descriptions") or {}) if vocab.SCHEMA + "description" in label_props else {}
+        labels = (terms.get("labels") or {}) if vocab.RDFS + "label" in label_props else {}
+        aliases = (terms.get("aliases") or {}) if vocab.SKOS + "altLabel" in label_props else {}
+        descriptions = (terms.get("descriptions") or {}) if vocab.SCHEMA + "description" in label_props else {}
         for tag in sorted(languages):  # Wikibase language codes are lower-case
             if tag in labels:
                 out.append(f"{subject} {LABEL} {literal(labels[tag]['value'])}@{tag} .")
@@ -135,8 +143,8 @@ def label_lines(entity: dict, subject: str, languages, label_props, sitelinks: b
                 out.append(f"{subject} {ALT} {literal(d['value'])}@{tag} .")
             if tag in descriptions:
                 out.append(f"{subject} {DESC} {literal(descriptions[tag]['value'])}@{tag} .")
-    if sitelinks and "sitelinks" in entity:
-        out.append(f'{subject} {SITELINKS} "{len(entity["sitelinks"] or {})}"^^{_INT} .')
+    if sitelink_count is not None:
+        out.append(f'{subject} {SITELINKS} "{sitelink_count}"^^{_INT} .')
     return out
 
 
