@@ -78,6 +78,28 @@ def test_partial_decode_gives_the_lines_of_a_full_parse():
             truthy.entity_lines(full, props, langs, label_props, True), full["id"]
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["msgspec", "full-parse"])
+def test_the_scan_decode_gives_the_lines_of_a_full_parse(monkeypatch, fast):
+    """On real entities: the scan's decode (typed main snaks, terms kept as a record) gives
+    the claim objects and term lines of a full parse, every property and language asked for."""
+    if not fast:
+        monkeypatch.setattr(dumpjson, "msgspec", None)
+    elif dumpjson.msgspec is None:
+        pytest.skip("msgspec not installed")
+    langs = frozenset({"en", "fr", "zh", "ar", "de", "nl", "ja"})
+    label_props = frozenset(subgraphs.LABEL_PROPERTIES)
+    lines = _lines(SAMPLE) + [x for p in sorted(SDK.glob("Q*.json")) for x in _lines(p)]
+    for line in lines:
+        full = truthy.parse_entity_line(line, json.loads)
+        props = sorted(full.get("claims") or {})
+        eid, objects, record = dumpjson.scan_entity(line, props, langs, label_props, True)
+        assert eid == full["id"]
+        assert objects == {p: truthy.claim_objects(full, p) for p in props}, eid
+        rec = dumpjson.terms(record)
+        assert truthy.term_lines(rec, rec.get("sitelinks"), "<x>", langs, label_props) == \
+            truthy.label_lines(full, "<x>", langs, label_props, True), eid
+
+
 def test_unusual_shapes_and_bad_lines_fall_back_to_the_full_parse():
     odd = b'{"type":"item","id":"Q1","labels":[],"claims":[],"sitelinks":[]},'
     e = dumpjson.entity(odd, ["P31"], {"en"})

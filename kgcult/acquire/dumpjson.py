@@ -41,7 +41,19 @@ if msgspec is not None:
         claims: _Raw = {}
         sitelinks: _Raw | msgspec.UnsetType = msgspec.UNSET
 
+    class Snak(msgspec.Struct):
+        """A main snak: what its truthy object needs (``None``/"" where the JSON has no field)."""
+        snaktype: str | None = None
+        datatype: str | None = ""
+        datavalue: dict | None = None
+
+    class Statement(msgspec.Struct):
+        """A statement's main snak and rank (qualifiers and references skipped)."""
+        mainsnak: Snak | None = None
+        rank: str | None = None
+
     _LAZY = msgspec.json.Decoder(Lazy)
+    _STATEMENTS = msgspec.json.Decoder(list[Statement]).decode
     _ANY = msgspec.json.Decoder()
     _ENCODE = msgspec.json.Encoder().encode
     _ERRORS = (msgspec.MsgspecError, UnicodeDecodeError)
@@ -83,13 +95,15 @@ def _partial(e, props, languages) -> dict:
     return out
 
 
-def entity_terms(line: bytes, props, languages, label_props, sitelinks: bool):
-    """(entity, terms record) of one dump line, or (None, b"") for a ``[``/``]``/blank line:
-    the entity as :func:`entity` gives it but without its terms, and the terms
-    :func:`kgcult.acquire.truthy.term_lines` needs, as a JSON object (:func:`terms`), still
-    undecoded where msgspec is installed: the scan only stores the record; the emission
-    decodes it, for the members of a labels subgraph only. ``languages``: a frozenset of
-    lower-case tags. ValueError when the line is not a JSON entity."""
+def scan_entity(line: bytes, props, languages, label_props, sitelinks: bool):
+    """What the scan needs of one dump line: (id, {pid: the N-Triples objects of its truthy
+    claims} for the ``props`` it has, terms record), or None for a ``[``/``]``/blank line.
+    With msgspec, only the wanted claims are decoded, each statement's main snak and rank
+    alone (qualifiers and references skipped unread), and the terms are kept undecoded in
+    the record. The record holds what :func:`kgcult.acquire.truthy.term_lines` needs (the
+    terms in ``languages``, a frozenset of lower-case tags, and the sitelink count) as a
+    JSON object (:func:`terms`), b"" when there is nothing: the emission decodes it for the
+    members of a labels subgraph only. ValueError when the line is not a JSON entity."""
     if msgspec is not None:
         s = line.strip()
         if s.endswith(b","):
@@ -97,19 +111,34 @@ def entity_terms(line: bytes, props, languages, label_props, sitelinks: bool):
         if s.startswith(b"{"):
             try:
                 e = _LAZY.decode(s)
-                dec = _ANY.decode
-                out = {"id": e.id, "claims": {p: dec(e.claims[p]) for p in props if p in e.claims}}
-                count = None if e.sitelinks is msgspec.UNSET else len(e.sitelinks)
-                return out, _record(e.id, e.labels, e.aliases, e.descriptions, count, languages, label_props,
-                                    sitelinks)
+                claims = {p: _STATEMENTS(e.claims[p]) for p in props if p in e.claims}
             except _ERRORS:
                 pass  # not the usual shape: the full parse decides (and words any error)
+            else:
+                count = None if e.sitelinks is msgspec.UNSET else len(e.sitelinks)
+                return (e.id, {p: _objects(st) for p, st in claims.items()},
+                        _record(e.id, e.labels, e.aliases, e.descriptions, count, languages, label_props, sitelinks))
     e = truthy.parse_entity_line(line, loads)
     if e is None:
-        return None, b""
+        return None
+    claims = e.get("claims") or {}
     count = len(e["sitelinks"] or {}) if "sitelinks" in e else None
-    return e, _record(e["id"], e.get("labels"), e.get("aliases"), e.get("descriptions"), count, languages,
-                      label_props, sitelinks)
+    return (e["id"], {p: truthy.claim_objects(e, p) for p in props if p in claims},
+            _record(e["id"], e.get("labels"), e.get("aliases"), e.get("descriptions"), count, languages,
+                    label_props, sitelinks))
+
+
+def _objects(statements) -> list[str]:
+    """:func:`kgcult.acquire.truthy.claim_objects` of typed statements."""
+    best = [s for s in statements if s.rank == "preferred"] or [s for s in statements if s.rank != "deprecated"]
+    out = []
+    for s in best:
+        snak = s.mainsnak
+        if snak is not None:
+            o = truthy.snak_nt(snak.snaktype, snak.datatype, snak.datavalue)
+            if o is not None:
+                out.append(o)
+    return out
 
 
 _SECTIONS = (("labels", vocab.RDFS + "label"), ("aliases", vocab.SKOS + "altLabel"),

@@ -122,6 +122,26 @@ class _Edges:
             pair[0].append(s_code)
             pair[0].append(o_code)
 
+    def add_object(self, pid: str, s: str, s_code: int | None, nt_object: str) -> None:
+        """The edge to a claim's object in N-Triples syntax: an entity's IRI, else a value."""
+        local = o_code = None
+        if nt_object.startswith(_WD_IRI):
+            local = nt_object[len(_WD_IRI):-1]
+            o_code = code(local)
+            if o_code is None and not ids.is_entity(local):
+                local = None  # an IRI in the entity namespace that names no entity: a value
+        if s_code is None or (local is not None and o_code is None):
+            self.other.append((pid, s, local))
+            return
+        pair = self.coded.get(pid)
+        if pair is None:
+            pair = self.coded[pid] = (array("q"), array("q"))
+        if local is None:
+            pair[1].append(s_code)
+        else:
+            pair[0].append(s_code)
+            pair[0].append(o_code)
+
 
 class _Groups:
     """The kept lines, grouped by subject: text chunks, subject codes, end offsets; and
@@ -148,53 +168,39 @@ class _Groups:
                            b"".join(self.terms), self.tends, edges.other)
 
 
-def _entity_of(nt_object: str) -> str | None:
-    if nt_object.startswith(_WD_IRI):
-        local = nt_object[len(_WD_IRI):-1]
-        if code(local) is not None or ids.is_entity(local):  # the cheap test first
-            return local
-    return None
-
-
 def scan_json_block(plan: ScanPlan, first_line: int, block: bytes, terms: bool = False) -> BlockResult:
-    """Parse one block of JSON dump lines. ``terms``: each entity's labels, aliases,
-    descriptions and sitelink count go into a terms record
-    (:func:`~kgcult.acquire.dumpjson.entity_terms`), which the emission turns into lines
-    for the members only; otherwise they are lines like the claims."""
+    """Parse one block of JSON dump lines (:func:`~kgcult.acquire.dumpjson.scan_entity`).
+    ``terms``: each entity's labels, aliases, descriptions and sitelink count stay a terms
+    record, which the emission turns into lines for the members only; otherwise they
+    become lines here, like the claims."""
     edges, groups = _Edges(), _Groups()
     n = 0
     struct = set(plan.struct_props)
     keep = set(plan.keep_props)
     props = sorted(struct | keep)
-    record = b""
     for i, line in enumerate(block.split(b"\n"), first_line):
         try:
-            if terms:
-                e, record = dumpjson.entity_terms(line, props, plan.languages, plan.label_props, plan.sitelinks)
-            else:
-                e = dumpjson.entity(line, props, plan.languages)
+            got = dumpjson.scan_entity(line, props, plan.languages, plan.label_props, plan.sitelinks)
         except (ValueError, TypeError) as ex:
             return _failed(first_line, n, f"not a JSON entity line: {ex}", i)
-        if e is None:
+        if got is None:
             continue
         n += 1
-        eid = e["id"]
+        eid, objects, record = got
         s_code = code(eid)
         subject = f"<{vocab.WD}{eid}>"
-        claims = e.get("claims") or {}
         out: list[str] = []
-        for pid in props:
-            if pid not in claims:
-                continue
-            objs = truthy.claim_objects(e, pid)
+        for pid, objs in objects.items():
             if pid in struct:
                 for o in objs:
-                    edges.add(pid, eid, s_code, _entity_of(o))
+                    edges.add_object(pid, eid, s_code, o)
             if pid in keep:
                 p = f"<{vocab.WDT}{pid}>"
                 out.extend(f"{subject} {p} {o} ." for o in objs)
-        if not terms:
-            out.extend(truthy.label_lines(e, subject, plan.languages, plan.label_props, plan.sitelinks))
+        if record and not terms:
+            rec = dumpjson.terms(record)
+            out.extend(truthy.term_lines(rec, rec.get("sitelinks"), subject, plan.languages, plan.label_props))
+            record = b""
         if out:
             out.append("")
             groups.add(s_code, "\n".join(out).encode(), record)

@@ -66,9 +66,14 @@ def _iri_or_literal(value: str) -> str:
 def value_nt(snak: dict) -> str | None:
     """The WDQS truthy object of a main snak in N-Triples syntax, or None (somevalue,
     novalue, or a value type WDQS has no truthy form for)."""
-    if snak.get("snaktype") != "value":
+    return snak_nt(snak.get("snaktype"), snak.get("datatype", ""), snak.get("datavalue"))
+
+
+def snak_nt(snaktype, datatype, datavalue) -> str | None:
+    """:func:`value_nt` of a main snak given by its fields (a missing datatype is "")."""
+    if snaktype != "value":
         return None
-    dv = snak.get("datavalue") or {}
+    dv = datavalue or {}
     t, v = dv.get("type"), dv.get("value")
     if t == "wikibase-entityid":
         if not isinstance(v, dict):
@@ -78,7 +83,7 @@ def value_nt(snak: dict) -> str | None:
             eid = _ENTITY_PREFIX.get(v.get("entity-type"), "Q") + str(v["numeric-id"])
         return f"<{WD}{eid}>" if eid else None
     if t == "string":
-        dt = snak.get("datatype", "")
+        dt = datatype
         if dt == "commonsMedia":
             return f"<{FILEPATH}{quote(v, safe='')}>"
         if dt in ("geo-shape", "tabular-data"):
