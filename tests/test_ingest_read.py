@@ -93,3 +93,25 @@ def test_one_or_two_workers_and_small_blocks_give_the_same_store(tmp_path, monke
     two, _ = _ingest_hash(tmp_path, "two", dump, jobs=2)
     from_nt, _ = _ingest_hash(tmp_path, "nt", nt, jobs=2)
     assert one == two == from_nt
+
+
+@pytest.mark.parametrize("tail", [b"", b"last line without a newline"])
+def test_the_block_ring_cuts_whole_lines_and_passes_long_ones_as_bytes(tail):
+    import io
+    lines = [b"x" * n for n in (10, 3, 200, 0, 7, 64, 65, 1, 130, 5)] * 3
+    data = b"\n".join(lines) + b"\n" + tail
+    ring = dumpio.BlockRing(3, 64)
+    got, seen = [], []
+    try:
+        for block in ring.blocks(io.BytesIO(data), seen.append):
+            if isinstance(block, tuple):  # (offset, length) in a slot
+                base, n = block
+                assert 0 <= base and base + n <= 3 * 64
+                block = ring.mem[base:base + n]
+            else:
+                assert len(block) > 64  # only a line longer than a slot comes as bytes
+            assert block.endswith(b"\n")
+            got.append(block)
+    finally:
+        ring.close()
+    assert b"".join(got) == data + (b"\n" if tail else b"") and sum(seen) == len(data)

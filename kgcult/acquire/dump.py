@@ -155,7 +155,7 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
     try:
         dumpscan.start_pool_note(jobs)
         with dumpscan.Workers(plan, jobs) as workers, DumpReader(dump, threads=jobs) as reader:
-            for r in workers.scan(dump, _counted(reader.blocks(), bar)):
+            for r in workers.scan(dump, reader, bar.update):
                 records += r.records
                 for pid, (so, hv) in r.edges.items():
                     index.add_coded(pid, so, hv)
@@ -185,9 +185,3 @@ def _scratch_dir(store) -> str | None:
     """The store's directory (scratch files stay on its disk), or None: the system's."""
     path = getattr(store, "path", None)
     return str(path) if path and os.path.isdir(str(path)) else None
-
-
-def _counted(blocks, bar):
-    for block in blocks:
-        bar.update(len(block))
-        yield block

@@ -95,7 +95,7 @@ def _partial(e, props, languages) -> dict:
     return out
 
 
-def scan_entity(line: bytes, props, languages, label_props, sitelinks: bool):
+def scan_entity(line, props, languages, label_props, sitelinks: bool):
     """What the scan needs of one dump line: (id, {pid: the N-Triples objects of its truthy
     claims} for the ``props`` it has, terms record), or None for a ``[``/``]``/blank line.
     With msgspec, only the wanted claims are decoded, each statement's main snak and rank
@@ -105,10 +105,8 @@ def scan_entity(line: bytes, props, languages, label_props, sitelinks: bool):
     JSON object (:func:`terms`), b"" when there is nothing: the emission decodes it for the
     members of a labels subgraph only. ValueError when the line is not a JSON entity."""
     if msgspec is not None:
-        s = line.strip()
-        if s.endswith(b","):
-            s = s[:-1]
-        if s.startswith(b"{"):
+        s = _object(line)
+        if s is not None:
             try:
                 e = _LAZY.decode(s)
                 claims = {p: _STATEMENTS(e.claims[p]) for p in props if p in e.claims}
@@ -118,7 +116,7 @@ def scan_entity(line: bytes, props, languages, label_props, sitelinks: bool):
                 count = None if e.sitelinks is msgspec.UNSET else len(e.sitelinks)
                 return (e.id, {p: _objects(st) for p, st in claims.items()},
                         _record(e.id, e.labels, e.aliases, e.descriptions, count, languages, label_props, sitelinks))
-    e = truthy.parse_entity_line(line, loads)
+    e = truthy.parse_entity_line(line if isinstance(line, bytes) else bytes(line), loads)
     if e is None:
         return None
     claims = e.get("claims") or {}
@@ -126,6 +124,18 @@ def scan_entity(line: bytes, props, languages, label_props, sitelinks: bool):
     return (e["id"], {p: truthy.claim_objects(e, p) for p in props if p in claims},
             _record(e["id"], e.get("labels"), e.get("aliases"), e.get("descriptions"), count, languages,
                     label_props, sitelinks))
+
+
+def _object(line):
+    """A dump line's JSON object without its comma (a zero-copy slice of ``line``, bytes or
+    a memoryview), or None when the line is not exactly ``{...}`` or ``{...},``."""
+    n = len(line)
+    if n > 1 and line[0] == 0x7B:  # {
+        if line[n - 1] == 0x7D:  # }
+            return line
+        if line[n - 1] == 0x2C and line[n - 2] == 0x7D:  # },
+            return line[:n - 1]
+    return None
 
 
 def _objects(statements) -> list[str]:

@@ -26,7 +26,7 @@ import zstandard
 from kgcult import ids, vocab
 from kgcult.acquire import dumpjson, subgraphs, truthy
 from kgcult.acquire.dumpindex import code
-from kgcult.acquire.dumpio import IngestError
+from kgcult.acquire.dumpio import BlockRing, IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
 
 log = logging.getLogger(__name__)
@@ -168,17 +168,36 @@ class _Groups:
                            b"".join(self.terms), self.tends, edges.other)
 
 
-def scan_json_block(plan: ScanPlan, first_line: int, block: bytes, terms: bool = False) -> BlockResult:
-    """Parse one block of JSON dump lines (:func:`~kgcult.acquire.dumpjson.scan_entity`).
-    ``terms``: each entity's labels, aliases, descriptions and sitelink count stay a terms
-    record, which the emission turns into lines for the members only; otherwise they
-    become lines here, like the claims."""
+def _lines(block, span):
+    """(line number from 0, line) of ``block`` (bytes, or a mapping with ``span``: (start,
+    end)) cut at each newline as ``bytes.split`` cuts, the lines as zero-copy views."""
+    start, end = span or (0, len(block))
+    view = memoryview(block)
+    i = 0
+    while True:
+        nl = block.find(b"\n", start, end)
+        if nl < 0:
+            yield i, view[start:end]
+            return
+        yield i, view[start:nl]
+        start = nl + 1
+        i += 1
+
+
+def scan_json_block(plan: ScanPlan, first_line: int, block, terms: bool = False, span=None) -> BlockResult:
+    """Parse one block of JSON dump lines (:func:`~kgcult.acquire.dumpjson.scan_entity`):
+    ``block`` bytes, or a buffer with ``find`` (the :class:`~kgcult.acquire.dumpio.BlockRing`'s
+    mapping) and ``span``, the block's (start, end) in it. ``terms``: each entity's labels,
+    aliases, descriptions and sitelink count stay a terms record, which the emission turns
+    into lines for the members only; otherwise they become lines here, like the claims."""
     edges, groups = _Edges(), _Groups()
     n = 0
     struct = set(plan.struct_props)
     keep = set(plan.keep_props)
     props = sorted(struct | keep)
-    for i, line in enumerate(block.split(b"\n"), first_line):
+    i = first_line
+    for k, line in _lines(block, span):
+        i = first_line + k
         try:
             got = dumpjson.scan_entity(line, props, plan.languages, plan.label_props, plan.sitelinks)
         except (ValueError, TypeError) as ex:
@@ -206,7 +225,9 @@ def scan_json_block(plan: ScanPlan, first_line: int, block: bytes, terms: bool =
             groups.add(s_code, "\n".join(out).encode(), record)
         elif record:
             groups.add(s_code, b"", record)
-    return groups.result(first_line, n, edges)
+    r = groups.result(first_line, n, edges)
+    r.line_count = i - first_line
+    return r
 
 
 def split_nt(line: bytes):
@@ -237,9 +258,11 @@ def _nt_predicates(plan: ScanPlan):
     return struct, keep, labels, site
 
 
-def scan_nt_block(plan: ScanPlan, first_line: int, block: bytes, terms: bool = False) -> BlockResult:
-    """Filter one block of truthy N-Triples lines (label lines are lines: ``terms`` does
-    not apply)."""
+def scan_nt_block(plan: ScanPlan, first_line: int, block, terms: bool = False, span=None) -> BlockResult:
+    """Filter one block of truthy N-Triples lines (``block`` and ``span`` as for
+    :func:`scan_json_block`; label lines are lines: ``terms`` does not apply)."""
+    if span is not None:
+        block = block[span[0]:span[1]]
     struct, keep, labels, site = _nt_predicates(plan)
     langs = {x.encode() for x in plan.languages}
     edges, groups = _Edges(), _Groups()
@@ -275,7 +298,9 @@ def scan_nt_block(plan: ScanPlan, first_line: int, block: bytes, terms: bool = F
             out.append(line.strip())
     if out:
         _group(groups, subject, out)
-    return groups.result(first_line, n, edges)
+    r = groups.result(first_line, n, edges)
+    r.line_count = block.count(b"\n")
+    return r
 
 
 def _group(groups: _Groups, subject: bytes, lines: list[bytes]) -> None:
@@ -287,6 +312,7 @@ def _group(groups: _Groups, subject: bytes, lines: list[bytes]) -> None:
 SCANNERS = {"json": scan_json_block, "ntriples": scan_nt_block}
 
 _PLAN: ScanPlan | None = None
+_RING: BlockRing | None = None  # made before the workers fork; they see its blocks
 
 
 def _init_worker(plan: ScanPlan) -> None:
@@ -294,12 +320,15 @@ def _init_worker(plan: ScanPlan) -> None:
     _PLAN = plan
 
 
-def _work(block: bytes) -> BlockResult:
-    r = SCANNERS[_PLAN.kind](_PLAN, 1, block, terms=True)
+def _work(block) -> BlockResult:
+    """Scan a block: bytes, or (offset, length) in the ring."""
+    if isinstance(block, tuple):
+        r = SCANNERS[_PLAN.kind](_PLAN, 1, _RING.mem, terms=True, span=(block[0], block[0] + block[1]))
+    else:
+        r = SCANNERS[_PLAN.kind](_PLAN, 1, block, terms=True)
     r.lines = pack_frame(r) if len(r.groups) else b""
     r.groups = r.ends = r.tends = None
     r.terms = b""
-    r.line_count = block.count(b"\n")
     return r
 
 
@@ -368,23 +397,34 @@ class Workers:
     workers would hold the decompressor's pipe open."""
 
     def __init__(self, plan: ScanPlan, jobs: int):
-        self.plan, self.jobs, self.pool = plan, jobs, None
+        self.plan, self.jobs, self.pool, self.ring = plan, jobs, None, None
 
     def __enter__(self) -> "Workers":
+        global _RING
         _init_worker(self.plan)
+        # in_order keeps at most 2 blocks per worker in flight: one more slot is never in use
+        self.ring = _RING = BlockRing(2 * self.jobs + 1)
         self.pool = fork_pool(self.jobs, _init_worker, (self.plan,))
         return self
 
     def __exit__(self, *exc) -> bool:
+        global _RING
         if self.pool is not None:
             self.pool.terminate()
             self.pool.join()
+        _RING = None
+        self.ring.close()
         return False
 
-    def scan(self, path: str, blocks):
-        """BlockResults of ``blocks`` (bytes of whole lines) in order, ``lines`` packed in
-        a compressed frame; an :class:`IngestError` naming ``path`` and the line of the
-        first bad line."""
+    def scan(self, path: str, reader, on_bytes=None):
+        """BlockResults of the blocks of ``reader`` (a :class:`~kgcult.acquire.dumpio.DumpReader`,
+        read into the ring: :meth:`~kgcult.acquire.dumpio.DumpReader.ring_blocks`) in
+        order, ``lines`` packed in a compressed frame; an :class:`IngestError` naming
+        ``path`` and the line of the first bad line. ``on_bytes(n)``: n more bytes read."""
+        yield from self.scan_blocks(path, reader.ring_blocks(self.ring, on_bytes))
+
+    def scan_blocks(self, path: str, blocks):
+        """:meth:`scan` of blocks already cut: bytes, or (offset, length) in the ring."""
         line = 1
         for r in in_order(self.pool, _work, blocks, self.jobs):
             if r.error:
