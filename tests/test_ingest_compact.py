@@ -189,3 +189,23 @@ def test_a_selected_line_that_is_not_n_triples_stops_the_ingest(tmp_path):
     with pytest.raises(ing.IngestError, match="not valid N-Triples"):
         ing.ingest(store, str(nt), ["countries"], jobs=1)
     assert not data_quads(store)
+
+
+def test_the_writer_loads_on_flush_and_an_abandoned_load_commits_nothing(tmp_path):
+    from pyoxigraph import NamedNode
+
+    from kgcult.acquire.dumpemit import Writer
+    wd, wdt = vocab.WD, vocab.WDT
+    g = NamedNode("https://w3id.org/kgcult/graph/test")
+    lines = b"".join(b"<%sQ%d> <%sP31> <%sQ5> .\n" % (wd.encode(), i, wdt.encode(), wd.encode()) for i in range(5000))
+    with Store(tmp_path / "a") as st:
+        w = Writer(st, str(tmp_path))
+        w.add_ntriples(lines, g, "d.json")
+        w.add_ntriples(b"<%sQ1> <%sP17>   <%sQ142>.\n" % (wd.encode(), wdt.encode(), wd.encode()), g, "d.json")
+        w.flush()
+        assert len(data_quads(st)) == 5001
+        w = Writer(st, str(tmp_path))
+        w.add_ntriples(lines.replace(b"P31", b"P279"), g, "d.json")
+        w.remove()  # the emission failed: nothing of this load is committed
+        assert len(data_quads(st)) == 5001
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # no scratch files left

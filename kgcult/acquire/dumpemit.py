@@ -3,8 +3,12 @@ its predicates, its languages), where they come from after the crawl (the local 
 intermediate, or Spark's output partitions), and how they reach the store."""
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import tempfile
+import threading
+import time
 from array import array
 
 import numpy as np
@@ -12,7 +16,7 @@ import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
 from kgcult import vocab
-from kgcult.acquire import dumpjson, dumpscan, subgraphs, truthy
+from kgcult.acquire import dumpio, dumpjson, dumpscan, subgraphs, truthy
 from kgcult.acquire.dumpindex import code, contains
 from kgcult.acquire.dumpio import IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
@@ -141,48 +145,114 @@ class FrameSource:
 
 
 class Writer:
-    """The selected lines into the store: spooled as N-Quads (each line with its graph) to
-    one scratch file (in ``tmpdir``), then loaded by one Oxigraph bulk load, its own parser
-    and bulk loader: several times faster than Python quads through transactions, with its
-    fixed cost paid once. The graphs written are staging graphs or graphs marked partial
+    """The selected lines into the store as N-Quads (each line with its graph), loaded by
+    one Oxigraph bulk load, its own parser and bulk loader: several times faster than
+    Python quads through transactions, with its fixed cost paid once. Where the system has
+    named pipes the bulk load runs in a thread (it releases the GIL) and reads the quads
+    from a pipe in ``tmpdir`` while the emission writes them, so the load overlaps the
+    emission; elsewhere they are spooled to a scratch file and loaded at :meth:`flush`.
+    The graphs written are staging graphs or graphs marked partial
     (:mod:`kgcult.acquire.staging`), so a bulk load that does not commit as one transaction
     changes nothing readers see."""
 
     def __init__(self, store, tmpdir: str | None = None):
         self.store, self.tmpdir = store, tmpdir
         self.file, self.path, self.where = None, None, ""
+        self.dir = self.thread = self.error = None
+        self.broken = False
+
+    def _open(self) -> None:
+        if not hasattr(os, "mkfifo"):  # pragma: no cover - not POSIX
+            fd, self.path = tempfile.mkstemp(prefix="ingest-", suffix=".nq", dir=self.tmpdir)
+            self.file = os.fdopen(fd, "wb")
+            return
+        self.dir = tempfile.mkdtemp(prefix="ingest-", dir=self.tmpdir)
+        self.path = os.path.join(self.dir, "quads.nq")
+        os.mkfifo(self.path, 0o600)
+        self.thread = threading.Thread(target=self._load, name="kgcult-bulk-load", daemon=True)
+        self.thread.start()
+        while True:  # the writer's end opens once the loader has opened the reader's
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:
+                if e.errno != errno.ENXIO or not self.thread.is_alive():
+                    self.thread.join()
+                    raise self._failure() or e
+                time.sleep(0.001)
+        os.set_blocking(fd, True)
+        dumpio.widen_pipe(fd)
+        self.file = os.fdopen(fd, "wb", buffering=1 << 20)
+
+    def _load(self) -> None:
+        try:
+            self.store.ox.bulk_load(path=self.path, format=ox.RdfFormat.N_QUADS)
+        except BaseException as e:  # noqa: BLE001 - raised by flush()
+            self.error = e
+
+    def _failure(self) -> Exception | None:
+        e = self.error
+        if isinstance(e, SyntaxError):
+            return IngestError(f"{self.where}: a selected line is not valid N-Triples: {e}")
+        return e
 
     def add_ntriples(self, data: bytes, graph: NamedNode, where: str) -> None:
         if self.file is None:
-            fd, self.path = tempfile.mkstemp(prefix="ingest-", suffix=".nq", dir=self.tmpdir)
-            self.file = os.fdopen(fd, "wb")
+            self._open()
         self.where = where
+        if self.broken:
+            return  # the loader stopped (flush says why)
         g = b" <" + graph.value.encode() + b"> .\n"
         # every kept line ends with its "." (a line's last byte; N-Triples has no trailing
         # comments): the graph goes in before it. A line holds no raw newline, so when every
         # line ends with " ." and a newline (the lines kgcult writes), one replace does it
         if data.endswith(b"\n") and data.count(b"\n") == data.count(b" .\n") and b"\n\n" not in data:
-            self.file.write(data.replace(b" .\n", g))
+            quads = data.replace(b" .\n", g)
         else:
-            self.file.write(b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x))
+            quads = b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x)
+        try:
+            self.file.write(quads)
+        except BrokenPipeError:
+            self.broken = True
 
     def flush(self) -> None:
-        """Load the spooled quads and remove the file."""
+        """Finish the load (or load the spooled quads) and remove the scratch files."""
         try:
             if self.file is not None:
-                self.file.close()
-                try:
-                    self.store.ox.bulk_load(path=self.path, format=ox.RdfFormat.N_QUADS)
-                except SyntaxError as e:
-                    raise IngestError(f"{self.where}: a selected line is not valid N-Triples: {e}") from None
+                self._close()
+                if self.thread is None:
+                    self._load()
+                else:
+                    self.thread.join()
+                    self.thread = None
+                failure = self._failure()
+                if failure is not None:
+                    raise failure
         finally:
             self.remove()
 
-    def remove(self) -> None:
-        if self.file is not None:
+    def _close(self, abort: bool = False) -> None:
+        try:
+            if abort and self.thread is not None and not self.broken:
+                self.file.write(b"\n<> not N-Quads\n")  # the loader stops without a commit
             self.file.close()
+        except BrokenPipeError:
+            pass
+        self.file = None
+
+    def remove(self) -> None:
+        """Stop (an unfinished load is abandoned) and remove the scratch files."""
+        if self.file is not None:
+            self._close(abort=True)
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+        if self.path is not None:
             try:
                 os.unlink(self.path)
             except OSError:
                 pass
-        self.file = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+        self.path = None

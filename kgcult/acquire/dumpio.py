@@ -20,7 +20,6 @@ from __future__ import annotations
 import bz2
 import gzip
 import hashlib
-import fcntl
 import io
 import logging
 import mmap
@@ -29,6 +28,11 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None
 
 import zstandard
 
@@ -125,7 +129,7 @@ class DumpReader:
             self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, bufsize=0)
             for pipe in (self._proc.stdin, self._proc.stdout):
-                _widen_pipe(pipe)
+                widen_pipe(pipe)
             self._spawn(self._feed, raw, self._proc.stdin)
             self.stream = io.BufferedReader(self._proc.stdout, 1 << 20)
         elif self.tool == "rapidgzip":
@@ -235,14 +239,13 @@ class DumpReader:
         return False
 
 
-_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
-
-
-def _widen_pipe(pipe) -> None:
-    """A 1 MiB pipe buffer where the system allows it (the default 64 KiB makes the reader
-    and the decompressor wake each other 16 times as often)."""
+def widen_pipe(pipe) -> None:
+    """A 1 MiB buffer for ``pipe`` (a file or descriptor) where the system allows it (with
+    the default 64 KiB, reader and writer wake each other 16 times as often)."""
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return
     try:
-        fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, 1 << 20)
+        fcntl.fcntl(pipe, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # Linux
     except OSError:
         pass
 
