@@ -2,9 +2,11 @@
 
 Most of an entity's JSON is claims the subgraphs never look at (with their qualifiers and
 references), labels in languages they do not keep and sitelinks they only count. With
-msgspec installed (``kgcult[dump]``) a line is decoded into a :class:`Lazy` entity: its
-sections as maps of raw, undecoded JSON values, of which only the wanted claims and
-languages are then decoded (several times faster than a full parse). Anything that does
+msgspec installed (``kgcult[dump]``) the scan decodes a line into types made for its plan
+(:class:`_Shape`): the wanted claims' main snaks and ranks, the wanted languages' terms as
+raw JSON, nothing else (several times faster than a full parse); :func:`entity` decodes
+into a :class:`Lazy` entity, its sections as maps of raw values, of which only the
+wanted claims and languages are then decoded. Anything that does
 not fit Wikibase's shapes (``"claims": []``, a missing ``id``, a bad line) is parsed in
 full instead, with orjson when installed, else the standard library's json, so the result
 and the error messages are those of a full parse.
@@ -53,7 +55,6 @@ if msgspec is not None:
         rank: str | None = None
 
     _LAZY = msgspec.json.Decoder(Lazy)
-    _STATEMENTS = msgspec.json.Decoder(list[Statement]).decode
     _ANY = msgspec.json.Decoder()
     _ENCODE = msgspec.json.Encoder().encode
     _ERRORS = (msgspec.MsgspecError, UnicodeDecodeError)
@@ -107,15 +108,13 @@ def scan_entity(line, props, languages, label_props, sitelinks: bool):
     if msgspec is not None:
         s = _object(line)
         if s is not None:
+            shape = _shape(tuple(props), tuple(sorted(languages)), frozenset(label_props), sitelinks)
             try:
-                e = _LAZY.decode(s)
-                claims = {p: _STATEMENTS(e.claims[p]) for p in props if p in e.claims}
+                e = shape.decode(s)
             except _ERRORS:
                 pass  # not the usual shape: the full parse decides (and words any error)
             else:
-                count = None if e.sitelinks is msgspec.UNSET else len(e.sitelinks)
-                return (e.id, {p: _objects(st) for p, st in claims.items()},
-                        _record(e.id, e.labels, e.aliases, e.descriptions, count, languages, label_props, sitelinks))
+                return e.id, shape.objects(e), shape.record(e)
     e = truthy.parse_entity_line(line if isinstance(line, bytes) else bytes(line), loads)
     if e is None:
         return None
@@ -136,6 +135,54 @@ def _object(line):
         if line[n - 1] == 0x2C and line[n - 2] == 0x7D:  # },
             return line[:n - 1]
     return None
+
+
+class _Shape:
+    """msgspec types for one scan plan: an entity holding only the wanted claims (typed
+    statements) and its terms in the wanted languages (raw JSON), every other field and
+    language skipped unread; and the terms record it is re-encoded into."""
+
+    def __init__(self, props: tuple, languages: tuple, label_props: frozenset, sitelinks: bool):
+        unset, raw = msgspec.UnsetType, msgspec.Raw
+        self.props = props
+        langs = msgspec.defstruct("Languages", [(f"l{i}", raw | unset, msgspec.UNSET) for i in range(len(languages))],
+                                  rename={f"l{i}": t for i, t in enumerate(languages)})
+        claims = msgspec.defstruct("Claims", [(f"p{i}", list[Statement] | unset, msgspec.UNSET)
+                                              for i in range(len(props))],
+                                   rename={f"p{i}": p for i, p in enumerate(props)})
+        self.sections = tuple(key for key, prop in _SECTIONS if prop in label_props) if languages else ()
+        self.sitelinks = sitelinks
+        terms = [(key, langs | unset, msgspec.UNSET) for key in self.sections]
+        entity = msgspec.defstruct("Entity", [("id", str), ("claims", claims | unset, msgspec.UNSET)] + terms
+                                   + ([("sitelinks", dict[str, raw] | unset, msgspec.UNSET)] if sitelinks else []))
+        self.decode = msgspec.json.Decoder(entity).decode
+        self.Record = msgspec.defstruct("Record", [("id", str)] + terms
+                                        + ([("sitelinks", int | unset, msgspec.UNSET)] if sitelinks else []))
+
+    def objects(self, e) -> dict:
+        if e.claims is msgspec.UNSET:
+            return {}
+        return {p: _objects(st) for p, st in zip(self.props, msgspec.structs.astuple(e.claims))
+                if st is not msgspec.UNSET}
+
+    def record(self, e) -> bytes:
+        if not self.sections and not self.sitelinks:
+            return b""
+        rec = self.Record(e.id, *(getattr(e, key) for key in self.sections))
+        if self.sitelinks and e.sitelinks is not msgspec.UNSET:
+            rec.sitelinks = len(e.sitelinks)
+        return _ENCODE(rec)
+
+
+_SHAPES: dict = {}
+
+
+def _shape(props: tuple, languages: tuple, label_props: frozenset, sitelinks: bool) -> _Shape:
+    key = (props, languages, label_props, sitelinks)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _SHAPES[key] = _Shape(*key)
+    return shape
 
 
 def _objects(statements) -> list[str]:
