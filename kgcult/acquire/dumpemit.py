@@ -33,13 +33,10 @@ def member_filter(spec: SubgraphSpec):
     return {b"<" + vocab.WDT.encode() + p.encode() + b">" for p in spec.properties}, None, None
 
 
-def _belongs(p: bytes, o: bytes, preds, langs, site) -> bool:
-    if p in preds:
-        if langs is None:
-            return True
-        at = o.rfind(b'"@')
-        return at >= 0 and o[at + 2:].rstrip(b" .").lower() in langs
-    return site is not None and p == site
+def _tagged(o: bytes, langs) -> bool:
+    """Whether the object of a line (``o``: the rest of the line) has a tag in ``langs``."""
+    at = o.rfind(b'"@')
+    return at >= 0 and o[at + 2:].rstrip(b" .").lower() in langs
 
 
 class Router:
@@ -55,6 +52,7 @@ class Router:
         self.terms = [(frozenset(x.lower() for x in s.languages), frozenset(s.label_properties), s.sitelinks)
                       if s.is_labels else None for s in todo]
         self.members = [backend.members[s.name].codes for s in todo]
+        self._by_row: dict[bytes, list[int]] = {}
         # members that are not Q/P/L ids (a lexeme's form or sense): by subject IRI
         self.other: dict[bytes, list[int]] = {}
         for k, codes in enumerate(self.members):
@@ -69,21 +67,35 @@ class Router:
         hits = np.array([contains(m, codes) for m in self.members]).reshape(len(self.members), len(codes))
         wanted = np.flatnonzero(hits.any(axis=0) | (codes < 0))
         out: list[list[bytes]] = [[] for _ in self.names]
-        data, ends, terms, tends = frame.lines, frame.ends, frame.terms, frame.tends
-        for g in wanted.tolist():
+        data, ends, terms, tends, filters = frame.lines, frame.ends, frame.terms, frame.tends, self.filters
+        for g, c, row in zip(wanted.tolist(), codes[wanted].tolist(), self._rows(hits, wanted)):
             chunk = data[ends[g - 1] if g else 0:ends[g]]
             record = terms[tends[g - 1] if g else 0:tends[g]]
-            targets = None if codes[g] < 0 else np.flatnonzero(hits[:, g]).tolist()
+            targets = None if c < 0 else self._targets(row)
             for line in chunk.split(b"\n"):
                 if not line:
                     continue
                 s, p, o = line.split(b" ", 2)
                 for k in (targets if targets is not None else self.other.get(s, ())):
-                    if _belongs(p, o, *self.filters[k]):
+                    preds, langs, site = filters[k]
+                    if (p in preds and (langs is None or _tagged(o, langs))) or p == site:
                         out[k].append(line)
             if record:
                 self._terms(dumpjson.terms(record), targets, out)
         return [(self.names[k], b"\n".join(lines) + b"\n") for k, lines in enumerate(out) if lines]
+
+    @staticmethod
+    def _rows(hits, wanted):
+        """Each wanted group's subgraphs as a hashable key: its column of ``hits`` as bytes."""
+        cols = np.ascontiguousarray(hits[:, wanted].T)
+        return [cols[i].tobytes() for i in range(len(wanted))]
+
+    def _targets(self, row: bytes) -> list[int]:
+        """The subgraph indexes of a row of :meth:`_rows` (a few distinct rows: cached)."""
+        targets = self._by_row.get(row)
+        if targets is None:
+            targets = self._by_row[row] = [k for k, hit in enumerate(row) if hit]
+        return targets
 
     def _terms(self, rec: dict, targets, out) -> None:
         """The lines of a terms record for each labels subgraph it is a member of."""

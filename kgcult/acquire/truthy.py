@@ -141,7 +141,10 @@ def term_lines(terms: dict, sitelink_count: int | None, subject: str, languages,
         labels = (terms.get("labels") or {}) if vocab.RDFS + "label" in label_props else {}
         aliases = (terms.get("aliases") or {}) if vocab.SKOS + "altLabel" in label_props else {}
         descriptions = (terms.get("descriptions") or {}) if vocab.SCHEMA + "description" in label_props else {}
-        for tag in sorted(languages):  # Wikibase language codes are lower-case
+        present = languages
+        if isinstance(labels, dict) and isinstance(aliases, dict) and isinstance(descriptions, dict):
+            present = {t for section in (labels, aliases, descriptions) for t in section if t in languages}
+        for tag in sorted(present):  # Wikibase language codes are lower-case
             if tag in labels:
                 out.append(f"{subject} {LABEL} {literal(labels[tag]['value'])}@{tag} .")
             for d in aliases.get(tag, ()):
