@@ -208,4 +208,20 @@ def test_the_writer_loads_on_flush_and_an_abandoned_load_commits_nothing(tmp_pat
         w.add_ntriples(lines.replace(b"P31", b"P279"), g, "d.json")
         w.remove()  # the emission failed: nothing of this load is committed
         assert len(data_quads(st)) == 5001
+        # two loaders share the quads; when the first fails, the second is stopped before it
+        # commits (the bad line goes to the first: the loader with the fewest bytes)
+        w = Writer(st, str(tmp_path), loaders=2)
+        w.add_ntriples(b"<%sQ1> <%sP17> <not an iri> .\n" % (wd.encode(), wdt.encode()), g, "d.nt")
+        for i in range(4):
+            w.add_ntriples(lines.replace(b"P31", b"P%d" % (1000 + i)), g, "d.nt")
+        assert w.pipes[1].bytes
+        with pytest.raises(ing.IngestError, match="d.nt: a selected line is not valid N-Triples"):
+            w.flush()
+        assert len(data_quads(st)) == 5001
+        w = Writer(st, str(tmp_path), loaders=2)
+        for i in range(4):
+            w.add_ntriples(lines.replace(b"P31", b"P%d" % (1000 + i)), g, "d.nt")
+        assert all(p.bytes for p in w.pipes)
+        w.flush()
+        assert len(data_quads(st)) == 5001 + 4 * 5000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # no scratch files left

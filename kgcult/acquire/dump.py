@@ -114,7 +114,7 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
                                        "load it with `kgcult load ... --graph`)")
         return list(reports.values())
     run_id = os.urandom(8).hex()
-    writer = Writer(store, _scratch_dir(store))
+    writer = Writer(store, _scratch_dir(store), loaders=2 if (jobs or cpu_count()) > 1 else 1)
     try:
         write_to = {s.name: staging.begin(store, s, run_id) for s in todo}
         graphs = {s.name: NamedNode(write_to[s.name]) for s in todo}

@@ -156,32 +156,16 @@ class FrameSource:
         self.inter.remove()
 
 
-class Writer:
-    """The selected lines into the store as N-Quads (each line with its graph), loaded by
-    one Oxigraph bulk load, its own parser and bulk loader: several times faster than
-    Python quads through transactions, with its fixed cost paid once. Where the system has
-    named pipes the bulk load runs in a thread (it releases the GIL) and reads the quads
-    from a pipe in ``tmpdir`` while the emission writes them, so the load overlaps the
-    emission; elsewhere they are spooled to a scratch file and loaded at :meth:`flush`.
-    The graphs written are staging graphs or graphs marked partial
-    (:mod:`kgcult.acquire.staging`), so a bulk load that does not commit as one transaction
-    changes nothing readers see."""
+class _PipeLoad:
+    """One Oxigraph bulk load in a thread (it releases the GIL), reading N-Quads from a
+    named pipe that :meth:`write` fills."""
 
-    def __init__(self, store, tmpdir: str | None = None):
-        self.store, self.tmpdir = store, tmpdir
-        self.file, self.path, self.where = None, None, ""
-        self.dir = self.thread = self.error = None
-        self.broken = False
-
-    def _open(self) -> None:
-        if not hasattr(os, "mkfifo"):  # pragma: no cover - not POSIX
-            fd, self.path = tempfile.mkstemp(prefix="ingest-", suffix=".nq", dir=self.tmpdir)
-            self.file = os.fdopen(fd, "wb")
-            return
-        self.dir = tempfile.mkdtemp(prefix="ingest-", dir=self.tmpdir)
-        self.path = os.path.join(self.dir, "quads.nq")
+    def __init__(self, store, directory: str, name: str):
+        self.store, self.path = store, os.path.join(directory, name)
+        self.error: BaseException | None = None
+        self.bytes = 0
         os.mkfifo(self.path, 0o600)
-        self.thread = threading.Thread(target=self._load, name="kgcult-bulk-load", daemon=True)
+        self.thread = threading.Thread(target=self._run, name="kgcult-bulk-load", daemon=True)
         self.thread.start()
         while True:  # the writer's end opens once the loader has opened the reader's
             try:
@@ -190,30 +174,79 @@ class Writer:
             except OSError as e:
                 if e.errno != errno.ENXIO or not self.thread.is_alive():
                     self.thread.join()
-                    raise self._failure() or e
+                    raise self.error or e from None
                 time.sleep(0.001)
         os.set_blocking(fd, True)
         dumpio.widen_pipe(fd)
         self.file = os.fdopen(fd, "wb", buffering=1 << 20)
 
-    def _load(self) -> None:
+    def _run(self) -> None:
         try:
             self.store.ox.bulk_load(path=self.path, format=ox.RdfFormat.N_QUADS)
-        except BaseException as e:  # noqa: BLE001 - raised by flush()
+        except BaseException as e:  # noqa: BLE001 - raised by the Writer
             self.error = e
 
-    def _failure(self) -> Exception | None:
-        e = self.error
+    def write(self, quads: bytes) -> bool:
+        """False when the loader has stopped reading (it failed)."""
+        try:
+            self.file.write(quads)
+        except BrokenPipeError:
+            return False
+        self.bytes += len(quads)
+        return True
+
+    def finish(self, abort: bool = False) -> BaseException | None:
+        """End the input and wait for the load; ``abort``: a bad line first, so that the
+        loader stops without committing what it has not committed yet. Its error, if any."""
+        if self.file is not None:
+            try:
+                if abort:
+                    self.file.write(b"\n<> not N-Quads\n")
+                self.file.close()
+            except BrokenPipeError:
+                pass
+            self.file = None
+        self.thread.join()
+        return self.error
+
+
+class Writer:
+    """The selected lines into the store as N-Quads (each line with its graph), loaded by
+    Oxigraph bulk loads, its own parser and bulk loader: several times faster than Python
+    quads through transactions. Where the system has named pipes, ``loaders`` bulk loads
+    (Oxigraph's loader sorts on one thread for inputs this size: two share the sorting)
+    run in threads and read the quads from pipes in ``tmpdir`` while the emission writes
+    them, so the load overlaps the emission; elsewhere the quads are spooled to a scratch
+    file and loaded at :meth:`flush`. The graphs written are staging graphs or graphs
+    marked partial (:mod:`kgcult.acquire.staging`), so a bulk load that does not commit as
+    one transaction changes nothing readers see."""
+
+    def __init__(self, store, tmpdir: str | None = None, loaders: int = 1):
+        self.store, self.tmpdir, self.loaders = store, tmpdir, max(1, loaders)
+        self.where, self.dir, self.spool, self.path = "", None, None, None
+        self.pipes: list[_PipeLoad] = []
+        self.broken = False
+
+    def _open(self) -> None:
+        if not hasattr(os, "mkfifo"):  # pragma: no cover - not POSIX
+            fd, self.path = tempfile.mkstemp(prefix="ingest-", suffix=".nq", dir=self.tmpdir)
+            self.spool = os.fdopen(fd, "wb")
+            return
+        self.dir = tempfile.mkdtemp(prefix="ingest-", dir=self.tmpdir)
+        for i in range(self.loaders):
+            self.pipes.append(_PipeLoad(self.store, self.dir, f"quads-{i}.nq"))
+
+    def _failure(self, e: BaseException | None) -> BaseException | None:
         if isinstance(e, SyntaxError):
             return IngestError(f"{self.where}: a selected line is not valid N-Triples: {e}")
         return e
 
     def add_ntriples(self, data: bytes, graph: NamedNode, where: str) -> None:
-        if self.file is None:
+        if self.spool is None and not self.pipes:
             self._open()
         self.where = where
         if self.broken:
-            return  # the loader stopped (flush says why)
+            return  # a loader stopped (flush says why)
         g = b" <" + graph.value.encode() + b"> .\n"
         # every kept line ends with its "." (a line's last byte; N-Triples has no trailing
         # comments): the graph goes in before it. A line holds no raw newline, so when every
@@ -222,49 +255,45 @@ class Writer:
             quads = data.replace(b" .\n", g)
         else:
             quads = b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x)
-        try:
-            self.file.write(quads)
-        except BrokenPipeError:
+        if self.spool is not None:
+            self.spool.write(quads)
+        elif not min(self.pipes, key=lambda p: p.bytes).write(quads):
             self.broken = True
 
     def flush(self) -> None:
-        """Finish the load (or load the spooled quads) and remove the scratch files."""
+        """Finish the loads (or load the spooled quads) and remove the scratch files. When a
+        loader fails, the ones not finished yet are stopped before they commit."""
         try:
-            if self.file is not None:
-                self._close()
-                if self.thread is None:
-                    self._load()
-                else:
-                    self.thread.join()
-                    self.thread = None
-                failure = self._failure()
-                if failure is not None:
-                    raise failure
+            if self.spool is not None:
+                self.spool.close()
+                self.spool = None
+                try:
+                    self.store.ox.bulk_load(path=self.path, format=ox.RdfFormat.N_QUADS)
+                except SyntaxError as e:
+                    raise self._failure(e) from None
+            failure = None
+            for pipe in self.pipes:
+                failure = failure or self._failure(pipe.finish(abort=failure is not None))
+            self.pipes = []
+            if failure is not None:
+                raise failure
         finally:
             self.remove()
 
-    def _close(self, abort: bool = False) -> None:
-        try:
-            if abort and self.thread is not None and not self.broken:
-                self.file.write(b"\n<> not N-Quads\n")  # the loader stops without a commit
-            self.file.close()
-        except BrokenPipeError:
-            pass
-        self.file = None
-
     def remove(self) -> None:
-        """Stop (an unfinished load is abandoned) and remove the scratch files."""
-        if self.file is not None:
-            self._close(abort=True)
-        if self.thread is not None:
-            self.thread.join()
-            self.thread = None
+        """Stop (unfinished loads are abandoned) and remove the scratch files."""
+        for pipe in self.pipes:
+            pipe.finish(abort=True)
+        self.pipes = []
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
         if self.path is not None:
             try:
                 os.unlink(self.path)
             except OSError:
                 pass
+            self.path = None
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
-        self.path = None
