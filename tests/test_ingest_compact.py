@@ -62,22 +62,6 @@ def _lines(path):
     return [json.dumps(e).encode() for e in entities.values()] or [data.strip()]
 
 
-@pytest.mark.skipif(dumpjson.msgspec is None, reason="msgspec not installed")
-def test_partial_decode_gives_the_lines_of_a_full_parse():
-    """On real entities: every claim line of the properties asked for and every term line
-    in the languages asked for come out of the partial decode exactly as from a full one."""
-    props = ["P17", "P31", "P279", "P625", "P18", "P1082", "P571", "P856", "P1448"]
-    langs = frozenset({"en", "fr", "zh", "ar", "de", "nl"})
-    label_props = frozenset(subgraphs.LABEL_PROPERTIES)
-    lines = _lines(SAMPLE) + [x for p in sorted(SDK.glob("Q*.json")) for x in _lines(p)]
-    assert len(lines) >= 100
-    for line in lines:
-        full = truthy.parse_entity_line(line, json.loads)
-        part = dumpjson.entity(line, props, langs)
-        assert truthy.entity_lines(part, props, langs, label_props, True) == \
-            truthy.entity_lines(full, props, langs, label_props, True), full["id"]
-
-
 @pytest.mark.parametrize("fast", [True, False], ids=["msgspec", "full-parse"])
 def test_the_scan_decode_gives_the_lines_of_a_full_parse(monkeypatch, fast):
     """On real entities: the scan's decode (typed main snaks, terms kept as a record) gives
@@ -102,13 +86,15 @@ def test_the_scan_decode_gives_the_lines_of_a_full_parse(monkeypatch, fast):
 
 def test_unusual_shapes_and_bad_lines_fall_back_to_the_full_parse():
     odd = b'{"type":"item","id":"Q1","labels":[],"claims":[],"sitelinks":[]},'
-    e = dumpjson.entity(odd, ["P31"], {"en"})
-    assert e["id"] == "Q1" and truthy.label_lines(e, "<x>", {"en"}, {vocab.RDFS + "label"}, True) == \
+    eid, objects, record = dumpjson.scan_entity(odd, ["P31"], frozenset({"en"}), {vocab.RDFS + "label"}, True)
+    rec = dumpjson.terms(record)
+    assert eid == "Q1" and objects == {} and truthy.term_lines(rec, rec.get("sitelinks"), "<x>", {"en"},
+                                                               {vocab.RDFS + "label"}) == \
         ['<x> <http://wikiba.se/ontology#sitelinks> "0"^^<http://www.w3.org/2001/XMLSchema#integer> .']
-    assert dumpjson.entity(b"[", [], set()) is None
+    assert dumpjson.scan_entity(b"[", [], frozenset(), set(), False) is None
     for bad in (b'{"type":"item","labels":{}}', b'{"id":"Q1", "claims": {"P31": [}', b"5"):
         with pytest.raises(ValueError):
-            dumpjson.entity(bad, ["P31"], {"en"})
+            dumpjson.scan_entity(bad, ["P31"], frozenset({"en"}), set(), False)
 
 
 def _plan_for(names):

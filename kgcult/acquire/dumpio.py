@@ -18,6 +18,7 @@ decompressed once).
 from __future__ import annotations
 
 import bz2
+import fcntl
 import gzip
 import hashlib
 import io
@@ -28,11 +29,6 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None
 
 import zstandard
 
@@ -242,8 +238,6 @@ class DumpReader:
 def widen_pipe(pipe) -> None:
     """A 1 MiB buffer for ``pipe`` (a file or descriptor) where the system allows it (with
     the default 64 KiB, reader and writer wake each other 16 times as often)."""
-    if fcntl is None:  # pragma: no cover - not POSIX
-        return
     try:
         fcntl.fcntl(pipe, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # Linux
     except OSError:

@@ -4,12 +4,10 @@ Most of an entity's JSON is claims the subgraphs never look at (with their quali
 references), labels in languages they do not keep and sitelinks they only count. With
 msgspec installed (``kgcult[dump]``) the scan decodes a line into types made for its plan
 (:class:`_Shape`): the wanted claims' main snaks and ranks, the wanted languages' terms as
-raw JSON, nothing else (several times faster than a full parse); :func:`entity` decodes
-into a :class:`Lazy` entity, its sections as maps of raw values, of which only the
-wanted claims and languages are then decoded. Anything that does
-not fit Wikibase's shapes (``"claims": []``, a missing ``id``, a bad line) is parsed in
-full instead, with orjson when installed, else the standard library's json, so the result
-and the error messages are those of a full parse.
+raw JSON, nothing else (several times faster than a full parse). Anything that does not
+fit Wikibase's shapes (``"claims": []``, a missing ``id``, a bad line) is parsed in full
+instead, with orjson when installed, else the standard library's json, so the result and
+the error messages are those of a full parse.
 """
 from __future__ import annotations
 
@@ -32,17 +30,6 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 
 if msgspec is not None:
-    _Raw = dict[str, msgspec.Raw]
-
-    class Lazy(msgspec.Struct):
-        """An entity's sections, values undecoded (unknown fields skipped)."""
-        id: str
-        labels: _Raw = {}
-        descriptions: _Raw = {}
-        aliases: _Raw = {}
-        claims: _Raw = {}
-        sitelinks: _Raw | msgspec.UnsetType = msgspec.UNSET
-
     class Snak(msgspec.Struct):
         """A main snak: what its truthy object needs (``None``/"" where the JSON has no field)."""
         snaktype: str | None = None
@@ -54,7 +41,6 @@ if msgspec is not None:
         mainsnak: Snak | None = None
         rank: str | None = None
 
-    _LAZY = msgspec.json.Decoder(Lazy)
     _ANY = msgspec.json.Decoder()
     _ENCODE = msgspec.json.Encoder().encode
     _ERRORS = (msgspec.MsgspecError, UnicodeDecodeError)
@@ -67,33 +53,6 @@ def parser_name() -> str:
     if orjson is not None:
         return "orjson (install msgspec, kgcult[dump], to decode only the wanted parts)"
     return "the standard json module (install kgcult[dump] for msgspec and orjson)"
-
-
-def entity(line: bytes, props, languages):
-    """The entity of one dump line (``[``/``]``/blank lines give None), as a dict with at
-    least its id, its claims of ``props`` and its terms in ``languages`` (lower-case tags)
-    and its sitelinks; ValueError when the line is not a JSON entity."""
-    if msgspec is not None:
-        s = line.strip()
-        if s.endswith(b","):
-            s = s[:-1]
-        if s.startswith(b"{"):
-            try:
-                return _partial(_LAZY.decode(s), props, languages)
-            except _ERRORS:
-                pass  # not the usual shape: the full parse decides (and words any error)
-    return truthy.parse_entity_line(line, loads)
-
-
-def _partial(e, props, languages) -> dict:
-    dec = _ANY.decode
-    out = {"id": e.id, "claims": {p: dec(e.claims[p]) for p in props if p in e.claims}}
-    for key in ("labels", "descriptions", "aliases"):
-        section = getattr(e, key)
-        out[key] = {t: dec(section[t]) for t in languages if t in section}
-    if e.sitelinks is not msgspec.UNSET:
-        out["sitelinks"] = e.sitelinks
-    return out
 
 
 def scan_entity(line, props, languages, label_props, sitelinks: bool):
