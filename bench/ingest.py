@@ -284,7 +284,7 @@ def summarize(rows: list[dict], spark: dict) -> None:
         "largest size, not this shared machine's wall time); the work (lbzip2, parsing in workers, filtering) "
         "spreads over the cores at 90 % efficiency on 2 and 80 % on 16, with a floor for .gz: pigz inflates on one "
         f"thread ({pigz_cpu:.2f} s per {big['json_mb']:.0f} MB here); the main process (edge index, frame file, "
-        "store writes) keeps up; the disk reads >= 200 MB/s; the intermediate (~0.2 KB per entity compressed) "
+        "store writes) keeps up; the disk reads >= 200 MB/s; the intermediate (~0.13 KB per entity compressed) "
         "fits on disk.",
     ])
     save("ingest", data, md)

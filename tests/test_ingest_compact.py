@@ -177,9 +177,10 @@ def test_a_selected_line_that_is_not_n_triples_stops_the_ingest(tmp_path):
     assert not data_quads(store)
 
 
-def test_the_writer_loads_on_flush_and_an_abandoned_load_commits_nothing(tmp_path):
+def test_the_writer_loads_on_flush_and_an_abandoned_load_commits_nothing(tmp_path, monkeypatch):
     from pyoxigraph import NamedNode
 
+    from kgcult.acquire import dumpemit
     from kgcult.acquire.dumpemit import Writer
     wd, wdt = vocab.WD, vocab.WDT
     g = NamedNode("https://w3id.org/kgcult/graph/test")
@@ -210,4 +211,12 @@ def test_the_writer_loads_on_flush_and_an_abandoned_load_commits_nothing(tmp_pat
         assert all(p.bytes for p in w.pipes)
         w.flush()
         assert len(data_quads(st)) == 5001 + 4 * 5000
+        # loads of at most LOADER_QUADS quads each, two at a time, the others committed
+        monkeypatch.setattr(dumpemit, "LOADER_QUADS", 6000)
+        w = Writer(st, str(tmp_path), loaders=2)
+        for i in range(6):
+            w.add_ntriples(lines.replace(b"P31", b"P%d" % (2000 + i)), g, "d.nt")
+        assert len(w.pipes) == 2 and w.opened == 3  # the third when both had 10000
+        w.flush()
+        assert len(data_quads(st)) == 5001 + 10 * 5000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # no scratch files left

@@ -163,7 +163,7 @@ class _PipeLoad:
     def __init__(self, store, directory: str, name: str):
         self.store, self.path = store, os.path.join(directory, name)
         self.error: BaseException | None = None
-        self.bytes = 0
+        self.bytes = self.quads = 0
         os.mkfifo(self.path, 0o600)
         self.thread = threading.Thread(target=self._run, name="kgcult-bulk-load", daemon=True)
         self.thread.start()
@@ -193,6 +193,7 @@ class _PipeLoad:
         except BrokenPipeError:
             return False
         self.bytes += len(quads)
+        self.quads += quads.count(b"\n")
         return True
 
     def finish(self, abort: bool = False) -> BaseException | None:
@@ -210,14 +211,20 @@ class _PipeLoad:
         return self.error
 
 
+# quads per bulk load: one batch of Oxigraph's loader (which sorts up to 1 M quads a batch,
+# each batch on one thread), so that ``loaders`` loads hold no more than one loader would
+LOADER_QUADS = 500_000
+
+
 class Writer:
     """The selected lines into the store as N-Quads (each line with its graph), loaded by
     Oxigraph bulk loads, its own parser and bulk loader: several times faster than Python
     quads through transactions. Where the system has named pipes, ``loaders`` bulk loads
-    (Oxigraph's loader sorts on one thread for inputs this size: two share the sorting)
     run in threads and read the quads from pipes in ``tmpdir`` while the emission writes
-    them, so the load overlaps the emission; elsewhere the quads are spooled to a scratch
-    file and loaded at :meth:`flush`. The graphs written are staging graphs or graphs
+    them, so the load overlaps the emission, and two loads share the sorting that one
+    would do on one thread; each takes up to LOADER_QUADS quads, then commits and another
+    takes its place. Elsewhere the quads are spooled to a scratch file and loaded at
+    :meth:`flush`. The graphs written are staging graphs or graphs
     marked partial (:mod:`kgcult.acquire.staging`), so a bulk load that does not commit as
     one transaction changes nothing readers see."""
 
@@ -226,6 +233,7 @@ class Writer:
         self.where, self.dir, self.spool, self.path = "", None, None, None
         self.pipes: list[_PipeLoad] = []
         self.broken = False
+        self.opened = 0
 
     def _open(self) -> None:
         if not hasattr(os, "mkfifo"):  # pragma: no cover - not POSIX
@@ -233,8 +241,25 @@ class Writer:
             self.spool = os.fdopen(fd, "wb")
             return
         self.dir = tempfile.mkdtemp(prefix="ingest-", dir=self.tmpdir)
-        for i in range(self.loaders):
-            self.pipes.append(_PipeLoad(self.store, self.dir, f"quads-{i}.nq"))
+        for _ in range(self.loaders):
+            self._new_pipe()
+
+    def _new_pipe(self) -> _PipeLoad:
+        self.opened += 1
+        pipe = _PipeLoad(self.store, self.dir, f"quads-{self.opened}.nq")
+        self.pipes.append(pipe)
+        return pipe
+
+    def _pipe(self) -> _PipeLoad:
+        """The load to write to: the one with the fewest quads; when every load has its
+        LOADER_QUADS, the oldest commits (its error is raised) and a new one takes its place."""
+        pipe = min(self.pipes, key=lambda p: p.quads)
+        if pipe.quads < LOADER_QUADS:
+            return pipe
+        failure = self._failure(self.pipes.pop(0).finish())
+        if failure is not None:
+            raise failure
+        return self._new_pipe()
 
     def _failure(self, e: BaseException | None) -> BaseException | None:
         if isinstance(e, SyntaxError):
@@ -257,7 +282,7 @@ class Writer:
             quads = b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x)
         if self.spool is not None:
             self.spool.write(quads)
-        elif not min(self.pipes, key=lambda p: p.bytes).write(quads):
+        elif not self._pipe().write(quads):
             self.broken = True
 
     def flush(self) -> None:
