@@ -61,27 +61,37 @@ def scan_entity(line, props, languages, label_props, sitelinks: bool):
     With msgspec, only the wanted claims are decoded, each statement's main snak and rank
     alone (qualifiers and references skipped unread), and the terms are kept undecoded in
     the record. The record holds what :func:`kgcult.acquire.truthy.term_lines` needs (the
-    terms in ``languages``, a frozenset of lower-case tags, and the sitelink count) as a
-    JSON object (:func:`terms`), b"" when there is nothing: the emission decodes it for the
-    members of a labels subgraph only. ValueError when the line is not a JSON entity."""
-    if msgspec is not None:
-        s = _object(line)
-        if s is not None:
-            shape = _shape(tuple(props), tuple(sorted(languages)), frozenset(label_props), sitelinks)
-            try:
-                e = shape.decode(s)
-            except _ERRORS:
-                pass  # not the usual shape: the full parse decides (and words any error)
-            else:
-                return e.id, shape.objects(e), shape.record(e)
-    e = truthy.parse_entity_line(line if isinstance(line, bytes) else bytes(line), loads)
-    if e is None:
-        return None
-    claims = e.get("claims") or {}
-    count = len(e["sitelinks"] or {}) if "sitelinks" in e else None
-    return (e["id"], {p: truthy.claim_objects(e, p) for p in props if p in claims},
-            _record(e["id"], e.get("labels"), e.get("aliases"), e.get("descriptions"), count, languages,
-                    label_props, sitelinks))
+    terms in ``languages``, lower-case tags, and the sitelink count) as a JSON object
+    (:func:`terms`), b"" when there is nothing: the emission decodes it for the members of
+    a labels subgraph only. ValueError when the line is not a JSON entity. (A block's lines
+    go through one :func:`scanner`.)"""
+    return scanner(props, languages, label_props, sitelinks)(line)
+
+
+def scanner(props, languages, label_props, sitelinks: bool):
+    """:func:`scan_entity` for the given plan, as a function of the line."""
+    props, languages, label_props = tuple(props), frozenset(languages), frozenset(label_props)
+    shape = _shape(props, tuple(sorted(languages)), label_props, sitelinks) if msgspec is not None else None
+
+    def scan(line):
+        if shape is not None:
+            s = _object(line)
+            if s is not None:
+                try:
+                    e = shape.decode(s)
+                except _ERRORS:
+                    pass  # not the usual shape: the full parse decides (and words any error)
+                else:
+                    return e.id, shape.objects(e), shape.record(e)
+        e = truthy.parse_entity_line(line if isinstance(line, bytes) else bytes(line), loads)
+        if e is None:
+            return None
+        claims = e.get("claims") or {}
+        count = len(e["sitelinks"] or {}) if "sitelinks" in e else None
+        return (e["id"], {p: truthy.claim_objects(e, p) for p in props if p in claims},
+                _record(e["id"], e.get("labels"), e.get("aliases"), e.get("descriptions"), count, languages,
+                        label_props, sitelinks))
+    return scan
 
 
 def _object(line):

@@ -194,12 +194,12 @@ def scan_json_block(plan: ScanPlan, first_line: int, block, terms: bool = False,
     n = 0
     struct = set(plan.struct_props)
     keep = set(plan.keep_props)
-    props = sorted(struct | keep)
+    scan = dumpjson.scanner(sorted(struct | keep), plan.languages, plan.label_props, plan.sitelinks)
     i = first_line
     for k, line in _lines(block, span):
         i = first_line + k
         try:
-            got = dumpjson.scan_entity(line, props, plan.languages, plan.label_props, plan.sitelinks)
+            got = scan(line)
         except (ValueError, TypeError) as ex:
             return _failed(first_line, n, f"not a JSON entity line: {ex}", i)
         if got is None:
