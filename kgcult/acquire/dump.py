@@ -11,8 +11,9 @@ installed, the sha256 from the same read) and parsed in worker processes
 (:mod:`kgcult.acquire.dumpscan`) into the edges the crawl walks and a compact intermediate
 of the lines the subgraphs could keep. The crawl (:func:`kgcult.acquire.crawl.crawl`, the
 same as the endpoint path) runs over the edge index (:mod:`kgcult.acquire.dumpindex`),
-then the members' lines are read back from the intermediate into staging graphs, which
-replace the target graphs atomically at the end (:mod:`kgcult.acquire.staging`), with
+then the members' lines are read back from the intermediate and bulk-loaded, while they
+are read, into staging graphs (:class:`~kgcult.acquire.dumpemit.Writer`), which replace the
+target graphs atomically at the end (:mod:`kgcult.acquire.staging`), with
 provenance (dump path, sha256, counts). ``engine="spark"`` runs the same selection with
 pyspark (:mod:`kgcult.acquire.spark`).
 """

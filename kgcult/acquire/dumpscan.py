@@ -1,11 +1,14 @@
-"""The one read of a dump: each block of lines is parsed in a worker process into
+"""The one read of a dump: each block of lines (read into a shared ring,
+:class:`~kgcult.acquire.dumpio.BlockRing`) is parsed in a worker process into
 
 * the edges of the structural properties (what the crawl walks), as integer codes of
   subject and object (:func:`~kgcult.acquire.dumpindex.code`), which the main process
   appends to a :class:`~kgcult.acquire.dumpindex.EdgeIndex`;
 * the compact intermediate: the N-Triples lines any subgraph being built could keep (the
-  properties the specs fetch, labels in their languages, sitelink counts), zstd-compressed
-  in frames on disk (:class:`Intermediate`), from which the emission runs after the crawl
+  properties the specs fetch; from an N-Triples dump also labels in their languages and
+  sitelink counts) and, from a JSON dump, each entity's terms record (its terms in those
+  languages as raw JSON, its sitelink count), grouped by subject, zstd-compressed in
+  frames on disk (:class:`Intermediate`), from which the emission runs after the crawl
   without touching the dump again.
 
 JSON lines are decoded by :mod:`kgcult.acquire.dumpjson` (only the parts the plan needs,
