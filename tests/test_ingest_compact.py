@@ -62,31 +62,39 @@ def _lines(path):
     return [json.dumps(e).encode() for e in entities.values()] or [data.strip()]
 
 
-@pytest.mark.skipif(dumpjson.msgspec is None, reason="msgspec not installed")
-def test_partial_decode_gives_the_lines_of_a_full_parse():
-    """On real entities: every claim line of the properties asked for and every term line
-    in the languages asked for come out of the partial decode exactly as from a full one."""
-    props = ["P17", "P31", "P279", "P625", "P18", "P1082", "P571", "P856", "P1448"]
-    langs = frozenset({"en", "fr", "zh", "ar", "de", "nl"})
+@pytest.mark.parametrize("fast", [True, False], ids=["msgspec", "full-parse"])
+def test_the_scan_decode_gives_the_lines_of_a_full_parse(monkeypatch, fast):
+    """On real entities: the scan's decode (typed main snaks, terms kept as a record) gives
+    the claim objects and term lines of a full parse, every property and language asked for."""
+    if not fast:
+        monkeypatch.setattr(dumpjson, "msgspec", None)
+    elif dumpjson.msgspec is None:
+        pytest.skip("msgspec not installed")
+    langs = frozenset({"en", "fr", "zh", "ar", "de", "nl", "ja"})
     label_props = frozenset(subgraphs.LABEL_PROPERTIES)
     lines = _lines(SAMPLE) + [x for p in sorted(SDK.glob("Q*.json")) for x in _lines(p)]
-    assert len(lines) >= 100
     for line in lines:
         full = truthy.parse_entity_line(line, json.loads)
-        part = dumpjson.entity(line, props, langs)
-        assert truthy.entity_lines(part, props, langs, label_props, True) == \
-            truthy.entity_lines(full, props, langs, label_props, True), full["id"]
+        props = sorted(full.get("claims") or {})
+        eid, objects, record = dumpjson.scan_entity(line, props, langs, label_props, True)
+        assert eid == full["id"]
+        assert objects == {p: truthy.claim_objects(full, p) for p in props}, eid
+        rec = dumpjson.terms(record)
+        assert truthy.term_lines(rec, rec.get("sitelinks"), "<x>", langs, label_props) == \
+            truthy.label_lines(full, "<x>", langs, label_props, True), eid
 
 
 def test_unusual_shapes_and_bad_lines_fall_back_to_the_full_parse():
     odd = b'{"type":"item","id":"Q1","labels":[],"claims":[],"sitelinks":[]},'
-    e = dumpjson.entity(odd, ["P31"], {"en"})
-    assert e["id"] == "Q1" and truthy.label_lines(e, "<x>", {"en"}, {vocab.RDFS + "label"}, True) == \
+    eid, objects, record = dumpjson.scan_entity(odd, ["P31"], frozenset({"en"}), {vocab.RDFS + "label"}, True)
+    rec = dumpjson.terms(record)
+    assert eid == "Q1" and objects == {} and truthy.term_lines(rec, rec.get("sitelinks"), "<x>", {"en"},
+                                                               {vocab.RDFS + "label"}) == \
         ['<x> <http://wikiba.se/ontology#sitelinks> "0"^^<http://www.w3.org/2001/XMLSchema#integer> .']
-    assert dumpjson.entity(b"[", [], set()) is None
+    assert dumpjson.scan_entity(b"[", [], frozenset(), set(), False) is None
     for bad in (b'{"type":"item","labels":{}}', b'{"id":"Q1", "claims": {"P31": [}', b"5"):
         with pytest.raises(ValueError):
-            dumpjson.entity(bad, ["P31"], {"en"})
+            dumpjson.scan_entity(bad, ["P31"], frozenset({"en"}), set(), False)
 
 
 def _plan_for(names):
@@ -95,14 +103,19 @@ def _plan_for(names):
     return specs, todo, dumpscan.ScanPlan.for_specs("json", needed_specs(specs, todo), todo)
 
 
+def _sorted_lines(routed: dict) -> dict:
+    return {name: sorted(data.decode().splitlines()) for name, data in routed.items()}
+
+
 def test_frames_group_lines_by_subject_and_the_router_keeps_members_lines():
     specs, todo, plan = _plan_for(["countries", "labels"])
     block = ("[\n" + ",\n".join(json.dumps(e, ensure_ascii=False) for e in ENTITIES) + "\n]\n").encode()
     r = dumpscan.scan_json_block(plan, 1, block)
-    assert r.records == len(ENTITIES) and not r.other_edges
-    codes, ends, text = dumpscan.unpack_frame(dumpscan.pack_frame(r))
-    assert list(codes) == list(r.groups) and text == r.lines and ends[-1] == len(text)
-    first = text[:ends[0]].decode()
+    assert r.records == len(ENTITIES) and not r.other_edges and not r.terms
+    frame = dumpscan.unpack_frame(dumpscan.pack_frame(r))
+    text = frame.lines
+    assert list(frame.codes) == list(r.groups) and text == r.lines and frame.ends[-1] == len(text)
+    first = text[:frame.ends[0]].decode()
     assert all(x.startswith(f"<{vocab.WD}Q2095> ") for x in first.splitlines())
 
     index = EdgeIndex(set(plan.struct_props))
@@ -111,7 +124,7 @@ def test_frames_group_lines_by_subject_and_the_router_keeps_members_lines():
     index.freeze()
     backend = DumpBackend(index, specs)
     backend.members = {"countries": index.id_set(["Q142", "Q17"]), "labels": index.id_set(["Q142", "Q900"])}
-    routed = dict(Router(todo, backend).route_groups(codes, ends, text))
+    routed = dict(Router(todo, backend).route_groups(frame))
     country_lines = routed["countries"].decode().splitlines()
     assert country_lines and all(x.split(" ")[0] in (f"<{vocab.WD}Q142>", f"<{vocab.WD}Q17>") for x in country_lines)
     assert f"<{vocab.WD}Q142> <{vocab.WDT}P30> <{vocab.WD}Q46> ." in country_lines
@@ -119,6 +132,27 @@ def test_frames_group_lines_by_subject_and_the_router_keeps_members_lines():
     assert f'<{vocab.WD}Q900> <{vocab.RDFS}label> "someone"@en .' in label_lines
     assert not any("voedsel" in x for x in label_lines)  # nl is not a labels language
     assert dict(Router(todo, backend).route(text)) == routed  # the line-by-line form agrees
+
+    # the local engine's form: terms as records, turned into lines for the members only
+    t = dumpscan.scan_json_block(plan, 1, block, terms=True)
+    assert t.terms and vocab.RDFS.encode() not in t.lines and subgraphs.SITELINKS.encode() not in t.lines
+    from_terms = dict(Router(todo, backend).route_groups(dumpscan.unpack_frame(dumpscan.pack_frame(t))))
+    assert _sorted_lines(from_terms) == _sorted_lines(routed)
+
+
+def test_terms_records_without_msgspec_give_the_same_lines(monkeypatch):
+    specs, todo, plan = _plan_for(["labels"])
+    block = ("[\n" + ",\n".join(json.dumps(e, ensure_ascii=False) for e in ENTITIES) + "\n]\n").encode()
+    index = EdgeIndex(set(plan.struct_props))
+    index.freeze()
+    backend = DumpBackend(index, specs)
+    backend.members = {"labels": index.id_set([e["id"] for e in ENTITIES])}
+    want = dict(Router(todo, backend).route_groups(dumpscan.unpack_frame(dumpscan.pack_frame(
+        dumpscan.scan_json_block(plan, 1, block)))))
+    monkeypatch.setattr(dumpjson, "msgspec", None)
+    got = dict(Router(todo, backend).route_groups(dumpscan.unpack_frame(dumpscan.pack_frame(
+        dumpscan.scan_json_block(plan, 1, block, terms=True)))))
+    assert want and _sorted_lines(got) == _sorted_lines(want)
 
 
 def test_without_msgspec_the_store_is_the_same(tmp_path, monkeypatch, caplog):
@@ -141,3 +175,48 @@ def test_a_selected_line_that_is_not_n_triples_stops_the_ingest(tmp_path):
     with pytest.raises(ing.IngestError, match="not valid N-Triples"):
         ing.ingest(store, str(nt), ["countries"], jobs=1)
     assert not data_quads(store)
+
+
+def test_the_writer_loads_on_flush_and_an_abandoned_load_commits_nothing(tmp_path, monkeypatch):
+    from pyoxigraph import NamedNode
+
+    from kgcult.acquire import dumpemit
+    from kgcult.acquire.dumpemit import Writer
+    wd, wdt = vocab.WD, vocab.WDT
+    g = NamedNode("https://w3id.org/kgcult/graph/test")
+    lines = b"".join(b"<%sQ%d> <%sP31> <%sQ5> .\n" % (wd.encode(), i, wdt.encode(), wd.encode()) for i in range(5000))
+    with Store(tmp_path / "a") as st:
+        w = Writer(st, str(tmp_path))
+        w.add_ntriples(lines, g, "d.json")
+        w.add_ntriples(b"<%sQ1> <%sP17>   <%sQ142>.\n" % (wd.encode(), wdt.encode(), wd.encode()), g, "d.json")
+        w.flush()
+        assert len(data_quads(st)) == 5001
+        w = Writer(st, str(tmp_path))
+        w.add_ntriples(lines.replace(b"P31", b"P279"), g, "d.json")
+        w.remove()  # the emission failed: nothing of this load is committed
+        assert len(data_quads(st)) == 5001
+        # two loaders share the quads; when the first fails, the second is stopped before it
+        # commits (the bad line goes to the first: the loader with the fewest bytes)
+        w = Writer(st, str(tmp_path), loaders=2)
+        w.add_ntriples(b"<%sQ1> <%sP17> <not an iri> .\n" % (wd.encode(), wdt.encode()), g, "d.nt")
+        for i in range(4):
+            w.add_ntriples(lines.replace(b"P31", b"P%d" % (1000 + i)), g, "d.nt")
+        assert w.pipes[1].bytes
+        with pytest.raises(ing.IngestError, match="d.nt: a selected line is not valid N-Triples"):
+            w.flush()
+        assert len(data_quads(st)) == 5001
+        w = Writer(st, str(tmp_path), loaders=2)
+        for i in range(4):
+            w.add_ntriples(lines.replace(b"P31", b"P%d" % (1000 + i)), g, "d.nt")
+        assert all(p.bytes for p in w.pipes)
+        w.flush()
+        assert len(data_quads(st)) == 5001 + 4 * 5000
+        # loads of at most LOADER_QUADS quads each, two at a time, the others committed
+        monkeypatch.setattr(dumpemit, "LOADER_QUADS", 6000)
+        w = Writer(st, str(tmp_path), loaders=2)
+        for i in range(6):
+            w.add_ntriples(lines.replace(b"P31", b"P%d" % (2000 + i)), g, "d.nt")
+        assert len(w.pipes) == 2 and w.opened == 3  # the third when both had 10000
+        w.flush()
+        assert len(data_quads(st)) == 5001 + 10 * 5000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # no scratch files left

@@ -11,8 +11,9 @@ installed, the sha256 from the same read) and parsed in worker processes
 (:mod:`kgcult.acquire.dumpscan`) into the edges the crawl walks and a compact intermediate
 of the lines the subgraphs could keep. The crawl (:func:`kgcult.acquire.crawl.crawl`, the
 same as the endpoint path) runs over the edge index (:mod:`kgcult.acquire.dumpindex`),
-then the members' lines are read back from the intermediate into staging graphs, which
-replace the target graphs atomically at the end (:mod:`kgcult.acquire.staging`), with
+then the members' lines are read back from the intermediate and bulk-loaded, while they
+are read, into staging graphs (:class:`~kgcult.acquire.dumpemit.Writer`), which replace the
+target graphs atomically at the end (:mod:`kgcult.acquire.staging`), with
 provenance (dump path, sha256, counts). ``engine="spark"`` runs the same selection with
 pyspark (:mod:`kgcult.acquire.spark`).
 """
@@ -114,7 +115,7 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
                                        "load it with `kgcult load ... --graph`)")
         return list(reports.values())
     run_id = os.urandom(8).hex()
-    writer = Writer(store, _scratch_dir(store))
+    writer = Writer(store, _scratch_dir(store), loaders=2 if (jobs or cpu_count()) > 1 else 1)
     try:
         write_to = {s.name: staging.begin(store, s, run_id) for s in todo}
         graphs = {s.name: NamedNode(write_to[s.name]) for s in todo}
@@ -155,7 +156,7 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
     try:
         dumpscan.start_pool_note(jobs)
         with dumpscan.Workers(plan, jobs) as workers, DumpReader(dump, threads=jobs) as reader:
-            for r in workers.scan(dump, _counted(reader.blocks(), bar)):
+            for r in workers.scan(dump, reader, bar.update):
                 records += r.records
                 for pid, (so, hv) in r.edges.items():
                     index.add_coded(pid, so, hv)
@@ -185,9 +186,3 @@ def _scratch_dir(store) -> str | None:
     """The store's directory (scratch files stay on its disk), or None: the system's."""
     path = getattr(store, "path", None)
     return str(path) if path and os.path.isdir(str(path)) else None
-
-
-def _counted(blocks, bar):
-    for block in blocks:
-        bar.update(len(block))
-        yield block

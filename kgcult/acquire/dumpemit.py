@@ -3,15 +3,20 @@ its predicates, its languages), where they come from after the crawl (the local 
 intermediate, or Spark's output partitions), and how they reach the store."""
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import tempfile
+import threading
+import time
+from array import array
 
 import numpy as np
 import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
 from kgcult import vocab
-from kgcult.acquire import dumpscan, subgraphs
+from kgcult.acquire import dumpio, dumpjson, dumpscan, subgraphs, truthy
 from kgcult.acquire.dumpindex import code, contains
 from kgcult.acquire.dumpio import IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
@@ -28,24 +33,26 @@ def member_filter(spec: SubgraphSpec):
     return {b"<" + vocab.WDT.encode() + p.encode() + b">" for p in spec.properties}, None, None
 
 
-def _belongs(p: bytes, o: bytes, preds, langs, site) -> bool:
-    if p in preds:
-        if langs is None:
-            return True
-        at = o.rfind(b'"@')
-        return at >= 0 and o[at + 2:].rstrip(b" .").lower() in langs
-    return site is not None and p == site
+def _tagged(o: bytes, langs) -> bool:
+    """Whether the object of a line (``o``: the rest of the line) has a tag in ``langs``."""
+    at = o.rfind(b'"@')
+    return at >= 0 and o[at + 2:].rstrip(b" .").lower() in langs
 
 
 class Router:
     """Routes kept lines to the subgraphs they belong to, in one pass over groups of lines
     of one subject each: the groups' subject codes are looked up in the member sets
-    (sorted integer arrays) all at once, and only members' lines are split and checked."""
+    (sorted integer arrays) all at once, and only members' lines are split and checked,
+    and only members of a labels subgraph have their terms record turned into lines."""
 
     def __init__(self, todo: list[SubgraphSpec], backend):
         self.names = [s.name for s in todo]
         self.filters = [member_filter(s) for s in todo]
+        # what a labels subgraph takes from a terms record: (languages, label properties, sitelinks)
+        self.terms = [(frozenset(x.lower() for x in s.languages), frozenset(s.label_properties), s.sitelinks)
+                      if s.is_labels else None for s in todo]
         self.members = [backend.members[s.name].codes for s in todo]
+        self._by_row: dict[bytes, list[int]] = {}
         # members that are not Q/P/L ids (a lexeme's form or sense): by subject IRI
         self.other: dict[bytes, list[int]] = {}
         for k, codes in enumerate(self.members):
@@ -53,44 +60,75 @@ class Router:
                 iri = b"<" + vocab.WD.encode() + backend.index.ids.dec(c).encode() + b">"
                 self.other.setdefault(iri, []).append(k)
 
-    def route_groups(self, codes, ends, data: bytes) -> list[tuple[str, bytes]]:
-        """(subgraph name, its lines) for each subgraph with any, of ``data`` cut into groups
-        at ``ends``, one subject each (its code, or -1: look at each line's subject)."""
-        codes = np.asarray(codes, dtype=np.int64)
+    def route_groups(self, frame: dumpscan.Frame) -> list[tuple[str, bytes]]:
+        """(subgraph name, its lines) for each subgraph with any, of the frame's groups, one
+        subject each (its code, or -1: look at each line's subject)."""
+        codes = np.asarray(frame.codes, dtype=np.int64)
         hits = np.array([contains(m, codes) for m in self.members]).reshape(len(self.members), len(codes))
         wanted = np.flatnonzero(hits.any(axis=0) | (codes < 0))
         out: list[list[bytes]] = [[] for _ in self.names]
-        for g in wanted.tolist():
+        data, ends, terms, tends, filters = frame.lines, frame.ends, frame.terms, frame.tends, self.filters
+        for g, c, row in zip(wanted.tolist(), codes[wanted].tolist(), self._rows(hits, wanted)):
             chunk = data[ends[g - 1] if g else 0:ends[g]]
-            targets = None if codes[g] < 0 else [(k,) + self.filters[k] for k in np.flatnonzero(hits[:, g]).tolist()]
+            record = terms[tends[g - 1] if g else 0:tends[g]]
+            targets = None if c < 0 else self._targets(row)
             for line in chunk.split(b"\n"):
                 if not line:
                     continue
                 s, p, o = line.split(b" ", 2)
-                for k, preds, langs, site in (targets if targets is not None else
-                                              [(k,) + self.filters[k] for k in self.other.get(s, ())]):
-                    if _belongs(p, o, preds, langs, site):
+                for k in (targets if targets is not None else self.other.get(s, ())):
+                    preds, langs, site = filters[k]
+                    if (p in preds and (langs is None or _tagged(o, langs))) or p == site:
                         out[k].append(line)
+            if record:
+                self._terms(dumpjson.terms(record), targets, out)
         return [(self.names[k], b"\n".join(lines) + b"\n") for k, lines in enumerate(out) if lines]
+
+    @staticmethod
+    def _rows(hits, wanted):
+        """Each wanted group's subgraphs as a hashable key: its column of ``hits`` as bytes."""
+        cols = np.ascontiguousarray(hits[:, wanted].T)
+        return [cols[i].tobytes() for i in range(len(wanted))]
+
+    def _targets(self, row: bytes) -> list[int]:
+        """The subgraph indexes of a row of :meth:`_rows` (a few distinct rows: cached)."""
+        targets = self._by_row.get(row)
+        if targets is None:
+            targets = self._by_row[row] = [k for k, hit in enumerate(row) if hit]
+        return targets
+
+    def _terms(self, rec: dict, targets, out) -> None:
+        """The lines of a terms record for each labels subgraph it is a member of."""
+        subject = f"<{vocab.WD}{rec['id']}>"
+        if targets is None:
+            targets = self.other.get(subject.encode(), ())
+        for k in targets:
+            if self.terms[k] is not None:
+                langs, props, sitelinks = self.terms[k]
+                count = rec.get("sitelinks") if sitelinks else None
+                lines = truthy.term_lines(rec, count, subject, langs, props)
+                if lines:
+                    out[k].append("\n".join(lines).encode())
 
     def route(self, data: bytes) -> list[tuple[str, bytes]]:
         """:meth:`route_groups` for lines in any order (each its own group)."""
         lines = [x for x in data.split(b"\n") if x]
-        codes, ends, pos = [], [], 0
+        codes, ends, pos = array("q"), array("q"), 0
         for line in lines:
             local = dumpscan.nt_entity(line[:line.find(b" ")])
             c = code(local) if local is not None else None
             codes.append(-1 if c is None else c)
             pos += len(line) + 1
             ends.append(pos)
-        return self.route_groups(codes, ends, b"".join(x + b"\n" for x in lines))
+        frame = dumpscan.Frame(codes, ends, b"".join(x + b"\n" for x in lines), array("q", bytes(8 * len(lines))))
+        return self.route_groups(frame)
 
 
 _ROUTER: Router | None = None  # set before the workers fork; they inherit it
 
 
 def _filter_frame(frame: bytes) -> list[tuple[str, bytes]]:
-    return _ROUTER.route_groups(*dumpscan.unpack_frame(frame))
+    return _ROUTER.route_groups(dumpscan.unpack_frame(frame))
 
 
 class FrameSource:
@@ -118,45 +156,169 @@ class FrameSource:
         self.inter.remove()
 
 
-class Writer:
-    """The selected lines into the store: spooled as N-Quads (each line with its graph) to
-    one scratch file (in ``tmpdir``), then loaded by one Oxigraph bulk load, its own parser
-    and bulk loader: several times faster than Python quads through transactions, with its
-    fixed cost paid once. The graphs written are staging graphs or graphs marked partial
-    (:mod:`kgcult.acquire.staging`), so a bulk load that does not commit as one transaction
-    changes nothing readers see."""
+class _PipeLoad:
+    """One Oxigraph bulk load in a thread (it releases the GIL), reading N-Quads from a
+    named pipe that :meth:`write` fills."""
 
-    def __init__(self, store, tmpdir: str | None = None):
-        self.store, self.tmpdir = store, tmpdir
-        self.file, self.path, self.where = None, None, ""
+    def __init__(self, store, directory: str, name: str):
+        self.store, self.path = store, os.path.join(directory, name)
+        self.error: BaseException | None = None
+        self.bytes = self.quads = 0
+        os.mkfifo(self.path, 0o600)
+        self.thread = threading.Thread(target=self._run, name="kgcult-bulk-load", daemon=True)
+        self.thread.start()
+        while True:  # the writer's end opens once the loader has opened the reader's
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:
+                if e.errno != errno.ENXIO or not self.thread.is_alive():
+                    self.thread.join()
+                    raise self.error or e from None
+                time.sleep(0.001)
+        os.set_blocking(fd, True)
+        dumpio.widen_pipe(fd)
+        self.file = os.fdopen(fd, "wb", buffering=1 << 20)
+
+    def _run(self) -> None:
+        try:
+            self.store.ox.bulk_load(path=self.path, format=ox.RdfFormat.N_QUADS)
+        except BaseException as e:  # noqa: BLE001 - raised by the Writer
+            self.error = e
+
+    def write(self, quads: bytes) -> bool:
+        """False when the loader has stopped reading (it failed)."""
+        try:
+            self.file.write(quads)
+        except BrokenPipeError:
+            return False
+        self.bytes += len(quads)
+        self.quads += quads.count(b"\n")
+        return True
+
+    def finish(self, abort: bool = False) -> BaseException | None:
+        """End the input and wait for the load; ``abort``: a bad line first, so that the
+        loader stops without committing what it has not committed yet. Its error, if any."""
+        if self.file is not None:
+            try:
+                if abort:
+                    self.file.write(b"\n<> not N-Quads\n")
+                self.file.close()
+            except BrokenPipeError:
+                pass
+            self.file = None
+        self.thread.join()
+        return self.error
+
+
+# quads per bulk load: one batch of Oxigraph's loader (which sorts up to 1 M quads a batch,
+# each batch on one thread), so that ``loaders`` loads hold no more than one loader would
+LOADER_QUADS = 500_000
+
+
+class Writer:
+    """The selected lines into the store as N-Quads (each line with its graph), loaded by
+    Oxigraph bulk loads, its own parser and bulk loader: several times faster than Python
+    quads through transactions. Where the system has named pipes, ``loaders`` bulk loads
+    run in threads and read the quads from pipes in ``tmpdir`` while the emission writes
+    them, so the load overlaps the emission, and two loads share the sorting that one
+    would do on one thread; each takes up to LOADER_QUADS quads, then commits and another
+    takes its place. Elsewhere the quads are spooled to a scratch file and loaded at
+    :meth:`flush`. The graphs written are staging graphs or graphs
+    marked partial (:mod:`kgcult.acquire.staging`), so a bulk load that does not commit as
+    one transaction changes nothing readers see."""
+
+    def __init__(self, store, tmpdir: str | None = None, loaders: int = 1):
+        self.store, self.tmpdir, self.loaders = store, tmpdir, max(1, loaders)
+        self.where, self.dir, self.spool, self.path = "", None, None, None
+        self.pipes: list[_PipeLoad] = []
+        self.broken = False
+        self.opened = 0
+
+    def _open(self) -> None:
+        if not hasattr(os, "mkfifo"):  # pragma: no cover - not POSIX
+            fd, self.path = tempfile.mkstemp(prefix="ingest-", suffix=".nq", dir=self.tmpdir)
+            self.spool = os.fdopen(fd, "wb")
+            return
+        self.dir = tempfile.mkdtemp(prefix="ingest-", dir=self.tmpdir)
+        for _ in range(self.loaders):
+            self._new_pipe()
+
+    def _new_pipe(self) -> _PipeLoad:
+        self.opened += 1
+        pipe = _PipeLoad(self.store, self.dir, f"quads-{self.opened}.nq")
+        self.pipes.append(pipe)
+        return pipe
+
+    def _pipe(self) -> _PipeLoad:
+        """The load to write to: the one with the fewest quads; when every load has its
+        LOADER_QUADS, the oldest commits (its error is raised) and a new one takes its place."""
+        pipe = min(self.pipes, key=lambda p: p.quads)
+        if pipe.quads < LOADER_QUADS:
+            return pipe
+        failure = self._failure(self.pipes.pop(0).finish())
+        if failure is not None:
+            raise failure
+        return self._new_pipe()
+
+    def _failure(self, e: BaseException | None) -> BaseException | None:
+        if isinstance(e, SyntaxError):
+            return IngestError(f"{self.where}: a selected line is not valid N-Triples: {e}")
+        return e
 
     def add_ntriples(self, data: bytes, graph: NamedNode, where: str) -> None:
-        if self.file is None:
-            fd, self.path = tempfile.mkstemp(prefix="ingest-", suffix=".nq", dir=self.tmpdir)
-            self.file = os.fdopen(fd, "wb")
+        if self.spool is None and not self.pipes:
+            self._open()
         self.where = where
+        if self.broken:
+            return  # a loader stopped (flush says why)
         g = b" <" + graph.value.encode() + b"> .\n"
         # every kept line ends with its "." (a line's last byte; N-Triples has no trailing
-        # comments): the graph goes in before it
-        self.file.write(b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x))
+        # comments): the graph goes in before it. A line holds no raw newline, so when every
+        # line ends with " ." and a newline (the lines kgcult writes), one replace does it
+        if data.endswith(b"\n") and data.count(b"\n") == data.count(b" .\n") and b"\n\n" not in data:
+            quads = data.replace(b" .\n", g)
+        else:
+            quads = b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x)
+        if self.spool is not None:
+            self.spool.write(quads)
+        elif not self._pipe().write(quads):
+            self.broken = True
 
     def flush(self) -> None:
-        """Load the spooled quads and remove the file."""
+        """Finish the loads (or load the spooled quads) and remove the scratch files. When a
+        loader fails, the ones not finished yet are stopped before they commit."""
         try:
-            if self.file is not None:
-                self.file.close()
+            if self.spool is not None:
+                self.spool.close()
+                self.spool = None
                 try:
                     self.store.ox.bulk_load(path=self.path, format=ox.RdfFormat.N_QUADS)
                 except SyntaxError as e:
-                    raise IngestError(f"{self.where}: a selected line is not valid N-Triples: {e}") from None
+                    raise self._failure(e) from None
+            failure = None
+            for pipe in self.pipes:
+                failure = failure or self._failure(pipe.finish(abort=failure is not None))
+            self.pipes = []
+            if failure is not None:
+                raise failure
         finally:
             self.remove()
 
     def remove(self) -> None:
-        if self.file is not None:
-            self.file.close()
+        """Stop (unfinished loads are abandoned) and remove the scratch files."""
+        for pipe in self.pipes:
+            pipe.finish(abort=True)
+        self.pipes = []
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
+        if self.path is not None:
             try:
                 os.unlink(self.path)
             except OSError:
                 pass
-        self.file = None
+            self.path = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None

@@ -2,17 +2,18 @@
 
 Most of an entity's JSON is claims the subgraphs never look at (with their qualifiers and
 references), labels in languages they do not keep and sitelinks they only count. With
-msgspec installed (``kgcult[dump]``) a line is decoded into a :class:`Lazy` entity: its
-sections as maps of raw, undecoded JSON values, of which only the wanted claims and
-languages are then decoded (several times faster than a full parse). Anything that does
-not fit Wikibase's shapes (``"claims": []``, a missing ``id``, a bad line) is parsed in
-full instead, with orjson when installed, else the standard library's json, so the result
-and the error messages are those of a full parse.
+msgspec installed (``kgcult[dump]``) the scan decodes a line into types made for its plan
+(:class:`_Shape`): the wanted claims' main snaks and ranks, the wanted languages' terms as
+raw JSON, nothing else (several times faster than a full parse). Anything that does not
+fit Wikibase's shapes (``"claims": []``, a missing ``id``, a bad line) is parsed in full
+instead, with orjson when installed, else the standard library's json, so the result and
+the error messages are those of a full parse.
 """
 from __future__ import annotations
 
 import json
 
+from kgcult import vocab
 from kgcult.acquire import truthy
 
 try:  # optional: kgcult[dump]
@@ -29,19 +30,19 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 
 if msgspec is not None:
-    _Raw = dict[str, msgspec.Raw]
+    class Snak(msgspec.Struct):
+        """A main snak: what its truthy object needs (``None``/"" where the JSON has no field)."""
+        snaktype: str | None = None
+        datatype: str | None = ""
+        datavalue: dict | None = None
 
-    class Lazy(msgspec.Struct):
-        """An entity's sections, values undecoded (unknown fields skipped)."""
-        id: str
-        labels: _Raw = {}
-        descriptions: _Raw = {}
-        aliases: _Raw = {}
-        claims: _Raw = {}
-        sitelinks: _Raw | msgspec.UnsetType = msgspec.UNSET
+    class Statement(msgspec.Struct):
+        """A statement's main snak and rank (qualifiers and references skipped)."""
+        mainsnak: Snak | None = None
+        rank: str | None = None
 
-    _LAZY = msgspec.json.Decoder(Lazy)
     _ANY = msgspec.json.Decoder()
+    _ENCODE = msgspec.json.Encoder().encode
     _ERRORS = (msgspec.MsgspecError, UnicodeDecodeError)
 
 
@@ -54,28 +55,143 @@ def parser_name() -> str:
     return "the standard json module (install kgcult[dump] for msgspec and orjson)"
 
 
-def entity(line: bytes, props, languages):
-    """The entity of one dump line (``[``/``]``/blank lines give None), as a dict with at
-    least its id, its claims of ``props`` and its terms in ``languages`` (lower-case tags)
-    and its sitelinks; ValueError when the line is not a JSON entity."""
-    if msgspec is not None:
-        s = line.strip()
-        if s.endswith(b","):
-            s = s[:-1]
-        if s.startswith(b"{"):
-            try:
-                return _partial(_LAZY.decode(s), props, languages)
-            except _ERRORS:
-                pass  # not the usual shape: the full parse decides (and words any error)
-    return truthy.parse_entity_line(line, loads)
+def scan_entity(line, props, languages, label_props, sitelinks: bool):
+    """What the scan needs of one dump line: (id, {pid: the N-Triples objects of its truthy
+    claims} for the ``props`` it has, terms record), or None for a ``[``/``]``/blank line.
+    With msgspec, only the wanted claims are decoded, each statement's main snak and rank
+    alone (qualifiers and references skipped unread), and the terms are kept undecoded in
+    the record. The record holds what :func:`kgcult.acquire.truthy.term_lines` needs (the
+    terms in ``languages``, lower-case tags, and the sitelink count) as a JSON object
+    (:func:`terms`), b"" when there is nothing: the emission decodes it for the members of
+    a labels subgraph only. ValueError when the line is not a JSON entity. (A block's lines
+    go through one :func:`scanner`.)"""
+    return scanner(props, languages, label_props, sitelinks)(line)
 
 
-def _partial(e, props, languages) -> dict:
-    dec = _ANY.decode
-    out = {"id": e.id, "claims": {p: dec(e.claims[p]) for p in props if p in e.claims}}
-    for key in ("labels", "descriptions", "aliases"):
-        section = getattr(e, key)
-        out[key] = {t: dec(section[t]) for t in languages if t in section}
-    if e.sitelinks is not msgspec.UNSET:
-        out["sitelinks"] = e.sitelinks
+def scanner(props, languages, label_props, sitelinks: bool):
+    """:func:`scan_entity` for the given plan, as a function of the line."""
+    props, languages, label_props = tuple(props), frozenset(languages), frozenset(label_props)
+    shape = _shape(props, tuple(sorted(languages)), label_props, sitelinks) if msgspec is not None else None
+
+    def scan(line):
+        if shape is not None:
+            s = _object(line)
+            if s is not None:
+                try:
+                    e = shape.decode(s)
+                except _ERRORS:
+                    pass  # not the usual shape: the full parse decides (and words any error)
+                else:
+                    return e.id, shape.objects(e), shape.record(e)
+        e = truthy.parse_entity_line(line if isinstance(line, bytes) else bytes(line), loads)
+        if e is None:
+            return None
+        claims = e.get("claims") or {}
+        count = len(e["sitelinks"] or {}) if "sitelinks" in e else None
+        return (e["id"], {p: truthy.claim_objects(e, p) for p in props if p in claims},
+                _record(e["id"], e.get("labels"), e.get("aliases"), e.get("descriptions"), count, languages,
+                        label_props, sitelinks))
+    return scan
+
+
+def _object(line):
+    """A dump line's JSON object without its comma (a zero-copy slice of ``line``, bytes or
+    a memoryview), or None when the line is not exactly ``{...}`` or ``{...},``."""
+    n = len(line)
+    if n > 1 and line[0] == 0x7B:  # {
+        if line[n - 1] == 0x7D:  # }
+            return line
+        if line[n - 1] == 0x2C and line[n - 2] == 0x7D:  # },
+            return line[:n - 1]
+    return None
+
+
+class _Shape:
+    """msgspec types for one scan plan: an entity holding only the wanted claims (typed
+    statements) and its terms in the wanted languages (raw JSON), every other field and
+    language skipped unread; and the terms record it is re-encoded into."""
+
+    def __init__(self, props: tuple, languages: tuple, label_props: frozenset, sitelinks: bool):
+        unset, raw = msgspec.UnsetType, msgspec.Raw
+        self.props = props
+        langs = msgspec.defstruct("Languages", [(f"l{i}", raw | unset, msgspec.UNSET) for i in range(len(languages))],
+                                  rename={f"l{i}": t for i, t in enumerate(languages)})
+        claims = msgspec.defstruct("Claims", [(f"p{i}", list[Statement] | unset, msgspec.UNSET)
+                                              for i in range(len(props))],
+                                   rename={f"p{i}": p for i, p in enumerate(props)})
+        self.sections = tuple(key for key, prop in _SECTIONS if prop in label_props) if languages else ()
+        self.sitelinks = sitelinks
+        terms = [(key, langs | unset, msgspec.UNSET) for key in self.sections]
+        entity = msgspec.defstruct("Entity", [("id", str), ("claims", claims | unset, msgspec.UNSET)] + terms
+                                   + ([("sitelinks", dict[str, raw] | unset, msgspec.UNSET)] if sitelinks else []))
+        self.decode = msgspec.json.Decoder(entity).decode
+        self.Record = msgspec.defstruct("Record", [("id", str)] + terms
+                                        + ([("sitelinks", int | unset, msgspec.UNSET)] if sitelinks else []))
+
+    def objects(self, e) -> dict:
+        if e.claims is msgspec.UNSET:
+            return {}
+        return {p: _objects(st) for p, st in zip(self.props, msgspec.structs.astuple(e.claims))
+                if st is not msgspec.UNSET}
+
+    def record(self, e) -> bytes:
+        if not self.sections and not self.sitelinks:
+            return b""
+        rec = self.Record(e.id, *(getattr(e, key) for key in self.sections))
+        if self.sitelinks and e.sitelinks is not msgspec.UNSET:
+            rec.sitelinks = len(e.sitelinks)
+        return _ENCODE(rec)
+
+
+_SHAPES: dict = {}
+
+
+def _shape(props: tuple, languages: tuple, label_props: frozenset, sitelinks: bool) -> _Shape:
+    key = (props, languages, label_props, sitelinks)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _SHAPES[key] = _Shape(*key)
+    return shape
+
+
+def _objects(statements) -> list[str]:
+    """:func:`kgcult.acquire.truthy.claim_objects` of typed statements."""
+    best = [s for s in statements if s.rank == "preferred"] or [s for s in statements if s.rank != "deprecated"]
+    out = []
+    for s in best:
+        snak = s.mainsnak
+        if snak is not None:
+            o = truthy.snak_nt(snak.snaktype, snak.datatype, snak.datavalue)
+            if o is not None:
+                out.append(o)
     return out
+
+
+_SECTIONS = (("labels", vocab.RDFS + "label"), ("aliases", vocab.SKOS + "altLabel"),
+             ("descriptions", vocab.SCHEMA + "description"))
+
+
+def _record(eid, labels, aliases, descriptions, count, languages, label_props, sitelinks: bool) -> bytes:
+    rec = {}
+    if languages and label_props:
+        for (key, prop), section in zip(_SECTIONS, (labels, aliases, descriptions)):
+            if prop in label_props and section and isinstance(section, dict):
+                picked = {t: section[t] for t in section.keys() & languages}
+                if picked:
+                    rec[key] = picked
+    if sitelinks and count is not None:
+        rec["sitelinks"] = count
+    if not rec:
+        return b""
+    rec["id"] = eid
+    return _ENCODE(rec) if msgspec is not None else _dumps(rec)
+
+
+def _dumps(obj) -> bytes:
+    return orjson.dumps(obj) if orjson is not None else json.dumps(obj, ensure_ascii=False).encode()
+
+
+def terms(record: bytes) -> dict:
+    """A terms record (:func:`entity_terms`) as a dict: ``id``, the term sections, and
+    ``sitelinks`` (the count) when the entity had sitelinks and they are wanted."""
+    return _ANY.decode(record) if msgspec is not None else loads(record)

@@ -1,11 +1,14 @@
-"""The one read of a dump: each block of lines is parsed in a worker process into
+"""The one read of a dump: each block of lines (read into a shared ring,
+:class:`~kgcult.acquire.dumpio.BlockRing`) is parsed in a worker process into
 
 * the edges of the structural properties (what the crawl walks), as integer codes of
   subject and object (:func:`~kgcult.acquire.dumpindex.code`), which the main process
   appends to a :class:`~kgcult.acquire.dumpindex.EdgeIndex`;
 * the compact intermediate: the N-Triples lines any subgraph being built could keep (the
-  properties the specs fetch, labels in their languages, sitelink counts), zstd-compressed
-  in frames on disk (:class:`Intermediate`), from which the emission runs after the crawl
+  properties the specs fetch; from an N-Triples dump also labels in their languages and
+  sitelink counts) and, from a JSON dump, each entity's terms record (its terms in those
+  languages as raw JSON, its sitelink count), grouped by subject, zstd-compressed in
+  frames on disk (:class:`Intermediate`), from which the emission runs after the crawl
   without touching the dump again.
 
 JSON lines are decoded by :mod:`kgcult.acquire.dumpjson` (only the parts the plan needs,
@@ -26,7 +29,7 @@ import zstandard
 from kgcult import ids, vocab
 from kgcult.acquire import dumpjson, subgraphs, truthy
 from kgcult.acquire.dumpindex import code
-from kgcult.acquire.dumpio import IngestError
+from kgcult.acquire.dumpio import BlockRing, IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,8 @@ class BlockResult:
     lines: bytes          # N-Triples kept for the emission, grouped by subject
     groups: array = None  # the groups' subject codes (-1: not a Q/P/L id)
     ends: array = None    # the groups' end offsets in ``lines``
+    terms: bytes = b""    # the groups' terms records (``terms=True``), concatenated
+    tends: array = None   # their end offsets in ``terms``
     other_edges: list = field(default_factory=list)  # (pid, subject, object or None) by id
     error: str | None = None  # the first bad line's problem
     error_line: int = 0   # its line number (counted from first_line)
@@ -90,7 +95,8 @@ class BlockResult:
 
 
 def _failed(first_line: int, n: int, error: str, line: int) -> BlockResult:
-    return BlockResult(first_line, n, {}, b"", array("q"), array("q"), error=error, error_line=line)
+    return BlockResult(first_line, n, {}, b"", array("q"), array("q"), tends=array("q"), error=error,
+                       error_line=line)
 
 
 def _dec(n: int) -> str:
@@ -119,67 +125,112 @@ class _Edges:
             pair[0].append(s_code)
             pair[0].append(o_code)
 
+    def add_object(self, pid: str, s: str, s_code: int | None, nt_object: str) -> None:
+        """The edge to a claim's object in N-Triples syntax: an entity's IRI, else a value."""
+        local = o_code = None
+        if nt_object.startswith(_WD_IRI):
+            local = nt_object[len(_WD_IRI):-1]
+            o_code = code(local)
+            if o_code is None and not ids.is_entity(local):
+                local = None  # an IRI in the entity namespace that names no entity: a value
+        if s_code is None or (local is not None and o_code is None):
+            self.other.append((pid, s, local))
+            return
+        pair = self.coded.get(pid)
+        if pair is None:
+            pair = self.coded[pid] = (array("q"), array("q"))
+        if local is None:
+            pair[1].append(s_code)
+        else:
+            pair[0].append(s_code)
+            pair[0].append(o_code)
+
 
 class _Groups:
-    """The kept lines, grouped by subject: text chunks, subject codes, end offsets."""
+    """The kept lines, grouped by subject: text chunks, subject codes, end offsets; and
+    each group's terms record (b"" for none) with its end offset."""
 
     def __init__(self):
         self.chunks: list[bytes] = []
-        self.codes, self.ends, self.pos = array("q"), array("q"), 0
+        self.terms: list[bytes] = []
+        self.codes, self.ends, self.tends = array("q"), array("q"), array("q")
+        self.pos = self.tpos = 0
 
-    def add(self, subject_code: int | None, data: bytes) -> None:
+    def add(self, subject_code: int | None, data: bytes, terms: bytes = b"") -> None:
         self.chunks.append(data)
         self.pos += len(data)
         self.codes.append(-1 if subject_code is None else subject_code)
         self.ends.append(self.pos)
+        if terms:
+            self.terms.append(terms)
+            self.tpos += len(terms)
+        self.tends.append(self.tpos)
 
     def result(self, first_line: int, n: int, edges: _Edges) -> BlockResult:
-        return BlockResult(first_line, n, edges.coded, b"".join(self.chunks), self.codes, self.ends, edges.other)
+        return BlockResult(first_line, n, edges.coded, b"".join(self.chunks), self.codes, self.ends,
+                           b"".join(self.terms), self.tends, edges.other)
 
 
-def _entity_of(nt_object: str) -> str | None:
-    if nt_object.startswith(_WD_IRI):
-        local = nt_object[len(_WD_IRI):-1]
-        if code(local) is not None or ids.is_entity(local):  # the cheap test first
-            return local
-    return None
+def _lines(block, span):
+    """(line number from 0, line) of ``block`` (bytes, or a mapping with ``span``: (start,
+    end)) cut at each newline as ``bytes.split`` cuts, the lines as zero-copy views."""
+    start, end = span or (0, len(block))
+    view = memoryview(block)
+    i = 0
+    while True:
+        nl = block.find(b"\n", start, end)
+        if nl < 0:
+            yield i, view[start:end]
+            return
+        yield i, view[start:nl]
+        start = nl + 1
+        i += 1
 
 
-def scan_json_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
-    """Parse one block of JSON dump lines."""
+def scan_json_block(plan: ScanPlan, first_line: int, block, terms: bool = False, span=None) -> BlockResult:
+    """Parse one block of JSON dump lines (:func:`~kgcult.acquire.dumpjson.scan_entity`):
+    ``block`` bytes, or a buffer with ``find`` (the :class:`~kgcult.acquire.dumpio.BlockRing`'s
+    mapping) and ``span``, the block's (start, end) in it. ``terms``: each entity's labels,
+    aliases, descriptions and sitelink count stay a terms record, which the emission turns
+    into lines for the members only; otherwise they become lines here, like the claims."""
     edges, groups = _Edges(), _Groups()
     n = 0
     struct = set(plan.struct_props)
     keep = set(plan.keep_props)
-    props = sorted(struct | keep)
-    for i, line in enumerate(block.split(b"\n"), first_line):
+    scan = dumpjson.scanner(sorted(struct | keep), plan.languages, plan.label_props, plan.sitelinks)
+    i = first_line
+    for k, line in _lines(block, span):
+        i = first_line + k
         try:
-            e = dumpjson.entity(line, props, plan.languages)
+            got = scan(line)
         except (ValueError, TypeError) as ex:
             return _failed(first_line, n, f"not a JSON entity line: {ex}", i)
-        if e is None:
+        if got is None:
             continue
         n += 1
-        eid = e["id"]
+        eid, objects, record = got
         s_code = code(eid)
         subject = f"<{vocab.WD}{eid}>"
-        claims = e.get("claims") or {}
         out: list[str] = []
-        for pid in props:
-            if pid not in claims:
-                continue
-            objs = truthy.claim_objects(e, pid)
+        for pid, objs in objects.items():
             if pid in struct:
                 for o in objs:
-                    edges.add(pid, eid, s_code, _entity_of(o))
+                    edges.add_object(pid, eid, s_code, o)
             if pid in keep:
                 p = f"<{vocab.WDT}{pid}>"
                 out.extend(f"{subject} {p} {o} ." for o in objs)
-        out.extend(truthy.label_lines(e, subject, plan.languages, plan.label_props, plan.sitelinks))
+        if record and not terms:
+            rec = dumpjson.terms(record)
+            out.extend(truthy.term_lines(rec, rec.get("sitelinks"), subject, plan.languages, plan.label_props))
+            record = b""
         if out:
             out.append("")
-            groups.add(s_code, "\n".join(out).encode())
-    return groups.result(first_line, n, edges)
+            groups.add(s_code, "\n".join(out).encode(), record)
+        elif record:
+            groups.add(s_code, b"", record)
+    r = groups.result(first_line, n, edges)
+    r.line_count = i - first_line
+    return r
 
 
 def split_nt(line: bytes):
@@ -210,8 +261,11 @@ def _nt_predicates(plan: ScanPlan):
     return struct, keep, labels, site
 
 
-def scan_nt_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
-    """Filter one block of truthy N-Triples lines."""
+def scan_nt_block(plan: ScanPlan, first_line: int, block, terms: bool = False, span=None) -> BlockResult:
+    """Filter one block of truthy N-Triples lines (``block`` and ``span`` as for
+    :func:`scan_json_block`; label lines are lines: ``terms`` does not apply)."""
+    if span is not None:
+        block = block[span[0]:span[1]]
     struct, keep, labels, site = _nt_predicates(plan)
     langs = {x.encode() for x in plan.languages}
     edges, groups = _Edges(), _Groups()
@@ -247,7 +301,9 @@ def scan_nt_block(plan: ScanPlan, first_line: int, block: bytes) -> BlockResult:
             out.append(line.strip())
     if out:
         _group(groups, subject, out)
-    return groups.result(first_line, n, edges)
+    r = groups.result(first_line, n, edges)
+    r.line_count = block.count(b"\n")
+    return r
 
 
 def _group(groups: _Groups, subject: bytes, lines: list[bytes]) -> None:
@@ -259,6 +315,7 @@ def _group(groups: _Groups, subject: bytes, lines: list[bytes]) -> None:
 SCANNERS = {"json": scan_json_block, "ntriples": scan_nt_block}
 
 _PLAN: ScanPlan | None = None
+_RING: BlockRing | None = None  # made before the workers fork; they see its blocks
 
 
 def _init_worker(plan: ScanPlan) -> None:
@@ -266,31 +323,51 @@ def _init_worker(plan: ScanPlan) -> None:
     _PLAN = plan
 
 
-def _work(block: bytes) -> BlockResult:
-    r = SCANNERS[_PLAN.kind](_PLAN, 1, block)
-    r.lines = pack_frame(r) if r.lines else b""
-    r.groups = r.ends = None
-    r.line_count = block.count(b"\n")
+def _work(block) -> BlockResult:
+    """Scan a block: bytes, or (offset, length) in the ring."""
+    if isinstance(block, tuple):
+        r = SCANNERS[_PLAN.kind](_PLAN, 1, _RING.mem, terms=True, span=(block[0], block[0] + block[1]))
+    else:
+        r = SCANNERS[_PLAN.kind](_PLAN, 1, block, terms=True)
+    r.lines = pack_frame(r) if len(r.groups) else b""
+    r.groups = r.ends = r.tends = None
+    r.terms = b""
     return r
 
 
-_HEAD = struct.Struct("<Q")
+_HEAD = struct.Struct("<QQ")
+
+
+@dataclass
+class Frame:
+    """A block's groups as the emission reads them back: subject codes (-1: not a Q/P/L
+    id), each group's N-Triples lines (``lines`` up to ``ends[g]``) and terms record
+    (``terms`` up to ``tends[g]``)."""
+    codes: array
+    ends: array
+    lines: bytes
+    tends: array
+    terms: bytes = b""
 
 
 def pack_frame(r: BlockResult) -> bytes:
-    """A block's kept lines with their groups, as one zstd-compressed frame."""
+    """A block's kept lines and terms records with their groups, as one zstd-compressed frame."""
+    tends = r.tends if r.tends is not None else array("q", bytes(8 * len(r.groups)))
     return zstandard.ZstdCompressor(level=1).compress(
-        _HEAD.pack(len(r.groups)) + r.groups.tobytes() + r.ends.tobytes() + r.lines)
+        _HEAD.pack(len(r.groups), len(r.lines)) + r.groups.tobytes() + r.ends.tobytes() + tends.tobytes()
+        + r.lines + r.terms)
 
 
-def unpack_frame(frame: bytes) -> tuple[array, array, bytes]:
-    """(subject codes, end offsets, lines) of a frame."""
+def unpack_frame(frame: bytes) -> Frame:
+    """The :class:`Frame` of a compressed frame."""
     data = zstandard.ZstdDecompressor().decompress(frame)
-    (n,) = _HEAD.unpack_from(data)
-    codes, ends = array("q"), array("q")
-    codes.frombytes(data[8:8 + 8 * n])
-    ends.frombytes(data[8 + 8 * n:8 + 16 * n])
-    return codes, ends, data[8 + 16 * n:]
+    n, size = _HEAD.unpack_from(data)
+    codes, ends, tends = array("q"), array("q"), array("q")
+    at = _HEAD.size
+    for a in (codes, ends, tends):
+        a.frombytes(data[at:at + 8 * n])
+        at += 8 * n
+    return Frame(codes, ends, data[at:at + size], tends, data[at + size:])
 
 
 def fork_pool(jobs: int, initializer=None, initargs=()):
@@ -323,23 +400,34 @@ class Workers:
     workers would hold the decompressor's pipe open."""
 
     def __init__(self, plan: ScanPlan, jobs: int):
-        self.plan, self.jobs, self.pool = plan, jobs, None
+        self.plan, self.jobs, self.pool, self.ring = plan, jobs, None, None
 
     def __enter__(self) -> "Workers":
+        global _RING
         _init_worker(self.plan)
+        # in_order keeps at most 2 blocks per worker in flight: one more slot is never in use
+        self.ring = _RING = BlockRing(2 * self.jobs + 1)
         self.pool = fork_pool(self.jobs, _init_worker, (self.plan,))
         return self
 
     def __exit__(self, *exc) -> bool:
+        global _RING
         if self.pool is not None:
             self.pool.terminate()
             self.pool.join()
+        _RING = None
+        self.ring.close()
         return False
 
-    def scan(self, path: str, blocks):
-        """BlockResults of ``blocks`` (bytes of whole lines) in order, ``lines`` packed in
-        a compressed frame; an :class:`IngestError` naming ``path`` and the line of the
-        first bad line."""
+    def scan(self, path: str, reader, on_bytes=None):
+        """BlockResults of the blocks of ``reader`` (a :class:`~kgcult.acquire.dumpio.DumpReader`,
+        read into the ring: :meth:`~kgcult.acquire.dumpio.DumpReader.ring_blocks`) in
+        order, ``lines`` packed in a compressed frame; an :class:`IngestError` naming
+        ``path`` and the line of the first bad line. ``on_bytes(n)``: n more bytes read."""
+        yield from self.scan_blocks(path, reader.ring_blocks(self.ring, on_bytes))
+
+    def scan_blocks(self, path: str, blocks):
+        """:meth:`scan` of blocks already cut: bytes, or (offset, length) in the ring."""
         line = 1
         for r in in_order(self.pool, _work, blocks, self.jobs):
             if r.error:

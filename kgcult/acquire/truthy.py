@@ -46,12 +46,9 @@ _MONTH00 = re.compile(r"^(-?\d+)-00-00")
 _DAY00 = re.compile(r"^(-?\d+-\d\d)-00")
 
 
-_ESCAPE = re.compile(r'[\\"\n\r]')
-
-
 def literal(text: str) -> str:
     """An N-Triples string literal (without tag or datatype)."""
-    if not _ESCAPE.search(text):
+    if not ('"' in text or "\\" in text or "\n" in text or "\r" in text):  # faster than a regex search
         return '"' + text + '"'
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r") + '"'
 
@@ -66,9 +63,14 @@ def _iri_or_literal(value: str) -> str:
 def value_nt(snak: dict) -> str | None:
     """The WDQS truthy object of a main snak in N-Triples syntax, or None (somevalue,
     novalue, or a value type WDQS has no truthy form for)."""
-    if snak.get("snaktype") != "value":
+    return snak_nt(snak.get("snaktype"), snak.get("datatype", ""), snak.get("datavalue"))
+
+
+def snak_nt(snaktype, datatype, datavalue) -> str | None:
+    """:func:`value_nt` of a main snak given by its fields (a missing datatype is "")."""
+    if snaktype != "value":
         return None
-    dv = snak.get("datavalue") or {}
+    dv = datavalue or {}
     t, v = dv.get("type"), dv.get("value")
     if t == "wikibase-entityid":
         if not isinstance(v, dict):
@@ -78,7 +80,7 @@ def value_nt(snak: dict) -> str | None:
             eid = _ENTITY_PREFIX.get(v.get("entity-type"), "Q") + str(v["numeric-id"])
         return f"<{WD}{eid}>" if eid else None
     if t == "string":
-        dt = snak.get("datatype", "")
+        dt = datatype
         if dt == "commonsMedia":
             return f"<{FILEPATH}{quote(v, safe='')}>"
         if dt in ("geo-shape", "tabular-data"):
@@ -123,20 +125,31 @@ def label_lines(entity: dict, subject: str, languages, label_props, sitelinks: b
     """N-Triples lines of the entity's labels, aliases and descriptions in ``languages``
     (lower-cased tags; the predicates in ``label_props``, full IRIs), and its sitelink
     count when ``sitelinks``."""
+    count = len(entity["sitelinks"] or {}) if sitelinks and "sitelinks" in entity else None
+    return term_lines(entity, count, subject, languages, label_props)
+
+
+def term_lines(terms: dict, sitelink_count: int | None, subject: str, languages, label_props) -> list[str]:
+    """:func:`label_lines` from an entity's term sections (``labels``, ``aliases``,
+    ``descriptions``; at least those in ``languages``) and its sitelink count (None: no
+    sitelinks line)."""
     out = []
     if languages and label_props:
-        labels = (entity.get("labels") or {}) if vocab.RDFS + "label" in label_props else {}
-        aliases = (entity.get("aliases") or {}) if vocab.SKOS + "altLabel" in label_props else {}
-        descriptions = (entity.get("descriptions") or {}) if vocab.SCHEMA + "description" in label_props else {}
-        for tag in sorted(languages):  # Wikibase language codes are lower-case
+        labels = (terms.get("labels") or {}) if vocab.RDFS + "label" in label_props else {}
+        aliases = (terms.get("aliases") or {}) if vocab.SKOS + "altLabel" in label_props else {}
+        descriptions = (terms.get("descriptions") or {}) if vocab.SCHEMA + "description" in label_props else {}
+        present = languages
+        if isinstance(labels, dict) and isinstance(aliases, dict) and isinstance(descriptions, dict):
+            present = {t for section in (labels, aliases, descriptions) for t in section if t in languages}
+        for tag in sorted(present):  # Wikibase language codes are lower-case
             if tag in labels:
                 out.append(f"{subject} {LABEL} {literal(labels[tag]['value'])}@{tag} .")
             for d in aliases.get(tag, ()):
                 out.append(f"{subject} {ALT} {literal(d['value'])}@{tag} .")
             if tag in descriptions:
                 out.append(f"{subject} {DESC} {literal(descriptions[tag]['value'])}@{tag} .")
-    if sitelinks and "sitelinks" in entity:
-        out.append(f'{subject} {SITELINKS} "{len(entity["sitelinks"] or {})}"^^{_INT} .')
+    if sitelink_count is not None:
+        out.append(f'{subject} {SITELINKS} "{sitelink_count}"^^{_INT} .')
     return out
 
 
