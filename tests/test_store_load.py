@@ -301,3 +301,33 @@ def test_counting_method_follows_the_sizes(tmp_path):
         st.flush()
         small = write(tmp_path / "small.nt", NT)
         assert not embedded._cheaper_to_count_store(st.location, str(small))
+
+
+def test_counting_method_survives_a_file_compacted_away(tmp_path, monkeypatch):
+    """RocksDB deletes SST files while it compacts: a file listed and gone before its size
+    is read does not fail the load."""
+    from kgcult.store import embedded
+
+    class Gone:
+        def is_file(self):
+            return True
+
+        def stat(self):
+            raise FileNotFoundError("000089.sst")
+
+    real = os.scandir
+
+    class Listing:
+        def __init__(self, path):
+            self._it = real(path)
+
+        def __enter__(self):
+            return [Gone(), *self._it]
+
+        def __exit__(self, *exc):
+            self._it.close()
+
+    with Store(tmp_path / "s") as st:
+        monkeypatch.setattr(embedded.os, "scandir", Listing)
+        [report] = st.load([write(tmp_path / "x.nt", NT)])
+        assert report.triples == 3

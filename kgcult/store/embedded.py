@@ -363,7 +363,13 @@ def _cheaper_to_count_store(location: str, path: str) -> bool:
     goes into a fresh store. Both give the exact count; only the time differs. Sizes are
     estimates: about 250 B per quad on disk, and 130 B per triple of uncompressed input
     (14 B compressed)."""
-    on_disk = sum(f.stat().st_size for f in Path(location).iterdir() if f.is_file())
+    on_disk = 0
+    with os.scandir(location) as entries:
+        for entry in entries:
+            try:
+                on_disk += entry.stat().st_size if entry.is_file() else 0
+            except FileNotFoundError:  # RocksDB removed it (a compaction) while we looked
+                continue
     _, compression = rdfio.split_name(path)
     triples_in = os.path.getsize(path) / (14 if compression else 130)
     return on_disk / 250 <= triples_in
