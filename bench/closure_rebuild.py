@@ -55,7 +55,7 @@ A graph whose input (its spec and the edges it follows) is unchanged since it wa
 whole is kept. The others are read back and changed by their difference (pairs gone deleted,
 new ones loaded): reading a graph back costs about what writing it did, and far less than
 emptying it at Oxigraph's delete rate (about 30k quads/s) and writing it again, which is
-what a rebuild did before (one new P279 edge: 3.2x the first build, 1.5 GB peak). Load
+what a rebuild did before (one new P279 edge: 3.2x the first build, 1.5 GB peak, measured on a busier machine the same day). Load
 average when the run ended: {load:.1f} on {os.cpu_count()} cores.
 """
     save("closure_rebuild", {"edges": edges, "load_s": load_s,

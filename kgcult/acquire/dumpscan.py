@@ -112,18 +112,7 @@ class _Edges:
         self.other: list = []
 
     def add(self, pid: str, s: str, s_code: int | None, o: str | None) -> None:
-        o_code = code(o) if o is not None else None
-        if s_code is None or (o is not None and o_code is None):
-            self.other.append((pid, s, o))
-            return
-        pair = self.coded.get(pid)
-        if pair is None:
-            pair = self.coded[pid] = (array("q"), array("q"))
-        if o is None:
-            pair[1].append(s_code)
-        else:
-            pair[0].append(s_code)
-            pair[0].append(o_code)
+        self._put(pid, s, s_code, o, code(o) if o is not None else None)
 
     def add_object(self, pid: str, s: str, s_code: int | None, nt_object: str) -> None:
         """The edge to a claim's object in N-Triples syntax: an entity's IRI, else a value."""
@@ -133,13 +122,18 @@ class _Edges:
             o_code = code(local)
             if o_code is None and not ids.is_entity(local):
                 local = None  # an IRI in the entity namespace that names no entity: a value
-        if s_code is None or (local is not None and o_code is None):
-            self.other.append((pid, s, local))
+        self._put(pid, s, s_code, local, o_code)
+
+    def _put(self, pid: str, s: str, s_code: int | None, o: str | None, o_code: int | None) -> None:
+        """An edge (``o`` an entity, ``o_code`` its code) or a value claim (``o`` None):
+        integer-coded when both ends have codes, else kept as strings."""
+        if s_code is None or (o is not None and o_code is None):
+            self.other.append((pid, s, o))
             return
         pair = self.coded.get(pid)
         if pair is None:
             pair = self.coded[pid] = (array("q"), array("q"))
-        if local is None:
+        if o is None:
             pair[1].append(s_code)
         else:
             pair[0].append(s_code)

@@ -34,12 +34,10 @@ class EdgeDigest:
 
     def __init__(self) -> None:
         self._h = hashlib.sha256()
-        self.edges = 0
 
     def add(self, s: bytes, o: bytes) -> None:
         self._h.update(s)  # terms are "<iri>": concatenation is unambiguous
         self._h.update(o)
-        self.edges += 1
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()

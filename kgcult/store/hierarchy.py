@@ -122,7 +122,7 @@ class EdgeTable:
         props = ([spec.first] if spec.first else []) + spec.steps
         for prop in props:
             self.read(store, prop)
-        return closure_inputs.fingerprint(spec, self.digests), sum(self.digests[p].edges for p in props)
+        return closure_inputs.fingerprint(spec, self.digests), sum(len(self.by_property[p][0]) for p in props)
 
     def union(self, store, props: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
         parts = [self.read(store, p) for p in props]
