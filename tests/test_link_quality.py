@@ -161,6 +161,46 @@ def test_semantic_own_language_anchored_by_spelling(qstore, linker, monkeypatch)
         "mononatriumglutamaatti", lang="fi", topic="food")["qid"] == "Q99141"
 
 
+@needs_use
+def test_semantic_encodes_ahead_in_a_worker_thread(qstore, monkeypatch):
+    """A batch's mentions are encoded chunk by chunk in a worker thread while the lexical
+    stages of the next chunk run; the results are those of the stage encoding them all at
+    once, in input order."""
+    import threading
+
+    from kgcult.link import linker as linker_mod
+    from kgcult.link import semantic_stage
+
+    rows = [{"mention": m, "lang": lg, "topic": "food", "id": i} for i, (m, lg) in enumerate(
+        [("Erdbeere", "de"), ("клубника", "ru"), ("Kartoffel", "de"), ("paella", "en"),
+         ("Jarabes de maíz de alta fructosa", "es"), ("Erdbeere", "de"), ("e-451i", "it")])]
+    serial = Linker.open(qstore)
+    monkeypatch.setattr(semantic_stage.SemanticStage, "encode_ahead", lambda self, states: None)
+    want = list(serial.link_many(rows))
+    monkeypatch.undo()
+
+    threads = []
+    real = semantic.UseEncoder.encode
+
+    def spy(self, texts):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(self, texts)
+
+    monkeypatch.setattr(semantic.UseEncoder, "encode", spy)
+    monkeypatch.setattr(semantic_stage, "_cores", lambda: 2)
+    monkeypatch.setattr(linker_mod, "AHEAD_CHUNK", 2)
+    got = list(Linker.open(qstore).link_many(rows))
+    assert [r["id"] for r in got] == list(range(len(rows)))
+    assert got == want
+    assert got[0]["qid"] == "Q99020" and got[0]["match"] == "semantic"
+    assert False in threads  # some chunks were encoded by the worker
+    # on one core nothing is encoded ahead: every mention is encoded by the search
+    threads.clear()
+    monkeypatch.setattr(semantic_stage, "_cores", lambda: 1)
+    assert list(Linker.open(qstore).link_many(rows)) == want
+    assert threads and all(threads)
+
+
 def test_loose_stages_skip_a_name_of_something_else(linker):
     # "Danger" is the label of an entity that is no food: tokens does not guess "danger dog"
     assert linker.with_stages(["tokens"]).link("Danger", lang="en", topic="food")["qid"] == "Q99151"

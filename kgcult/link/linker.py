@@ -10,9 +10,10 @@ import numpy as np
 
 from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
-from kgcult.link import disambiguate, embed, morph_store, morphology, normalize, pipeline, rank, semantic
-from kgcult.link import semantic_checks, ties
+from kgcult.link import disambiguate, embed, morph_store, morphology, normalize, pipeline, rank
+from kgcult.link import ties
 from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
+from kgcult.link.semantic_stage import SemanticStage
 from kgcult.store import open_store
 
 MAX_CANDIDATES = 10
@@ -30,6 +31,9 @@ SEMANTIC_MARGIN = 0.10
 # ... or cosine >= SEMANTIC_AGREE_MIN (no margin) when the tokens pool agrees: the nearest
 # name's entity is the only one whose names hold the mention's rarest word
 SEMANTIC_AGREE_MIN = 0.72
+# mentions whose lexical stages run while the semantic stage encodes the previous ones
+# (semantic_stage.py); the last chunk is encoded with the search
+AHEAD_CHUNK = 256
 
 
 class Linker:
@@ -58,12 +62,9 @@ class Linker:
         self.semantic_margin = semantic_margin
         self.semantic_agree_min = semantic_agree_min
         self._morph: dict = {}       # (kind, topic, lang) -> morphology.KeyPool
-        self._sem: dict = {}         # semantic pools and name-vector parts
-        self._sem_encoder = None
-        self._sem_vecs: dict = {}    # mention -> USE vector
-        self._sem_done: dict = {}    # (topic, lang, mention) -> the stage's hit or None
         self._facts = disambiguate.GraphFacts(index)
         self._lexical = C.LexicalStages(index)
+        self._semantic = SemanticStage(index, store, self._lexical)
         self._name_parts: dict = {}
         self._members: dict = {}
         self._emb: dict = {}
@@ -122,11 +123,17 @@ class Linker:
     # -- internals -------------------------------------------------------------------
 
     def _link_batch(self, rows: list[dict]) -> list[dict]:
-        states = [self._first_stages(r) for r in rows]
-        if "semantic" in self.stages:
-            todo = [s for s in states if s["pending_semantic"]]
-            if todo:
-                self._semantic_stage(todo)
+        semantic_on = "semantic" in self.stages
+        states: list[dict] = []
+        for c0 in range(0, len(rows), AHEAD_CHUNK):  # the semantic stage encodes ahead
+            chunk = [self._first_stages(r) for r in rows[c0:c0 + AHEAD_CHUNK]]
+            states += chunk
+            if semantic_on and c0 + AHEAD_CHUNK < len(rows):
+                self._semantic.encode_ahead(chunk)
+        if semantic_on:
+            self._semantic.run([s for s in states if s["pending_semantic"]],
+                               min_score=self.semantic_min, margin=self.semantic_margin,
+                               agree_min=self.semantic_agree_min)
         if "embedding" in self.stages:
             todo = [s for s in states if s["pending_embedding"] and not self._settled(s)]
             if todo:
@@ -350,89 +357,6 @@ class Linker:
         if cache is not None:  # searched on disk from now on (morph_store.py)
             return morph_store.save(pool, cache) or pool
         return pool
-
-    def _semantic_part(self, topic: str, lg: str) -> semantic.SemanticPool:
-        """The topic's names in one language with their vectors, cached on disk beside the
-        label index (keyed by index hash, topics hash, model, topic, language)."""
-        key = (topic, lg)
-        pool = self._sem.get(key)
-        if pool is None:
-            rows = self.ix.part_rows(topic, lg)  # lazy: only the hits' rows are read
-            cache = None
-            if self.store is not None and getattr(self.store, "location", None):
-                cache = index_dir(self.store) / (
-                    f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
-                    f"{self._sem_encoder.id}-{topic}-{lg}.npy")
-            pool = self._sem[key] = semantic.SemanticPool(
-                [(rows, semantic.name_vectors(self._sem_encoder, rows, cache))])
-        return pool
-
-    def _semantic_stage(self, states: list[dict]) -> None:
-        """Each mention against the names of its topic in its language and in English; one
-        batched encoder call, one search per (topic, language) part."""
-        done = self._sem_done  # mentions repeat a lot in model outputs: decide each once
-        todo = []
-        for s in states:
-            if s["topic"] is None:  # no topic, no guard rail
-                continue
-            k = (s["topic"], s["lang"], s["mention"].strip())
-            if k in done:
-                self._semantic_add(s, done[k])
-            else:
-                todo.append(s)
-        if not todo:
-            return
-        if self._sem_encoder is None:
-            self._sem_encoder = semantic.UseEncoder()
-        vc = self._sem_vecs
-        texts = sorted({s["mention"].strip() for s in todo})
-        new = [t for t in texts if t not in vc]
-        if new:
-            if len(vc) + len(new) > 200_000:
-                vc.clear()
-            vc.update(zip(new, self._sem_encoder.encode(new)))
-        parts: dict = {}  # (topic, part language) -> mention texts
-        for s in todo:
-            for lg in self._semantic_langs(s["lang"]):
-                parts.setdefault((s["topic"], lg), set()).add(s["mention"].strip())
-        hits: dict = {}  # (topic, text, part language) -> hits
-        for key in sorted(parts):
-            qtexts = sorted(parts[key])
-            found = self._semantic_part(*key).search(np.stack([vc[t] for t in qtexts]), k=10)
-            for t, h in zip(qtexts, found):
-                hits[(key[0], t, key[1])] = h
-        for s in todo:
-            t = s["mention"].strip()
-            merged = sorted((h for lg in self._semantic_langs(s["lang"])
-                             for h in hits[(s["topic"], t, lg)]),
-                            key=lambda h: (-h[0], h[2], h[3], h[1]))
-            merged = semantic_checks.number_filtered(t, merged)  # E451i is not E451ii
-            hit = semantic.decide(merged, self.semantic_min, self.semantic_margin)
-            if hit is None and merged and merged[0][0] >= self.semantic_agree_min:
-                # the cross-check: the nearest name's entity alone owns the mention's rarest word
-                if self._lexical.owns_rarest_word(t, s["lang"], s["topic"], merged[0][1]):
-                    hit = (merged[0][1], merged[0][2], merged[0][0])
-            if (hit is not None and semantic_checks.spelling_only(s["lang"], merged[0][2])
-                    and not semantic_checks.anchored(t, merged[0][3])):
-                hit = None  # a spelling neighbour in a language the encoder does not know
-            if len(done) > 200_000:
-                done.clear()
-            done[(s["topic"], s["lang"], t)] = hit
-            self._semantic_add(s, hit)
-
-    @staticmethod
-    def _semantic_langs(lang: str) -> list[str]:
-        """The name languages a mention in ``lang`` is matched against: its own and English
-        (in a language the encoder was not trained on, a hit among its own names must be
-        anchored by spelling: ``semantic_checks``)."""
-        return sorted({lang, normalize.base_lang(lang), "en"})
-
-    @staticmethod
-    def _semantic_add(st: dict, hit) -> None:
-        if hit is not None:
-            eid, lg, cos = hit
-            if eid not in st["cands"]:
-                st["cands"][eid] = ("semantic", 0, lg, -round(cos, 6), None)
 
     def _finish(self, st: dict, context: list[int] | None = None) -> dict:
         ix = self.ix

@@ -94,6 +94,12 @@ class SemanticPool:
     def search(self, qvecs: np.ndarray, k: int = 10) -> list[list[tuple[float, int, str, str]]]:
         """Per query vector, the ``k`` best (cosine, eid, lang, name), best first (ties by
         part and row order, so results are reproducible)."""
+        return self.rows_of(self.top(qvecs, k))
+
+    def top(self, qvecs: np.ndarray, k: int = 10) -> list[list[tuple[float, int, int]]]:
+        """Per query vector, the ``k`` best (cosine, part, row number), best first: matrix
+        products only, no row is read (so a worker thread may run it while the main thread
+        reads the index)."""
         q = np.asarray(qvecs, dtype="float32")
         out: list[list] = [[] for _ in range(len(q))]
         if not len(q) or k <= 0:
@@ -109,17 +115,22 @@ class SemanticPool:
                 scores, idx = self._part_top(q, mat, len(rows), k)
                 for qi in range(nq):
                     out[qi].extend(zip(scores[qi].tolist(), [pi] * len(idx[qi]), idx[qi].tolist()))
-        need: dict = {}
         for hits in out:
             hits.sort(key=lambda h: (-h[0], h[1], h[2]))
             del hits[k:]
+        return out
+
+    def rows_of(self, tops: list[list[tuple[float, int, int]]]) -> list[list[tuple[float, int, str, str]]]:
+        """:meth:`top`'s hits as (cosine, eid, lang, name): the rows are read here."""
+        need: dict = {}
+        for hits in tops:
             for _s, pi, i in hits:
                 need.setdefault(pi, set()).add(i)
         for pi, idx in need.items():  # lazy rows (pools.PartRows): one query per part
             prefetch = getattr(self.parts[pi][0], "prefetch", None)
             if prefetch is not None:
                 prefetch(idx)
-        return [[(s, *self.parts[pi][0][i]) for s, pi, i in hits] for hits in out]
+        return [[(s, *self.parts[pi][0][i]) for s, pi, i in hits] for hits in tops]
 
     def _part_top(self, q: np.ndarray, mat, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best (cosines, row numbers) of each query among the part's ``n`` rows

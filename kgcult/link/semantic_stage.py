@@ -1,0 +1,205 @@
+"""The linker's semantic stage over a batch of mentions (the encoder and the search are in
+``semantic.py``, the lexical checks of its hits in ``semantic_checks.py``).
+
+Each mention waiting for the stage is matched against the names of its topic in its
+language and in English: its USE vector is searched in one pass over each (topic,
+language) part's name vectors, the best hit is kept when it clears the calibrated
+cut-offs, and the decision is memoized per (topic, language, mention).
+
+Encoding runs ahead, beside the lexical stages: ``Linker._link_batch`` hands each chunk
+of mentions to :meth:`SemanticStage.encode_ahead` as soon as its lexical stages are done,
+and a worker thread encodes them while the main thread runs the next chunk's lexical
+stages (the encoder's matrix products release the GIL, so a second core does them). The
+search waits for those vectors and makes one pass over the parts for the whole batch.
+The chunks are fixed by the input's order, so a run is reproducible; the encoder's
+matrix products make a vector depend in its last bits (about 1e-7) on the texts encoded
+beside it, as any batching does, which moves a decision only for a cosine that close to a
+cut-off.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+
+from kgcult.link import normalize, semantic, semantic_checks
+from kgcult.link.index import LabelIndex, index_dir, topics_hash
+
+CACHE_MAX = 200_000  # memoized vectors and decisions (mentions repeat a lot in model outputs)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class SemanticStage:
+    """The stage's state for one linker: the encoder (loaded on first use), the parts'
+    pools, the mention vectors and the decisions made."""
+
+    def __init__(self, ix: LabelIndex, store, lexical):
+        self.ix = ix
+        self.store = store
+        self.lexical = lexical  # candidates.LexicalStages: the cross-check's word owners
+        self._pools: dict = {}   # (topic, lang) -> semantic.SemanticPool
+        self._encoder = None
+        self._encoder_lock = threading.Lock()
+        self._vecs: dict = {}    # mention text -> unit vector
+        self._done: dict = {}    # (topic, lang, mention text) -> hit (eid, lang, cosine) or None
+        self._ahead: list[tuple[list[str], Future]] = []  # texts being encoded by the worker
+        self._queued: set = set()
+        self._worker: ThreadPoolExecutor | None = None
+
+    # -- encoding ------------------------------------------------------------------
+
+    def encoder(self) -> semantic.UseEncoder:
+        with self._encoder_lock:
+            if self._encoder is None:
+                self._encoder = semantic.UseEncoder()
+            return self._encoder
+
+    def encode_ahead(self, states: list[dict]) -> None:
+        """Start encoding, in the worker thread, the texts of those of ``states`` that will
+        reach the stage (no-op on a single core)."""
+        if _cores() < 2:
+            return
+        new = sorted({t for t in self._waiting_texts(states)
+                      if t not in self._vecs and t not in self._queued})
+        if not new:
+            return
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgcult-semantic")
+        self._queued.update(new)
+        self._ahead.append((new, self._worker.submit(lambda: self.encoder().encode(new))))
+
+    def _waiting_texts(self, states: list[dict]):
+        for s in states:
+            if s["pending_semantic"] and s["topic"] is not None:
+                t = s["mention"].strip()
+                if (s["topic"], s["lang"], t) not in self._done:
+                    yield t
+
+    def _vectors(self, texts: list[str]) -> dict:
+        """The unit vectors of ``texts``: those encoded ahead, the others encoded now."""
+        vc = self._vecs
+        got: dict = {}
+        try:
+            for done_texts, fut in self._ahead:  # an encoder error is raised here
+                got.update(zip(done_texts, fut.result()))
+        finally:
+            self._ahead.clear()
+            self._queued.clear()
+        new = [t for t in texts if t not in got and t not in vc]
+        if new:
+            got.update(zip(new, self.encoder().encode(new)))
+        out = {t: got[t] if t in got else vc[t] for t in texts}
+        if len(vc) + len(got) > CACHE_MAX:
+            vc.clear()
+        vc.update(got)
+        return out
+
+    # -- search and decision -------------------------------------------------------
+
+    def part(self, topic: str, lg: str) -> semantic.SemanticPool:
+        """The topic's names in one language with their vectors, cached on disk beside the
+        label index (keyed by index hash, topics hash, model, topic, language)."""
+        key = (topic, lg)
+        pool = self._pools.get(key)
+        if pool is None:
+            rows = self.ix.part_rows(topic, lg)  # lazy: only the hits' rows are read
+            enc = self.encoder()
+            cache = None
+            if self.store is not None and getattr(self.store, "location", None):
+                cache = index_dir(self.store) / (
+                    f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
+                    f"{enc.id}-{topic}-{lg}.npy")
+            pool = self._pools[key] = semantic.SemanticPool(
+                [(rows, semantic.name_vectors(enc, rows, cache))])
+        return pool
+
+    def _search(self, parts: dict, vec: dict) -> dict:
+        """Per (topic, language) part, the 10 best hits of each of its mention texts (sorted).
+        With a second core the parts are split in two halves of about equal size: the
+        worker thread searches one while this thread searches the other (the products
+        release the GIL); the hits' rows are read here."""
+        pools = {key: self.part(*key) for key in sorted(parts)}
+        queries = {key: np.stack([vec[t] for t in sorted(parts[key])]) for key in pools}
+        mine, theirs, load = [], [], [0, 0]
+        for key in sorted(pools, key=lambda k: (-sum(len(r) for r, _ in pools[k].parts), k)):
+            side = 0 if load[0] <= load[1] else 1
+            (mine, theirs)[side].append(key)
+            load[side] += sum(len(r) for r, _ in pools[key].parts) * len(queries[key])
+        tops: dict = {}
+        fut = None
+        if theirs and self._worker is not None:
+            fut = self._worker.submit(lambda: {k: pools[k].top(queries[k], 10) for k in theirs})
+        else:
+            mine += theirs
+        try:
+            for key in mine:
+                tops[key] = pools[key].top(queries[key], 10)
+        finally:
+            if fut is not None:
+                tops.update(fut.result())
+        return {key: pools[key].rows_of(tops[key]) for key in sorted(tops)}
+
+    def run(self, states: list[dict], *, min_score: float, margin: float, agree_min: float) -> None:
+        """Decide ``states`` (those waiting for the stage): each decided mention gains its
+        hit as a ``semantic`` candidate."""
+        done = self._done
+        todo = []
+        for s in states:
+            if s["topic"] is None:  # no topic, no guard rail
+                continue
+            k = (s["topic"], s["lang"], s["mention"].strip())
+            if k in done:
+                _add(s, done[k])
+            else:
+                todo.append(s)
+        if not todo:
+            self._vectors([])  # collect what was encoded ahead
+            return
+        vec = self._vectors(sorted({s["mention"].strip() for s in todo}))
+        parts: dict = {}  # (topic, part language) -> mention texts
+        for s in todo:
+            for lg in search_langs(s["lang"]):
+                parts.setdefault((s["topic"], lg), set()).add(s["mention"].strip())
+        hits: dict = {}  # (topic, text, part language) -> hits
+        for key, found in self._search(parts, vec).items():
+            for t, h in zip(sorted(parts[key]), found):
+                hits[(key[0], t, key[1])] = h
+        for s in todo:
+            t = s["mention"].strip()
+            merged = sorted((h for lg in search_langs(s["lang"]) for h in hits[(s["topic"], t, lg)]),
+                            key=lambda h: (-h[0], h[2], h[3], h[1]))
+            merged = semantic_checks.number_filtered(t, merged)  # E451i is not E451ii
+            hit = semantic.decide(merged, min_score, margin)
+            if hit is None and merged and merged[0][0] >= agree_min:
+                # the cross-check: the nearest name's entity alone owns the mention's rarest word
+                if self.lexical.owns_rarest_word(t, s["lang"], s["topic"], merged[0][1]):
+                    hit = (merged[0][1], merged[0][2], merged[0][0])
+            if (hit is not None and semantic_checks.spelling_only(s["lang"], merged[0][2])
+                    and not semantic_checks.anchored(t, merged[0][3])):
+                hit = None  # a spelling neighbour in a language the encoder does not know
+            if len(done) > CACHE_MAX:
+                done.clear()
+            done[(s["topic"], s["lang"], t)] = hit
+            _add(s, hit)
+
+
+def search_langs(lang: str) -> list[str]:
+    """The name languages a mention in ``lang`` is matched against: its own and English
+    (in a language the encoder was not trained on, a hit among its own names must be
+    anchored by spelling: ``semantic_checks``)."""
+    return sorted({lang, normalize.base_lang(lang), "en"})
+
+
+def _add(st: dict, hit) -> None:
+    if hit is not None:
+        eid, lg, cos = hit
+        if eid not in st["cands"]:
+            st["cands"][eid] = ("semantic", 0, lg, -round(cos, 6), None)
