@@ -267,10 +267,22 @@ def test_popularity_country_known(linker):
         "Q99091": {"sitelinks": 0, "country_known": 0, "contains": 0}}
 
 
-def test_a_state_is_its_own_country(linker):
+def test_a_state_is_its_own_country(linker, tmp_path):
     r = linker.link("Mann", lang="en", topic="place")
     assert (r["qid"], r["status"], _by(r), r["country"]) == ("Q99190", "resolved", ["popularity"], ["Q99190"])
     assert r["decided_by"][0]["values"]["Q99191"]["country_known"] == 0
+    # which classes make a country is data (kgc:CountryClass in ontology/topics.ttl)
+    from kgcult.link import disambiguate
+    from kgcult.link.topics import load_country_classes
+
+    assert {"Q6256", "Q3624078", "Q7275"} <= load_country_classes()
+    f = tmp_path / "topics.ttl"
+    f.write_text("@prefix kgc: <https://w3id.org/kgcult/ns#> .\n"
+                 "<http://www.wikidata.org/entity/Q6256> a kgc:CountryClass .\n")
+    assert load_country_classes(f) == {"Q6256"}
+    without_state = disambiguate.GraphFacts(linker.ix, country_classes=load_country_classes(f))
+    assert without_state.shown_countries(linker.ix.eid_of["Q99190"]) == []
+    assert disambiguate.GraphFacts(linker.ix).shown_countries(linker.ix.eid_of["Q99190"]) == ["Q99190"]
 
 
 def test_label_before_alias_after_the_graph(linker):

@@ -13,7 +13,8 @@ only look inside it):
 2. ``country``: the input row's ``country`` (the prompt's country) is among the
    candidate's countries: its origin / country / nationality (P495, P17, P27), those of
    the classes it is an instance or subclass or part of (a dish of a cuisine), or the
-   places it is located in (P131 up to a country).
+   places it is located in (P131 up to a country: an entity typed with one of the
+   ``kgc:CountryClass`` classes of ``ontology/topics.ttl``, itself a country).
 3. ``coherence``: the candidate shares a country or a parent class with an entity already
    resolved for another mention of the same group (the optional ``group`` field; MakiEval
    extraction rows are grouped by their response id).
@@ -36,12 +37,10 @@ from __future__ import annotations
 from collections import deque
 
 from kgcult import ids
+from kgcult.link.topics import load_country_classes
 from kgcult.link.index import LabelIndex
 
 CRITERIA = ("specificity", "country", "coherence", "popularity", "granularity")
-# an entity typed as one of these is a country (its own): country, sovereign state, state
-# (a polity: also the Crown dependencies, de facto and historical states)
-_COUNTRY_CLASSES = ("Q6256", "Q3624078", "Q7275")
 _MAX_UP = 6  # P131 hops followed up to a country
 
 
@@ -49,8 +48,12 @@ class GraphFacts:
     """The graph facts the criteria read and the linker reports (evidence path, granularity,
     countries), derived from the label index and cached per entity."""
 
-    def __init__(self, ix: LabelIndex):
+    def __init__(self, ix: LabelIndex, country_classes=None):
+        """``country_classes``: QIDs whose instances are countries of their own (default:
+        the ``kgc:CountryClass`` resources of ``ontology/topics.ttl``)."""
         self.ix = ix
+        self.country_classes = frozenset(
+            load_country_classes() if country_classes is None else country_classes)
         self._topic_bits = {t.name: 1 << i for i, t in enumerate(ix.topics)}
         self._evidence: dict = {}
         self._gran: dict = {}
@@ -78,7 +81,7 @@ class GraphFacts:
         out = set(ix.country.get(eid, ()))
         edges = ix.edges
         for pid, o in edges.get(q, ()):
-            if pid == "P31" and o in _COUNTRY_CLASSES:
+            if pid == "P31" and o in self.country_classes:
                 out.add(q)
             if pid in ("P31", "P279", "P361"):  # a dish of a cuisine, a variety of a product
                 e = ix.eid_of.get(o)
@@ -91,7 +94,7 @@ class GraphFacts:
                 break
             node = up[0]
             seen.add(node)
-            if any(pid == "P31" and o in _COUNTRY_CLASSES for pid, o in edges.get(node, ())):
+            if any(pid == "P31" and o in self.country_classes for pid, o in edges.get(node, ())):
                 out.add(node)
                 break
             e = ix.eid_of.get(node)
@@ -233,7 +236,7 @@ class GraphFacts:
             return list(c)
         q = self.ix.qids[eid]
         for pid, o in self.ix.edges.get(q, ()):
-            if pid == "P31" and o in _COUNTRY_CLASSES:
+            if pid == "P31" and o in self.country_classes:
                 return [q]
         return []
 

@@ -1,5 +1,6 @@
 """Topic roots (``ontology/topics.ttl``): which classes make a candidate valid for a topic,
-and the granularity scale (MakiEval App. B.2) per topic."""
+the granularity scale (MakiEval App. B.2) per topic, and the classes whose instances are
+countries (``kgc:CountryClass``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -66,3 +67,11 @@ def load_topics(path: str | Path | None = None) -> list[Topic]:
     if not topics:
         raise KgcultError(f"{path}: no kgc:Topic found")
     return topics
+
+
+def load_country_classes(path: str | Path | None = None) -> frozenset[str]:
+    """QIDs of the ``kgc:CountryClass`` resources of ``path`` (default: kgcult's
+    ``ontology/topics.ttl``): an entity typed (P31) with one is a country of its own."""
+    path = ontology.path_of(path or "topics.ttl")
+    return frozenset(ids.parse(s.value, "Q", field=f"{path}: a kgc:CountryClass")
+                     for s in ontology.of_type(path, vocab.KGC + "CountryClass"))
