@@ -65,16 +65,21 @@ class SemanticStage:
     def encode_ahead(self, states: list[dict]) -> None:
         """Start encoding, in the worker thread, the texts of those of ``states`` that will
         reach the stage (no-op on a single core)."""
-        if _cores() < 2:
+        worker = self._worker_thread()
+        if worker is None:
             return
         new = sorted({t for t in self._waiting_texts(states)
                       if t not in self._vecs and t not in self._queued})
         if not new:
             return
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgcult-semantic")
         self._queued.update(new)
-        self._ahead.append((new, self._worker.submit(lambda: self.encoder().encode(new))))
+        self._ahead.append((new, worker.submit(lambda: self.encoder().encode(new))))
+
+    def _worker_thread(self) -> ThreadPoolExecutor | None:
+        """The worker thread (started on first use), or None on a single core."""
+        if self._worker is None and _cores() >= 2:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgcult-semantic")
+        return self._worker
 
     def _waiting_texts(self, states: list[dict]):
         for s in states:
@@ -135,8 +140,9 @@ class SemanticStage:
             load[side] += sum(len(r) for r, _ in pools[key].parts) * len(queries[key])
         tops: dict = {}
         fut = None
-        if theirs and self._worker is not None:
-            fut = self._worker.submit(lambda: {k: pools[k].top(queries[k], 10) for k in theirs})
+        worker = self._worker_thread() if theirs else None
+        if worker is not None:
+            fut = worker.submit(lambda: {k: pools[k].top(queries[k], 10) for k in theirs})
         else:
             mine += theirs
         try:
