@@ -69,3 +69,18 @@ def test_spark_engine_without_output_dir_and_a_bad_line(tmp_path):
     assert r.exit_code == 1 and "bad.json: partition 0, line 3: not a JSON entity line" in r.stderr
     with Store(tmp_path / "s") as st:
         assert not st.data_graphs()
+
+
+def test_spark_engine_on_a_truthy_ntriples_dump(tmp_path):
+    """An N-Triples dump: label lines are lines (no terms records); the same graphs."""
+    from kgcult.acquire import dump as ing
+
+    nt = tmp_path / "dump.nt"
+    ing.json_to_ntriples(str(write_dump(tmp_path / "dump.json")), str(nt))
+    r = run_cli(["ingest", str(nt), "--no-progress", "--jobs", "1"], tmp_path / "local")
+    assert r.exit_code == 0, r.output
+    r = run_cli(["ingest", str(nt), "--no-progress", "--engine", "spark", "--master", "local[2]"],
+                tmp_path / "spark")
+    assert r.exit_code == 0, r.output
+    with Store(tmp_path / "local") as a, Store(tmp_path / "spark") as b:
+        assert graph_triples(a, "dishes") and store_content_hash(a) == store_content_hash(b)

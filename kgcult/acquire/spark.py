@@ -4,13 +4,17 @@ jobs (pyspark; ``pip install 'kgcult[spark]'``, a Java runtime).
 1. The executors read the dump (``sc.textFile``: a local path, ``hdfs://``, ``s3a://``...;
    Hadoop decompresses ``.gz`` and ``.bz2``; ``.bz2`` splits across executors, ``.gz``
    does not) and parse each partition with the local engine's block functions
-   (:mod:`kgcult.acquire.dumpscan`) into edge records and kept N-Triples lines, cached
-   (memory, then disk) so the dump is read once.
+   (:mod:`kgcult.acquire.dumpscan`) into edge records and, per block, the local engine's
+   compressed frame of kept N-Triples lines and terms records (each entity's labels,
+   aliases, descriptions and sitelink count, still undecoded), cached (memory, then disk)
+   so the dump is read once.
 2. The edges of the structural properties are collected on the driver, where the crawl
    runs to its fixpoint over the same :class:`~kgcult.acquire.dumpindex.EdgeIndex` as the
    local engine (the driver needs memory for those edges, as the local engine does).
-3. The member sets are broadcast; the executors keep each subgraph's lines and write them
-   as text partitions, ``OUTPUT/subgraph=NAME/part-*.txt`` (N-Triples), which the driver
+3. The member sets are broadcast; the executors route each frame's groups as the local
+   engine's emission does (:class:`~kgcult.acquire.dumpemit.Router`: only a member's lines
+   are kept, and only a member of a labels subgraph has its terms record turned into
+   label lines) and write each subgraph's lines as text partitions, ``OUTPUT/subgraph=NAME/part-*.txt`` (N-Triples), which the driver
    loads into the store, or which ``kgcult load ... --graph`` loads later.
 """
 from __future__ import annotations
@@ -41,20 +45,21 @@ def local_sha256(dump: str) -> str | None:
 
 
 def _scan_partition(plan, dump, index, lines):
-    """Records of one partition: ("e", pid, subject, object or None) and ("l", line)."""
+    """Records of one partition: ("e", pid, subject, object or None) per edge and ("f",
+    frame) per block (:func:`~kgcult.acquire.dumpscan.pack_frame`: the block's kept lines
+    and terms records, grouped by subject, compressed)."""
     scanner = dumpscan.SCANNERS[plan.kind]
     buf: list[str] = []
     first = 1
 
     def flush(first_line):
-        r = scanner(plan, first_line, "\n".join(buf).encode())
+        r = scanner(plan, first_line, "\n".join(buf).encode(), terms=True)
         if r.error:
             raise ValueError(f"{_ERROR}{dump}: partition {index}, line {r.error_line}: {r.error}")
         for e in r.edge_ids():
             yield ("e",) + tuple(e)
-        for line in r.lines.split(b"\n"):
-            if line:
-                yield ("l", line.decode())
+        if len(r.groups):
+            yield ("f", dumpscan.pack_frame(r))
 
     for line in lines:
         buf.append(line)
@@ -66,13 +71,14 @@ def _scan_partition(plan, dump, index, lines):
         yield from flush(first)
 
 
-def _tag_lines(router, records):
-    """(subgraph name, line) for each kept line, for every subgraph it belongs to."""
-    data = b"\n".join(r[1].encode() for r in records if r[0] == "l")
-    for name, kept in router.route(data):
-        for line in kept.split(b"\n"):
-            if line:
-                yield (name, line.decode())
+def _tag_frames(router, records):
+    """(subgraph name, its lines of one frame, as one text row) for each subgraph that keeps
+    any of the frame's lines."""
+    for r in records:
+        for name, kept in router.route_groups(dumpscan.unpack_frame(r[1])):
+            text = kept.decode().rstrip("\n")
+            if text:
+                yield (name, text)
 
 
 def session(master: str | None):
@@ -104,7 +110,7 @@ def run(dump, plan, specs, needed, todo, reports, *, master=None, output=None):
         index.freeze()
         backend = select(index, specs, needed, reports)
         router = sc.broadcast(Router(todo, backend))
-        tagged = scanned.filter(lambda r: r[0] == "l").mapPartitions(lambda it: _tag_lines(router.value, it))
+        tagged = scanned.filter(lambda r: r[0] == "f").mapPartitions(lambda it: _tag_frames(router.value, it))
         frame = spark.createDataFrame(tagged, "subgraph string, value string")
         frame.write.mode("overwrite").partitionBy("subgraph").text(out)
         scanned.unpersist()
