@@ -201,6 +201,22 @@ def test_semantic_encodes_ahead_in_a_worker_thread(qstore, monkeypatch):
     assert threads and all(threads)
 
 
+@needs_use
+def test_semantic_caches_overflow_inside_a_batch(qstore, monkeypatch):
+    """The memoized vectors and decisions are bounded; a batch that overflows them still
+    gets every vector it needs (a clear used to drop vectors the batch was about to use)."""
+    from kgcult.link import semantic_stage
+
+    rows = [{"mention": m, "lang": "de", "topic": "food"} for m in ("Erdbeere", "Kartoffel", "Erdbeerkuchen")]
+    want = list(Linker.open(qstore).link_many(rows))
+    monkeypatch.setattr(semantic_stage, "CACHE_MAX", 1)
+    lk = Linker.open(qstore)
+    lk.link("Erdbeere", lang="de", topic="food")  # its vector is cached
+    lk._semantic._done.clear()  # decide it again in the next batch: its cached vector is needed
+    assert list(lk.link_many(rows)) == want
+    assert want[0]["qid"] == "Q99020"
+
+
 def test_loose_stages_skip_a_name_of_something_else(linker):
     # "Danger" is the label of an entity that is no food: tokens does not guess "danger dog"
     assert linker.with_stages(["tokens"]).link("Danger", lang="en", topic="food")["qid"] == "Q99151"
