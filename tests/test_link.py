@@ -227,6 +227,47 @@ def test_open_by_path_read_only(tmp_path):
     assert lk.link("paella", lang="es", topic="food")["country"] == ["Q29"]
 
 
+def test_open_by_path_without_opening_the_store(tmp_path, monkeypatch):
+    """A read-only open records the store's file listing with its content hash; the next
+    open by path whose store lists the same files finds the index without opening the
+    store; a changed store is opened again (and gets its new index)."""
+    import kgcult.link.linker as linker_mod
+    from kgcult.link import index as lindex
+
+    path = tmp_path / "store"
+    make_store(path).close()
+    first = Linker.open(path)  # opens the store read-only, records the listing
+    want = first.link("paella", lang="es", topic="food")
+    first.store.close()
+    assert (index_dir(first.store) / lindex.LISTINGS).exists()
+
+    opened = []
+    real_open = linker_mod.open_store
+    monkeypatch.setattr(linker_mod, "open_store", lambda *a, **k: opened.append(a) or real_open(*a, **k))
+    lk = Linker.open(path)
+    assert opened == [] and lk.link("paella", lang="es", topic="food") == want
+    assert lk.cache_dir == index_dir(first.store)
+    assert lk.store.read_only and len(opened) == 1  # opened on first use only
+    lk.store.close()
+
+    from kgcult.store import Store
+
+    s = Store(path)
+    extra = tmp_path / "extra.ttl"
+    extra.write_text('<http://www.wikidata.org/entity/Q90099> <http://www.w3.org/2000/01/rdf-schema#label> "grape"@en ;'
+                     ' <http://www.wikidata.org/prop/direct/P31> <http://www.wikidata.org/entity/Q25403900> .\n')
+    s.load([extra], graph="extra")
+    s.close()
+    opened.clear()
+    assert Linker.open_unopened(path) is None  # its files changed: not trusted
+    with pytest.raises(KgcultError, match="closure is stale"):
+        Linker.open(path)  # read-only, and the closure must be rebuilt first
+    r = run_cli(["link", "grape", "--topic", "food"], path)  # the CLI rebuilds it
+    assert r.exit_code == 0 and json.loads(r.stdout)["qid"] == "Q90099"
+    assert Linker.open(path).link("grape", topic="food")["qid"] == "Q90099"
+    assert Linker.open_unopened(path).link("grape", topic="food")["qid"] == "Q90099"
+
+
 # -- CLI --------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -39,7 +39,9 @@ def _linker(obj, embeddings=False, model=None, stages=None) -> Linker:
         st = [s.strip() for s in stages.split(",") if s.strip()]
         if embeddings and "embedding" not in st:
             st.append("embedding")
-    return Linker.open(obj.reader(closure=True), model=model, embeddings=embeddings, stages=st)
+    # an index known fresh for the store's files: the store is not opened at all
+    return (Linker.open_unopened(obj.location, model=model, embeddings=embeddings, stages=st)
+            or Linker.open(obj.reader(closure=True), model=model, embeddings=embeddings, stages=st))
 
 
 _VALUE_OPTS = {"-i", "--input", "-o", "--output", "--lang", "--topic", "--country", "--format",

@@ -12,7 +12,10 @@ see ``storage.py``) named by the store's content hash
 process opens it read-only and memory-mapped; lookups read only the pages they touch.
 For read-only stores the content hash cannot be cached in the store; a fingerprint
 (the store's file listing + provenance records) remembers it in the index directory
-instead. Progress goes to the ``kgcult.link.index_build`` logger.
+instead. A read-only open also records the store's file listing with its content hash
+(``listings.json``), so that the next process whose store lists the same files opens the
+index without opening the store (:func:`open_unopened`). Progress goes to the
+``kgcult.link.index_build`` logger.
 
 Entity ids (``eid``) are positions in the sorted array of QID numbers.
 """
@@ -221,24 +224,95 @@ def index_dir(store) -> Path:
         cache = Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult")
         key = hashlib.sha256(str(store.location).encode()).hexdigest()[:16]
         return cache / "link-index" / key
-    loc = Path(store.location).resolve()
+    return index_dir_of(Path(store.location))
+
+
+def index_dir_of(location) -> Path:
+    """:func:`index_dir` of the embedded store at ``location`` (a path), without opening it."""
+    loc = Path(location).resolve()
     return loc.parent / (loc.name + ".link-index")
+
+
+def _files(location: Path) -> list | None:
+    """An embedded store directory's files as (name, size, mtime): what identifies its
+    content without opening it (RocksDB never rewrites a file in place: any write adds to
+    the log or adds a table file; a read-only open changes nothing but LOG files)."""
+    try:
+        return sorted((p.name, st.st_size, st.st_mtime_ns) for p in location.iterdir()
+                      if not p.name.startswith(("LOG", "LOCK")) and (st := p.stat()))
+    except OSError:
+        return None
 
 
 def _fingerprint(store) -> str:
     """What identifies the store's content without reading it: for an embedded store the
-    listing of its files (RocksDB never rewrites a file in place: any write adds to the
-    log or adds a table file; a read-only open changes nothing but LOG files), else the
-    triple count; plus the provenance records."""
+    listing of its files (:func:`_files`), else the triple count; plus the provenance
+    records."""
     prov = store.provenance()
     loc = Path(str(store.location))
-    if not getattr(store, "remote", False) and loc.is_dir():
-        files = sorted((p.name, st.st_size, st.st_mtime_ns) for p in loc.iterdir()
-                       if not p.name.startswith(("LOG", "LOCK")) and (st := p.stat()))
-        key = ["files", files, prov]
-    else:
-        key = [len(store.ox), prov]
+    files = _files(loc) if not getattr(store, "remote", False) and loc.is_dir() else None
+    key = ["files", files, prov] if files is not None else [len(store.ox), prov]
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+# Store file listings (sha256) a read-only open saw with a fresh closure, and the content
+# hash the store had then: a later process whose store directory lists the same files opens
+# the index of that content without opening the store (``open_unopened``).
+LISTINGS = "listings.json"
+LISTINGS_MAX = 8
+
+
+def _listing_key(location: Path) -> str | None:
+    files = _files(location)
+    return None if files is None else hashlib.sha256(json.dumps(files).encode()).hexdigest()
+
+
+def _remember_listing(store, chash: str) -> None:
+    """Record the store's file listing with its content hash (read-only embedded stores
+    only: a read-write handle may still change its files when it closes)."""
+    if not store.read_only or getattr(store, "remote", False):
+        return
+    loc = Path(str(store.location))
+    key = _listing_key(loc) if loc.is_dir() else None
+    if key is None:
+        return
+    f = index_dir_of(loc) / LISTINGS
+    known = _read_json(f)
+    if known.get(key) == chash:
+        return
+    known.pop(key, None)
+    known[key] = chash
+    while len(known) > LISTINGS_MAX:  # the oldest first (insertion order)
+        known.pop(next(iter(known)))
+    try:
+        atomic_write(f, json.dumps(known, indent=1).encode())
+    except OSError:
+        pass
+
+
+def _read_json(f: Path) -> dict:
+    try:
+        v = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def open_unopened(location, topics: list[Topic] | None = None) -> "LabelIndex | None":
+    """The label index of the embedded store at ``location``, found without opening the
+    store: when the store directory lists exactly the files a read-only open saw (with the
+    closure fresh), the index of the content it had then. None when that is not known (or
+    the index is gone): open the store and use :func:`load_or_build`."""
+    loc = Path(location)
+    if not loc.is_dir():
+        return None
+    key = _listing_key(loc)
+    chash = _read_json(index_dir_of(loc) / LISTINGS).get(key) if key else None
+    if not isinstance(chash, str):
+        return None
+    topics = topics if topics is not None else load_topics()
+    path = index_dir_of(loc) / _index_name(chash, topics)
+    return _open(path, chash) if path.is_dir() else None
 
 
 def content_hash(store) -> str:
@@ -251,12 +325,7 @@ def content_hash(store) -> str:
     d = index_dir(store)
     fp = _fingerprint(store)
     f = d / "fingerprints.json"
-    known = {}
-    if f.exists():
-        try:
-            known = json.loads(f.read_text())
-        except (OSError, ValueError):
-            known = {}
+    known = _read_json(f)
     if fp in known:
         return known[fp]
     log.info("computing the store's content hash (read-only store; remembered afterwards)")
@@ -276,7 +345,11 @@ def topics_hash(topics: list[Topic]) -> str:
 
 def index_path(store, chash: str, topics: list[Topic]) -> Path:
     """The index directory of this store content and these topics."""
-    return index_dir(store) / f"labels-{chash[:16]}-{topics_hash(topics)}-v{FORMAT}"
+    return index_dir(store) / _index_name(chash, topics)
+
+
+def _index_name(chash: str, topics: list[Topic]) -> str:
+    return f"labels-{chash[:16]}-{topics_hash(topics)}-v{FORMAT}"
 
 
 def disk_bytes(path: str | Path) -> int | None:
@@ -309,6 +382,7 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
     if not rebuild and path.is_dir():
         ix = _open(path, chash)
         if ix is not None:
+            _remember_listing(store, chash)
             return ix
     if not persist:
         return build(store, chash, topics)
@@ -338,4 +412,5 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
     for old in path.parent.glob("emb-*.npy"):  # name vectors of an older store
         if not old.name.startswith(f"emb-{chash[:16]}-"):
             old.unlink(missing_ok=True)
+    _remember_listing(store, chash)
     return LabelIndex(path)

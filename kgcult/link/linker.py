@@ -12,7 +12,7 @@ from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
 from kgcult.link import disambiguate, embed, morph_store, morphology, normalize, pipeline, rank
 from kgcult.link import ties
-from kgcult.link.index import LabelIndex, index_dir, load_or_build, topics_hash
+from kgcult.link.index import LabelIndex, index_dir, index_dir_of, load_or_build, open_unopened, topics_hash
 from kgcult.link.semantic_stage import SemanticStage
 from kgcult.store import open_store
 
@@ -43,14 +43,22 @@ class Linker:
     which ``embeddings=True`` adds) run in pipeline order; the thresholds are the
     calibrated cut-offs of the tokens, semantic and embedding stages (docs/link.md)."""
 
-    def __init__(self, index: LabelIndex, *, store=None, model: str | None = None,
+    def __init__(self, index: LabelIndex, *, store=None, location=None, model: str | None = None,
                  embeddings: bool = False, stages: Iterable[str] | None = None,
                  embed_min: float = EMBED_MIN, embed_margin: float = EMBED_MARGIN,
                  tokens_min: float = TOKENS_MIN, tokens_margin: float = TOKENS_MARGIN,
                  semantic_min: float = SEMANTIC_MIN, semantic_margin: float = SEMANTIC_MARGIN,
                  semantic_agree_min: float = SEMANTIC_AGREE_MIN):
+        """``store``: the open store of ``index``; or ``location``, the directory of an
+        embedded store that is opened (read-only) only if :attr:`store` is asked for."""
         self.ix = index
-        self.store = store
+        self._store = store
+        self._location = location
+        # where the on-disk caches of the loose stages live (beside the label index)
+        if store is not None and getattr(store, "location", None):
+            self.cache_dir = index_dir(store)
+        else:
+            self.cache_dir = index_dir_of(location) if location is not None else None
         self.model = model
         self.stages = pipeline.checked(stages if stages is not None else
                                        pipeline.default_stages(embeddings))
@@ -64,7 +72,7 @@ class Linker:
         self._morph: dict = {}       # (kind, topic, lang) -> morphology.KeyPool
         self._facts = disambiguate.GraphFacts(index)
         self._lexical = C.LexicalStages(index)
-        self._semantic = SemanticStage(index, store, self._lexical)
+        self._semantic = SemanticStage(index, self.cache_dir, self._lexical)
         self._name_parts: dict = {}
         self._members: dict = {}
         self._emb: dict = {}
@@ -84,9 +92,30 @@ class Linker:
         stale. ``thresholds``: embed_min, embed_margin, tokens_min, tokens_margin,
         semantic_min, semantic_margin, semantic_agree_min."""
         if isinstance(store, (str, os.PathLike)):
+            lk = None if rebuild else cls.open_unopened(store, model=model, embeddings=embeddings,
+                                                        stages=stages, **thresholds)
+            if lk is not None:
+                return lk
             store = open_store(store, read_only=True)
         ix = load_or_build(store, rebuild=rebuild)
         return cls(ix, store=store, model=model, embeddings=embeddings, stages=stages, **thresholds)
+
+    @classmethod
+    def open_unopened(cls, location, **kwargs) -> "Linker | None":
+        """A linker on the embedded store at ``location`` that does not open the store:
+        when the store's files are those a read-only open last saw with a fresh closure, the
+        index of that content is opened (:func:`kgcult.link.index.open_unopened`); else
+        None. ``kwargs`` as for :meth:`open`."""
+        ix = open_unopened(location) if os.path.isdir(location) else None
+        return None if ix is None else cls(ix, location=location, **kwargs)
+
+    @property
+    def store(self):
+        """The store linked against (opened read-only on first use when the linker was
+        opened from its location without it)."""
+        if self._store is None and self._location is not None:
+            self._store = open_store(self._location, read_only=True)
+        return self._store
 
     def with_stages(self, stages: Iterable[str]) -> "Linker":
         """The same linker with other stages, sharing this one's model, pools and caches
@@ -277,8 +306,8 @@ class Linker:
                 if part is None:
                     rows = self._names(topic, {lg})
                     cache = None
-                    if self.store is not None and getattr(self.store, "location", None):
-                        cache = index_dir(self.store) / (
+                    if self.cache_dir is not None:
+                        cache = self.cache_dir / (
                             f"emb-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
                             f"{self._encoder.id}-{topic}-{lg}.npy")
                     part = self._emb[pkey] = (rows, embed.embed_rows(self._encoder, rows, cache))
@@ -346,8 +375,8 @@ class Linker:
         """The stem/compound pool of the topic's names in ``lg``, read from beside the
         label index when saved there, else built and saved."""
         cache = None
-        if self.store is not None and getattr(self.store, "location", None):
-            cache = index_dir(self.store) / (
+        if self.cache_dir is not None:
+            cache = self.cache_dir / (
                 f"morph-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-{kind}-{topic}-{lg}"
                 f"-k{morphology.KEY_VERSION}.sqlite")
             pool = morph_store.open_pool(cache, lg) if cache.exists() else None

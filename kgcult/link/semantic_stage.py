@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from kgcult.link import normalize, semantic, semantic_checks
-from kgcult.link.index import LabelIndex, index_dir, topics_hash
+from kgcult.link.index import LabelIndex, topics_hash
 
 CACHE_MAX = 200_000  # memoized vectors and decisions (mentions repeat a lot in model outputs)
 
@@ -41,9 +41,9 @@ class SemanticStage:
     """The stage's state for one linker: the encoder (loaded on first use), the parts'
     pools, the mention vectors and the decisions made."""
 
-    def __init__(self, ix: LabelIndex, store, lexical):
+    def __init__(self, ix: LabelIndex, cache_dir, lexical):
         self.ix = ix
-        self.store = store
+        self.cache_dir = cache_dir  # where the name vectors are cached (None: not cached)
         self.lexical = lexical  # candidates.LexicalStages: the cross-check's word owners
         self._pools: dict = {}   # (topic, lang) -> semantic.SemanticPool
         self._encoder = None
@@ -118,8 +118,8 @@ class SemanticStage:
             rows = self.ix.part_rows(topic, lg)  # lazy: only the hits' rows are read
             enc = self.encoder()
             cache = None
-            if self.store is not None and getattr(self.store, "location", None):
-                cache = index_dir(self.store) / (
+            if self.cache_dir is not None:
+                cache = self.cache_dir / (
                     f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
                     f"{enc.id}-{topic}-{lg}.npy")
             pool = self._pools[key] = semantic.SemanticPool(
