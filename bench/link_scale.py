@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -101,23 +102,33 @@ def measured(cmd: list[str]) -> tuple[float, float, str]:
     return wall, ru.ru_maxrss / 1024, out
 
 
+PREPARE_CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from kgcult.store import Store, hierarchy
+from kgcult.store.snapshot import store_content_hash
+s = Store(sys.argv[2])
+s.load([sys.argv[3]], graph="standin")
+hierarchy.ensure_closure(s)
+store_content_hash(s)  # cached in the store: read-only opens find it
+s.close()
+"""
+
+
 def prepare(k: int, work: Path) -> Path:
+    """The K-times stand-in store, loaded and closed by a child process: this process must
+    stay small, because a child's ru_maxrss starts at the RSS its parent had when it
+    forked (Linux keeps the old memory's high-water mark across exec), which would count
+    the load's memory in every measured child."""
     store = work / f"store-{k}x"
     if (store / ".ready").exists():
         return store
-    from kgcult.store import Store, hierarchy
-    from kgcult.store.snapshot import store_content_hash
-
     nt = work / f"standin-{k}x.nt"
     if not nt.exists():
         log(f"generating {nt} ...")
         subprocess.run([sys.executable, str(SCALE / "gen_scaled_nt.py"), str(k), str(nt)], check=True)
     log(f"loading {nt} into {store} ...")
-    s = Store(store)
-    s.load([nt], graph="standin")
-    hierarchy.ensure_closure(s)
-    store_content_hash(s)  # cached in the store: read-only opens find it
-    s.close()
+    subprocess.run([sys.executable, "-c", PREPARE_CHILD, str(ROOT), str(store), str(nt)], check=True)
     nt.unlink()
     (store / ".ready").write_text("ok\n")
     return store
@@ -166,6 +177,8 @@ def one_scale(k: int, work: Path, mentions: Path, runs: int) -> dict:
         "fresh_per_cpu_s": round(n_mentions / max(fcpu, 1e-3)),
         "exact_warm_per_s": warm["warm_per_s"], "exact_cold_per_s": warm["cold_per_s"],
         "loadavg_after": [round(x, 1) for x in os.getloadavg()],
+        # a child's ru_maxrss is at least this (see prepare): must stay far below the figures
+        "bench_process_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
 
