@@ -489,3 +489,22 @@ def test_bad_group_is_a_one_line_error(linker, tmp_path):
     src.write_text('{"mention": "bolo", "topic": "food"}\n{"mention": "bolo", "group": {"a": 1}}\n')
     res = CliRunner().invoke(main, ["--store", str(loc), "link", "-i", str(src), "-o", str(tmp_path / "o.jsonl")])
     assert res.exit_code == 1 and f"{src}:2: group must be" in res.output and "Traceback" not in res.output
+
+
+def test_memo_vectors_bounded_without_losing_what_it_returns(monkeypatch):
+    """The mention-vector memo of the embedding and semantic stages: vectors encoded ahead
+    are used, the rest encoded in one call, and a memo that overflows is cleared only after
+    the answer is taken (a clear used to drop vectors the same call then looked up)."""
+    from kgcult.link import embed
+
+    monkeypatch.setattr(embed, "MEMO_MAX", 2)
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return [len(t) for t in texts]
+
+    memo = {"a": 1}
+    out = embed.memo_vectors(memo, ["a", "bb", "ccc"], encode, ready={"bb": 2})
+    assert out == {"a": 1, "bb": 2, "ccc": 3} and calls == [["ccc"]]
+    assert memo == {"bb": 2, "ccc": 3}  # cleared (3 > 2), then this call's vectors kept

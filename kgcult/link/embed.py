@@ -72,6 +72,26 @@ class Encoder:
         return np.ascontiguousarray(v, dtype="float32")
 
 
+MEMO_MAX = 200_000  # mention vectors kept per process (mentions repeat a lot in model outputs)
+
+
+def memo_vectors(memo: dict, texts, encode, ready: dict | None = None) -> dict:
+    """{text: vector} of ``texts``: from ``ready`` (vectors already encoded, e.g. ahead by
+    a worker thread), from ``memo``, else by one ``encode`` call for the rest; ``memo`` then
+    holds them (cleared first when it would pass ``MEMO_MAX``, after the answer is taken,
+    so a clear never drops a vector this call returns). Shared by the embedding and the
+    semantic stages."""
+    got = dict(ready or {})
+    new = [t for t in texts if t not in got and t not in memo]
+    if new:
+        got.update(zip(new, encode(new)))
+    out = {t: got[t] if t in got else memo[t] for t in texts}
+    if len(memo) + len(got) > MEMO_MAX:
+        memo.clear()
+    memo.update(got)
+    return out
+
+
 def embed_rows(encoder, rows: list[tuple[int, str, str]], cache: Path | None = None) -> np.ndarray:
     """Unit vectors of the names in ``rows`` (row order), memory-mapped from ``cache`` when
     it holds as many rows, else encoded (each distinct name once) and written there. Shared

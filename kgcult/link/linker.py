@@ -106,7 +106,7 @@ class Linker:
         when the store's files are those a read-only open last saw with a fresh closure, the
         index of that content is opened (:func:`kgcult.link.index.open_unopened`); else
         None. ``kwargs`` as for :meth:`open`."""
-        ix = open_unopened(location) if os.path.isdir(location) else None
+        ix = open_unopened(location)
         return None if ix is None else cls(ix, location=location, **kwargs)
 
     @property
@@ -326,13 +326,7 @@ class Linker:
         if self._encoder is None:
             self._encoder = embed.Encoder(self.model)
         texts = sorted({s["mention"].strip() for g in groups.values() for s in g})
-        vc = self._vec_cache  # mentions repeat a lot in model outputs: encode each once
-        new = [t for t in texts if t not in vc]
-        if new:
-            if len(vc) + len(new) > 200_000:
-                vc.clear()
-            vc.update(zip(new, self._encoder.encode(new)))  # one batched encoder call
-        vec = {t: vc[t] for t in texts}
+        vec = embed.memo_vectors(self._vec_cache, texts, self._encoder.encode)  # one batched call
         for key in sorted(groups):
             group = groups[key]
             pool = self._embedding_pool(*key)

@@ -24,10 +24,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from kgcult.link import normalize, semantic, semantic_checks
+from kgcult.link import embed, normalize, semantic, semantic_checks
 from kgcult.link.index import LabelIndex, topics_hash
 
-CACHE_MAX = 200_000  # memoized vectors and decisions (mentions repeat a lot in model outputs)
+CACHE_MAX = 200_000  # memoized decisions (mentions repeat a lot in model outputs)
 
 
 def _cores() -> int:
@@ -90,22 +90,14 @@ class SemanticStage:
 
     def _vectors(self, texts: list[str]) -> dict:
         """The unit vectors of ``texts``: those encoded ahead, the others encoded now."""
-        vc = self._vecs
-        got: dict = {}
+        ready: dict = {}
         try:
             for done_texts, fut in self._ahead:  # an encoder error is raised here
-                got.update(zip(done_texts, fut.result()))
+                ready.update(zip(done_texts, fut.result()))
         finally:
             self._ahead.clear()
             self._queued.clear()
-        new = [t for t in texts if t not in got and t not in vc]
-        if new:
-            got.update(zip(new, self.encoder().encode(new)))
-        out = {t: got[t] if t in got else vc[t] for t in texts}
-        if len(vc) + len(got) > CACHE_MAX:
-            vc.clear()
-        vc.update(got)
-        return out
+        return embed.memo_vectors(self._vecs, texts, lambda new: self.encoder().encode(new), ready)
 
     # -- search and decision -------------------------------------------------------
 
