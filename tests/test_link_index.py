@@ -216,21 +216,23 @@ def test_semantic_search_reads_mapped_vectors_in_blocks(tmp_path):
         QUERY_BLOCK = 2  # several products per block of rows
         ROW_BLOCK = 64   # several blocks, the best rows in different ones
 
+    from kgcult.link import semantic_bound
+
     blocks = []
-    real = semantic._row_blocks
+    real = semantic_bound.read_blocks
 
     def spy(m, n, step):
         for r0, b in real(m, n, step):
             blocks.append((r0, isinstance(b, np.memmap)))
             yield r0, b
 
-    semantic._row_blocks = spy
+    semantic_bound.read_blocks = spy
     try:
         got = Spy([(rows, mat)]).search(q, k=4)
         one = Spy([(rows, mat)]).search(q[:1], k=4)  # a single query
         mem = Spy([(rows, np.array(v))]).search(q, k=4)  # an in-memory matrix: sliced
     finally:
-        semantic._row_blocks = real
+        semantic_bound.read_blocks = real
     assert [r0 for r0, _ in blocks[:5]] == [0, 64, 128, 192, 256]
     assert not any(is_map for _, is_map in blocks)  # read into a buffer, not mapped
     sims = q @ v.T
@@ -243,6 +245,59 @@ def test_semantic_search_reads_mapped_vectors_in_blocks(tmp_path):
     with semantic.blas_threads(1):  # the limit the search applies
         from threadpoolctl import threadpool_info
         assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
+
+
+def test_semantic_search_above_a_floor_reads_only_what_can_reach_it(tmp_path, monkeypatch):
+    """With reduced vectors (``semantic_bound``) a search with a floor returns exactly the
+    exhaustive search's hits at or above the floor (same names, order and cosines), reads
+    the full vectors of only a few names, and caches the reduced form beside the vectors
+    (read back, not fitted again; refitted when the vectors change)."""
+    import numpy as np
+
+    from kgcult.link import semantic, semantic_bound
+
+    rng = np.random.default_rng(5)
+    dim, n = 192, 3000
+    scales = np.exp(-np.arange(dim) / 60.0)  # most of the energy on some axes, like USE
+    base = rng.normal(size=(150, dim)) * scales
+    v = (base[rng.integers(0, 150, n)] + 0.3 * rng.normal(size=(n, dim)) * scales).astype("float32")
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    np.save(tmp_path / "v.npy", v)
+    mat = np.load(tmp_path / "v.npy", mmap_mode="r")
+    rows = [(i // 3, "en", f"n{i}") for i in range(n)]
+    q = (v[rng.integers(0, n, 40)] + 0.1 * rng.normal(size=(40, dim)).astype("float32") * scales)
+    q = (q / np.linalg.norm(q, axis=1, keepdims=True)).astype("float32")
+    floor = 0.8
+
+    red = semantic_bound.reduced(mat, n, tmp_path / "v.npy")
+    axes_file, rows_file = semantic_bound.paths(tmp_path / "v.npy")
+    assert axes_file.exists() and rows_file.exists()
+    read = []
+    real = semantic_bound.read_rows
+    monkeypatch.setattr(semantic_bound, "read_rows", lambda m, r: read.append(len(r)) or real(m, r))
+    got = semantic.SemanticPool([(rows, mat, red)]).search(q, k=5, floor=floor)
+    monkeypatch.setattr(semantic_bound, "read_rows", real)
+    plain = semantic.SemanticPool([(rows, np.array(v))]).search(q, k=5)
+    sims = q.astype(np.float64) @ v.T.astype(np.float64)
+    assert sum(len(h) for h in got) >= 150  # hits above the floor do exist
+    for qi in range(len(q)):
+        want = [h for h in plain[qi] if h[0] >= floor]
+        assert [h[1:] for h in got[qi]] == [h[1:] for h in want]
+        assert [h[0] for h in got[qi]] == pytest.approx([h[0] for h in want], abs=1e-6)
+        above = sorted((i for i in range(n) if sims[qi, i] >= floor), key=lambda i: (-sims[qi, i], i))
+        assert [h[3] for h in got[qi]] == [rows[i][2] for i in above[:5]]
+    assert 0 < sum(read) < n // 4  # the bound let most names go unread
+    # read back from the cache, not fitted again; a changed part is reduced anew
+    monkeypatch.setattr(semantic_bound, "fit_axes", lambda *a: pytest.fail("refitted"))
+    again = semantic_bound.reduced(mat, n, tmp_path / "v.npy")
+    assert semantic.SemanticPool([(rows, mat, again)]).search(q, k=5, floor=floor) == got
+    # without reduced vectors, the floor filters the exhaustive search
+    assert semantic.SemanticPool([(rows, mat)]).search(q, k=5, floor=floor) == [
+        [h for h in hits if h[0] >= floor] for hits in plain]
+    monkeypatch.undo()
+    np.save(tmp_path / "v.npy", v[:2000])
+    short = np.load(tmp_path / "v.npy", mmap_mode="r")
+    assert semantic_bound.reduced(short, 2000, tmp_path / "v.npy").rows.shape == (2000, semantic_bound.DIM + 1)
 
 
 def test_build_without_persisting_is_removed(seed):

@@ -24,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from kgcult.link import embed, normalize, semantic, semantic_checks
+from kgcult.link import embed, normalize, semantic, semantic_bound, semantic_checks
 from kgcult.link.index import LabelIndex, topics_hash
 
 CACHE_MAX = 200_000  # memoized decisions (mentions repeat a lot in model outputs)
@@ -114,12 +114,14 @@ class SemanticStage:
                 cache = self.cache_dir / (
                     f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
                     f"{enc.id}-{topic}-{lg}.npy")
+            vecs = semantic.name_vectors(enc, rows, cache)
             pool = self._pools[key] = semantic.SemanticPool(
-                [(rows, semantic.name_vectors(enc, rows, cache))])
+                [(rows, vecs, semantic_bound.reduced(vecs, len(rows), cache))])
         return pool
 
-    def _search(self, parts: dict, vec: dict) -> dict:
-        """Per (topic, language) part, the 10 best hits of each of its mention texts (sorted).
+    def _search(self, parts: dict, vec: dict, floor: float) -> dict:
+        """Per (topic, language) part, the 10 best hits at or above ``floor`` of each of its
+        mention texts (sorted).
         With a second core the parts are split in two halves of about equal size: the
         worker thread searches one while this thread searches the other (the products
         release the GIL); the hits' rows are read here."""
@@ -134,12 +136,12 @@ class SemanticStage:
         fut = None
         worker = self._worker_thread() if theirs else None
         if worker is not None:
-            fut = worker.submit(lambda: {k: pools[k].top(queries[k], 10) for k in theirs})
+            fut = worker.submit(lambda: {k: pools[k].top(queries[k], 10, floor) for k in theirs})
         else:
             mine += theirs
         try:
             for key in mine:
-                tops[key] = pools[key].top(queries[key], 10)
+                tops[key] = pools[key].top(queries[key], 10, floor)
         finally:
             if fut is not None:
                 tops.update(fut.result())
@@ -167,7 +169,11 @@ class SemanticStage:
             for lg in search_langs(s["lang"]):
                 parts.setdefault((s["topic"], lg), set()).add(s["mention"].strip())
         hits: dict = {}  # (topic, text, part language) -> hits
-        for key, found in self._search(parts, vec).items():
+        # hits below the floor decide nothing: a best hit below min_score or agree_min is
+        # not taken, and one at or above min_score is min_score - floor >= margin ahead of
+        # any hit below the floor
+        floor = min(agree_min, min_score - max(margin, 0.0))
+        for key, found in self._search(parts, vec, floor).items():
             for t, h in zip(sorted(parts[key]), found):
                 hits[(key[0], t, key[1])] = h
         for s in todo:

@@ -1,0 +1,217 @@
+"""Exact search above a floor, through reduced vectors.
+
+For unit vectors q, x and any matrix P with orthonormal columns, the cosine splits as
+
+    q·x = (Pᵀq)·(Pᵀx) + q_r·x_r  <=  (Pᵀq)·(Pᵀx) + |q_r| |x_r|
+
+where q_r and x_r are what P's span leaves of q and x (the cross terms vanish). Each part's
+name vectors are stored a second time as their ``DIM`` coordinates on the part's principal
+axes and the length of their remainder, ``[Pᵀx, |x_r|]`` (a quarter of the full vectors'
+size), so the bound of a batch of queries against every name is one matrix product of
+``[Pᵀq, |q_r|]`` with that matrix. Only the names whose bound reaches the floor are read in
+full and their cosines computed in float64 from the two float32 vectors. The hits at or
+above the floor are therefore those of the exhaustive search, with the same cosines for
+any batch a query comes in, at about a quarter of its products and reads. (On the
+stand-in's place names, with the semantic stage's floor of 0.67, 0.08 % of the names have
+to be read in full: 43 per query among 55,000.)
+
+The axes are fitted on a sample of the part's vectors (the top ``DIM`` eigenvectors of
+their second moments); any orthonormal axes would keep the search exact, good ones only
+make the bound tight. The reduced matrix and the axes are cached beside the full vectors
+(``<cache>.r128.npy``, ``<cache>.b128.npy``) and written when the full vectors are.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from kgcult.files import atomic_open
+
+DIM = 128            # reduced coordinates (plus one: the remainder's length)
+SAMPLE = 16_384      # vectors the axes are fitted on
+SLACK = 1e-3         # bound slack: covers float32 rounding of the bound (about 1e-6)
+ROW_BLOCK = 4096     # reduced rows per product
+QUERY_BLOCK = 128    # queries per product (with ROW_BLOCK: a 2 MB product)
+EXACT_BLOCK = 256    # (query, name) pairs whose cosines are computed together
+
+
+class Reduced:
+    """A part's axes (dim x DIM, float32) and reduced vectors ``rows`` (n x DIM+1,
+    float32: coordinates, then the remainder's length). Cached axes are read from their
+    file at each search rather than held (a process searches dozens of parts; their axes
+    would hold 256 KB each)."""
+
+    def __init__(self, axes: np.ndarray | Path, rows: np.ndarray):
+        self._axes = axes
+        self.rows = rows
+
+    @property
+    def axes(self) -> np.ndarray:
+        return np.load(self._axes) if isinstance(self._axes, Path) else self._axes
+
+    def bound_queries(self, q: np.ndarray) -> np.ndarray:
+        """``[Pᵀq, |q_r|]`` of each query (float32)."""
+        q64 = np.asarray(q, dtype=np.float64)
+        p64 = self.axes.astype(np.float64)
+        coords = q64 @ p64
+        rest = np.linalg.norm(q64 - coords @ p64.T, axis=1)
+        return np.ascontiguousarray(np.hstack([coords, rest[:, None]]), dtype=np.float32)
+
+
+def paths(cache: Path) -> tuple[Path, Path]:
+    """The (axes, reduced rows) files of a part's vector cache."""
+    stem = str(cache)[:-4] if str(cache).endswith(".npy") else str(cache)
+    return Path(f"{stem}.b{DIM}.npy"), Path(f"{stem}.r{DIM}.npy")
+
+
+def reduced(mat: np.ndarray, n: int, cache: Path | None) -> Reduced | None:
+    """The reduced form of a part's ``n`` name vectors ``mat``: read from beside ``cache``
+    when it is there for as many rows, else computed (and written there). None for vectors
+    too short to reduce."""
+    if n == 0 or mat.ndim != 2 or mat.shape[1] <= DIM + 1:
+        return None
+    if cache is not None:
+        bpath, rpath = paths(cache)
+        try:
+            axes, rows = np.load(bpath, mmap_mode="r"), np.load(rpath, mmap_mode="r")
+            if rows.shape == (n, DIM + 1) and axes.shape == (mat.shape[1], DIM):
+                return Reduced(bpath, rows)
+        except (OSError, ValueError):
+            pass
+    axes = fit_axes(mat, n)
+    if cache is None:
+        return Reduced(axes, _reduce(mat, n, axes))
+    try:
+        with atomic_open(rpath, "wb") as f:
+            np.lib.format.write_array_header_1_0(
+                f, {"descr": "<f4", "fortran_order": False, "shape": (n, DIM + 1)})
+            for r0, block in read_blocks(mat, n, ROW_BLOCK):
+                f.write(_reduce(block, len(block), axes).tobytes())
+        with atomic_open(bpath, "wb") as f:
+            np.save(f, axes)
+        return Reduced(bpath, np.load(rpath, mmap_mode="r"))
+    except OSError:
+        return Reduced(axes, _reduce(mat, n, axes))
+
+
+def fit_axes(mat: np.ndarray, n: int) -> np.ndarray:
+    """The top ``DIM`` eigenvectors of the second-moment matrix of (a spread sample of)
+    the vectors, as float32 columns."""
+    picks = np.unique(np.linspace(0, n - 1, min(n, SAMPLE)).astype(np.int64))
+    sample = read_rows(mat, picks).astype(np.float64)
+    _w, v = np.linalg.eigh(sample.T @ sample)  # ascending
+    axes = v[:, ::-1][:, :DIM]
+    q, _r = np.linalg.qr(axes)  # orthonormal to float64 precision
+    return np.ascontiguousarray(q, dtype=np.float32)
+
+
+def _reduce(mat: np.ndarray, n: int, axes: np.ndarray) -> np.ndarray:
+    out = np.empty((n, DIM + 1), dtype=np.float32)
+    p64 = axes.astype(np.float64)
+    for r0, block in read_blocks(mat, n, ROW_BLOCK):
+        x = block.astype(np.float64)
+        coords = x @ p64
+        out[r0:r0 + len(block), :DIM] = coords
+        out[r0:r0 + len(block), DIM] = np.linalg.norm(x - coords @ p64.T, axis=1)
+    return out
+
+
+def search(q: np.ndarray, mat: np.ndarray, red: Reduced, n: int, k: int,
+           floor: float) -> list[list[tuple[float, int]]]:
+    """Per query, its ``k`` best (cosine, row) among the part's rows with a cosine at or
+    above ``floor``, best first (ties by row)."""
+    q = np.asarray(q, dtype=np.float32)
+    qb = red.bound_queries(q)
+    cut = np.float32(floor - SLACK)
+    qs, rs = [], []
+    for r0, block in read_blocks(red.rows, n, ROW_BLOCK):
+        for b0 in range(0, len(qb), QUERY_BLOCK):
+            qi, ri = np.nonzero(qb[b0:b0 + QUERY_BLOCK] @ block.T >= cut)
+            qs.append(qi + b0)
+            rs.append(ri + r0)
+    out: list[list] = [[] for _ in range(len(q))]
+    if not qs or not sum(len(a) for a in qs):
+        return out
+    qi, ri = np.concatenate(qs), np.concatenate(rs)
+    order = np.lexsort((qi, ri))  # by row: each row is read once
+    qi, ri = qi[order], ri[order]
+    cos = np.empty(len(qi), dtype=np.float64)
+    for c0 in range(0, len(qi), EXACT_BLOCK):
+        cq, cr = qi[c0:c0 + EXACT_BLOCK], ri[c0:c0 + EXACT_BLOCK]
+        rows, inv = np.unique(cr, return_inverse=True)
+        full = read_rows(mat, rows)
+        cos[c0:c0 + len(cq)] = np.einsum("ij,ij->i", q[cq], full[inv], dtype=np.float64)
+    keep = cos >= floor
+    cos32 = cos[keep].astype(np.float32)
+    qi, ri = qi[keep], ri[keep]
+    order = np.lexsort((ri, -cos32, qi))
+    for i in order:
+        hits = out[qi[i]]
+        if len(hits) < k:
+            hits.append((float(cos32[i]), int(ri[i])))
+    return out
+
+
+def _memmap_file(mat) -> tuple[str, int] | None:
+    """(file name, data offset) of a C-ordered float32 matrix memory-mapped from a file."""
+    mm = mat
+    while mm is not None and not isinstance(mm, np.memmap):
+        mm = getattr(mm, "base", None)
+    fname = getattr(mm, "filename", None) if mm is not None else None
+    if (fname is None or mm is not mat or mat.dtype != np.float32 or not mat.flags.c_contiguous
+            or mat.ndim != 2):
+        return None
+    return fname, mm.offset
+
+
+def read_blocks(mat, n: int, step: int):
+    """(first row, block) over the first ``n`` rows of ``mat``, ``step`` rows at a time. A
+    memory-mapped ``.npy`` is read from its file into one reused buffer (nothing of the
+    file stays mapped in the process); any other matrix is sliced."""
+    where = _memmap_file(mat)
+    if where is None:
+        for r0 in range(0, n, step):
+            yield r0, np.asarray(mat[r0:min(n, r0 + step)], dtype="float32")
+        return
+    fname, offset = where
+    buf = np.empty((min(step, n), mat.shape[1]), dtype="float32")
+    row_bytes = mat.shape[1] * 4
+    with open(fname, "rb", buffering=0) as f:
+        for r0 in range(0, n, step):
+            m = min(step, n - r0)
+            _read_into(f.fileno(), memoryview(buf[:m]).cast("B"), offset + r0 * row_bytes, fname)
+            yield r0, buf[:m]
+
+
+def read_rows(mat, rows: np.ndarray) -> np.ndarray:
+    """The ``rows`` (sorted, distinct) of ``mat`` as a new float32 array; from a
+    memory-mapped file, read with one call per run of consecutive rows."""
+    where = _memmap_file(mat)
+    if where is None:
+        return np.asarray(mat[rows], dtype="float32")
+    fname, offset = where
+    out = np.empty((len(rows), mat.shape[1]), dtype="float32")
+    if not len(rows):
+        return out
+    row_bytes = mat.shape[1] * 4
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [len(rows)]])
+    fd = os.open(fname, os.O_RDONLY)
+    try:
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            _read_into(fd, memoryview(out[a:b]).cast("B"), offset + int(rows[a]) * row_bytes, fname)
+    finally:
+        os.close(fd)
+    return out
+
+
+def _read_into(fd: int, view: memoryview, pos: int, fname: str) -> None:
+    got = 0
+    while got < len(view):
+        r = os.preadv(fd, [view[got:]], pos + got)
+        if not r:
+            raise OSError(f"{fname}: short read")
+        got += r
