@@ -217,6 +217,29 @@ def test_semantic_caches_overflow_inside_a_batch(qstore, monkeypatch):
     assert want[0]["qid"] == "Q99020"
 
 
+@needs_use
+def test_semantic_caches_of_an_older_store_content_are_removed(tmp_path):
+    """The semantic stage's vectors and their reduced form (``semantic_bound``) are cached
+    beside the index; when the store changes and the index is rebuilt, the files of the
+    older content go (they would otherwise pile up at every load)."""
+    s = make_store(tmp_path / "store")
+    assert Linker.open(s).link("Kartoffel", lang="de", topic="food")["qid"] == "Q99021"
+    d = index_dir(s)
+    before = {p.name for p in d.glob("sem-*")}
+    assert {n.rsplit(".", 2)[-2] for n in before if n.count(".") == 2} == {"b128", "r128"}
+    from kgcult.store import hierarchy
+
+    extra = tmp_path / "extra.nt"
+    extra.write_text('<http://www.wikidata.org/entity/Q99999> '
+                     '<http://www.w3.org/2000/01/rdf-schema#label> "Neu"@de .\n')
+    s.load([extra], graph="linkquality")
+    hierarchy.build(s)
+    assert Linker.open(s).link("Kartoffel", lang="de", topic="food")["qid"] == "Q99021"
+    after = {p.name for p in d.glob("sem-*")}
+    assert after and not before & after
+    s.close()
+
+
 def test_loose_stages_skip_a_name_of_something_else(linker):
     # "Danger" is the label of an entity that is no food: tokens does not guess "danger dog"
     assert linker.with_stages(["tokens"]).link("Danger", lang="en", topic="food")["qid"] == "Q99151"

@@ -409,8 +409,9 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 old.unlink(missing_ok=True)
-    for old in path.parent.glob("emb-*.npy"):  # name vectors of an older store
-        if not old.name.startswith(f"emb-{chash[:16]}-"):
-            old.unlink(missing_ok=True)
+    for kind in ("emb", "sem", "morph"):  # name vectors and morphology pools of an older store
+        for old in path.parent.glob(f"{kind}-*"):
+            if old.is_file() and not old.name.startswith(f"{kind}-{chash[:16]}-") and ".tmp-" not in old.name:
+                old.unlink(missing_ok=True)
     _remember_listing(store, chash)
     return LabelIndex(path)
