@@ -44,6 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.common import load_in_child  # noqa: E402
 SHARED = ROOT.parent / "shared" / "standin"
 
 
@@ -76,9 +77,11 @@ def prepare_store(args):
         return Store(args.store, read_only=True)
     loc = Path(args.workdir) / "store"
     s = Store(loc)
-    if s.triple_count() < 1_000_000:
+    if s.triple_count() < 1_000_000:  # loaded by a child: this process measures children
+        s.close()
         log(f"loading {args.standin} into {loc} ...")
-        s.load([args.standin], graph="standin")
+        load_in_child(loc, [args.standin], "standin")
+        s = Store(loc)
     hierarchy.ensure_closure(s)
     return s
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, SHARED, WORK, require, save  # noqa: E402
+from bench.common import ROOT, SHARED, WORK, load_in_child, require, save  # noqa: E402
 
 SCALE = SHARED / "scale"
 DEV = SHARED / "standin" / "link-dev.jsonl"
@@ -102,24 +102,9 @@ def measured(cmd: list[str]) -> tuple[float, float, str]:
     return wall, ru.ru_maxrss / 1024, out
 
 
-PREPARE_CHILD = r"""
-import sys
-sys.path.insert(0, sys.argv[1])
-from kgcult.store import Store, hierarchy
-from kgcult.store.snapshot import store_content_hash
-s = Store(sys.argv[2])
-s.load([sys.argv[3]], graph="standin")
-hierarchy.ensure_closure(s)
-store_content_hash(s)  # cached in the store: read-only opens find it
-s.close()
-"""
-
-
 def prepare(k: int, work: Path) -> Path:
-    """The K-times stand-in store, loaded and closed by a child process: this process must
-    stay small, because a child's ru_maxrss starts at the RSS its parent had when it
-    forked (Linux keeps the old memory's high-water mark across exec), which would count
-    the load's memory in every measured child."""
+    """The K-times stand-in store, loaded by a child process (``common.load_in_child``:
+    this process must stay small, or every child it measures would count its memory)."""
     store = work / f"store-{k}x"
     if (store / ".ready").exists():
         return store
@@ -128,7 +113,7 @@ def prepare(k: int, work: Path) -> Path:
         log(f"generating {nt} ...")
         subprocess.run([sys.executable, str(SCALE / "gen_scaled_nt.py"), str(k), str(nt)], check=True)
     log(f"loading {nt} into {store} ...")
-    subprocess.run([sys.executable, "-c", PREPARE_CHILD, str(ROOT), str(store), str(nt)], check=True)
+    load_in_child(store, [nt], "standin")
     nt.unlink()
     (store / ".ready").write_text("ok\n")
     return store

@@ -128,9 +128,11 @@ def search(q: np.ndarray, mat: np.ndarray, red: Reduced, n: int, k: int,
     qs, rs = [], []
     for r0, block in read_blocks(red.rows, n, ROW_BLOCK):
         for b0 in range(0, len(qb), QUERY_BLOCK):
-            qi, ri = np.nonzero(qb[b0:b0 + QUERY_BLOCK] @ block.T >= cut)
+            bound = qb[b0:b0 + QUERY_BLOCK] @ block.T
+            cols = np.flatnonzero(bound.max(axis=0) >= cut)  # the few names any query may reach
+            qi, ci = np.nonzero(bound[:, cols] >= cut)
             qs.append(qi + b0)
-            rs.append(ri + r0)
+            rs.append(cols[ci] + r0)
     out: list[list] = [[] for _ in range(len(q))]
     if not qs or not sum(len(a) for a in qs):
         return out
