@@ -71,12 +71,23 @@ def compute_phase(store: Path) -> tuple[float, float]:
     return time.perf_counter() - t0, float(out.split()[-1])
 
 
-def closure_triples(store: Path) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from kgcult.store import Store, hierarchy
+COUNT_CHILD = """
+import sys
+from kgcult.store import Store, hierarchy
+with Store(sys.argv[1], read_only=True) as s:
+    print(sum(s.triple_count(spec.graph) for spec in hierarchy.load_specs()))
+"""
 
-    with Store(store, read_only=True) as s:
-        return sum(s.triple_count(spec.graph) for spec in hierarchy.load_specs())
+
+def closure_triples(store: Path) -> int:
+    """The closure graphs' triples, counted by a child process: this process stays small
+    (a child's ru_maxrss starts at its parent's RSS, so the store opened here would count
+    in every process measured after it)."""
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", COUNT_CHILD, str(store)], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return int(out.split()[-1])
 
 
 def hierarchy_file(edges: int) -> Path:
