@@ -22,7 +22,6 @@ make the bound tight. The reduced matrix and the axes are cached beside the full
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -183,7 +182,7 @@ def read_blocks(mat, n: int, step: int):
     with open(fname, "rb", buffering=0) as f:
         for r0 in range(0, n, step):
             m = min(step, n - r0)
-            _read_into(f.fileno(), memoryview(buf[:m]).cast("B"), offset + r0 * row_bytes, fname)
+            _read_into(f, memoryview(buf[:m]).cast("B"), offset + r0 * row_bytes)
             yield r0, buf[:m]
 
 
@@ -201,19 +200,18 @@ def read_rows(mat, rows: np.ndarray) -> np.ndarray:
     breaks = np.flatnonzero(np.diff(rows) != 1) + 1
     starts = np.concatenate([[0], breaks])
     ends = np.concatenate([breaks, [len(rows)]])
-    fd = os.open(fname, os.O_RDONLY)
-    try:
+    with open(fname, "rb", buffering=0) as f:
         for a, b in zip(starts.tolist(), ends.tolist()):
-            _read_into(fd, memoryview(out[a:b]).cast("B"), offset + int(rows[a]) * row_bytes, fname)
-    finally:
-        os.close(fd)
+            _read_into(f, memoryview(out[a:b]).cast("B"), offset + int(rows[a]) * row_bytes)
     return out
 
 
-def _read_into(fd: int, view: memoryview, pos: int, fname: str) -> None:
+def _read_into(f, view: memoryview, pos: int) -> None:
+    """Fill ``view`` from the unbuffered file ``f`` at byte ``pos``."""
+    f.seek(pos)
     got = 0
     while got < len(view):
-        r = os.preadv(fd, [view[got:]], pos + got)
+        r = f.readinto(view[got:])
         if not r:
-            raise OSError(f"{fname}: short read")
+            raise OSError(f"{f.name}: short read")
         got += r
