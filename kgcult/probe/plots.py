@@ -29,7 +29,8 @@ def bar_chart(path: Path, names, series, title: str) -> None:
     ax.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("%")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # no legend when every series was empty
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
