@@ -80,19 +80,19 @@ def reduced(mat: np.ndarray, n: int, cache: Path | None) -> Reduced | None:
         except (OSError, ValueError):
             pass
     axes = fit_axes(mat, n)
-    if cache is None:
-        return Reduced(axes, _reduce(mat, n, axes))
-    try:
-        with atomic_open(rpath, "wb") as f:
-            np.lib.format.write_array_header_1_0(
-                f, {"descr": "<f4", "fortran_order": False, "shape": (n, DIM + 1)})
-            for r0, block in read_blocks(mat, n, ROW_BLOCK):
-                f.write(_reduce(block, len(block), axes).tobytes())
-        with atomic_open(bpath, "wb") as f:
-            np.save(f, axes)
-        return Reduced(bpath, np.load(rpath, mmap_mode="r"))
-    except OSError:
-        return Reduced(axes, _reduce(mat, n, axes))
+    if cache is not None:
+        try:
+            with atomic_open(rpath, "wb") as f:
+                np.lib.format.write_array_header_1_0(
+                    f, {"descr": "<f4", "fortran_order": False, "shape": (n, DIM + 1)})
+                for block in _reduced_blocks(mat, n, axes):
+                    f.write(block.tobytes())
+            with atomic_open(bpath, "wb") as f:
+                np.save(f, axes)
+            return Reduced(bpath, np.load(rpath, mmap_mode="r"))
+        except OSError:  # an unwritable cache: reduced in memory, for this process
+            pass
+    return Reduced(axes, np.concatenate(list(_reduced_blocks(mat, n, axes))))
 
 
 def fit_axes(mat: np.ndarray, n: int) -> np.ndarray:
@@ -106,15 +106,14 @@ def fit_axes(mat: np.ndarray, n: int) -> np.ndarray:
     return np.ascontiguousarray(q, dtype=np.float32)
 
 
-def _reduce(mat: np.ndarray, n: int, axes: np.ndarray) -> np.ndarray:
-    out = np.empty((n, DIM + 1), dtype=np.float32)
+def _reduced_blocks(mat: np.ndarray, n: int, axes: np.ndarray):
+    """The rows ``[Pᵀx, |x_r|]`` of the first ``n`` vectors, block by block (float32)."""
     p64 = axes.astype(np.float64)
-    for r0, block in read_blocks(mat, n, ROW_BLOCK):
+    for _r0, block in read_blocks(mat, n, ROW_BLOCK):
         x = block.astype(np.float64)
         coords = x @ p64
-        out[r0:r0 + len(block), :DIM] = coords
-        out[r0:r0 + len(block), DIM] = np.linalg.norm(x - coords @ p64.T, axis=1)
-    return out
+        rest = np.linalg.norm(x - coords @ p64.T, axis=1)
+        yield np.hstack([coords, rest[:, None]]).astype(np.float32)
 
 
 def search(q: np.ndarray, mat: np.ndarray, red: Reduced, n: int, k: int,
