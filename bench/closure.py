@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import RESULTS, SHARED, WORK, require, save
+from common import RESULTS, SHARED, WORK, child_env, require, save
 
 VENV_BIN = Path(sys.executable).parent
 GEN = SHARED / "scale" / "gen_hier.py"
@@ -63,10 +63,8 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024)
 
 def compute_phase(store: Path) -> tuple[float, float]:
     """Wall seconds and peak RSS (GB) of the compute phase alone."""
-    root = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", COMPUTE_ONLY, str(store)], env=env, check=True,
+    out = subprocess.run([sys.executable, "-c", COMPUTE_ONLY, str(store)], env=child_env(), check=True,
                          capture_output=True, text=True).stdout
     return time.perf_counter() - t0, float(out.split()[-1])
 
@@ -83,9 +81,7 @@ def closure_triples(store: Path) -> int:
     """The closure graphs' triples, counted by a child process: this process stays small
     (a child's ru_maxrss starts at its parent's RSS, so the store opened here would count
     in every process measured after it)."""
-    root = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    out = subprocess.run([sys.executable, "-c", COUNT_CHILD, str(store)], env=env, check=True,
+    out = subprocess.run([sys.executable, "-c", COUNT_CHILD, str(store)], env=child_env(), check=True,
                          capture_output=True, text=True).stdout
     return int(out.split()[-1])
 

@@ -18,14 +18,18 @@ RESULTS = ROOT / "bench" / "results"
 WORK = Path(os.environ.get("KGCULT_BENCH_DIR", "/tmp/kgcult-bench"))
 
 
+def child_env() -> dict:
+    """The environment of a child process that imports this checkout's kgcult."""
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
 # Loads a store in a child process (``load_in_child``).
 LOAD_CHILD = r"""
 import sys
-sys.path.insert(0, sys.argv[1])
 from kgcult.store import Store, hierarchy
 from kgcult.store.snapshot import store_content_hash
-s = Store(sys.argv[2])
-s.load(sys.argv[4:], graph=sys.argv[3])
+s = Store(sys.argv[1])
+s.load(sys.argv[3:], graph=sys.argv[2])
 hierarchy.ensure_closure(s)
 store_content_hash(s)  # cached in the store: read-only opens find it
 s.close()
@@ -38,8 +42,8 @@ def load_in_child(store: Path, files: list, graph: str) -> None:
     small itself: a child's ru_maxrss starts at the RSS its parent had when it forked
     (Linux keeps the old memory's high-water mark across exec), so a load done in the
     benchmark's own process would count in every child it measures afterwards."""
-    subprocess.run([sys.executable, "-c", LOAD_CHILD, str(ROOT), str(store), graph, *map(str, files)],
-                   check=True)
+    subprocess.run([sys.executable, "-c", LOAD_CHILD, str(store), graph, *map(str, files)],
+                   env=child_env(), check=True)
 
 
 def require(path: Path) -> Path:

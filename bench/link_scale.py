@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, SHARED, WORK, load_in_child, require, save  # noqa: E402
+from bench.common import ROOT, SHARED, WORK, child_env, load_in_child, require, save  # noqa: E402
 
 SCALE = SHARED / "scale"
 DEV = SHARED / "standin" / "link-dev.jsonl"
@@ -79,12 +79,6 @@ print(json.dumps({"cold_per_s": round(cold), "warm_per_s": round(warm),
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-def child_env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
 
 
 def measured(cmd: list[str]) -> tuple[float, float, str]:
