@@ -310,3 +310,26 @@ def test_spectral_model_matrix_rows_are_distributions(tiny_bert, tmp_path):
     assert res.exit_code == 0, res.output
     rows = json.loads((tmp_path / "s" / "spectral.json").read_text())
     assert {r["source"] for r in rows} == {"ground-truth", str(tiny_bert)}
+
+
+def test_bar_chart_legend_only_for_drawn_series(tmp_path):
+    """A chart whose series are all empty is drawn without a legend (matplotlib warns on
+    a legend with nothing in it); one with data gets its series' labels."""
+    import warnings
+
+    pytest.importorskip("matplotlib")
+    from kgcult.probe import plots
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plots.bar_chart(tmp_path / "empty.png", ["a", "b"], [("x", [None, None], None)], "empty")
+    assert (tmp_path / "empty.png").stat().st_size > 0
+    plt = plots.pyplot()
+    calls = []
+    real = plt.Axes.legend
+    plt.Axes.legend = lambda self, *a, **k: calls.append(self.get_legend_handles_labels()[1]) or real(self, *a, **k)
+    try:
+        plots.bar_chart(tmp_path / "full.png", ["a", "b"], [("x", [0.5, None], None), ("y", [None, None], None)], "t")
+    finally:
+        plt.Axes.legend = real
+    assert calls == [["x"]]
