@@ -205,12 +205,10 @@ def test_semantic_encodes_ahead_in_a_worker_thread(qstore, monkeypatch):
 def test_semantic_caches_overflow_inside_a_batch(qstore, monkeypatch):
     """The memoized vectors and decisions are bounded; a batch that overflows them still
     gets every vector it needs (a clear used to drop vectors the batch was about to use)."""
-    from kgcult.link import semantic_stage
-
     rows = [{"mention": m, "lang": "de", "topic": "food"} for m in ("Erdbeere", "Kartoffel", "Erdbeerkuchen")]
     want = list(Linker.open(qstore).link_many(rows))
-    monkeypatch.setattr(semantic_stage, "CACHE_MAX", 1)
     lk = Linker.open(qstore)
+    lk._semantic._done.limit = lk._semantic._vecs.limit = 1
     lk.link("Erdbeere", lang="de", topic="food")  # its vector is cached
     lk._semantic._done.clear()  # decide it again in the next batch: its cached vector is needed
     assert list(lk.link_many(rows)) == want
@@ -519,15 +517,80 @@ def test_memo_vectors_bounded_without_losing_what_it_returns(monkeypatch):
     are used, the rest encoded in one call, and a memo that overflows is cleared only after
     the answer is taken (a clear used to drop vectors the same call then looked up)."""
     from kgcult.link import embed
+    from kgcult.link.memo import Memo
 
-    monkeypatch.setattr(embed, "MEMO_MAX", 2)
     calls = []
 
     def encode(texts):
         calls.append(list(texts))
         return [len(t) for t in texts]
 
-    memo = {"a": 1}
+    memo = Memo(2)
+    memo.put("a", 1)
     out = embed.memo_vectors(memo, ["a", "bb", "ccc"], encode, ready={"bb": 2})
     assert out == {"a": 1, "bb": 2, "ccc": 3} and calls == [["ccc"]]
     assert memo == {"bb": 2, "ccc": 3}  # cleared (3 > 2), then this call's vectors kept
+
+
+def _memos_and_entries(root) -> tuple[list, int]:
+    """The ``memo.Memo`` objects reachable from ``root`` (through attributes, containers,
+    bound methods and closures; not through modules or a function's globals) and the
+    number of entries of every dict, set and list reachable the same way (not inside a
+    SQLite connection: its statement cache and cursor list are bounded by SQLite)."""
+    import gc
+    import sqlite3
+    import types
+
+    from kgcult.link.memo import Memo
+
+    memos, seen, todo, entries = [], set(), [root], 0
+    while todo:
+        o = todo.pop()
+        if id(o) in seen or isinstance(o, (type, types.ModuleType, types.CodeType, str, bytes)):
+            continue
+        seen.add(id(o))
+        if isinstance(o, Memo):
+            memos.append(o)
+        if isinstance(o, (dict, set, frozenset, list)):
+            entries += len(o)
+        if isinstance(o, types.FunctionType):
+            todo += [c.cell_contents for c in o.__closure__ or ()] + list(o.__defaults__ or ())
+        elif not isinstance(o, sqlite3.Connection):
+            todo += gc.get_referents(o)
+    return memos, entries
+
+
+def test_linker_memory_does_not_grow_with_the_mentions_it_links(qstore):
+    """Every memo of a linker is bounded (``kgcult.link.memo``): with each cap shrunk to 2
+    entries, linking 240 more distinct mentions leaves the linker holding about as many
+    entries as before, and every answer is the one the default caps give. A cache kept as
+    a plain dict grows by at least one entry per distinct mention and fails this."""
+    from kgcult.link import memo
+
+    words = ["Kartoffel", "Erdbeere", "Bolonesa", "paella", "lemon", "Apfelkuchen", "tortilla"]
+    rows = [{"mention": f"{w}{'x' * (i % 3)}{i}", "lang": lg, "topic": tp}
+            for i in range(280) for w in [words[i % len(words)]]
+            for lg, tp in [(("de", "food"), ("en", "food"), ("es", None), ("en", "place"))[i % 4]]]
+    rows += [{"mention": w, "lang": "de", "topic": "food"} for w in words]
+    want = list(Linker.open(qstore).link_many(rows, batch=16))
+
+    lk = Linker.open(qstore)
+    first = list(lk.link_many(rows[:40], batch=16))
+    memos, _ = _memos_and_entries(lk)
+    assert len(memos) >= 8  # the linker's, its index's and its stages' memos
+    for m in memos + [morphology._stems]:
+        m.limit = 2  # each memo empties itself at its next insertion
+    settle = (lk._semantic.encoder().encode if semantic.available()  # the tokenizer then holds
+              else lambda texts: None)                                # the same text's pieces
+    try:
+        rest = list(lk.link_many(rows[40:80], batch=16))
+        settle(["x"])
+        _, before = _memos_and_entries(lk)
+        rest += list(lk.link_many(rows[80:], batch=16))
+        settle(["x"])
+        memos, after = _memos_and_entries(lk)
+    finally:
+        morphology._stems.limit = memo.WORDS
+    assert first + rest == want
+    assert after - before < 40, (before, after)
+    assert all(len(m) <= 16 for m in memos)  # a limit, or one batch's vectors or rows

@@ -16,7 +16,7 @@ import math
 import re
 import unicodedata
 
-from kgcult.link import normalize
+from kgcult.link import memo, normalize
 from kgcult.link.index import LabelIndex
 from kgcult.link.index_format import LANG_BITS, codes
 from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, nearest, tokens
@@ -245,7 +245,7 @@ class LexicalStages:
         self._tokens: dict = {}
         self._parts: dict = {}
         self._script_of: dict = {}
-        self._anyfuzzy: dict = {}   # (topic, lang, key) -> the stage's answer
+        self._anyfuzzy = memo.Memo(memo.MENTIONS)   # (topic, lang, key) -> the stage's answer
 
     def _fuzzy_pool(self, topic, lg):
         pool = self._fuzzy.get((topic, lg))
@@ -294,9 +294,7 @@ class LexicalStages:
         mk = (topic, lang, key)
         hit = self._anyfuzzy.get(mk)
         if hit is None:
-            if len(self._anyfuzzy) > 100_000:
-                self._anyfuzzy.clear()
-            hit = self._anyfuzzy[mk] = self._any_fuzzy(key, lang, topic)
+            hit = self._anyfuzzy.put(mk, self._any_fuzzy(key, lang, topic))
         return dict(hit)
 
     def _any_fuzzy(self, key: str, lang: str, topic: str) -> tuple:

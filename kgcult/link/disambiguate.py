@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections import deque
 
 from kgcult import ids
+from kgcult.link import memo
 from kgcult.link.topics import load_country_classes
 from kgcult.link.index import LabelIndex
 
@@ -59,7 +60,7 @@ class GraphFacts:
         self._gran: dict = {}
         self._countries: dict = {}
         self._parents: dict = {}
-        self._names: dict = {}
+        self._names = memo.Memo(memo.ENTITIES)  # (eid, lang) -> the entity's names
 
     def depth(self, eid: int, topic: str | None) -> int:
         if topic is None:
@@ -115,9 +116,7 @@ class GraphFacts:
         key = (eid, lang)
         v = self._names.get(key)
         if v is None:
-            if len(self._names) > 200_000:
-                self._names.clear()
-            v = self._names[key] = tuple(n for _e, _lg, n in self.ix.names_of([eid], {lang}))
+            v = self._names.put(key, tuple(n for _e, _lg, n in self.ix.names_of([eid], {lang})))
         return v
 
     def contains(self, eid: int) -> int:

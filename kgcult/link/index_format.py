@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kgcult.link import memo
+
 FORMAT = 8
 LANG_BITS = 10
-CACHE_MAX = 200_000  # entries of each lookup cache of an open index
 
 
 def codes(v) -> tuple:
@@ -34,14 +35,12 @@ class Cached:
 
     def __init__(self, fn):
         self.fn = fn
-        self.memo: dict = {}
+        self.memo = memo.Memo(memo.ENTITIES)
 
     def __call__(self, *key):
         v = self.memo.get(key, self)
         if v is self:
-            if len(self.memo) > CACHE_MAX:
-                self.memo.clear()
-            v = self.memo[key] = self.fn(*key)
+            v = self.memo.put(key, self.fn(*key))
         return v
 
 

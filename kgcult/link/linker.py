@@ -10,7 +10,7 @@ import numpy as np
 
 from kgcult.errors import KgcultError
 from kgcult.link import candidates as C
-from kgcult.link import disambiguate, embed, morph_store, morphology, normalize, pipeline, rank
+from kgcult.link import disambiguate, embed, memo, morph_store, morphology, normalize, pipeline, rank
 from kgcult.link import ties
 from kgcult.link.index import LabelIndex, index_dir, index_dir_of, load_or_build, open_unopened, topics_hash
 from kgcult.link.semantic_stage import SemanticStage
@@ -79,10 +79,10 @@ class Linker:
         self._encoder = None
         self._topic_bits = {t.name: 1 << i for i, t in enumerate(index.topics)}
         self._qnum = index.qnums  # QID numbers by eid (the index holds item ids only)
-        self._keys: dict = {}  # (mention, lang) -> normalized keys (mentions repeat a lot)
-        self._ent_cache: dict = {}   # (eid, lang, topic) -> the entity's output fields
-        self._cand_cache: dict = {}  # candidate output dicts (copied into each result)
-        self._vec_cache: dict = {}   # mention -> embedding
+        self._keys = memo.Memo(memo.MENTIONS)       # (mention, lang) -> normalized keys (mentions repeat a lot)
+        self._ent_cache = memo.Memo(memo.ENTITIES)  # (eid, lang, topic) -> the entity's output fields
+        self._cand_cache = memo.Memo(memo.ENTITIES)  # candidate output dicts (copied into each result)
+        self._vec_cache = memo.Memo(memo.VECTORS)   # mention -> embedding
 
     @classmethod
     def open(cls, store, model: str | None = None, embeddings: bool = False, *,
@@ -238,9 +238,7 @@ class Linker:
                     kk = (m, lang)
                     keys = self._keys.get(kk)
                     if keys is None:
-                        if len(self._keys) > 500_000:
-                            self._keys.clear()
-                        keys = self._keys[kk] = normalize.keys(m, lang)
+                        keys = self._keys.put(kk, normalize.keys(m, lang))
                     st["key"] = keys[1]
                 if stage == "normalized":
                     d = ix.norm.get(lang)
@@ -424,14 +422,12 @@ class Linker:
             ck = (eid, lang, stage, alias, lg, sub, valid)
             c = cc.get(ck)
             if c is None:
-                if len(cc) > 200_000:
-                    cc.clear()
-                c = cc[ck] = {
+                c = cc.put(ck, {
                     "qid": ix.qids[eid],
                     "label": ix.label(eid, lang) or ix.label(eid, "en") or ix.label(eid, lg),
                     "match": rank.match_name(stage, alias), "lang": lg, "valid": valid,
                     "sitelinks": ix.sitelinks[eid], "score": rank.score(stage, alias, sub),
-                }
+                })
             cand_out.append(c.copy())
         top = ranked[0] if ranked else None
         if top is None or not top[6]:
@@ -444,15 +440,13 @@ class Linker:
         ek = (eid, lang, topic)
         ent = self._ent_cache.get(ek)
         if ent is None:
-            if len(self._ent_cache) > 200_000:
-                self._ent_cache.clear()
             gran, gscore = self._facts.granularity(eid, topic)
-            ent = self._ent_cache[ek] = {
+            ent = self._ent_cache.put(ek, {
                 "qid": ix.qids[eid], "label": ix.label(eid, lang), "label_en": ix.label(eid, "en"),
                 "evidence": self._facts.evidence(eid, topic) if topic else [],
                 "granularity": gran, "granularity_score": gscore,
                 "country": self._facts.shown_countries(eid), "description": ix.description(eid, lang),
-            }
+            })
         tied = tied_qids
         status = "ambiguous" if tied else "resolved"
         out["qid"] = ent["qid"]

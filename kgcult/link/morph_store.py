@@ -15,10 +15,9 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from kgcult.link import morphology
+from kgcult.link import memo, morphology
 
 FORMAT = 1
-MEMO_MAX = 100_000
 
 
 class _Vocab:
@@ -26,15 +25,12 @@ class _Vocab:
 
     def __init__(self, con: sqlite3.Connection):
         self.con = con
-        self.memo: dict = {}
+        self.memo = memo.Memo(memo.PER_PART)
 
     def __contains__(self, word) -> bool:
         v = self.memo.get(word)
         if v is None:
-            v = self.con.execute("SELECT 1 FROM vocab WHERE word = ?", (word,)).fetchone() is not None
-            if len(self.memo) > MEMO_MAX:
-                self.memo.clear()
-            self.memo[word] = v
+            v = self.memo.put(word, self.con.execute("SELECT 1 FROM vocab WHERE word = ?", (word,)).fetchone() is not None)
         return v
 
 CACHE_KIB = 128  # page cache of one open pool
@@ -57,7 +53,7 @@ class StoredKeyPool:
             raise ValueError(f"{path}: not a morphology pool of format {FORMAT}")
         self.compound = bool(int(meta["vocab"]))  # an empty word list: stem keys (as KeyPool)
         self.vocab = _Vocab(self.con) if self.compound else frozenset()
-        self._memo: dict = {}
+        self._memo = memo.Memo(memo.PER_PART)
 
     def key(self, text: str) -> str:
         if self.compound:
@@ -71,9 +67,7 @@ class StoredKeyPool:
         if v is None:
             v = {e: (lg, name) for e, lg, name in self.con.execute(
                 "SELECT eid, lang, name FROM keys WHERE key = ? ORDER BY seq", (k,))}
-            if len(self._memo) > MEMO_MAX:
-                self._memo.clear()
-            self._memo[k] = v
+            self._memo.put(k, v)
         return v
 
     def close(self) -> None:

