@@ -517,7 +517,7 @@ def test_memo_vectors_bounded_without_losing_what_it_returns(monkeypatch):
     are used, the rest encoded in one call, and a memo that overflows is cleared only after
     the answer is taken (a clear used to drop vectors the same call then looked up)."""
     from kgcult.link import embed
-    from kgcult.link.memo import Memo
+    from kgcult.link.memo import Memo, Pools
 
     calls = []
 
@@ -533,7 +533,7 @@ def test_memo_vectors_bounded_without_losing_what_it_returns(monkeypatch):
 
 
 def _memos_and_entries(root) -> tuple[list, int]:
-    """The ``memo.Memo`` objects reachable from ``root`` (through attributes, containers,
+    """The ``memo.Memo`` and ``memo.Pools`` objects reachable from ``root`` (through attributes, containers,
     bound methods and closures; not through modules or a function's globals) and the
     number of entries of every dict, set and list reachable the same way (not inside a
     SQLite connection: its statement cache and cursor list are bounded by SQLite)."""
@@ -541,7 +541,7 @@ def _memos_and_entries(root) -> tuple[list, int]:
     import sqlite3
     import types
 
-    from kgcult.link.memo import Memo
+    from kgcult.link.memo import Memo, Pools
 
     memos, seen, todo, entries = [], set(), [root], 0
     while todo:
@@ -549,7 +549,7 @@ def _memos_and_entries(root) -> tuple[list, int]:
         if id(o) in seen or isinstance(o, (type, types.ModuleType, types.CodeType, str, bytes)):
             continue
         seen.add(id(o))
-        if isinstance(o, Memo):
+        if isinstance(o, (Memo, Pools)):
             memos.append(o)
         if isinstance(o, (dict, set, frozenset, list)):
             entries += len(o)
@@ -561,10 +561,11 @@ def _memos_and_entries(root) -> tuple[list, int]:
 
 
 def test_linker_memory_does_not_grow_with_the_mentions_it_links(qstore):
-    """Every memo of a linker is bounded (``kgcult.link.memo``): with each cap shrunk to 2
-    entries, linking 240 more distinct mentions leaves the linker holding about as many
-    entries as before, and every answer is the one the default caps give. A cache kept as
-    a plain dict grows by at least one entry per distinct mention and fails this."""
+    """Every memo of a linker is bounded, and so are its open pools (``kgcult.link.memo``):
+    with each cap shrunk to 2 entries (2 pools of a kind), linking 240 more distinct
+    mentions leaves the linker holding about as many entries as before, and every answer
+    is the one the default caps give. A cache kept as a plain dict grows by at least one
+    entry per distinct mention and fails this."""
     from kgcult.link import memo
 
     words = ["Kartoffel", "Erdbeere", "Bolonesa", "paella", "lemon", "Apfelkuchen", "tortilla"]
@@ -577,7 +578,7 @@ def test_linker_memory_does_not_grow_with_the_mentions_it_links(qstore):
     lk = Linker.open(qstore)
     first = list(lk.link_many(rows[:40], batch=16))
     memos, _ = _memos_and_entries(lk)
-    assert len(memos) >= 8  # the linker's, its index's and its stages' memos
+    assert len(memos) >= 12  # the linker's, its index's and its stages' memos and pools
     for m in memos + [morphology._stems]:
         m.limit = 2  # each memo empties itself at its next insertion
     settle = (lk._semantic.encoder().encode if semantic.available()  # the tokenizer then holds
@@ -594,3 +595,25 @@ def test_linker_memory_does_not_grow_with_the_mentions_it_links(qstore):
     assert first + rest == want
     assert after - before < 40, (before, after)
     assert all(len(m) <= 16 for m in memos)  # a limit, or one batch's vectors or rows
+
+
+def test_pools_keep_the_most_recently_used_and_close_the_others():
+    """``memo.Pools``: a pool pushed out is closed (a morphology pool's SQLite connection,
+    a semantic part's file) and opened again on the next use; a used pool moves to the end."""
+    from kgcult.link.memo import Pools
+
+    opened, closed = [], []
+
+    class Pool:
+        def __init__(self, key):
+            self.key = key
+            opened.append(key)
+
+        def close(self):
+            closed.append(self.key)
+
+    pools = Pools(2)
+    for key in ["de", "en", "de", "fr", "en", "de"]:
+        assert pools.get_or_open(key, lambda key=key: Pool(key)).key == key
+    assert opened == ["de", "en", "fr", "en", "de"]  # en was pushed out by fr, de by en
+    assert closed == ["en", "de", "fr"] and list(pools) == ["en", "de"]

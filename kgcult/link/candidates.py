@@ -241,17 +241,14 @@ class LexicalStages:
 
     def __init__(self, ix: LabelIndex):
         self.ix = ix
-        self._fuzzy: dict = {}
-        self._tokens: dict = {}
+        self._fuzzy = memo.Pools(memo.POOLS)   # (topic, lang) -> StoredFuzzyPool
+        self._tokens = memo.Pools(memo.POOLS)  # (topic, lang) -> StoredTokenPool
         self._parts: dict = {}
         self._script_of: dict = {}
         self._anyfuzzy = memo.Memo(memo.MENTIONS)   # (topic, lang, key) -> the stage's answer
 
     def _fuzzy_pool(self, topic, lg):
-        pool = self._fuzzy.get((topic, lg))
-        if pool is None:
-            pool = self._fuzzy[(topic, lg)] = self.ix.fuzzy_pool(topic, lg)
-        return pool
+        return self._fuzzy.get_or_open((topic, lg), lambda: self.ix.fuzzy_pool(topic, lg))
 
     def fuzzy(self, key: str, lang: str, topic: str | None) -> dict:
         hits: dict = {}
@@ -317,10 +314,7 @@ class LexicalStages:
         return ((eid, (0, nlg, d)),)
 
     def _token_pool(self, topic: str, lang: str):
-        pool = self._tokens.get((topic, lang))
-        if pool is None:
-            pool = self._tokens[(topic, lang)] = self.ix.token_pool(topic, lang)
-        return pool
+        return self._tokens.get_or_open((topic, lang), lambda: self.ix.token_pool(topic, lang))
 
     def owns_rarest_word(self, mention: str, lang: str, topic: str, eid: int) -> bool:
         """Whether the mention has two words or more, the rarest of those the topic's names

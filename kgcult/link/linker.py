@@ -69,7 +69,9 @@ class Linker:
         self.semantic_min = semantic_min
         self.semantic_margin = semantic_margin
         self.semantic_agree_min = semantic_agree_min
-        self._morph: dict = {}       # (kind, topic, lang) -> morphology.KeyPool
+        # (kind, topic, lang) -> morphology.KeyPool; without a cache directory a pool pushed
+        # out would be built again, so then every pool stays open
+        self._morph = memo.Pools(memo.POOLS if self.cache_dir is not None else 1 << 62)
         self._facts = disambiguate.GraphFacts(index)
         self._lexical = C.LexicalStages(index)
         self._semantic = SemanticStage(index, self.cache_dir, self._lexical)
@@ -355,9 +357,7 @@ class Linker:
             if not morphology.stems_in(lg):
                 continue
             key = (kind, topic, lg)
-            pool = self._morph.get(key)
-            if pool is None:
-                pool = self._morph[key] = self._morph_pool(kind, topic, lg)
+            pool = self._morph.get_or_open(key, lambda: self._morph_pool(kind, topic, lg))
             hits = pool.search(mention)
             if hits:
                 return {eid: (0, nlg, None) for eid, (nlg, _name) in hits.items()}

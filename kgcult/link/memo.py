@@ -11,27 +11,32 @@ and its size is one of the caps below, chosen by what one entry costs:
 cap        entries  what one entry holds (about)
 =========  =======  ============================================================
 VECTORS      4,096  a mention's 512-float vector: 2 KB (8 MB in all)
-MENTIONS    16,384  a mention text's keys, decision or candidate hits: 200-500 B
-ENTITIES    32,768  an entity's label, description, edges, names, output fields,
+MENTIONS     4,096  a mention text's keys, decision or candidate hits: 200-500 B
+ENTITIES     8,192  an entity's label, description, edges, names, output fields,
                     or a name's index entry: 100-400 B
-WORDS       65,536  a word's stem, or a piece of the semantic encoder's
+WORDS       16,384  a word's stem, or a piece of the semantic encoder's
                     vocabulary: 100-150 B
-PER_PART     4,096  the same, in a memo of one (topic, language) part's pool:
-                    a process opens hundreds of them
+PER_PART     1,024  the same, in a memo of one (topic, language) part's pool
+POOLS           64  open pools of one kind (:class:`Pools`): an index has
+                    hundreds of languages, and a pool holds its memos and, for
+                    some kinds, a file descriptor or a SQLite connection
 =========  =======  ============================================================
 
-Measured with `bench/link_scale.py` (1x stand-in): `link -i` on 3,000 mixed mentions is
-as fast as with the earlier 100k-1M caps, and on 100,000 mentions the process peaks far
-lower (docs/link.md). A memo's contents never change an answer: tests compare linked
-output with the caps shrunk to a few entries.
+A memo's contents never change an answer: a test links with every cap shrunk to 2 and
+compares. ``bench/link_long.py`` measures fresh `link -i` processes on 3,000 to 100,000
+mentions side by side with the caps lifted (what the linker kept before): the same output,
+at about the same speed, and a far lower peak on long runs (BENCHMARKS.md).
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 VECTORS = 4_096
-MENTIONS = 16_384
-ENTITIES = 32_768
-WORDS = 65_536
-PER_PART = 4_096
+MENTIONS = 4_096
+ENTITIES = 8_192
+WORDS = 16_384
+PER_PART = 1_024
+POOLS = 64
 
 
 class Memo(dict):
@@ -51,3 +56,28 @@ class Memo(dict):
             self.clear()
         self[key] = value
         return value
+
+
+class Pools(OrderedDict):
+    """The open pools of (topic, language) parts of one kind, the ``limit`` most recently
+    used. An index has hundreds of languages, so a multilingual run would otherwise keep a
+    pool (its memos, and for some kinds a file descriptor or a SQLite connection) for every
+    part it ever reached; a pool pushed out is closed and opened again when needed."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def get_or_open(self, key, open_pool):
+        """The pool under ``key``, opened by ``open_pool()`` when it is not open."""
+        pool = self.get(key)
+        if pool is not None:
+            self.move_to_end(key)
+            return pool
+        pool = self[key] = open_pool()
+        while len(self) > self.limit:
+            _key, old = self.popitem(last=False)
+            close = getattr(old, "close", None)
+            if close is not None:
+                close()
+        return pool

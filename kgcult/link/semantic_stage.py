@@ -44,7 +44,9 @@ class SemanticStage:
         self.ix = ix
         self.cache_dir = cache_dir  # where the name vectors are cached (None: not cached)
         self.lexical = lexical  # candidates.LexicalStages: the cross-check's word owners
-        self._pools: dict = {}   # (topic, lang) -> semantic.SemanticPool
+        # (topic, lang) -> semantic.SemanticPool; without a cache directory a pool pushed out
+        # would encode its names again, so then every pool stays open
+        self._pools = memo.Pools(memo.POOLS if cache_dir is not None else 1 << 62)
         self._encoder = None
         self._encoder_lock = threading.Lock()
         self._vecs = memo.Memo(memo.VECTORS)     # mention text -> unit vector
@@ -103,20 +105,18 @@ class SemanticStage:
     def part(self, topic: str, lg: str) -> semantic.SemanticPool:
         """The topic's names in one language with their vectors, cached on disk beside the
         label index (keyed by index hash, topics hash, model, topic, language)."""
-        key = (topic, lg)
-        pool = self._pools.get(key)
-        if pool is None:
-            rows = self.ix.part_rows(topic, lg)  # lazy: only the hits' rows are read
-            enc = self.encoder()
-            cache = None
-            if self.cache_dir is not None:
-                cache = self.cache_dir / (
-                    f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
-                    f"{enc.id}-{topic}-{lg}.npy")
-            vecs = semantic.name_vectors(enc, rows, cache)
-            pool = self._pools[key] = semantic.SemanticPool(
-                [(rows, vecs, semantic_bound.reduced(vecs, len(rows), cache))])
-        return pool
+        return self._pools.get_or_open((topic, lg), lambda: self._open_part(topic, lg))
+
+    def _open_part(self, topic: str, lg: str) -> semantic.SemanticPool:
+        rows = self.ix.part_rows(topic, lg)  # lazy: only the hits' rows are read
+        enc = self.encoder()
+        cache = None
+        if self.cache_dir is not None:
+            cache = self.cache_dir / (
+                f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
+                f"{enc.id}-{topic}-{lg}.npy")
+        vecs = semantic.name_vectors(enc, rows, cache)
+        return semantic.SemanticPool([(rows, vecs, semantic_bound.reduced(vecs, len(rows), cache))])
 
     def _search(self, parts: dict, vec: dict, floor: float) -> dict:
         """Per (topic, language) part, the 10 best hits at or above ``floor`` of each of its
