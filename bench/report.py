@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["load", "closure", "closure_rebuild", "closure_query", "mirror", "ingest", "views", "link", "link_scale", "probe",
+ORDER = ["load", "closure", "closure_rebuild", "closure_query", "mirror", "ingest", "views", "link", "link_scale", "link_long", "probe",
          "serve", "serve_runaway", "wdqs", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
@@ -20,6 +20,7 @@ TITLES = {
     "closure_rebuild": "Closure rebuilds keep unchanged graphs",
     "ingest": "Whole-dump ingest: one parallel pass, and Spark (issue 14)",
     "link_scale": "Link index on disk at scale (issue 15)",
+    "link_long": "A long `link -i`: bounded memos (issue 15)",
     "serve_runaway": "Runaway queries against the endpoint (issue 12)",
     "wdqs": "WDQS queries unchanged: label service and closure paths (issue 13)",
 }

@@ -14,10 +14,12 @@ VECTORS      4,096  a mention's 512-float vector: 2 KB (8 MB in all)
 MENTIONS     4,096  a mention text's keys, decision or candidate hits: 200-500 B
 ENTITIES     8,192  an entity's label, description, edges, names, output fields,
                     or a name's index entry: 100-400 B
-WORDS       16,384  a word's stem, or a piece of the semantic encoder's
-                    vocabulary: 100-150 B
+WORDS       16,384  a word's stem, membership or document frequency: 100-150 B
+PIECES     131,072  a prefix of the semantic encoder's vocabulary (250k in all),
+                    loaded by buckets: 100-150 B; a text's pieces are read
+                    from disk again after a clear, so this one is larger
 PER_PART     1,024  the same, in a memo of one (topic, language) part's pool
-POOLS           64  open pools of one kind (:class:`Pools`): an index has
+POOLS          128  open pools of one kind (:class:`Pools`): an index has
                     hundreds of languages, and a pool holds its memos and, for
                     some kinds, a file descriptor or a SQLite connection
 =========  =======  ============================================================
@@ -35,8 +37,9 @@ VECTORS = 4_096
 MENTIONS = 4_096
 ENTITIES = 8_192
 WORDS = 16_384
+PIECES = 131_072
 PER_PART = 1_024
-POOLS = 64
+POOLS = 128
 
 
 class Memo(dict):

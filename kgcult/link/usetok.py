@@ -55,7 +55,7 @@ class LazyTokenizer(UsePureTokenizer):
         self._offsets = np.load(d / "prefix_offsets.npy")
         self._fd = os.open(d / "prefixes.bin", os.O_RDONLY)  # read with pread, not mapped
         self._loaded: set = set()
-        self._prefixes = memo.Memo(memo.WORDS)  # prefix -> piece id, of the loaded buckets
+        self._prefixes = memo.Memo(memo.PIECES)  # prefix -> piece id, of the loaded buckets
 
     @staticmethod
     def write(tok: UsePureTokenizer, d: Path) -> None:
