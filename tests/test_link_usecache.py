@@ -44,6 +44,7 @@ def test_row_reader_matches_the_array(tmp_path):
     assert r.n == 4
     assert np.array_equal(r[np.array([39, 1])], a[[39, 1]])
     assert r.n == 5 and len(r) == 40
+    assert len(r.rows) <= len(r)  # the buffer of read rows never outgrows the table
 
 
 def test_broken_cache_falls_back_to_the_package(tmp_path, monkeypatch):

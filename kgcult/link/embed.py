@@ -73,8 +73,6 @@ class Encoder:
         return np.ascontiguousarray(v, dtype="float32")
 
 
-
-
 def memo_vectors(memo: Memo, texts, encode, ready: dict | None = None) -> dict:
     """{text: vector} of ``texts``: from ``ready`` (vectors already encoded, e.g. ahead by
     a worker thread), from ``memo``, else by one ``encode`` call for the rest; ``memo`` then

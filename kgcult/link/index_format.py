@@ -210,7 +210,6 @@ class Lookup:
         return self._fn(key) is not None
 
 
-
 def qnum_of(qid: str | None) -> int | None:
     """``Q42`` -> 42; anything that is not an item id -> None."""
     if qid and qid[0] == "Q" and qid[1:].isdigit() and qid[1] != "0" and qid.isascii():

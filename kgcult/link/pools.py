@@ -201,7 +201,7 @@ class PartRows:
         """Read the rows at ``seqs`` in one query per chunk (memoized for ``rows[i]``)."""
         want = sorted(int(i) for i in seqs if int(i) not in self._memo and 0 <= int(i) < self.size)
         if len(self._memo) + len(want) > self._memo.limit:
-            self._memo.clear()  # (a prefetch larger than the limit is kept whole: its rows are read next)
+            self._memo.clear()  # a prefetch beyond the limit is kept whole: its rows are read next
         for ch in chunks(want):
             q = f"SELECT seq, eid, text FROM part WHERE pid = ? AND seq IN ({','.join('?' * len(ch))})"
             for i, e, t in self.con.execute(q, (self.pid, *ch)):

@@ -28,7 +28,6 @@ from kgcult.link import embed, memo, normalize, semantic, semantic_bound, semant
 from kgcult.link.index import LabelIndex, topics_hash
 
 
-
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

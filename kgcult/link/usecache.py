@@ -129,7 +129,8 @@ class RowReader:
         need = np.unique(ids[self.slot[ids] < 0])
         if len(need):
             if self.n + len(need) > len(self.rows):
-                grown = np.empty((max(2 * len(self.rows), self.n + len(need), 1024), self.shape[1]), self.dtype)
+                size = min(max(2 * len(self.rows), self.n + len(need), 1024), self.shape[0])  # <= the table
+                grown = np.empty((size, self.shape[1]), self.dtype)
                 grown[:self.n] = self.rows[:self.n]
                 self.rows = grown
             rb, off, fd = self.row_bytes, self.offset, self.fd
