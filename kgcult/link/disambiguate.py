@@ -56,10 +56,10 @@ class GraphFacts:
         self.country_classes = frozenset(
             load_country_classes() if country_classes is None else country_classes)
         self._topic_bits = {t.name: 1 << i for i, t in enumerate(ix.topics)}
-        self._evidence: dict = {}
-        self._gran: dict = {}
-        self._countries: dict = {}
-        self._parents: dict = {}
+        self._evidence = memo.Memo(memo.ENTITIES)   # (eid, topic) -> evidence path
+        self._gran = memo.Memo(memo.ENTITIES)       # (eid, topic) -> granularity
+        self._countries = memo.Memo(memo.ENTITIES)  # eid -> countries
+        self._parents = memo.Memo(memo.ENTITIES)    # eid -> parents
         self._names = memo.Memo(memo.ENTITIES)  # (eid, lang) -> the entity's names
 
     def depth(self, eid: int, topic: str | None) -> int:
@@ -73,7 +73,7 @@ class GraphFacts:
     def countries(self, eid: int) -> frozenset:
         c = self._countries.get(eid)
         if c is None:
-            c = self._countries[eid] = frozenset(self._countries_uncached(eid))
+            c = self._countries.put(eid, frozenset(self._countries_uncached(eid)))
         return c
 
     def _countries_uncached(self, eid: int) -> set:
@@ -106,9 +106,9 @@ class GraphFacts:
     def parents(self, eid: int) -> frozenset:
         p = self._parents.get(eid)
         if p is None:
-            p = self._parents[eid] = frozenset(
+            p = self._parents.put(eid, frozenset(
                 o for pid, o in self.ix.edges.get(self.ix.qids[eid], ())
-                if pid in ("P31", "P279", "P361", "P131"))
+                if pid in ("P31", "P279", "P361", "P131")))
         return p
 
     def names(self, eid: int, lang: str) -> tuple[str, ...]:
@@ -137,7 +137,7 @@ class GraphFacts:
             path = self._direct_path(start, topic)
             if not path and topic.via_inverse and start not in topic.roots:
                 path = self._inverse_path(start, topic)
-            self._evidence[key] = path
+            self._evidence.put(key, path)
         return path
 
     def inverse_typed(self, eid: int, topic_name: str) -> bool:
@@ -150,7 +150,7 @@ class GraphFacts:
         if path is None:
             topic = self.ix.topic(topic_name)
             path = self._inverse_path(self.ix.qids[eid], topic) if topic.via_inverse else []
-            self._evidence[key] = path
+            self._evidence.put(key, path)
         return bool(path)
 
     def _direct_path(self, start: str, topic) -> list[list[str]]:
@@ -209,7 +209,7 @@ class GraphFacts:
         key = (eid, topic)
         g = self._gran.get(key)
         if g is None:
-            g = self._gran[key] = self._granularity_uncached(eid, topic)
+            g = self._gran.put(key, self._granularity_uncached(eid, topic))
         return g
 
     def _granularity_uncached(self, eid: int, topic: str | None):

@@ -75,7 +75,7 @@ class Linker:
         self._facts = disambiguate.GraphFacts(index)
         self._lexical = C.LexicalStages(index)
         self._semantic = SemanticStage(index, self.cache_dir, self._lexical)
-        self._name_parts: dict = {}
+        self._name_parts = memo.Pools(memo.POOLS)  # (topic, lang) -> the part's (eid, lang, name) rows
         self._members: dict = {}
         self._emb: dict = {}
         self._encoder = None
@@ -286,10 +286,7 @@ class Linker:
         out = []
         for lg in sorted(set(langs)):
             k = (topic, lg)
-            part = self._name_parts.get(k)
-            if part is None:
-                part = self._name_parts[k] = self.ix.part_names(topic, lg)
-            out.extend(part)
+            out.extend(self._name_parts.get_or_open(k, lambda: self.ix.part_names(topic, lg)))
         return out
 
     def _embedding_pool(self, topic: str, lang: str):
