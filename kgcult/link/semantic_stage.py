@@ -120,26 +120,30 @@ class SemanticStage:
     def _search(self, parts: dict, vec: dict, floor: float) -> dict:
         """Per (topic, language) part, the 10 best hits at or above ``floor`` of each of its
         mention texts (sorted).
-        With a second core the parts are split in two halves of about equal size: the
-        worker thread searches one while this thread searches the other (the products
-        release the GIL); the hits' rows are read here."""
+        With a second core the worker thread and this one take the parts from one queue,
+        the largest first (the products release the GIL): a part's cost is not its size
+        alone (the names its bound cannot rule out are read in full), so a split fixed in
+        advance left one thread idle for a third of the search. The hits' rows are read
+        here."""
         pools = {key: self.part(*key) for key in sorted(parts)}
         queries = {key: np.stack([vec[t] for t in sorted(parts[key])]) for key in pools}
-        mine, theirs, load = [], [], [0, 0]
-        for key in sorted(pools, key=lambda k: (-sum(len(r) for r, _ in pools[k].parts), k)):
-            side = 0 if load[0] <= load[1] else 1
-            (mine, theirs)[side].append(key)
-            load[side] += sum(len(r) for r, _ in pools[key].parts) * len(queries[key])
+        queue = iter(sorted(pools, key=lambda k: (-sum(len(r) for r, _ in pools[k].parts) * len(queries[k]), k)))
+        lock = threading.Lock()
+
+        def drain() -> dict:
+            done = {}
+            while True:
+                with lock:
+                    key = next(queue, None)
+                if key is None:
+                    return done
+                done[key] = pools[key].top(queries[key], 10, floor)
+
+        worker = self._worker_thread() if len(pools) > 1 else None
+        fut = worker.submit(drain) if worker is not None else None
         tops: dict = {}
-        fut = None
-        worker = self._worker_thread() if theirs else None
-        if worker is not None:
-            fut = worker.submit(lambda: {k: pools[k].top(queries[k], 10, floor) for k in theirs})
-        else:
-            mine += theirs
         try:
-            for key in mine:
-                tops[key] = pools[key].top(queries[key], 10, floor)
+            tops.update(drain())
         finally:
             if fut is not None:
                 tops.update(fut.result())
