@@ -247,6 +247,35 @@ def test_semantic_search_reads_mapped_vectors_in_blocks(tmp_path):
         assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
 
 
+def test_read_rows_of_a_mapped_file_in_few_reads(tmp_path, monkeypatch):
+    """``semantic_bound.read_rows`` returns exactly ``mat[rows]`` for any sorted row set
+    (runs, gaps, long stretches), reading rows up to ``READ_GAP`` apart in one call, no
+    call longer than ``SPAN_ROWS`` rows."""
+    import numpy as np
+
+    from kgcult.link import semantic_bound
+
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=(3000, 8)).astype("float32")
+    np.save(tmp_path / "v.npy", v)
+    mat = np.load(tmp_path / "v.npy", mmap_mode="r")
+    sizes = []
+    real = semantic_bound._read_into
+    monkeypatch.setattr(semantic_bound, "_read_into", lambda f, view, pos: sizes.append(len(view)) or real(f, view, pos))
+    row_bytes = 8 * 4
+    for rows in (np.arange(0, 3000, 3), np.array([0, 1, 2, 9, 10, 19, 28, 1000, 2999]),
+                 np.arange(500, 900), np.unique(rng.integers(0, 3000, 700)), np.array([7])):
+        sizes.clear()
+        assert np.array_equal(semantic_bound.read_rows(mat, rows), v[rows])
+        assert all(s <= semantic_bound.SPAN_ROWS * row_bytes for s in sizes)
+    sizes.clear()
+    semantic_bound.read_rows(mat, np.arange(0, 3000, 3))  # every third row: runs of 43 rows
+    assert len(sizes) == -(-1000 // (semantic_bound.SPAN_ROWS // 3 + 1))
+    sizes.clear()
+    semantic_bound.read_rows(mat, np.array([0, 1, 2, 9, 10, 18, 27, 1000, 2999]))
+    assert len(sizes) == 4  # 0..18 (gaps of at most READ_GAP = 8 rows), 27, 1000, 2999
+
+
 def test_semantic_search_above_a_floor_reads_only_what_can_reach_it(tmp_path, monkeypatch):
     """With reduced vectors (``semantic_bound``) a search with a floor returns exactly the
     exhaustive search's hits at or above the floor (same names, order and cosines), reads

@@ -34,6 +34,8 @@ SLACK = 1e-3         # bound slack: covers float32 rounding of the bound (about 
 ROW_BLOCK = 4096     # reduced rows per product
 QUERY_BLOCK = 128    # queries per product (with ROW_BLOCK: a 2 MB product)
 EXACT_BLOCK = 256    # (query, name) pairs whose cosines are computed together
+READ_GAP = 8         # rows apart or closer that read_rows reads in one call (the rows between too)
+SPAN_ROWS = 128      # rows one such call covers at most (a 256 KB scratch buffer)
 
 
 class Reduced:
@@ -187,7 +189,8 @@ def read_blocks(mat, n: int, step: int):
 
 def read_rows(mat, rows: np.ndarray) -> np.ndarray:
     """The ``rows`` (sorted, distinct) of ``mat`` as a new float32 array; from a
-    memory-mapped file, read with one call per run of consecutive rows."""
+    memory-mapped file, read with one call per run of rows at most ``READ_GAP`` apart (the
+    rows between are read too: many small reads cost more than a few extra rows)."""
     where = _memmap_file(mat)
     if where is None:
         return np.asarray(mat[rows], dtype="float32")
@@ -196,12 +199,23 @@ def read_rows(mat, rows: np.ndarray) -> np.ndarray:
     if not len(rows):
         return out
     row_bytes = mat.shape[1] * 4
-    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    starts = np.concatenate([[0], breaks])
-    ends = np.concatenate([breaks, [len(rows)]])
+    at = rows.tolist()
+    scratch = None
     with open(fname, "rb", buffering=0) as f:
-        for a, b in zip(starts.tolist(), ends.tolist()):
-            _read_into(f, memoryview(out[a:b]).cast("B"), offset + int(rows[a]) * row_bytes)
+        a, n = 0, len(at)
+        while a < n:  # one read per run of rows at most READ_GAP apart (and SPAN_ROWS long)
+            b = a + 1
+            while b < n and at[b] - at[b - 1] <= READ_GAP and at[b] - at[a] < SPAN_ROWS:
+                b += 1
+            lo, hi = at[a], at[b - 1] + 1
+            if hi - lo == b - a:  # consecutive rows: straight into the output
+                _read_into(f, memoryview(out[a:b]).cast("B"), offset + lo * row_bytes)
+            else:
+                if scratch is None:
+                    scratch = np.empty((SPAN_ROWS, mat.shape[1]), dtype="float32")
+                _read_into(f, memoryview(scratch[:hi - lo]).cast("B"), offset + lo * row_bytes)
+                out[a:b] = scratch[rows[a:b] - lo]
+            a = b
     return out
 
 
