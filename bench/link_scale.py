@@ -30,15 +30,17 @@ import resource
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, SHARED, WORK, child_env, load_in_child, require, save  # noqa: E402
+from bench.common import RESULTS, ROOT, SHARED, WORK, child_env, load_in_child, require, save  # noqa: E402
 
 SCALE = SHARED / "scale"
 DEV = SHARED / "standin" / "link-dev.jsonl"
 TARGET_NAMES = 80_000_000
+RESULT = RESULTS / "link_scale.json"
 KGCULT = [sys.executable, "-m", "kgcult"]
 
 BUILD_CHILD = r"""
@@ -161,6 +163,25 @@ def one_scale(k: int, work: Path, mentions: Path, runs: int) -> dict:
     }
 
 
+def with_earlier_rows(rows: list[dict]) -> list[dict]:
+    """``rows`` and, for each scale this run did not measure, the row of the last run that
+    did (its date in ``measured``): a 10x run takes about half an hour, so a run of 1x and
+    3x keeps it rather than dropping it."""
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    for r in rows:
+        r["measured"] = now
+    done = {r["scale"] for r in rows}
+    try:
+        earlier = json.loads(RESULT.read_text())
+    except (OSError, ValueError):
+        return rows
+    for r in earlier.get("scales", []):
+        if r["scale"] not in done:
+            r.setdefault("measured", earlier.get("machine", {}).get("date", "an earlier run"))
+            rows.append(r)
+    return sorted(rows, key=lambda r: r["scale"])
+
+
 def projection(rows: list[dict]) -> dict:
     """Linear in names from the smallest to the largest scale measured."""
     a, b = rows[0], rows[-1]
@@ -188,14 +209,16 @@ def markdown(r: dict) -> str:
         "(resident memory-mapped pages included). Fresh = one `kgcult link -i` process, end to end including "
         "start-up (median of runs); start-up = the same command on one mention.",
         "",
-        "| scale | names | entities | build s | build peak RSS MiB | B/name | disk MiB | fresh s (3k) | "
+        "Each row gives its date: a run may measure some scales and keep the others' last rows.",
+        "",
+        "| scale | measured | names | entities | build s | build peak RSS MiB | B/name | disk MiB | fresh s (3k) | "
         "fresh mentions/s | fresh CPU s | mentions per CPU s | fresh peak RSS MiB | B/name | start-up s "
         "(CPU s) | exact path warm /s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for x in r["scales"]:
         lines.append(
-            f"| {x['scale']}x | {x['names']:,} | {x['entities']:,} | {x['build_seconds']} | "
+            f"| {x['scale']}x | {x.get('measured', '')} | {x['names']:,} | {x['entities']:,} | {x['build_seconds']} | "
             f"{x['build_rss_peak_mib']} | {x['build_bytes_per_name']} | {x['disk_mib']} | {x['fresh_seconds']} | "
             f"{x['fresh_per_s']:,} | {x.get('fresh_cpu_seconds', '')} | {x.get('fresh_per_cpu_s', '')} | "
             f"{x['fresh_rss_peak_mib']} | {x['link_bytes_per_name']} | "
@@ -236,6 +259,7 @@ def main():
         subprocess.run([sys.executable, str(SCALE / "gen_mentions.py"), str(args.mentions), str(mentions)], check=True)
     load0 = [round(x, 1) for x in os.getloadavg()]
     rows = [one_scale(int(k), work, mentions, args.runs) for k in args.scales.split(",")]
+    rows = with_earlier_rows(rows)
     proj = projection(rows)
     targets = {
         "build peak RSS <= 150 B/name (every scale)": all(x["build_bytes_per_name"] <= 150 for x in rows),
