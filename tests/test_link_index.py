@@ -319,6 +319,9 @@ def test_semantic_search_above_a_floor_reads_only_what_can_reach_it(tmp_path, mo
     # read back from the cache, not fitted again; a changed part is reduced anew
     monkeypatch.setattr(semantic_bound, "fit_axes", lambda *a: pytest.fail("refitted"))
     again = semantic_bound.reduced(mat, n, tmp_path / "v.npy")
+    # a search reads the cached axes without np.load: its header parsing compiles with ast,
+    # and two threads compiling at once fail on CPython 3.11 (the stage searches in two)
+    monkeypatch.setattr(np, "load", lambda *a, **k: pytest.fail("np.load while searching"))
     assert semantic.SemanticPool([(rows, mat, again)]).search(q, k=5, floor=floor) == got
     # without reduced vectors, the floor filters the exhaustive search
     assert semantic.SemanticPool([(rows, mat)]).search(q, k=5, floor=floor) == [

@@ -42,15 +42,24 @@ class Reduced:
     """A part's axes (dim x DIM, float32) and reduced vectors ``rows`` (n x DIM+1,
     float32: coordinates, then the remainder's length). Cached axes are read from their
     file at each search rather than held (a process searches dozens of parts; their axes
-    would hold 256 KB each)."""
+    would hold 256 KB each): as raw bytes at the data offset found when the part was
+    opened, not with ``np.load``, whose header parsing compiles with ``ast`` and two
+    threads search at once (CPython 3.11 raises "AST constructor recursion depth
+    mismatch" when two threads compile together)."""
 
-    def __init__(self, axes: np.ndarray | Path, rows: np.ndarray):
-        self._axes = axes
+    def __init__(self, axes: np.ndarray, rows: np.ndarray):
+        if isinstance(axes, np.memmap):  # a cached file: remember where its data is
+            self._axes = (axes.filename, axes.offset, axes.shape)
+        else:
+            self._axes = axes
         self.rows = rows
 
     @property
     def axes(self) -> np.ndarray:
-        return np.load(self._axes) if isinstance(self._axes, Path) else self._axes
+        if isinstance(self._axes, np.ndarray):
+            return self._axes
+        fname, offset, shape = self._axes
+        return np.fromfile(fname, dtype="<f4", count=shape[0] * shape[1], offset=offset).reshape(shape)
 
     def bound_queries(self, q: np.ndarray) -> np.ndarray:
         """``[Pᵀq, |q_r|]`` of each query (float32)."""
@@ -77,8 +86,9 @@ def reduced(mat: np.ndarray, n: int, cache: Path | None) -> Reduced | None:
         bpath, rpath = paths(cache)
         try:
             axes, rows = np.load(bpath, mmap_mode="r"), np.load(rpath, mmap_mode="r")
-            if rows.shape == (n, DIM + 1) and axes.shape == (mat.shape[1], DIM):
-                return Reduced(bpath, rows)
+            if (rows.shape == (n, DIM + 1) and axes.shape == (mat.shape[1], DIM)
+                    and axes.dtype == np.float32 and not axes.flags.f_contiguous):
+                return Reduced(axes, rows)
         except (OSError, ValueError):
             pass
     axes = fit_axes(mat, n)
@@ -91,7 +101,7 @@ def reduced(mat: np.ndarray, n: int, cache: Path | None) -> Reduced | None:
                     f.write(block.tobytes())
             with atomic_open(bpath, "wb") as f:
                 np.save(f, axes)
-            return Reduced(bpath, np.load(rpath, mmap_mode="r"))
+            return Reduced(np.load(bpath, mmap_mode="r"), np.load(rpath, mmap_mode="r"))
         except OSError:  # an unwritable cache: reduced in memory, for this process
             pass
     return Reduced(axes, np.concatenate(list(_reduced_blocks(mat, n, axes))))
