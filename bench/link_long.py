@@ -29,12 +29,12 @@ from bench.link_scale import log, measured, prepare  # noqa: E402
 GEN = SHARED / "scale" / "gen_mentions.py"
 KGCULT = [sys.executable, "-m", "kgcult"]
 RUNS = 3  # alternating runs of each side per size up to 30,000 mentions (one above)
-# the same command with every memo cap lifted (the module constants are read when a memo is
+# the same command with every memo cap lifted (the module's caps are read when a memo is
 # made; the stem memo is made at import)
 UNBOUNDED = [sys.executable, "-c", """
 import sys
 from kgcult.link import memo, morphology
-for cap in ("VECTORS", "MENTIONS", "ENTITIES", "WORDS", "PIECES", "PER_PART", "POOLS"):
+for cap in [name for name, v in vars(memo).items() if name.isupper() and isinstance(v, int)]:
     setattr(memo, cap, 10 ** 9)
 morphology._stems.limit = 10 ** 9
 from kgcult.cli import main

@@ -617,3 +617,11 @@ def test_pools_keep_the_most_recently_used_and_close_the_others():
         assert pools.get_or_open(key, lambda key=key: Pool(key)).key == key
     assert opened == ["de", "en", "fr", "en", "de"]  # en was pushed out by fr, de by en
     assert closed == ["en", "de", "fr"] and list(pools) == ["en", "de"]
+    # without a cache directory a pool pushed out would be built again: all stay open
+    from kgcult.link import memo
+
+    kept, bounded = Pools.cached_in(None), Pools.cached_in(Path("cache"))
+    for i in range(memo.POOLS + 5):
+        kept.get_or_open(i, lambda i=i: Pool(i))
+        bounded.get_or_open(i, lambda i=i: Pool(i))
+    assert len(kept) == memo.POOLS + 5 and len(bounded) == memo.POOLS

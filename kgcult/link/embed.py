@@ -84,9 +84,7 @@ def memo_vectors(memo: Memo, texts, encode, ready: dict | None = None) -> dict:
     if new:
         got.update(zip(new, encode(new)))
     out = {t: got[t] if t in got else memo[t] for t in texts}
-    if len(memo) + len(got) > memo.limit:
-        memo.clear()
-    memo.update(got)
+    memo.put_many(got)
     return out
 
 

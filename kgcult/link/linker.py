@@ -69,9 +69,7 @@ class Linker:
         self.semantic_min = semantic_min
         self.semantic_margin = semantic_margin
         self.semantic_agree_min = semantic_agree_min
-        # (kind, topic, lang) -> morphology.KeyPool; without a cache directory a pool pushed
-        # out would be built again, so then every pool stays open
-        self._morph = memo.Pools(memo.POOLS if self.cache_dir is not None else 1 << 62)
+        self._morph = memo.Pools.cached_in(self.cache_dir)  # (kind, topic, lang) -> morphology.KeyPool
         self._facts = disambiguate.GraphFacts(index)
         self._lexical = C.LexicalStages(index)
         self._semantic = SemanticStage(index, self.cache_dir, self._lexical)

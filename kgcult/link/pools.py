@@ -200,12 +200,12 @@ class PartRows:
     def prefetch(self, seqs) -> None:
         """Read the rows at ``seqs`` in one query per chunk (memoized for ``rows[i]``)."""
         want = sorted(int(i) for i in seqs if int(i) not in self._memo and 0 <= int(i) < self.size)
-        if len(self._memo) + len(want) > self._memo.limit:
-            self._memo.clear()  # a prefetch beyond the limit is kept whole: its rows are read next
+        got = {}
         for ch in chunks(want):
             q = f"SELECT seq, eid, text FROM part WHERE pid = ? AND seq IN ({','.join('?' * len(ch))})"
             for i, e, t in self.con.execute(q, (self.pid, *ch)):
-                self._memo[i] = (e, self.lang, t)
+                got[i] = (e, self.lang, t)
+        self._memo.put_many(got)
 
     def __iter__(self):
         if self.pid is None:

@@ -43,9 +43,7 @@ class SemanticStage:
         self.ix = ix
         self.cache_dir = cache_dir  # where the name vectors are cached (None: not cached)
         self.lexical = lexical  # candidates.LexicalStages: the cross-check's word owners
-        # (topic, lang) -> semantic.SemanticPool; without a cache directory a pool pushed out
-        # would encode its names again, so then every pool stays open
-        self._pools = memo.Pools(memo.POOLS if cache_dir is not None else 1 << 62)
+        self._pools = memo.Pools.cached_in(cache_dir)  # (topic, lang) -> semantic.SemanticPool
         self._encoder = None
         self._encoder_lock = threading.Lock()
         self._vecs = memo.Memo(memo.VECTORS)     # mention text -> unit vector
