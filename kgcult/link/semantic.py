@@ -48,6 +48,13 @@ def available() -> bool:
     return extras.available(MODULE)
 
 
+def prepare() -> None:
+    """What loading the encoder imports or writes, done in the calling thread: a worker
+    thread then loads it by reading files only (``usecache.py`` says why)."""
+    extras.require(MODULE, "link", FEATURE)
+    usecache.prepare()
+
+
 class UseEncoder:
     """Multilingual USE v3 (512-dim unit vectors)."""
 

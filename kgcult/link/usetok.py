@@ -6,8 +6,8 @@
 same ids) whose table is stored in buckets and read as texts need them. A prefix of
 length n is filed under its first K characters, K the largest power of two <= n (a
 bucket of key length K holds the prefixes of lengths K..2K-1 that start with the key),
-in ``prefixes.bin``; the buckets' key hashes (sorted) and offsets are two ``.npy``
-files.
+in ``prefixes.bin``; the buckets' key hashes (sorted) and offsets are two files of raw
+little-endian int64.
 
 The Viterbi looks up ``s[i:j]`` for growing j and stops at the first miss. So before a
 text is segmented, for every position i the buckets ``s[i:i+1]`` and ``s[i:i+2]`` are
@@ -51,8 +51,8 @@ class LazyTokenizer(UsePureTokenizer):
 
     def __init__(self, state: dict, d: Path):  # noqa: D107 - from :meth:`read`
         self.__dict__.update(state)
-        self._keys = np.load(d / "prefix_keys.npy")
-        self._offsets = np.load(d / "prefix_offsets.npy")
+        self._keys = np.fromfile(d / "prefix_keys.bin", dtype="<i8")  # raw: no header to parse
+        self._offsets = np.fromfile(d / "prefix_offsets.bin", dtype="<i8")
         self._fd = os.open(d / "prefixes.bin", os.O_RDONLY)  # read with pread, not mapped
         self._loaded: set = set()
         self._prefixes = memo.Memo(memo.PIECES)  # prefix -> piece id, of the loaded buckets
@@ -72,8 +72,8 @@ class LazyTokenizer(UsePureTokenizer):
             for i, (_h, k) in enumerate(by_hash):
                 f.write(pickle.dumps((k, buckets[k]), protocol=pickle.HIGHEST_PROTOCOL))
                 offsets[i + 1] = f.tell()
-        np.save(d / "prefix_keys.npy", keys)
-        np.save(d / "prefix_offsets.npy", offsets)
+        keys.astype("<i8").tofile(d / "prefix_keys.bin")
+        offsets.astype("<i8").tofile(d / "prefix_offsets.bin")
         state = {k: v for k, v in vars(tok).items() if k not in ("_pieces", "_prefixes")}
         state["_vocab_size"] = len(tok._pieces)
         norm = state["_normalizer"] = copy.copy(tok._normalizer)
