@@ -74,8 +74,8 @@ class Linker:
         self._lexical = C.LexicalStages(index)
         self._semantic = SemanticStage(index, self.cache_dir, self._lexical)
         self._name_parts = memo.Pools(memo.POOLS)  # (topic, lang) -> the part's (eid, lang, name) rows
-        self._members: dict = {}
-        self._emb: dict = {}
+        self._emb_parts = memo.Pools.cached_in(self.cache_dir)  # (topic, lang) -> (rows, name vectors) of the embedding stage
+        self._emb = memo.Pools.cached_in(self.cache_dir)        # (topic, mention lang) -> embed.EmbeddingPool over its parts
         self._encoder = None
         self._topic_bits = {t.name: 1 << i for i, t in enumerate(index.topics)}
         self._qnum = index.qnums  # QID numbers by eid (the index holds item ids only)
@@ -291,24 +291,18 @@ class Linker:
         """faiss pool over the names, in the mention's language and in English, of the
         topic's entities; the vectors of each (topic, language) part are cached on disk
         beside the label index."""
-        key = (topic, lang)
-        pool = self._emb.get(key)
-        if pool is None:
-            parts = []
-            for lg in sorted({lang, normalize.base_lang(lang), "en"}):
-                pkey = ("part", topic, lg)
-                part = self._emb.get(pkey)
-                if part is None:
-                    rows = self._names(topic, {lg})
-                    cache = None
-                    if self.cache_dir is not None:
-                        cache = self.cache_dir / (
-                            f"emb-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
-                            f"{self._encoder.id}-{topic}-{lg}.npy")
-                    part = self._emb[pkey] = (rows, embed.embed_rows(self._encoder, rows, cache))
-                parts.append(part)
-            pool = self._emb[key] = embed.EmbeddingPool(parts)
-        return pool
+        return self._emb.get_or_open((topic, lang), lambda: embed.EmbeddingPool(
+            [self._emb_parts.get_or_open((topic, lg), lambda: self._embedding_part(topic, lg))
+             for lg in sorted({lang, normalize.base_lang(lang), "en"})]))
+
+    def _embedding_part(self, topic: str, lg: str) -> tuple:
+        rows = self._names(topic, {lg})
+        cache = None
+        if self.cache_dir is not None:
+            cache = self.cache_dir / (
+                f"emb-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
+                f"{self._encoder.id}-{topic}-{lg}.npy")
+        return rows, embed.embed_rows(self._encoder, rows, cache)
 
     def _embedding_stage(self, states: list[dict]) -> None:
         groups: dict = {}
