@@ -29,7 +29,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, SHARED, require, save  # noqa: E402
 
-from kgcult.acquire.dumpio import decompressor  # noqa: E402
+from kgcult.acquire.dump.reader import decompressor  # noqa: E402
 
 GEN = SHARED / "scale" / "gen_dump.py"
 WORK = Path(os.environ.get("KGCULT_DUMP_BENCH_DIR", "/tmp/kgcult-dump"))
@@ -116,7 +116,7 @@ LOADER_QUADS = 3_000_000
 
 def loader_peak_mb() -> float:
     """Peak RSS (MB) of a fresh process that loads LOADER_QUADS generated quads as the
-    ingest's final load does (kgcult.acquire.dumpemit.Writer: quads through pipes to two
+    ingest's final load does (kgcult.acquire.dump.emit.Writer: quads through pipes to two
     bulk loads of at most 500k quads each, each a batch of Oxigraph's loader): its bound
     on this machine, whatever the dump's size."""
     path, store = WORK / "loader-probe.nq", WORK / "loader-probe-store"
@@ -128,7 +128,7 @@ def loader_peak_mb() -> float:
                                  for j in range(i, i + 100_000)))
     shutil.rmtree(store, ignore_errors=True)
     code = ("import os, resource, sys; from pyoxigraph import NamedNode; from kgcult.store import Store; "
-            "from kgcult.acquire.dumpemit import Writer\n"
+            "from kgcult.acquire.dump.emit import Writer\n"
             "g = NamedNode('https://w3id.org/kgcult/graph/probe'); tail = b' <' + g.value.encode() + b'> .\\n'\n"
             "with Store(sys.argv[2]) as st, open(sys.argv[1], 'rb') as f:\n"
             "    w = Writer(st, os.path.dirname(sys.argv[2]), loaders=2)\n"

@@ -92,7 +92,7 @@ CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from kgcult.store import Store
-from kgcult.link import index as lx
+from kgcult.link.index import reader as lx
 s = Store(sys.argv[2], read_only=True)
 chash = lx.content_hash(s)
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -107,7 +107,7 @@ print(json.dumps({"build_seconds": round(secs, 2), "rss_before_mib": round(rss0 
 
 
 def index_figures(store):
-    from kgcult.link import index as lx
+    from kgcult.link.index import reader as lx
 
     if not store.read_only:
         store.flush()
@@ -148,14 +148,14 @@ def throughput(linker, rows, passes):
 
 
 def quality(gold, results):
-    from kgcult.link.evaluate import score
+    from kgcult.eval.linking import score
 
     rep, _ = score(gold, results)
     return rep["overall"]
 
 
 def by_kind(gold, results):
-    from kgcult.link.evaluate import score
+    from kgcult.eval.linking import score
 
     rep, _ = score(gold, results)
     return {k: {x: v[x] for x in ("precision", "recall", "f1", "tp", "fp", "positives")}
@@ -209,7 +209,7 @@ class MakiEvalLinker:
         self.queries = 0
 
     def _run(self, q, bindings=None, rows=None):
-        from kgcult.sparql.text import bind_values
+        from kgcult.sparql.query_text import bind_values
 
         self.sw.setQuery(PREFIXES + bind_values(q, bindings, rows))
         self.queries += 1
@@ -296,7 +296,7 @@ def main():
     logging.basicConfig(level=logging.INFO, format="%(message)s")  # kgcult's messages on stderr
 
     from kgcult.link import Linker
-    from kgcult.link.evaluate import read_gold
+    from kgcult.eval.linking import read_gold
 
     result = {"date": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
               "machine": {"platform": platform.platform(), "python": platform.python_version(),

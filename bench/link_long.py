@@ -33,7 +33,8 @@ RUNS = 3  # alternating runs of each side per size up to 30,000 mentions (one ab
 # made; the stem memo is made at import)
 UNBOUNDED = [sys.executable, "-c", """
 import sys
-from kgcult.link import memo, morphology
+from kgcult.link import memo
+from kgcult.link.stages import morphology
 for cap in [name for name, v in vars(memo).items() if name.isupper() and isinstance(v, int)]:
     setattr(memo, cap, 10 ** 9)
 morphology._stems.limit = 10 ** 9

@@ -47,7 +47,7 @@ BUILD_CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from kgcult.store import Store
-from kgcult.link import index as lx
+from kgcult.link.index import reader as lx
 s = Store(sys.argv[2], read_only=True)
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()

@@ -38,10 +38,10 @@ RESULTS = ROOT / "bench" / "results"
 import pyoxigraph as ox  # noqa: E402
 
 from kgcult import vocab  # noqa: E402
-from kgcult.acquire import endpoint as m  # noqa: E402
+from kgcult.acquire.endpoint import mirror as m# noqa: E402
 from kgcult.acquire import subgraphs  # noqa: E402
-from kgcult.acquire.fetch import EndpointClient, MirrorConfig  # noqa: E402
-from kgcult.sparql.text import values_clause  # noqa: E402
+from kgcult.acquire.endpoint.client import EndpointClient, MirrorConfig  # noqa: E402
+from kgcult.sparql.query_text import values_clause  # noqa: E402
 from kgcult.store import Store  # noqa: E402
 
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, WORK, save  # noqa: E402
 
 from kgcult import vocab  # noqa: E402
-from kgcult.sparql.text import bind_values  # noqa: E402
+from kgcult.sparql.query_text import bind_values  # noqa: E402
 
 TIMEOUT_S = 5
 SLOW_EVERY_S = 4.0

@@ -36,7 +36,7 @@ import pyoxigraph  # noqa: E402
 import serve as serve_bench  # noqa: E402  (bench/serve.py: the query mix, store choice)
 from common import ROOT, save  # noqa: E402
 
-from kgcult.sparql.text import bind_values  # noqa: E402
+from kgcult.sparql.query_text import bind_values  # noqa: E402
 
 TIMEOUT_S = 5
 RUNAWAY_CONNECTIONS = 8

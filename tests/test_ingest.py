@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kgcult.acquire import dump as ing
-from kgcult.acquire import endpoint as m
+from kgcult.acquire.dump import ingest as ing
+from kgcult.acquire.endpoint import mirror as m
 from kgcult import vocab
 from kgcult.store import Store
 

@@ -10,10 +10,13 @@ from array import array
 import pytest
 
 from kgcult import vocab
-from kgcult.acquire import dump as ing
-from kgcult.acquire import dumpjson, dumpscan, subgraphs, truthy
-from kgcult.acquire.dumpemit import Router
-from kgcult.acquire.dumpindex import DumpBackend, EdgeIndex, IdSet, code, contains, needed_specs
+from kgcult.acquire.dump import ingest as ing
+from kgcult.acquire import subgraphs
+from kgcult.acquire.dump import json_entity as dumpjson
+from kgcult.acquire.dump import scan as dumpscan
+from kgcult.acquire.dump import truthy
+from kgcult.acquire.dump.emit import Router
+from kgcult.acquire.dump.selection import DumpBackend, EdgeIndex, IdSet, code, contains, needed_specs
 from kgcult.store import Store
 
 from tests.conftest import SHARED
@@ -180,8 +183,8 @@ def test_a_selected_line_that_is_not_n_triples_stops_the_ingest(tmp_path):
 def test_the_writer_loads_on_flush_and_an_abandoned_load_commits_nothing(tmp_path, monkeypatch):
     from pyoxigraph import NamedNode
 
-    from kgcult.acquire import dumpemit
-    from kgcult.acquire.dumpemit import Writer
+    from kgcult.acquire.dump import emit as dumpemit
+    from kgcult.acquire.dump.emit import Writer
     wd, wdt = vocab.WD, vocab.WDT
     g = NamedNode("https://w3id.org/kgcult/graph/test")
     lines = b"".join(b"<%sQ%d> <%sP31> <%sQ5> .\n" % (wd.encode(), i, wdt.encode(), wd.encode()) for i in range(5000))

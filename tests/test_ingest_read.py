@@ -10,8 +10,8 @@ import shutil
 import pytest
 import zstandard
 
-from kgcult.acquire import dump as ing
-from kgcult.acquire import dumpio
+from kgcult.acquire.dump import ingest as ing
+from kgcult.acquire.dump import reader as dumpio
 from kgcult.files import sha256_file
 from kgcult.store import Store
 from kgcult.store.snapshot import store_content_hash
@@ -57,7 +57,7 @@ def test_every_decompressor_gives_the_same_store_and_the_file_sha256(tmp_path, m
 def test_the_one_thread_fallback_is_logged(tmp_path, monkeypatch, caplog):
     dump = write_dump(tmp_path / "d.json.bz2")
     monkeypatch.setattr(dumpio.shutil, "which", lambda name: None)
-    with caplog.at_level("INFO", logger="kgcult.acquire.dumpio"), Store(tmp_path / "s") as st:
+    with caplog.at_level("INFO", logger="kgcult.acquire.dump.reader"), Store(tmp_path / "s") as st:
         ing.ingest(st, str(dump), ["countries"], progress=False, jobs=1)
     assert "decompressing on one thread with Python's module (install lbzip2" in caplog.text
 
@@ -65,7 +65,7 @@ def test_the_one_thread_fallback_is_logged(tmp_path, monkeypatch, caplog):
 @pytest.mark.skipif(not shutil.which("lbzip2"), reason="lbzip2 not installed")
 def test_lbzip2_is_used_when_present(tmp_path, caplog):
     dump = write_dump(tmp_path / "d.json.bz2")
-    with caplog.at_level("INFO", logger="kgcult.acquire.dumpio"), Store(tmp_path / "s") as st:
+    with caplog.at_level("INFO", logger="kgcult.acquire.dump.reader"), Store(tmp_path / "s") as st:
         ing.ingest(st, str(dump), ["countries"], progress=False, jobs=2)
     assert "decompressing with lbzip2" in caplog.text
 

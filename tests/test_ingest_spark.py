@@ -73,7 +73,7 @@ def test_spark_engine_without_output_dir_and_a_bad_line(tmp_path):
 
 def test_spark_engine_on_a_truthy_ntriples_dump(tmp_path):
     """An N-Triples dump: label lines are lines (no terms records); the same graphs."""
-    from kgcult.acquire import dump as ing
+    from kgcult.acquire.dump import ingest as ing
 
     nt = tmp_path / "dump.nt"
     ing.json_to_ntriples(str(write_dump(tmp_path / "dump.json")), str(nt))

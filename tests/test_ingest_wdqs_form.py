@@ -19,7 +19,7 @@ import pyoxigraph as ox
 import pytest
 
 from kgcult import vocab
-from kgcult.acquire import truthy
+from kgcult.acquire.dump import truthy
 
 from tests.conftest import SHARED
 

@@ -11,7 +11,7 @@ import pytest
 from kgcult.errors import KgcultError
 from kgcult.link import Linker
 from kgcult.link import normalize
-from kgcult.link.index import index_dir
+from kgcult.link.index.reader import index_dir
 
 FIX = Path(__file__).parent / "fixtures" / "link"
 
@@ -232,7 +232,7 @@ def test_open_by_path_without_opening_the_store(tmp_path, monkeypatch):
     open by path whose store lists the same files finds the index without opening the
     store; a changed store is opened again (and gets its new index)."""
     import kgcult.link.linker as linker_mod
-    from kgcult.link import index as lindex
+    from kgcult.link.index import reader as lindex
 
     path = tmp_path / "store"
     make_store(path).close()

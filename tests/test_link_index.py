@@ -14,10 +14,12 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from kgcult.link import candidates as C
-from kgcult.link import index as lx
-from kgcult.link import index_build, index_format
-from kgcult.link import normalize, storage
+from kgcult.link.stages import lexical as C
+from kgcult.link.index import reader as lx
+from kgcult.link.index import build
+from kgcult.link.index import encoding
+from kgcult.link import normalize
+from kgcult.link.index import layout
 from kgcult.link.linker import Linker
 from kgcult.store import Store, hierarchy, snapshot
 
@@ -28,9 +30,9 @@ DEV = ROOT.parent / "shared" / "standin" / "link-dev.jsonl"
 def reference_maps(store, ix):
     """exact / norm / anyl as the in-memory index built them (codes as sets)."""
     exact, norm, anyl = {}, {}, {}
-    for alias, pred in ((0, index_build.RDFS_LABEL), (1, index_build.SKOS_ALT)):
-        for q in index_build._data_quads(store, pred):
-            e = ix.eid_of.get(index_build._local(q.subject))
+    for alias, pred in ((0, build.RDFS_LABEL), (1, build.SKOS_ALT)):
+        for q in build._data_quads(store, pred):
+            e = ix.eid_of.get(build._local(q.subject))
             lit = q.object
             if e is None or not isinstance(lit, ox.Literal) or not lit.language:
                 continue
@@ -38,7 +40,7 @@ def reference_maps(store, ix):
             _, f, s = normalize.keys(lit.value, lang)
             exact.setdefault((lang, lit.value), set()).add((e << 1) | alias)
             norm.setdefault((lang, s), set()).add((e << 1) | alias)
-            acode = (((e << index_format.LANG_BITS) | ix.lang_id[lang]) << 1) | alias
+            acode = (((e << encoding.LANG_BITS) | ix.lang_id[lang]) << 1) | alias
             for k in {f, s}:
                 anyl.setdefault(k, set()).add(acode)
     return exact, norm, anyl
@@ -81,11 +83,11 @@ def compare(ix, store, mentions, fuzzy=None, parts=None):
     """Assert that every stage agrees with the reference on ``mentions`` (mention, lang, topic)."""
     exact, norm, anyl = reference_maps(store, ix)
     for (lang, text), cs in exact.items():
-        assert set(index_format.codes(ix.exact[lang].get(text))) == cs, (lang, text)
+        assert set(encoding.codes(ix.exact[lang].get(text))) == cs, (lang, text)
     for (lang, key), cs in norm.items():
-        assert set(index_format.codes(ix.norm[lang].get(key))) == cs, (lang, key)
+        assert set(encoding.codes(ix.norm[lang].get(key))) == cs, (lang, key)
     for key, cs in anyl.items():
-        assert set(index_format.codes(ix.anyl.get(key))) == cs, key
+        assert set(encoding.codes(ix.anyl.get(key))) == cs, key
     if fuzzy is None:
         fuzzy, parts = reference_pools(ix)
     checked = 0
@@ -133,7 +135,7 @@ def test_index_files_and_fresh_linker(seed):
     finds its pools there and links a typo at once."""
     ix = lx.load_or_build(seed)
     path = lx.index_path(seed, ix.content_hash, ix.topics)
-    assert path.is_dir() and (path / storage.DB_NAME).is_file() and (path / "qnum.npy").is_file()
+    assert path.is_dir() and (path / layout.DB_NAME).is_file() and (path / "qnum.npy").is_file()
     assert lx.disk_bytes(path) > 0
     assert type(ix.qnum).__name__ == "ndarray" and ix.qnum.base is not None  # a view of the mapping
     lk = Linker(lx.LabelIndex(path), store=seed)
@@ -162,9 +164,10 @@ def test_part_rows_are_part_names_read_lazily(seed):
 
 
 def test_stored_morphology_pools_answer_as_in_memory(seed, tmp_path):
-    """morph_store.StoredKeyPool (searched on disk) gives what morphology.KeyPool gives,
+    """morphology_pools.StoredKeyPool (searched on disk) gives what morphology.KeyPool gives,
     for the stem and compound pools, names and typos alike; a fresh linker uses it."""
-    from kgcult.link import morph_store, morphology
+    from kgcult.link.stages import morphology_pools
+    from kgcult.link.stages import morphology
 
     if not morphology.available():
         pytest.skip("snowballstemmer not installed")
@@ -175,8 +178,8 @@ def test_stored_morphology_pools_answer_as_in_memory(seed, tmp_path):
                                   ("place", "nl", True), ("food", "sv", True)):
         names = ix.part_names(topic, lang)
         mem = morphology.KeyPool(names, lang, compound=compound)
-        stored = morph_store.save(mem, tmp_path / f"{topic}-{lang}-{compound}.sqlite")
-        assert isinstance(stored, morph_store.StoredKeyPool)
+        stored = morphology_pools.save(mem, tmp_path / f"{topic}-{lang}-{compound}.sqlite")
+        assert isinstance(stored, morphology_pools.StoredKeyPool)
         assert stored.compound == bool(mem.vocab)
         texts = [n for _e, _l, n in names[:150]]
         texts += [typo(t, rng) for t in texts[:50]] + [" ".join(reversed(t.split())) for t in texts[:50]]
@@ -187,12 +190,12 @@ def test_stored_morphology_pools_answer_as_in_memory(seed, tmp_path):
             assert got == mem.search(t) and list(got) == list(mem.search(t)), t
             checked += bool(got)
     assert checked > 100
-    assert morph_store.open_pool(tmp_path / "missing.sqlite", "en") is None
+    assert morphology_pools.open_pool(tmp_path / "missing.sqlite", "en") is None
     (tmp_path / "junk.sqlite").write_bytes(b"not a database")
-    assert morph_store.open_pool(tmp_path / "junk.sqlite", "en") is None
+    assert morphology_pools.open_pool(tmp_path / "junk.sqlite", "en") is None
     lk = Linker(lx.LabelIndex(lx.index_path(seed, ix.content_hash, ix.topics)), store=seed)
     lk.link("tomato soups", topic="food")
-    assert lk._morph and all(isinstance(p, morph_store.StoredKeyPool) for p in lk._morph.values())
+    assert lk._morph and all(isinstance(p, morphology_pools.StoredKeyPool) for p in lk._morph.values())
 
 
 def test_semantic_search_reads_mapped_vectors_in_blocks(tmp_path):
@@ -201,7 +204,7 @@ def test_semantic_search_reads_mapped_vectors_in_blocks(tmp_path):
     a query's cosines do not depend on the other queries of its batch."""
     import numpy as np
 
-    from kgcult.link import semantic
+    from kgcult.link.semantic import search as semantic
 
     rng = np.random.default_rng(3)
     v = rng.normal(size=(300, 16)).astype("float32")
@@ -216,7 +219,7 @@ def test_semantic_search_reads_mapped_vectors_in_blocks(tmp_path):
         QUERY_BLOCK = 2  # several products per block of rows
         ROW_BLOCK = 64   # several blocks, the best rows in different ones
 
-    from kgcult.link import semantic_bound
+    from kgcult.link.semantic import bound as semantic_bound
 
     blocks = []
     real = semantic_bound.read_blocks
@@ -253,7 +256,7 @@ def test_read_rows_of_a_mapped_file_in_few_reads(tmp_path, monkeypatch):
     call longer than ``SPAN_ROWS`` rows."""
     import numpy as np
 
-    from kgcult.link import semantic_bound
+    from kgcult.link.semantic import bound as semantic_bound
 
     rng = np.random.default_rng(5)
     v = rng.normal(size=(3000, 8)).astype("float32")
@@ -283,7 +286,8 @@ def test_semantic_search_above_a_floor_reads_only_what_can_reach_it(tmp_path, mo
     (read back, not fitted again; refitted when the vectors change)."""
     import numpy as np
 
-    from kgcult.link import semantic, semantic_bound
+    from kgcult.link.semantic import search as semantic
+    from kgcult.link.semantic import bound as semantic_bound
 
     rng = np.random.default_rng(5)
     dim, n = 192, 3000
@@ -385,19 +389,19 @@ def test_build_from_a_read_only_store_reads_through_short_lived_handles(seed, tm
         opened.append(path)
         return real(path)
 
-    monkeypatch.setattr(index_build.ox.Store, "read_only", spy)
+    monkeypatch.setattr(build.ox.Store, "read_only", spy)
     rw_dir, ro_dir = tmp_path / "rw", tmp_path / "ro"
-    index_build.build_into(seed, rw_dir, "h")
+    build.build_into(seed, rw_dir, "h")
     assert not opened  # a read-write store: read through its own handle
     ro = Store(seed.location, read_only=True)
     try:
-        index_build.build_into(ro, ro_dir, "h")
+        build.build_into(ro, ro_dir, "h")
     finally:
         ro.close()
     assert len(opened) >= 5  # one per step (labels and aliases apart)
 
     def dump(d):
-        con = sqlite3.connect(d / storage.DB_NAME)
+        con = sqlite3.connect(d / layout.DB_NAME)
         try:
             return [line for line in con.iterdump() if "build_seconds" not in line]
         finally:
@@ -413,7 +417,7 @@ def test_top_columns_is_a_sort_of_every_column():
     from column groups, a tail past the last whole group) and narrow ones."""
     import numpy as np
 
-    from kgcult.link import semantic
+    from kgcult.link.semantic import search as semantic
 
     rng = np.random.default_rng(5)
     for m, r, k in [(7, 4096, 10), (3, 700, 10), (5, 100, 10), (4, 650, 10), (2, 10, 10), (6, 2048, 3)]:

@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 from kgcult import extras
-from kgcult.link import Linker, baseline, morphology, pipeline, semantic, semantic_checks
-from kgcult.link.index import index_dir
+from kgcult.link import Linker, pipeline
+from kgcult.eval import link_baseline
+from kgcult.link.stages import morphology
+from kgcult.link.semantic import search as semantic
+from kgcult.link.semantic import checks as semantic_checks
+from kgcult.link.index.reader import index_dir
 
 FIX = Path(__file__).parent / "fixtures" / "link"
 needs_stemmer = pytest.mark.skipif(not morphology.available(), reason="snowballstemmer not installed")
@@ -169,7 +173,7 @@ def test_semantic_encodes_ahead_in_a_worker_thread(qstore, monkeypatch):
     import threading
 
     from kgcult.link import linker as linker_mod
-    from kgcult.link import semantic_stage
+    from kgcult.link.semantic import stage as semantic_stage
 
     rows = [{"mention": m, "lang": lg, "topic": "food", "id": i} for i, (m, lg) in enumerate(
         [("Erdbeere", "de"), ("клубника", "ru"), ("Kartoffel", "de"), ("paella", "en"),
@@ -430,13 +434,13 @@ def test_tokens_one_rare_word(linker):
 
 def test_makieval_procedure(linker):
     ix = linker.ix
-    assert baseline.link(ix, "köttbullar", "sv", "food") == "Q99010"
-    assert baseline.link(ix, "KÖTTBULLAR".lower(), "sv", "food") == "Q99010"
-    assert baseline.link(ix, "Köttbullarna", "sv", "food") is None  # no stemming
-    assert baseline.link(ix, "meatballs", "sv", "food") == "Q99010"  # English retry
-    picks = {baseline.link(ix, "twin dish", "en", "food", seed=s) for s in range(20)}
+    assert link_baseline.link(ix, "köttbullar", "sv", "food") == "Q99010"
+    assert link_baseline.link(ix, "KÖTTBULLAR".lower(), "sv", "food") == "Q99010"
+    assert link_baseline.link(ix, "Köttbullarna", "sv", "food") is None  # no stemming
+    assert link_baseline.link(ix, "meatballs", "sv", "food") == "Q99010"  # English retry
+    picks = {link_baseline.link(ix, "twin dish", "en", "food", seed=s) for s in range(20)}
     assert picks == {"Q99070", "Q99071"}  # a random pick, repeatable per seed
-    assert baseline.link(ix, "twin dish", "en", "food", seed=3) == baseline.link(ix, "twin dish", "en", "food", seed=3)
+    assert link_baseline.link(ix, "twin dish", "en", "food", seed=3) == link_baseline.link(ix, "twin dish", "en", "food", seed=3)
 
 
 def test_cli_eval_side_by_side_and_plot(tmp_path):
@@ -516,7 +520,7 @@ def test_memo_vectors_bounded_without_losing_what_it_returns(monkeypatch):
     """The mention-vector memo of the embedding and semantic stages: vectors encoded ahead
     are used, the rest encoded in one call, and a memo that overflows is cleared only after
     the answer is taken (a clear used to drop vectors the same call then looked up)."""
-    from kgcult.link import embed
+    from kgcult.link.stages import embedding as embed
     from kgcult.link.memo import Memo, Pools
 
     calls = []

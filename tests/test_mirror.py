@@ -11,10 +11,10 @@ from tests.conftest import run_cli
 from tests.test_mirror_proxy import FaultProxy
 
 from kgcult import ids, vocab
-from kgcult.acquire import endpoint as m
+from kgcult.acquire.endpoint import mirror as m
 from kgcult.acquire import subgraphs
-from kgcult.acquire.fetch import EndpointClient
-from kgcult.acquire.queries import labels_query, template
+from kgcult.acquire.endpoint.client import EndpointClient
+from kgcult.acquire.endpoint.queries import labels_query, template
 from kgcult.store import Store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mirror" / "graph.ttl"

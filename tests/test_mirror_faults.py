@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kgcult.acquire import endpoint as m
+from kgcult.acquire.endpoint import mirror as m
 from kgcult.acquire import subgraphs
 from kgcult.store import Store
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyoxigraph as ox
 import pytest
 
-from kgcult.acquire import endpoint as m
+from kgcult.acquire.endpoint import mirror as m
 from kgcult.acquire import subgraphs
 from kgcult.store.rdfio import open_binary
 from kgcult.store import Store

@@ -11,9 +11,9 @@ import threading
 
 import pytest
 
-from kgcult.acquire import endpoint as m
-from kgcult.acquire.fetch import EndpointClient
-from kgcult.acquire.queries import count_query
+from kgcult.acquire.endpoint import mirror as m
+from kgcult.acquire.endpoint.client import EndpointClient
+from kgcult.acquire.endpoint.queries import count_query
 from kgcult.store import Store
 from tests.conftest import run_cli
 from tests.test_mirror import data_quads, fast_config

@@ -362,7 +362,7 @@ MENTIONS = ["sushi", "kimchi", "pizza", "ramen", "rice", "Japan", "寿司", "not
 def test_link_index_reads_a_remote_endpoint(seed_served):
     """The linker's index builder reads labels and the topic closure through the store's
     pyoxigraph-like API; RemoteStore.ox answers it with SPARQL."""
-    index = pytest.importorskip("kgcult.link.index", reason="kgcult/link is not there yet")
+    index = pytest.importorskip("kgcult.link.index.reader", reason="kgcult/link is not there yet")
     from kgcult.link.linker import Linker
 
     path, srv = seed_served

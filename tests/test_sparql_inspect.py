@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kgcult.errors import KgcultError
-from kgcult.sparql.text import bind_values
+from kgcult.sparql.query_text import bind_values
 
 from tests.conftest import FIXTURES, run_cli
 

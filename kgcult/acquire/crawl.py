@@ -4,8 +4,8 @@
 read from other subgraphs, then fetches the members' claims and follows the objects of
 its follow properties to a fixpoint, within the spec's depth bounds. What a step asks
 for is answered by a :class:`Backend`: SPARQL queries against an endpoint
-(:mod:`kgcult.acquire.endpoint`) or an in-memory edge index of a dump
-(:mod:`kgcult.acquire.dump`).
+(:mod:`kgcult.acquire.endpoint.mirror`) or an in-memory edge index of a dump
+(:mod:`kgcult.acquire.dump.ingest`).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Specs live in ``ontology/subgraphs.ttl`` (the comments there explain each field). Every
 value that ends up in a query (roots, properties, languages) is validated here, strictly,
-and later bound into queries as RDF terms through :mod:`kgcult.sparql.text`; a root such as
+and later bound into queries as RDF terms through :mod:`kgcult.sparql.query_text`; a root such as
 ``Q1 } DROP ALL #`` or a language such as ``en") } DROP ALL #`` is rejected with an error
 naming the spec and the field, never sent anywhere.
 """

@@ -1,13 +1,13 @@
 """``kgcult mirror`` and ``kgcult ingest``: thin click layers over
-:func:`kgcult.acquire.endpoint.mirror` and :func:`kgcult.acquire.dump.ingest`."""
+:func:`kgcult.acquire.endpoint.mirror.mirror` and :func:`kgcult.acquire.dump.ingest.ingest`."""
 from __future__ import annotations
 
 import click
 
 from kgcult.acquire import subgraphs
-from kgcult.acquire.dump import ingest
-from kgcult.acquire.endpoint import mirror
-from kgcult.acquire.fetch import DEFAULT_USER_AGENT, WDQS, MirrorConfig
+from kgcult.acquire.dump.ingest import ingest
+from kgcult.acquire.endpoint.mirror import mirror
+from kgcult.acquire.endpoint.client import DEFAULT_USER_AGENT, WDQS, MirrorConfig
 from kgcult.errors import KgcultError
 
 STALE = "the hierarchy closure is now stale: run `kgcult closure` (commands that need it rebuild it)"

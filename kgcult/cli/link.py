@@ -17,8 +17,8 @@ from kgcult.cli.main import info
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_open, iter_jsonl
 from kgcult.link import Linker
-from kgcult.link import index as lindex
-from kgcult.link.io import mention_rows
+from kgcult.link.index import reader as lindex
+from kgcult.link.mention_rows import mention_rows
 
 
 # mentions linked together: the semantic stage encodes and searches a batch's mentions in
@@ -209,7 +209,7 @@ def link_eval(obj, gold, errors_path, report_path, fmt, embeddings, model, stage
     Example:
       kgcult link eval ../shared/standin/link-dev.jsonl --errors /tmp/errors.jsonl --plot /tmp/eval.png
     """
-    ev = _command_module("kgcult.link.evaluate")
+    ev = _command_module("kgcult.eval.linking")
     evaluate, format_report, plot, read_gold = ev.evaluate, ev.format_report, ev.plot, ev.read_gold
     rows = read_gold(gold, on_error=on_error)
     linker = _linker(obj, embeddings=embeddings, model=model, stages=stages)

@@ -1,1 +1,4 @@
-"""Metrics over linked entities: MakiEval's four (``kgcult.eval.makieval``)."""
+"""Evaluation: MakiEval's four metrics over linked entities (``makieval``), linking quality
+against a gold file (``linking``, ``kgcult link eval``) and MakiEval's own linking
+procedure for comparison (``link_baseline``).
+"""

@@ -13,15 +13,25 @@ granularity (+ granularity_score), country (QIDs: origin, else country, else
 nationality), description, status (resolved | unresolved | ambiguous; ``tied`` lists the
 QIDs of an ambiguous result; ``decided_by`` the graph criteria that settled a tie).
 
-Modules: ``index`` (the label index beside the store), ``topics`` (``ontology/topics.ttl``),
-``normalize`` (name keys), ``candidates`` (the string stages), ``morphology`` (stem and
-compound stages), ``semantic`` (multilingual USE stage), ``embed`` (the optional
-embedding stage), ``pipeline`` (stage order, defaults), ``rank``, ``disambiguate`` (ties
-settled by the graph), ``linker``, ``io`` (JSONL input rows), ``evaluate`` (``kgcult link
-eval``), ``baseline`` (MakiEval's own procedure, for comparison).
+The rooms:
+
+* here, the linker itself: ``linker`` (stages in order, typing, the output record),
+  ``pipeline`` (stage order, defaults), ``rank`` (deterministic order), ``ties`` and
+  ``disambiguate`` (ties settled by the graph), ``topics`` (``ontology/topics.ttl``),
+  ``normalize`` (name keys), ``matching`` (fuzzy and token primitives), ``memo`` (bounded
+  memos and open-pool caches), ``mention_rows`` (JSONL input rows);
+* ``index/``: the label index beside the store (``reader``, ``build``, ``encoding``,
+  ``layout``, ``name_pools``);
+* ``stages/``: the candidate stages (``lexical``: exact ... tokens; ``morphology`` and
+  ``morphology_pools``: stem and compound; ``embedding``: the optional faiss stage);
+* ``semantic/``: the multilingual USE stage (``stage``, ``search``, ``bound``, ``checks``,
+  ``use_model``, ``use_tokenizer``).
+
+Link evaluation (``kgcult link eval``) and MakiEval's own procedure live in
+:mod:`kgcult.eval.linking` and :mod:`kgcult.eval.link_baseline`.
 """
 from kgcult.link.pipeline import STAGES
-from kgcult.link.index import LabelIndex, load_or_build
+from kgcult.link.index.reader import LabelIndex, load_or_build
 from kgcult.link.linker import Linker
 from kgcult.link.topics import Topic, load_topics
 

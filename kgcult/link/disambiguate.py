@@ -39,7 +39,7 @@ from collections import deque
 from kgcult import ids
 from kgcult.link import memo
 from kgcult.link.topics import load_country_classes
-from kgcult.link.index import LabelIndex
+from kgcult.link.index.reader import LabelIndex
 
 CRITERIA = ("specificity", "country", "coherence", "popularity", "granularity")
 _MAX_UP = 6  # P131 hops followed up to a country

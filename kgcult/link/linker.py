@@ -9,11 +9,14 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from kgcult.errors import KgcultError
-from kgcult.link import candidates as C
-from kgcult.link import disambiguate, embed, memo, morph_store, morphology, normalize, pipeline, rank
+from kgcult.link.stages import lexical as C
+from kgcult.link import disambiguate, memo, normalize, pipeline, rank
+from kgcult.link.stages import embedding as embed
+from kgcult.link.stages import morphology_pools as morph_store
+from kgcult.link.stages import morphology
 from kgcult.link import ties
-from kgcult.link.index import LabelIndex, index_dir, index_dir_of, load_or_build, open_unopened, topics_hash
-from kgcult.link.semantic_stage import SemanticStage
+from kgcult.link.index.reader import LabelIndex, index_dir, index_dir_of, load_or_build, open_unopened, topics_hash
+from kgcult.link.semantic.stage import SemanticStage
 from kgcult.store import open_store
 
 MAX_CANDIDATES = 10
@@ -32,7 +35,7 @@ SEMANTIC_MARGIN = 0.10
 # name's entity is the only one whose names hold the mention's rarest word
 SEMANTIC_AGREE_MIN = 0.72
 # mentions whose lexical stages run while the semantic stage encodes the previous ones
-# (semantic_stage.py); the last chunk is encoded with the search
+# (semantic/stage.py); the last chunk is encoded with the search
 AHEAD_CHUNK = 256
 
 
@@ -104,7 +107,7 @@ class Linker:
     def open_unopened(cls, location, **kwargs) -> "Linker | None":
         """A linker on the embedded store at ``location`` that does not open the store:
         when the store's files are those a read-only open last saw with a fresh closure, the
-        index of that content is opened (:func:`kgcult.link.index.open_unopened`); else
+        index of that content is opened (:func:`kgcult.link.index.reader.open_unopened`); else
         None. ``kwargs`` as for :meth:`open`."""
         ix = open_unopened(location)
         return None if ix is None else cls(ix, location=location, **kwargs)
@@ -364,7 +367,7 @@ class Linker:
             if pool is not None:
                 return pool
         pool = morphology.KeyPool(self._names(topic, {lg}), lg, compound=kind == "compound")
-        if cache is not None:  # searched on disk from now on (morph_store.py)
+        if cache is not None:  # searched on disk from now on (stages/morphology_pools.py)
             return morph_store.save(pool, cache) or pool
         return pool
 

@@ -1,5 +1,5 @@
 """String matching primitives of the fuzzy and tokens stages, shared by the in-memory pools
-(``candidates.py``) and the pools stored with the index (``pools.py``)."""
+(``stages/lexical.py``) and the pools stored with the index (``index/name_pools.py``)."""
 from __future__ import annotations
 
 from kgcult.link import normalize

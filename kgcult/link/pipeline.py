@@ -1,6 +1,6 @@
 """The linker's stages in pipeline order, and which of them run by default.
 
-The stages of ``candidates.py`` (exact, normalized, english, any, fuzzy, anyfuzzy, tokens) plus the
+The stages of ``stages/lexical.py`` (exact, normalized, english, any, fuzzy, anyfuzzy, tokens) plus the
 morphology stages of ``morphology.py`` (stem, compound), the multilingual ``semantic``
 stage (``semantic.py``) and the opt-in sentence-transformers ``embedding`` stage
 (``embed.py``). Default: every stage but ``embedding``; ``stem``/``compound`` when
@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Iterable
 
 from kgcult.errors import KgcultError
-from kgcult.link import embed, morphology, semantic
+from kgcult.link.stages import embedding as embed
+from kgcult.link.stages import morphology
+from kgcult.link.semantic import search as semantic
 
 STAGES = ("exact", "normalized", "english", "any", "stem", "compound", "fuzzy", "anyfuzzy",
           "tokens", "semantic", "embedding")

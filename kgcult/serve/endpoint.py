@@ -21,12 +21,12 @@ from kgcult import langtags, vocab
 from kgcult.errors import KgcultError
 from kgcult.serve.checkpoints import Checkpoints, StoreView
 from kgcult.serve.config import ServeConfig
-from kgcult.serve.evaluate import Answer, QueryJob
+from kgcult.serve.answer import Answer, QueryJob
 from kgcult.serve.protocol import HttpError, QueryRequest, Reply, UpdateRequest
 from kgcult.serve.spool import stream_file
 from kgcult.serve.workers import QueryPool
 from kgcult.sparql import wdqs
-from kgcult.sparql.text import classify
+from kgcult.sparql.query_text import classify
 from kgcult.version import __version__
 
 

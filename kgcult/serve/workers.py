@@ -31,7 +31,7 @@ from pebble import ProcessExpired, ProcessPool
 from kgcult import inspection
 from kgcult.errors import KgcultError
 from kgcult.serve.config import ServeConfig
-from kgcult.serve.evaluate import Answer, QueryJob, answer_query, error_answer, timed_out
+from kgcult.serve.answer import Answer, QueryJob, answer_query, error_answer, timed_out
 from kgcult.serve.protocol import HttpError
 from kgcult.store import Store
 

@@ -21,7 +21,7 @@ from kgcult.store import graphnames, journal, rdfio
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.files import sha256_file
 from kgcult.sparql import wdqs
-from kgcult.sparql.text import bind_values
+from kgcult.sparql.query_text import bind_values
 from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
 
 log = logging.getLogger(__name__)

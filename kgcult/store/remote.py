@@ -32,7 +32,7 @@ from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.sparql import wdqs
 from kgcult.sparql.client import USER_AGENT, RemoteError, Reply, SparqlClient
-from kgcult.sparql.text import bind_values, first_keyword
+from kgcult.sparql.query_text import bind_values, first_keyword
 from kgcult.store.base import StoreReads
 
 DEFAULT_TIMEOUT = 300.0

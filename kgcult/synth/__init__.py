@@ -8,7 +8,7 @@ from kgcult.synth.knowledge import knowledge_point, knowledge_point_for_text, li
 from kgcult.synth.rewrite import CausalLMGenerator, Generator, rewrite, verify
 from kgcult.synth.score import format_report, score_answers
 from kgcult.synth.templates import SETTINGS, load_templates, template_langs
-from kgcult.synth.text import mentions
+from kgcult.synth.name_match import mentions
 
 __all__ = ["CausalLMGenerator", "Generator", "SETTINGS", "check_questions", "format_report",
            "knowledge_point", "knowledge_point_for_text", "link_keywords", "load_templates", "mentions",

@@ -9,7 +9,7 @@ from kgcult import ids
 from kgcult.errors import KgcultError
 from kgcult.extras import require
 from kgcult.synth.graph import GraphCache
-from kgcult.synth.text import mentions
+from kgcult.synth.name_match import mentions
 
 
 class Generator(Protocol):

@@ -9,7 +9,7 @@ from kgcult import ids
 from kgcult.errors import KgcultError
 from kgcult.link import Linker
 from kgcult.synth.graph import GraphCache
-from kgcult.synth.text import normalize_text
+from kgcult.synth.name_match import normalize_text
 
 MATCH_CLASSES = ("exact", "alias", "ancestor", "miss")
 _SPLIT = re.compile(r"\s*(?:[,;/、，；]|\band\b|\bor\b|\n)\s*")

@@ -1,7 +1,7 @@
 """Running a view's queries over a store and fetching labels: :class:`ViewContext`, what
 every dataset processor gets.
 
-Values are bound with VALUES blocks by the store (:mod:`kgcult.sparql.text`), never
+Values are bound with VALUES blocks by the store (:mod:`kgcult.sparql.query_text`), never
 formatted into the query text. Only ``store.select`` is called, so a view runs unchanged
 against a remote SPARQL endpoint (``--store sparql+http://...``).
 """

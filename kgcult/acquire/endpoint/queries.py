@@ -12,7 +12,7 @@ from pyoxigraph import Literal, NamedNode
 from kgcult import ids, resources, vocab
 from kgcult.acquire.subgraphs import SITELINKS, SubgraphSpec
 from kgcult.errors import KgcultError
-from kgcult.sparql.text import bind_values, term
+from kgcult.sparql.query_text import bind_values, term
 
 _SLOT = re.compile(r"\{\{(\w+)\}\}")
 NAMES = ("members", "statements", "labels")

@@ -3,19 +3,19 @@
 Two dump formats, plain or .gz/.bz2/.zst:
 
 * the JSON dump (``latest-all.json.gz``): a ``[`` line, one entity per line ending in
-  ``,``, a ``]`` line; entities become WDQS truthy triples (:mod:`kgcult.acquire.truthy`);
+  ``,``, a ``]`` line; entities become WDQS truthy triples (:mod:`kgcult.acquire.dump.truthy`);
 * the truthy N-Triples dump (``latest-truthy.nt.gz``): lines are kept as they are.
 
-The dump is read once (:mod:`kgcult.acquire.dumpio`: a parallel decompressor when one is
+The dump is read once (:mod:`kgcult.acquire.dump.reader`: a parallel decompressor when one is
 installed, the sha256 from the same read) and parsed in worker processes
-(:mod:`kgcult.acquire.dumpscan`) into the edges the crawl walks and a compact intermediate
+(:mod:`kgcult.acquire.dump.scan`) into the edges the crawl walks and a compact intermediate
 of the lines the subgraphs could keep. The crawl (:func:`kgcult.acquire.crawl.crawl`, the
-same as the endpoint path) runs over the edge index (:mod:`kgcult.acquire.dumpindex`),
+same as the endpoint path) runs over the edge index (:mod:`kgcult.acquire.dump.selection`),
 then the members' lines are read back from the intermediate and bulk-loaded, while they
-are read, into staging graphs (:class:`~kgcult.acquire.dumpemit.Writer`), which replace the
+are read, into staging graphs (:class:`~kgcult.acquire.dump.emit.Writer`), which replace the
 target graphs atomically at the end (:mod:`kgcult.acquire.staging`), with
 provenance (dump path, sha256, counts). ``engine="spark"`` runs the same selection with
-pyspark (:mod:`kgcult.acquire.spark`).
+pyspark (:mod:`kgcult.acquire.dump.spark`).
 """
 from __future__ import annotations
 
@@ -26,12 +26,15 @@ import time
 
 from pyoxigraph import NamedNode
 
-from kgcult.acquire import dumpjson, dumpscan, spark, staging, subgraphs
-from kgcult.acquire.dumpemit import FrameSource, Writer
-from kgcult.acquire.dumpindex import EdgeIndex, needed_specs, select
-from kgcult.acquire.dumpio import DumpReader, IngestError, cpu_count, dump_format
-from kgcult.acquire.report import SubgraphReport
-from kgcult.acquire.truthy import all_lines, entity_triples, parse_entity_line, truthy_claims  # noqa: F401
+from kgcult.acquire import staging, subgraphs
+from kgcult.acquire.dump import json_entity
+from kgcult.acquire.dump import scan
+from kgcult.acquire.dump import spark
+from kgcult.acquire.dump.emit import FrameSource, Writer
+from kgcult.acquire.dump.selection import EdgeIndex, needed_specs, select
+from kgcult.acquire.dump.reader import DumpReader, IngestError, cpu_count, dump_format
+from kgcult.acquire.outcome import SubgraphReport
+from kgcult.acquire.dump.truthy import all_lines, entity_triples, parse_entity_line, truthy_claims  # noqa: F401
 from kgcult.log import progress as progress_bar
 from kgcult.store.embedded import now_iso
 
@@ -49,7 +52,7 @@ def json_entities(path: str):
             for line in block.split(b"\n")[:-1]:
                 i += 1
                 try:
-                    e = parse_entity_line(line, dumpjson.loads)
+                    e = parse_entity_line(line, json_entity.loads)
                 except ValueError as ex:
                     raise IngestError(f"{path}:{i}: not a JSON entity line: {ex}") from None
                 if e is not None:
@@ -101,7 +104,7 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     if not todo:
         return list(reports.values())
     needed = needed_specs(specs, todo)
-    plan = dumpscan.ScanPlan.for_specs(kind, needed, todo)
+    plan = scan.ScanPlan.for_specs(kind, needed, todo)
     t0 = time.perf_counter()
     started = now_iso()
     if engine == "spark":
@@ -148,14 +151,14 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
     tmpdir = _scratch_dir(store)
     fd, tmp = tempfile.mkstemp(prefix="ingest-", suffix=".frames", dir=tmpdir)
     os.close(fd)
-    inter = dumpscan.Intermediate(tmp)
+    inter = scan.Intermediate(tmp)
     index = EdgeIndex(set(plan.struct_props))
     bar = progress_bar(unit="B", unit_scale=True, desc="ingest", dynamic_ncols=True, leave=True,
                        disable=None if progress is None else not progress)
     records = 0
     try:
-        dumpscan.start_pool_note(jobs)
-        with dumpscan.Workers(plan, jobs) as workers, DumpReader(dump, threads=jobs) as reader:
+        scan.start_pool_note(jobs)
+        with scan.Workers(plan, jobs) as workers, DumpReader(dump, threads=jobs) as reader:
             for r in workers.scan(dump, reader, bar.update):
                 records += r.records
                 for pid, (so, hv) in r.edges.items():

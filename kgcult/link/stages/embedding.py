@@ -91,7 +91,7 @@ def memo_vectors(memo: Memo, texts, encode, ready: dict | None = None) -> dict:
 def embed_rows(encoder, rows: list[tuple[int, str, str]], cache: Path | None = None) -> np.ndarray:
     """Unit vectors of the names in ``rows`` (row order), memory-mapped from ``cache`` when
     it holds as many rows, else encoded (each distinct name once) and written there. Shared
-    by the embedding stage and the semantic stage (:mod:`kgcult.link.semantic`)."""
+    by the embedding stage and the semantic stage (:mod:`kgcult.link.semantic.search`)."""
     if cache is not None and cache.exists():
         try:
             vecs = np.load(cache, mmap_mode="r")

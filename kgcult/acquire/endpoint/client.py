@@ -15,7 +15,7 @@ from typing import Callable
 import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
-from kgcult.acquire.queries import count_query
+from kgcult.acquire.endpoint.queries import count_query
 from kgcult.errors import KgcultError
 from kgcult.sparql.client import BadResponse, RemoteError, Reply, RetriesExhausted, RetryBudgetExhausted, SparqlClient
 from kgcult.version import __version__

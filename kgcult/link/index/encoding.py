@@ -1,5 +1,5 @@
-"""The stored link index's format, shared by its builder (:mod:`kgcult.link.index_build`)
-and its reader (:class:`kgcult.link.index.LabelIndex`): the format number, how name codes
+"""The stored link index's format, shared by its builder (:mod:`kgcult.link.index.build`)
+and its reader (:class:`kgcult.link.index.reader.LabelIndex`): the format number, how name codes
 pack an entity id, a language and the alias flag, QID numbers, and the read-only views
 (columns, key tables, cached lookups) through which the reader keeps the attribute shapes
 the linker reads (``exact[lang].get(name)``, ``qids[eid]``, ``topic_bits[eid]``, ...)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from kgcult.files import atomic_open
-from kgcult.link import storage
+from kgcult.link.index import layout
 
 DIM = 128            # reduced coordinates (plus one: the remainder's length)
 SAMPLE = 16_384      # vectors the axes are fitted on
@@ -60,7 +60,7 @@ class Reduced:
     def axes(self) -> np.ndarray:
         if isinstance(self._axes, np.ndarray):
             return self._axes
-        return storage.read_raw(*self._axes)
+        return layout.read_raw(*self._axes)
 
     def bound_queries(self, q: np.ndarray) -> np.ndarray:
         """``[Pᵀq, |q_r|]`` of each query (float32)."""

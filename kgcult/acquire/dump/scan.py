@@ -1,9 +1,9 @@
 """The one read of a dump: each block of lines (read into a shared ring,
-:class:`~kgcult.acquire.dumpio.BlockRing`) is parsed in a worker process into
+:class:`~kgcult.acquire.dump.reader.BlockRing`) is parsed in a worker process into
 
 * the edges of the structural properties (what the crawl walks), as integer codes of
-  subject and object (:func:`~kgcult.acquire.dumpindex.code`), which the main process
-  appends to a :class:`~kgcult.acquire.dumpindex.EdgeIndex`;
+  subject and object (:func:`~kgcult.acquire.dump.selection.code`), which the main process
+  appends to a :class:`~kgcult.acquire.dump.selection.EdgeIndex`;
 * the compact intermediate: the N-Triples lines any subgraph being built could keep (the
   properties the specs fetch; from an N-Triples dump also labels in their languages and
   sitelink counts) and, from a JSON dump, each entity's terms record (its terms in those
@@ -11,7 +11,7 @@
   frames on disk (:class:`Intermediate`), from which the emission runs after the crawl
   without touching the dump again.
 
-JSON lines are decoded by :mod:`kgcult.acquire.dumpjson` (only the parts the plan needs,
+JSON lines are decoded by :mod:`kgcult.acquire.dump.json_entity` (only the parts the plan needs,
 with msgspec when installed). The same block functions serve the Spark engine's executors.
 """
 from __future__ import annotations
@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 import zstandard
 
 from kgcult import ids, vocab
-from kgcult.acquire import dumpjson, subgraphs, truthy
-from kgcult.acquire.dumpindex import code
-from kgcult.acquire.dumpio import BlockRing, IngestError
+from kgcult.acquire import subgraphs
+from kgcult.acquire.dump import json_entity
+from kgcult.acquire.dump import truthy
+from kgcult.acquire.dump.selection import code
+from kgcult.acquire.dump.reader import BlockRing, IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
 
 log = logging.getLogger(__name__)
@@ -182,8 +184,8 @@ def _lines(block, span):
 
 
 def scan_json_block(plan: ScanPlan, first_line: int, block, terms: bool = False, span=None) -> BlockResult:
-    """Parse one block of JSON dump lines (:func:`~kgcult.acquire.dumpjson.scan_entity`):
-    ``block`` bytes, or a buffer with ``find`` (the :class:`~kgcult.acquire.dumpio.BlockRing`'s
+    """Parse one block of JSON dump lines (:func:`~kgcult.acquire.dump.json_entity.scan_entity`):
+    ``block`` bytes, or a buffer with ``find`` (the :class:`~kgcult.acquire.dump.reader.BlockRing`'s
     mapping) and ``span``, the block's (start, end) in it. ``terms``: each entity's labels,
     aliases, descriptions and sitelink count stay a terms record, which the emission turns
     into lines for the members only; otherwise they become lines here, like the claims."""
@@ -191,7 +193,7 @@ def scan_json_block(plan: ScanPlan, first_line: int, block, terms: bool = False,
     n = 0
     struct = set(plan.struct_props)
     keep = set(plan.keep_props)
-    scan = dumpjson.scanner(sorted(struct | keep), plan.languages, plan.label_props, plan.sitelinks)
+    scan = json_entity.scanner(sorted(struct | keep), plan.languages, plan.label_props, plan.sitelinks)
     i = first_line
     for k, line in _lines(block, span):
         i = first_line + k
@@ -214,7 +216,7 @@ def scan_json_block(plan: ScanPlan, first_line: int, block, terms: bool = False,
                 p = f"<{vocab.WDT}{pid}>"
                 out.extend(f"{subject} {p} {o} ." for o in objs)
         if record and not terms:
-            rec = dumpjson.terms(record)
+            rec = json_entity.terms(record)
             out.extend(truthy.term_lines(rec, rec.get("sitelinks"), subject, plan.languages, plan.label_props))
             record = b""
         if out:
@@ -414,8 +416,8 @@ class Workers:
         return False
 
     def scan(self, path: str, reader, on_bytes=None):
-        """BlockResults of the blocks of ``reader`` (a :class:`~kgcult.acquire.dumpio.DumpReader`,
-        read into the ring: :meth:`~kgcult.acquire.dumpio.DumpReader.ring_blocks`) in
+        """BlockResults of the blocks of ``reader`` (a :class:`~kgcult.acquire.dump.reader.DumpReader`,
+        read into the ring: :meth:`~kgcult.acquire.dump.reader.DumpReader.ring_blocks`) in
         order, ``lines`` packed in a compressed frame; an :class:`IngestError` naming
         ``path`` and the line of the first bad line. ``on_bytes(n)``: n more bytes read."""
         yield from self.scan_blocks(path, reader.ring_blocks(self.ring, on_bytes))
@@ -431,7 +433,7 @@ class Workers:
 
 
 def start_pool_note(jobs: int) -> None:
-    log.info("parsing in %d worker process%s with %s", jobs, "es" if jobs > 1 else "", dumpjson.parser_name())
+    log.info("parsing in %d worker process%s with %s", jobs, "es" if jobs > 1 else "", json_entity.parser_name())
 
 
 class Intermediate:

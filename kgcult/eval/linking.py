@@ -10,7 +10,7 @@ qid that is not the gold (including any qid for a negative); FN: a positive whos
 was not predicted. P = TP/(TP+FP), R = TP/positives, F1 their harmonic mean.
 
 The *kind* of a row is the case of its ``source`` (``<dataset>:<case>``). Beside the
-linker, MakiEval's own procedure (``baseline.py``) runs on the same input; both report
+linker, MakiEval's own procedure (``link_baseline.py``) runs on the same input; both report
 their *unmatched rate*, the share of mentions left without a QID (MakiEval App. C.2's
 "missing QIDs"), overall and per language. ``plot`` draws F1 per kind and per language
 and the unmatched rates, the two side by side.
@@ -24,7 +24,7 @@ from pathlib import Path
 from kgcult import extras, ids
 from kgcult.errors import KgcultError
 from kgcult.files import iter_jsonl, reject
-from kgcult.link import baseline
+from kgcult.eval import link_baseline
 from kgcult.link.linker import Linker
 
 
@@ -127,7 +127,7 @@ def evaluate(linker: Linker, gold: list[dict], *, stage_gain: bool = True,
              count_ambiguous: bool = True, makieval: bool = True) -> dict:
     """Score the linker as configured; with ``stage_gain``, also score it with its stages
     enabled cumulatively (exact; + normalized; + english; ...), giving each stage's recall;
-    with ``makieval``, also score MakiEval's procedure (``baseline.py``) on the same rows."""
+    with ``makieval``, also score MakiEval's procedure (``link_baseline.py``) on the same rows."""
     inputs = _inputs(gold)
     t0 = time.perf_counter()
     results = list(linker.link_many(inputs))
@@ -150,7 +150,7 @@ def evaluate(linker: Linker, gold: list[dict], *, stage_gain: bool = True,
         report["stage_gain"] = gains
     if makieval:
         t0 = time.perf_counter()
-        base = baseline.link_rows(linker.ix, inputs)
+        base = link_baseline.link_rows(linker.ix, inputs)
         brep, _ = score(gold, base, count_ambiguous)
         brep["seconds"] = round(time.perf_counter() - t0, 3)
         report["makieval"] = brep

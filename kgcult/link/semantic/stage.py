@@ -1,5 +1,5 @@
 """The linker's semantic stage over a batch of mentions (the encoder and the search are in
-``semantic.py``, the lexical checks of its hits in ``semantic_checks.py``).
+``semantic.py``, the lexical checks of its hits in ``semantic/checks.py``).
 
 Each mention waiting for the stage is matched against the names of its topic in its
 language and in English: its USE vector is searched in one pass over each (topic,
@@ -24,8 +24,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from kgcult.link import embed, memo, normalize, semantic, semantic_bound, semantic_checks
-from kgcult.link.index import LabelIndex, topics_hash
+from kgcult.link import memo, normalize
+from kgcult.link.stages import embedding
+from kgcult.link.semantic import search as semantic
+from kgcult.link.semantic import bound as semantic_bound
+from kgcult.link.semantic import checks as semantic_checks
+from kgcult.link.index.reader import LabelIndex, topics_hash
 
 
 def _cores() -> int:
@@ -97,7 +101,7 @@ class SemanticStage:
         finally:
             self._ahead.clear()
             self._queued.clear()
-        return embed.memo_vectors(self._vecs, texts, lambda new: self.encoder().encode(new), ready)
+        return embedding.memo_vectors(self._vecs, texts, lambda new: self.encoder().encode(new), ready)
 
     # -- search and decision -------------------------------------------------------
 

@@ -1,13 +1,13 @@
 """The label index: every rdfs:label and skos:altLabel of the store, per language, under
 exact and normalized keys, with the per-entity facts the linker needs on its hot path
 (topic membership, labels, description, country, sitelinks, base hierarchy edges) and the
-fuzzy and token pools (``pools.py``). This module opens one (:class:`LabelIndex`) and
+fuzzy and token pools (``index/name_pools.py``). This module opens one (:class:`LabelIndex`) and
 decides where it lives and when it is rebuilt (:func:`load_or_build`);
-:mod:`kgcult.link.index_build` builds it from the store in bounded memory, and
-:mod:`kgcult.link.index_format` holds what both sides share (codes, column views).
+:mod:`kgcult.link.index.build` builds it from the store in bounded memory, and
+:mod:`kgcult.link.index.encoding` holds what both sides share (codes, column views).
 
 The index is a directory beside the store (``<store>.link-index/labels-<hash>-<topics>-v<FORMAT>/``,
-see ``storage.py``) named by the store's content hash
+see ``index/layout.py``) named by the store's content hash
 (``kgcult.store.snapshot.store_content_hash``): a changed store gets a new index. A
 process opens it read-only and memory-mapped; lookups read only the pages they touch.
 For read-only stores the content hash cannot be cached in the store; a fingerprint
@@ -15,7 +15,7 @@ For read-only stores the content hash cannot be cached in the store; a fingerpri
 instead. A read-only open also records the store's file listing with its content hash
 (``listings.json``), so that the next process whose store lists the same files opens the
 index without opening the store (:func:`open_unopened`). Progress goes to the
-``kgcult.link.index_build`` logger.
+``kgcult.link.index.build`` logger.
 
 Entity ids (``eid``) are positions in the sorted array of QID numbers.
 """
@@ -35,9 +35,11 @@ import numpy as np
 from kgcult import ids
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_write
-from kgcult.link import normalize, pools, storage
-from kgcult.link.index_build import build_into
-from kgcult.link.index_format import (FORMAT, Cached, Column, EidMap, EntitySet, EntityText, KeyTable,
+from kgcult.link import normalize
+from kgcult.link.index import name_pools as pools
+from kgcult.link.index import layout as storage
+from kgcult.link.index.build import build_into
+from kgcult.link.index.encoding import (FORMAT, Cached, Column, EidMap, EntitySet, EntityText, KeyTable,
                                       Lookup, PerLang, QidList, code_value, qnum_of)
 from kgcult.link.topics import Kind, Topic, load_topics
 from kgcult.store.hierarchy import ensure_closure

@@ -17,10 +17,10 @@ import re
 import unicodedata
 
 from kgcult.link import memo, normalize
-from kgcult.link.index import LabelIndex
-from kgcult.link.index_format import LANG_BITS, codes
+from kgcult.link.index.reader import LabelIndex
+from kgcult.link.index.encoding import LANG_BITS, codes
 from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, nearest, tokens
-from kgcult.link.pools import StoredFuzzyPool, StoredTokenPool, fuzzy_rows, part_samples, pool_langs
+from kgcult.link.index.name_pools import StoredFuzzyPool, StoredTokenPool, fuzzy_rows, part_samples, pool_langs
 
 STAGES = ("exact", "normalized", "english", "any", "fuzzy", "anyfuzzy", "tokens", "embedding")
 
@@ -299,7 +299,7 @@ class LexicalStages:
         pids, lang_of = self._other_parts(topic, lang, _script(key))
         if not pids:
             return ()
-        # one search over every part (the stored deletion index of pools.py), not one per language
+        # one search over every part (the stored deletion index of index/name_pools.py), not one per language
         rows = [(e, lang_of[p], name, f) for e, p, name, f in fuzzy_rows(self.ix.db, pids, key)]
         if any(f == key for _e, _lg, _n, f in rows):  # the any stage's exact key: not a fuzzy hit
             return ()

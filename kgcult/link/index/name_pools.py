@@ -26,7 +26,7 @@ import numpy as np
 
 from kgcult.link import memo, normalize
 from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, nearest, tokens
-from kgcult.link.storage import MAX_PARAMS, chunks, script
+from kgcult.link.index.layout import MAX_PARAMS, chunks, script
 
 SCHEMA = """
 CREATE TABLE part_info(pid INTEGER PRIMARY KEY, topic TEXT NOT NULL, lang TEXT NOT NULL, size INTEGER);

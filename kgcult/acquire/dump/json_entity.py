@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from kgcult import vocab
-from kgcult.acquire import truthy
+from kgcult.acquire.dump import truthy
 
 try:  # optional: kgcult[dump]
     import orjson
@@ -60,7 +60,7 @@ def scan_entity(line, props, languages, label_props, sitelinks: bool):
     claims} for the ``props`` it has, terms record), or None for a ``[``/``]``/blank line.
     With msgspec, only the wanted claims are decoded, each statement's main snak and rank
     alone (qualifiers and references skipped unread), and the terms are kept undecoded in
-    the record. The record holds what :func:`kgcult.acquire.truthy.term_lines` needs (the
+    the record. The record holds what :func:`kgcult.acquire.dump.truthy.term_lines` needs (the
     terms in ``languages``, lower-case tags, and the sitelink count) as a JSON object
     (:func:`terms`), b"" when there is nothing: the emission decodes it for the members of
     a labels subgraph only. ValueError when the line is not a JSON entity. (A block's lines
@@ -155,7 +155,7 @@ def _shape(props: tuple, languages: tuple, label_props: frozenset, sitelinks: bo
 
 
 def _objects(statements) -> list[str]:
-    """:func:`kgcult.acquire.truthy.claim_objects` of typed statements."""
+    """:func:`kgcult.acquire.dump.truthy.claim_objects` of typed statements."""
     best = [s for s in statements if s.rank == "preferred"] or [s for s in statements if s.rank != "deprecated"]
     out = []
     for s in best:

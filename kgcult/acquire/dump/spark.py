@@ -4,15 +4,15 @@ jobs (pyspark; ``pip install 'kgcult[spark]'``, a Java runtime).
 1. The executors read the dump (``sc.textFile``: a local path, ``hdfs://``, ``s3a://``...;
    Hadoop decompresses ``.gz`` and ``.bz2``; ``.bz2`` splits across executors, ``.gz``
    does not) and parse each partition with the local engine's block functions
-   (:mod:`kgcult.acquire.dumpscan`) into edge records and, per block, the local engine's
+   (:mod:`kgcult.acquire.dump.scan`) into edge records and, per block, the local engine's
    compressed frame of kept N-Triples lines and terms records (each entity's labels,
    aliases, descriptions and sitelink count, still undecoded), cached (memory, then disk)
    so the dump is read once.
 2. The edges of the structural properties are collected on the driver, where the crawl
-   runs to its fixpoint over the same :class:`~kgcult.acquire.dumpindex.EdgeIndex` as the
+   runs to its fixpoint over the same :class:`~kgcult.acquire.dump.selection.EdgeIndex` as the
    local engine (the driver needs memory for those edges, as the local engine does).
 3. The member sets are broadcast; the executors route each frame's groups as the local
-   engine's emission does (:class:`~kgcult.acquire.dumpemit.Router`: only a member's lines
+   engine's emission does (:class:`~kgcult.acquire.dump.emit.Router`: only a member's lines
    are kept, and only a member of a labels subgraph has its terms record turned into
    label lines) and write each subgraph's lines as text partitions, ``OUTPUT/subgraph=NAME/part-*.txt`` (N-Triples), which the driver
    loads into the store, or which ``kgcult load ... --graph`` loads later.
@@ -27,10 +27,10 @@ import sys
 import tempfile
 
 from kgcult import extras
-from kgcult.acquire import dumpscan
-from kgcult.acquire.dumpemit import Router
-from kgcult.acquire.dumpindex import EdgeIndex, select
-from kgcult.acquire.dumpio import IngestError
+from kgcult.acquire.dump import scan
+from kgcult.acquire.dump.emit import Router
+from kgcult.acquire.dump.selection import EdgeIndex, select
+from kgcult.acquire.dump.reader import IngestError
 from kgcult.files import sha256_file
 
 log = logging.getLogger(__name__)
@@ -46,9 +46,9 @@ def local_sha256(dump: str) -> str | None:
 
 def _scan_partition(plan, dump, index, lines):
     """Records of one partition: ("e", pid, subject, object or None) per edge and ("f",
-    frame) per block (:func:`~kgcult.acquire.dumpscan.pack_frame`: the block's kept lines
+    frame) per block (:func:`~kgcult.acquire.dump.scan.pack_frame`: the block's kept lines
     and terms records, grouped by subject, compressed)."""
-    scanner = dumpscan.SCANNERS[plan.kind]
+    scanner = scan.SCANNERS[plan.kind]
     buf: list[str] = []
     first = 1
 
@@ -59,7 +59,7 @@ def _scan_partition(plan, dump, index, lines):
         for e in r.edge_ids():
             yield ("e",) + tuple(e)
         if len(r.groups):
-            yield ("f", dumpscan.pack_frame(r))
+            yield ("f", scan.pack_frame(r))
 
     for line in lines:
         buf.append(line)
@@ -75,7 +75,7 @@ def _tag_frames(router, records):
     """(subgraph name, its lines of one frame, as one text row) for each subgraph that keeps
     any of the frame's lines."""
     for r in records:
-        for name, kept in router.route_groups(dumpscan.unpack_frame(r[1])):
+        for name, kept in router.route_groups(scan.unpack_frame(r[1])):
             text = kept.decode().rstrip("\n")
             if text:
                 yield (name, text)

@@ -16,9 +16,13 @@ import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
 from kgcult import vocab
-from kgcult.acquire import dumpio, dumpjson, dumpscan, subgraphs, truthy
-from kgcult.acquire.dumpindex import code, contains
-from kgcult.acquire.dumpio import IngestError
+from kgcult.acquire import subgraphs
+from kgcult.acquire.dump import reader as dumpio
+from kgcult.acquire.dump import json_entity
+from kgcult.acquire.dump import scan
+from kgcult.acquire.dump import truthy
+from kgcult.acquire.dump.selection import code, contains
+from kgcult.acquire.dump.reader import IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
 
 
@@ -60,7 +64,7 @@ class Router:
                 iri = b"<" + vocab.WD.encode() + backend.index.ids.dec(c).encode() + b">"
                 self.other.setdefault(iri, []).append(k)
 
-    def route_groups(self, frame: dumpscan.Frame) -> list[tuple[str, bytes]]:
+    def route_groups(self, frame: scan.Frame) -> list[tuple[str, bytes]]:
         """(subgraph name, its lines) for each subgraph with any, of the frame's groups, one
         subject each (its code, or -1: look at each line's subject)."""
         codes = np.asarray(frame.codes, dtype=np.int64)
@@ -81,7 +85,7 @@ class Router:
                     if (p in preds and (langs is None or _tagged(o, langs))) or p == site:
                         out[k].append(line)
             if record:
-                self._terms(dumpjson.terms(record), targets, out)
+                self._terms(json_entity.terms(record), targets, out)
         return [(self.names[k], b"\n".join(lines) + b"\n") for k, lines in enumerate(out) if lines]
 
     @staticmethod
@@ -115,12 +119,12 @@ class Router:
         lines = [x for x in data.split(b"\n") if x]
         codes, ends, pos = array("q"), array("q"), 0
         for line in lines:
-            local = dumpscan.nt_entity(line[:line.find(b" ")])
+            local = scan.nt_entity(line[:line.find(b" ")])
             c = code(local) if local is not None else None
             codes.append(-1 if c is None else c)
             pos += len(line) + 1
             ends.append(pos)
-        frame = dumpscan.Frame(codes, ends, b"".join(x + b"\n" for x in lines), array("q", bytes(8 * len(lines))))
+        frame = scan.Frame(codes, ends, b"".join(x + b"\n" for x in lines), array("q", bytes(8 * len(lines))))
         return self.route_groups(frame)
 
 
@@ -128,23 +132,23 @@ _ROUTER: Router | None = None  # set before the workers fork; they inherit it
 
 
 def _filter_frame(frame: bytes) -> list[tuple[str, bytes]]:
-    return _ROUTER.route_groups(dumpscan.unpack_frame(frame))
+    return _ROUTER.route_groups(scan.unpack_frame(frame))
 
 
 class FrameSource:
     """The members' lines, read back from the local engine's intermediate; the frames are
     filtered by ``jobs`` forked workers, which inherit the member sets."""
 
-    def __init__(self, inter: dumpscan.Intermediate, backend, jobs: int = 1):
+    def __init__(self, inter: scan.Intermediate, backend, jobs: int = 1):
         self.inter, self.backend, self.jobs = inter, backend, jobs
 
     def emit(self, todo: list[SubgraphSpec]):
         """(subgraph name, N-Triples bytes) of every spec's members, one read of the frames."""
         global _ROUTER
         _ROUTER = Router(todo, self.backend)
-        pool = dumpscan.fork_pool(self.jobs)
+        pool = scan.fork_pool(self.jobs)
         try:
-            for kept in dumpscan.in_order(pool, _filter_frame, self.inter.frames(), self.jobs):
+            for kept in scan.in_order(pool, _filter_frame, self.inter.frames(), self.jobs):
                 yield from kept
         finally:
             if pool is not None:

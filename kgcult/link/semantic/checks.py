@@ -17,8 +17,9 @@ linking where the spelling says otherwise:
 """
 from __future__ import annotations
 
-from kgcult.link import normalize, semantic
-from kgcult.link.candidates import codes_of
+from kgcult.link import normalize
+from kgcult.link.semantic import search as semantic
+from kgcult.link.stages.lexical import codes_of
 
 
 def _codes(text: str) -> set:

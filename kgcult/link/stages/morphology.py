@@ -13,7 +13,7 @@ A pool holds the names, in one language, of one topic's entities; a key that sev
 entities share returns them all (ranking and ``disambiguate.py`` settle them). Pools are
 saved beside the label index as SQLite files
 (``morph-<index hash>-<topics hash>-<kind>-<topic>-<lang>-k<KEY_VERSION>.sqlite``, see
-``morph_store.py``) and searched there, so a fresh process neither computes every name's
+``stages/morphology_pools.py``) and searched there, so a fresh process neither computes every name's
 key nor reads the whole pool.
 Stemmers come from the PyPI package ``snowballstemmer`` (the ``link`` extra).
 """

