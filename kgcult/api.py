@@ -5,6 +5,9 @@
     >>> kg.sparql("SELECT ?l WHERE { wd:Q17 rdfs:label ?l FILTER(LANG(?l) = 'en') }")
     [{'l': 'Japan'}]
 
+One store directory is opened once per process: a second ``kgcult.open()`` of it shares the
+open store (RocksDB allows one writer), and the store closes when the last KG on it does.
+
 :class:`KG` wraps a store (embedded or remote) and calls the same library functions as
 the CLI: ``kg.show`` is ``kgcult show``, ``kg.build`` is ``kgcult build``, and so on.
 docs/python-api.md shows every method with examples that the test suite runs.
@@ -12,49 +15,125 @@ docs/python-api.md shows every method with examples that the test suite runs.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+import threading
+from typing import Any, Sequence
 
 import pyoxigraph as ox
 
-from kgcult import inspection, views
+from kgcult import extras, inspection, views
+from kgcult.acquire.dump.ingest import ingest
+from kgcult.acquire.endpoint.client import MirrorConfig
+from kgcult.acquire.endpoint.mirror import mirror
+from kgcult.acquire.outcome import SubgraphReport
+from kgcult.errors import KgcultError
 from kgcult.ids import node as wd  # kgcult.wd("Q17"): an entity term to bind  # noqa: F401
 from kgcult.link import Linker
 from kgcult.serve import Server, ServeConfig
 from kgcult.store import hierarchy
-from kgcult.store import open_store, snapshot
+from kgcult.store import open_store, resolve_location, snapshot
 from kgcult.store.embedded import LoadReport
+from kgcult.sparql.values import python_value
+
+
+class Rows(list):
+    """The rows of a SELECT: a list of ``{variable: value}`` dicts (typed values, see
+    :mod:`kgcult.sparql.values`; unbound variables left out), with ``variables`` in the
+    query's order and :meth:`to_pandas`."""
+
+    def __init__(self, rows: list[dict], variables: list[str]):
+        super().__init__(rows)
+        self.variables = variables
+
+    def to_pandas(self):
+        """A pandas DataFrame with one column per variable (unbound: None); needs pandas
+        (``pip install 'kgcult[hf]'``)."""
+        pd = extras.require("pandas", "hf", "Rows.to_pandas()")
+        return pd.DataFrame([[r.get(v) for v in self.variables] for r in self], columns=self.variables)
+
+
+class _Shared:
+    """The embedded stores open in this process, by directory: one open per directory."""
+
+    lock = threading.Lock()
+    stores: dict[str, list] = {}  # real path -> [store, number of KGs on it]
+
+    @classmethod
+    def acquire(cls, location, read_only: bool):
+        loc = resolve_location(location)
+        if loc.startswith(("sparql+http://", "sparql+https://")):
+            return open_store(loc, read_only=read_only), None
+        key = os.path.realpath(loc)
+        with cls.lock:
+            held = cls.stores.get(key)
+            if held is not None:
+                if held[0].read_only and not read_only:
+                    raise KgcultError(
+                        f"{loc} is open read-only in this process: close that KG "
+                        "(kg.close()) before opening it for writing, or open it with read_only=True")
+                held[1] += 1
+                return held[0], key
+            store = open_store(loc, read_only=read_only)
+            cls.stores[key] = [store, 1]
+            return store, key
+
+    @classmethod
+    def release(cls, key: str | None, store) -> None:
+        with cls.lock:
+            held = cls.stores.get(key) if key else None
+            if held is None:
+                store.close()
+                return
+            held[1] -= 1
+            if held[1] == 0:
+                del cls.stores[key]
+                store.close()
 
 
 class KG:
     """A kgcult store opened for reading and building: ``kgcult.open(location)``."""
 
     def __init__(self, location: str | os.PathLike | None = None, *, read_only: bool = False):
-        self.store = open_store(location, read_only=read_only)
-        self.location = self.store.location
+        self._store, self._key = _Shared.acquire(location, read_only)
+        self.location = self._store.location
+
+    @property
+    def store(self):
+        """The open store (:class:`kgcult.store.Store` or a remote one)."""
+        if self._store is None:
+            raise KgcultError(f"this KG on {self.location} is closed: open it again with kgcult.open()")
+        return self._store
+
+    @property
+    def closed(self) -> bool:
+        return self._store is None
 
     def __repr__(self) -> str:
-        return f"<kgcult.KG {self.location}>"
+        return f"<kgcult.KG {self.location}{' (closed)' if self.closed else ''}>"
 
     # -- querying -----------------------------------------------------------------
 
-    def sparql(self, query: str, *, graph: str | None = None, **bindings):
-        """Run a SPARQL query over the union of all graphs; queries written for WDQS run unchanged
+    def sparql(self, query: str, *, bindings: dict[str, Any] | None = None, graph: str | None = None):
+        """Run a SPARQL query over all graphs; queries written for WDQS run unchanged
         (its prefixes, the label service, paths from the closure: docs/wdqs.md).
 
-        SELECT gives a list of ``{variable: value}`` dicts (values as strings, unbound
-        variables left out), ASK a bool, CONSTRUCT/DESCRIBE a list of pyoxigraph triples.
-        Keyword arguments are bound as values (never formatted into the query text):
-        ``kg.sparql("SELECT ?l WHERE { ?x rdfs:label ?l }", x=kgcult.wd("Q17"))``."""
-        res = self.query(query, graph=graph, **bindings)
+        SELECT gives :class:`Rows`, a list of ``{variable: value}`` dicts with typed values
+        (numbers, booleans, dates; :class:`~kgcult.sparql.values.IRI` and
+        :class:`~kgcult.sparql.values.LangString` are ``str`` with ``.qid`` / ``.lang``;
+        unbound variables left out) and ``to_pandas()``; ASK a bool; CONSTRUCT/DESCRIBE a
+        list of pyoxigraph triples. ``bindings`` binds values (never formatted into the query
+        text): ``kg.sparql("SELECT ?l WHERE { ?x rdfs:label ?l }", bindings={"x": kgcult.wd("Q17")})``."""
+        res = self.query(query, bindings=bindings, graph=graph)
         if isinstance(res, ox.QueryBoolean):
             return bool(res)
         if isinstance(res, ox.QueryTriples):
             return list(res)
         names = [v.value for v in res.variables]
-        return [{n: sol[n].value for n in names if sol[n] is not None} for sol in res]
+        return Rows([{n: python_value(sol[n]) for n in names if sol[n] is not None} for sol in res], names)
 
-    def query(self, query: str, *, graph: str | None = None, **bindings):
+    def query(self, query: str, *, bindings: dict[str, Any] | None = None, graph: str | None = None):
         """The same query, answered with pyoxigraph's own result objects (terms kept)."""
+        if bindings is not None and not isinstance(bindings, dict):
+            raise KgcultError("bindings must be a dict {variable: value}")
         return self.store.query(query, graph=graph, bindings=bindings or None)
 
     def show(self, qid: str, lang: str = "en") -> dict:
@@ -82,6 +161,27 @@ class KG:
     def export_snapshot(self, directory: str | os.PathLike) -> dict:
         """Write a snapshot of the store (``kgcult snapshot export``); its manifest."""
         return snapshot.export(self.store, directory)
+
+    def verify_snapshot(self, directory: str | os.PathLike) -> dict:
+        """Check a snapshot completely without loading it (``kgcult snapshot verify``); its
+        manifest, or a :class:`~kgcult.store.snapshot.SnapshotError` naming what is wrong."""
+        return snapshot.verify(directory)
+
+    def mirror(self, subgraphs: Sequence[str] = (), *, config: MirrorConfig | None = None,
+               specs=None, progress: bool | None = False, **settings) -> list[SubgraphReport]:
+        """Pull subgraphs from a WDQS-compatible endpoint (``kgcult mirror``): all when none is
+        named. ``settings`` are :class:`~kgcult.acquire.endpoint.client.MirrorConfig` fields
+        (``endpoint=``, ``user_agent=``, ...), or pass a whole ``config``."""
+        if config is not None and settings:
+            raise KgcultError("give either config= or MirrorConfig fields, not both")
+        return mirror(self.store, list(subgraphs), config=config or MirrorConfig(**settings),
+                      specs=specs, progress=progress)
+
+    def ingest(self, dump: str | os.PathLike, subgraphs: Sequence[str] = (), *, progress: bool | None = False,
+               **options) -> list[SubgraphReport]:
+        """Filter a Wikidata JSON or truthy N-Triples dump into the subgraphs (``kgcult
+        ingest``); ``options`` as the command's (``fmt=``, ``refresh=``, ``jobs=``, ``engine=``)."""
+        return ingest(self.store, os.fspath(dump), list(subgraphs), progress=progress, **options)
 
     def content_hash(self) -> str:
         """The sha256 of the data graphs' content, as snapshots and manifests record it."""
@@ -117,7 +217,11 @@ class KG:
     # -- lifetime -----------------------------------------------------------------
 
     def close(self) -> None:
-        self.store.close()
+        """Close this KG (the store itself closes with the last KG on it); closing twice is
+        harmless, using a closed KG is an error."""
+        if self._store is not None:
+            store, self._store = self._store, None
+            _Shared.release(self._key, store)
 
     def __enter__(self) -> "KG":
         return self

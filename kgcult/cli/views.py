@@ -39,11 +39,14 @@ def views_command(fmt):
 @click.option("--out", "out", type=click.Path(file_okay=False), default=views.DEFAULT_OUT, show_default=True,
               help="Output directory; each view is written to OUT/<view>/.")
 @click.option("--csv", "csv_out", is_flag=True, help="Also write every JSONL output as CSV.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "hf"]), default="jsonl", show_default=True,
+              help="hf: also write a Hugging Face dataset card (README.md) declaring every JSONL output, "
+                   "so datasets.load_dataset(DIR) reads the directory.")
 @click.option("--all", "all_views", is_flag=True, help="Build every view with its default parameters.")
 @click.option("--print", "print_output", metavar="FILE",
               help="Print this output of the view (e.g. counts.jsonl) to stdout after building.")
 @click.pass_obj
-def build_command(obj, view, params, out, csv_out, all_views, print_output):
+def build_command(obj, view, params, out, csv_out, fmt, all_views, print_output):
     """Materialize a view: sorted JSONL (+ CSV with --csv) and MANIFEST.json (snapshot
     content hash, query sha256, parameters, row counts, output sha256).
 
@@ -56,6 +59,7 @@ def build_command(obj, view, params, out, csv_out, all_views, print_output):
       kgcult build fmlama --print counts.jsonl
       kgcult build dlama --param cultures=arab,west --param languages=en,ar
       kgcult build --all --out datasets
+      kgcult build fmlama --format hf     # then datasets.load_dataset("build/views/fmlama")
     """
     if all_views and view:
         raise KgcultError("give either a VIEW or --all, not both")
@@ -65,9 +69,9 @@ def build_command(obj, view, params, out, csv_out, all_views, print_output):
         raise KgcultError("--param applies to one view; --all builds every view with its defaults")
     store = obj.reader(closure=True)
     if all_views:
-        results = views.build_all(store, out=out, csv_out=csv_out)
+        results = views.build_all(store, out=out, csv_out=csv_out, card=fmt == "hf")
     else:
-        results = [views.build(store, view, list(params), out=out, csv_out=csv_out)]
+        results = [views.build(store, view, list(params), out=out, csv_out=csv_out, card=fmt == "hf")]
     for r in results:
         m = r.manifest
         info(f"{r.name}: {m['rows']} rows -> {r.path} ({len(m['outputs'])} files, "

@@ -13,11 +13,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgcult import ids
+from kgcult import extras, ids
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_directory, jsonl_bytes
 from kgcult.store.snapshot import store_content_hash
 from kgcult.version import __version__
+from kgcult.views import hf
 from kgcult.views.spec import View, ViewError, param_text
 
 MANIFEST = "MANIFEST.json"
@@ -102,10 +103,24 @@ class BuildResult:
     files: dict[str, bytes]
     manifest: dict
     path: Path | None = None
+    card: bool = False  # write a Hugging Face dataset card (README.md) beside the files
 
     @property
     def rows(self) -> list[dict]:
         return self.outputs[self.manifest["output"]]
+
+    def to_hf(self):
+        """The outputs as a Hugging Face ``datasets.DatasetDict`` (``default``: the main
+        output); needs ``pip install 'kgcult[hf]'``."""
+        return hf.to_hf(self.outputs, self.manifest)
+
+    def to_pandas(self, output: str | None = None):
+        """An output (the main one by default) as a pandas DataFrame; needs pandas."""
+        pd = extras.require("pandas", "hf", "BuildResult.to_pandas()")
+        name = output or self.manifest["output"]
+        if name not in self.outputs:
+            raise ViewError(f"view {self.name} has no output {name!r} (outputs: {', '.join(sorted(self.outputs))})")
+        return pd.DataFrame(self.outputs[name])
 
     def write(self, directory: str | os.PathLike) -> Path:
         """Write the files and MANIFEST.json into ``directory/<name>/``, replacing a previous
@@ -121,6 +136,8 @@ class BuildResult:
                 p.write_bytes(data)
             (tmp / MANIFEST).write_bytes(
                 (json.dumps(self.manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+            if self.card:
+                (tmp / "README.md").write_text(hf.dataset_card(self.manifest), encoding="utf-8")
         self.path = target
         return target
 
