@@ -18,8 +18,7 @@ install: $(PY)
 
 demo:
 	@test -x $(KG) || { echo "run 'make install' first" >&2; exit 1; }
-	rm -rf $(STORE)
-	$(KG) --store $(STORE) snapshot import dumps/seed
+	$(KG) --store $(STORE) snapshot import dumps/seed --replace
 	$(KG) --store $(STORE) closure
 	$(KG) --store $(STORE) stats
 	@echo; echo "== dishes per origin country (queries/checks/dishes-per-country.rq)"

@@ -1,9 +1,12 @@
 """Looking at the graph: ``show`` (an entity card) and ``stats`` (what the store holds)."""
 from __future__ import annotations
 
+import re
+
 from pyoxigraph import Literal, NamedNode
 
 from kgcult import ids, ontology, vocab
+from kgcult.acquire import subgraphs
 from kgcult.errors import KgcultError
 
 def property_label(iri: str) -> str:
@@ -155,4 +158,76 @@ def format_stats(s: dict) -> str:
         out.append(f"  … {len(langs) - 20} more")
     if s["closure_stale"]:
         out += ["", "note: the closure is stale; run `kgcult closure` for up-to-date root counts"]
+    return "\n".join(out) + "\n"
+
+
+# -- finding what the user means ------------------------------------------------------------
+
+def _looks_like_id(text: str) -> bool:
+    try:
+        ids.parse(text, "QP", field="entity")
+    except KgcultError:
+        return False
+    return True
+
+
+def find_by_name(store, name: str, lang: str = "en", limit: int = 10) -> list[dict]:
+    """Entities whose label or alias is exactly ``name`` (as typed, or lower-cased) in
+    ``lang``, English or one of the mirrored label languages: ``[{"qid", "label",
+    "description"}]`` sorted by id. Bound as literals, so an index answers it."""
+    mirrored = [lg for spec in subgraphs.load_specs().values() for lg in spec.languages]
+    langs = list(dict.fromkeys([lang, "en", *mirrored]))
+    texts = list(dict.fromkeys([name.strip(), name.strip().lower()]))
+    rows = store.query(
+        "SELECT DISTINCT ?x WHERE { { ?x rdfs:label ?name } UNION { ?x skos:altLabel ?name } "
+        "FILTER(STRSTARTS(STR(?x), \"http://www.wikidata.org/entity/\")) }",
+        rows=(["name"], [(Literal(t, language=lg),) for t in texts for lg in langs]))
+    found = sorted({r["x"].value for r in rows}, key=lambda i: ids.sort_key(ids.shorten(i)))[:limit]
+    labels = labels_in(store, found, lang)
+    descs = {r["x"].value: r["d"].value for r in store.query(
+        "SELECT ?x ?d WHERE { ?x schema:description ?d FILTER(LANG(?d) = ?lang) }",
+        rows=(["x", "lang"], [(NamedNode(i), Literal(lg)) for i in found for lg in (lang, "en")]))}
+    return [{"qid": ids.shorten(i), "label": labels.get(i, ""), "description": descs.get(i, "")} for i in found]
+
+
+def resolve(store, text: str, lang: str = "en") -> str:
+    """What ``kgcult show TEXT`` shows: an id or IRI as it is, else the one entity named
+    ``text``; several or none is an error that lists them."""
+    if _looks_like_id(text):
+        return text
+    found = find_by_name(store, text, lang)
+    if len(found) == 1:
+        return found[0]["qid"]
+    if not found and re.match(r"(wd:|https?://)?[QPqp]\d", text.strip()):
+        ids.parse(text, "QP", field="entity")  # meant as an id: say why it is not one
+    if not found:
+        raise KgcultError(f"{text!r}: no entity has this label or alias in {lang if lang == 'en' else lang + ', en'} or the mirrored "
+                          "languages (give a QID, e.g. Q46383)")
+    listed = "; ".join(f"{f['qid']} {f['label']}" + (f" ({f['description']})" if f["description"] else "")
+                       for f in found)
+    raise KgcultError(f"{text!r} names {len(found)} entities: {listed}; show one by its id")
+
+
+def property_card(store, pid: str, lang: str = "en", examples: int = 5) -> dict:
+    """What the store holds of a property: its label (ontology/properties.ttl), how many
+    ``wdt:`` statements use it, and a few of them."""
+    iri = vocab.WDT + pid
+    count = store.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", bindings={"p": NamedNode(iri)})
+    n = int(next(iter(count))["n"].value)
+    rows = list(store.query("SELECT ?s ?o WHERE { ?s ?p ?o } ORDER BY ?s ?o LIMIT " + str(int(examples)),
+                            bindings={"p": NamedNode(iri)})) if n else []
+    names = labels_in(store, [r["s"].value for r in rows] +
+                      [r["o"].value for r in rows if isinstance(r["o"], NamedNode)], lang)
+    return {"pid": pid, "label": property_label(iri), "statements": n,
+            "examples": [{"subject": ids.shorten(r["s"].value), "subject_label": names.get(r["s"].value, ""),
+                          "value": ids.shorten(r["o"].value) if isinstance(r["o"], NamedNode) else r["o"].value,
+                          "value_label": names.get(r["o"].value, "")} for r in rows]}
+
+
+def format_property_card(card: dict) -> str:
+    out = [f"{card['pid']}  {card['label']}".rstrip(), f"statements in the store: {card['statements']}"]
+    if card["examples"]:
+        out.append("for example:")
+        out += [f"  {e['subject']} {e['subject_label']} -> {e['value']} {e['value_label']}".rstrip()
+                for e in card["examples"]]
     return "\n".join(out) + "\n"

@@ -183,8 +183,8 @@ def link_index(obj, rebuild):
 
 @link_group.command("eval")
 @click.argument("gold", type=click.Path(dir_okay=False, exists=True))
-@click.option("--errors", "errors_path", type=click.Path(dir_okay=False), default="link-errors.jsonl",
-              show_default=True, help="Where the wrong / missed / false links go (JSONL).")
+@click.option("--errors", "errors_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the wrong / missed / false links here (JSONL); none are written without it.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Also write the report as JSON.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--embeddings/--no-embeddings", default=False, show_default=True)
@@ -219,10 +219,13 @@ def link_eval(obj, gold, errors_path, report_path, fmt, embeddings, model, stage
     if plot_path:
         plot(rep, plot_path)
         info(f"chart written to {plot_path}")
-    with atomic_open(errors_path) as f:
-        for e in out["errors"]:
-            f.write(json.dumps(e, ensure_ascii=False) + "\n")
-    info(f"{len(out['errors'])} errors written to {errors_path}")
+    if errors_path:
+        with atomic_open(errors_path) as f:
+            for e in out["errors"]:
+                f.write(json.dumps(e, ensure_ascii=False) + "\n")
+        info(f"{len(out['errors'])} errors written to {errors_path}")
+    else:
+        info(f"{len(out['errors'])} errors (--errors FILE writes them)")
     if report_path:
         with atomic_open(report_path) as f:
             f.write(json.dumps(rep, ensure_ascii=False, indent=2) + "\n")

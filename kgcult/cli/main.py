@@ -4,7 +4,9 @@ Machine output goes to stdout; messages and errors to stderr; errors exit non-ze
 """
 from __future__ import annotations
 
+import difflib
 import importlib
+from pathlib import Path
 
 import click
 
@@ -19,11 +21,16 @@ class Context:
         self.location = resolve_location(location)
         self._store = None
 
-    def store(self, read_only: bool = False):
+    def store(self, read_only: bool = False, create: bool = True):
         """Open the store on first use (commands that need none never touch it). Write
-        commands (load, snapshot import, closure, mirror, ingest) open it read-write,
-        creating it if missing; read commands use :meth:`reader`."""
+        commands open it read-write: those that fill a store (load, snapshot import, mirror,
+        ingest) create it if missing, the others (closure) pass ``create=False`` so a
+        mistyped ``--store`` is an error, not a new empty store; read commands use
+        :meth:`reader`."""
         if self._store is None:
+            if not create and "://" not in self.location and not Path(self.location).exists():
+                raise KgcultError(f"no store at {self.location}: create one with `kgcult load` or "
+                                  "`kgcult snapshot import` (or check --store / $KGCULT_STORE)")
             self._store = open_store(self.location, read_only=read_only)
         return self._store
 
@@ -80,6 +87,17 @@ class KgcultGroup(click.Group):
 
     def list_commands(self, ctx) -> list[str]:
         return sorted({*self.commands, *COMMANDS})
+
+    def resolve_command(self, ctx, args):
+        """Click's lookup, with the closest command names suggested for a typo."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as e:
+            name = args[0] if args else ""
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=3, cutoff=0.6)
+            if close and not name.startswith("-"):
+                e.message = f"{e.message} Did you mean {' or '.join(repr(c) for c in close)}?"
+            raise
 
     def get_command(self, ctx, name: str):
         if name not in self.commands and name in COMMANDS:

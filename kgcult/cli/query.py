@@ -6,12 +6,12 @@ import sys
 
 import click
 
-from kgcult import files, inspection
+from kgcult import files, ids, inspection
 from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.sparql import results
 from kgcult.store import hierarchy
-from kgcult.cli.main import Context
+from kgcult.cli.main import Context, info
 
 
 # -- sparql ---------------------------------------------------------------------------
@@ -50,18 +50,32 @@ def sparql(obj: Context, query, query_file, fmt, graph):
 # -- show / stats ---------------------------------------------------------------------
 
 @click.command()
-@click.argument("qid")
-@click.option("--lang", default="en", show_default=True, help="Language of the labels shown.")
+@click.argument("entity", metavar="QID|PID|IRI|NAME")
+@click.option("--lang", default="en", show_default=True, help="Language of the labels shown (and of a NAME).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_obj
-def show(obj: Context, qid, lang, fmt):
+def show(obj: Context, entity, lang, fmt):
     """An entity card: labels, claims with object labels, ancestors from the closure.
+    A property (P495) shows its label and how the store uses it; a name (sushi) shows the
+    entity with that label or alias, or lists them when several have it.
 
     \b
-    Example:
+    Examples:
       kgcult show Q746549 --lang ja
+      kgcult show http://www.wikidata.org/entity/Q17
+      kgcult show sushi
+      kgcult show 寿司 --lang ja
+      kgcult show P495
     """
     store = obj.reader(closure=True)
+    qid = inspection.resolve(store, entity, lang)
+    if qid != entity:
+        info(f"{entity}: {qid}")
+    if ids.parse(qid, "QP", field="entity").startswith("P"):
+        pcard = inspection.property_card(store, ids.parse(qid, "P", field="entity"), lang)
+        click.echo(json.dumps(pcard, ensure_ascii=False, indent=2) if fmt == "json"
+                   else inspection.format_property_card(pcard), nl=fmt != "text")
+        return
     hierarchy.ensure_closure(store)
     card = inspection.show(store, qid, lang=lang)
     if fmt == "json":

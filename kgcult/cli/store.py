@@ -116,4 +116,4 @@ def closure(obj: Context, specs, force):
       kgcult closure
       kgcult closure --force
     """
-    hierarchy.build(obj.store(), hierarchy.load_specs(specs) if specs else None, force=force)
+    hierarchy.build(obj.store(create=False), hierarchy.load_specs(specs) if specs else None, force=force)

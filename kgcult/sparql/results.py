@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import unicodedata
 from typing import IO, Callable, Iterable, Sequence
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
@@ -193,16 +194,40 @@ def write(result, fmt: str, out: IO[str]) -> int:
     return len(rows)
 
 
+def char_width(ch: str) -> int:
+    """Columns a character takes on a terminal: 2 for East Asian wide and fullwidth (CJK,
+    Hangul, kana), 0 for combining marks and format characters, else 1."""
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def display_width(s: str) -> int:
+    return sum(char_width(ch) for ch in s)
+
+
 def _table(names: list[str], rows: list[list[str]], out: IO[str], max_width: int = 60) -> None:
+    """An aligned text table; widths are terminal columns, so CJK and Hangul line up."""
     def clip(s: str) -> str:
         s = s.replace("\n", "\\n").replace("\t", " ")
-        return s if len(s) <= max_width else s[: max_width - 1] + "…"
+        if display_width(s) <= max_width:
+            return s
+        kept, used = [], 0
+        for ch in s:
+            w = char_width(ch)
+            if used + w > max_width - 1:
+                break
+            kept.append(ch)
+            used += w
+        return "".join(kept) + "…"
+
+    def pad(s: str, width: int) -> str:
+        return s + " " * (width - display_width(s))
 
     rows = [[clip(c) for c in r] for r in rows]
-    widths = [max([len(n)] + [len(r[i]) for r in rows]) for i, n in enumerate(names)]
-    fmt = " | ".join("{:<%d}" % w for w in widths)
-    out.write(fmt.format(*names).rstrip() + "\n")
+    widths = [max([display_width(n)] + [display_width(r[i]) for r in rows]) for i, n in enumerate(names)]
+    out.write(" | ".join(pad(c, w) for c, w in zip(names, widths)).rstrip() + "\n")
     out.write("-+-".join("-" * w for w in widths) + "\n")
     for r in rows:
-        out.write(fmt.format(*r).rstrip() + "\n")
+        out.write(" | ".join(pad(c, w) for c, w in zip(r, widths)).rstrip() + "\n")
     out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")

@@ -17,7 +17,7 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import graphnames, journal, rdfio
+from kgcult.store import graphnames, journal, rdfio, readers
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.files import sha256_file
 from kgcult.sparql import wdqs
@@ -72,6 +72,10 @@ class Store(StoreReads):
             # Only one writer holds the store: an unfinished journal entry is a killed writer's.
             for message in journal.repair(self._ox):
                 log.warning("%s: %s", self.location, message)
+            for reader in readers.live(self.location):
+                log.warning("%s: %s (pid %s) reads this store and will not see what is written now; "
+                            "restart it to serve the changes", self.location, reader.get("what", "a reader"),
+                            reader["pid"])
 
     # -- querying ---------------------------------------------------------------------
 
