@@ -55,7 +55,7 @@ def test_pairs_are_built_separately_with_their_own_languages_and_candidates(stor
     assert set(cands[("arab-west", "P30")]["obj_label"]) == {"en", "ar"}
     assert set(cands[("asia-west", "P30")]["obj_label"]) == {"en", "ko"}
     assert rows[("asia-west", "P30", "asia", "Q17")]["sub_label"] == {"en": "Japan", "ko": "일본"}
-    assert "asia-west/ko/P30_asia.jsonl" in r.outputs
+    assert "asia-west/dlama/ko/P30_general_ASIA.jsonl" in r.outputs
     # Custom cultures keep working, as one set named 'custom'.
     _, custom = build(store, predicates="P30", cultures="arab,asia", languages="en")
     assert {k[:3] for k in custom} == {("custom", "P30", "arab"), ("custom", "P30", "asia")}

@@ -18,6 +18,7 @@ from pathlib import Path
 from pyoxigraph import NamedNode
 
 from kgcult import ids, ontology, resources, vocab
+from kgcult.views import dlama_release as release
 from kgcult.views.engine import ViewContext
 from kgcult.views.output import Output, item_key
 from kgcult.views.spec import ViewError
@@ -86,8 +87,8 @@ def process(ctx: ViewContext) -> list[Output]:
                Output("candidates.jsonl", candidate_rows, ["pair", "predicate", "obj_uri", "obj_label"]),
                Output("entropy.jsonl", entropy_rows,
                       ["pair", "predicate", "culture", "group", "triples", "entropy", "most_common"])]
-    for (pair, l, pid, culture), prow in sorted(per_lang.items()):
-        outputs.append(Output(f"{pair}/{l}/{pid}_{culture}.jsonl", prow, ["sub_uri", "obj_uri", "sub_label", "obj_label"]))
+    outputs.extend(release.outputs(ctx.view.config, per_lang,
+                                   {l: set(preds) for _, _, langs in sets for l in langs}))
     log.info(f"dlama: {len(rows)} triples over {len(preds)} predicates, {len(sets)} set(s)")
     return outputs
 
@@ -338,10 +339,12 @@ def _collect(pair: str, preds, cultures, langs, specs, built, rows, per_lang, en
                     "size": built["size"][(pid, culture, s)], "sitelinks": built["sitelinks"].get(s, 0),
                     "group": group,
                 })
+                country = release.country_field(specs[pid], short(s), [short(o) for o in objs],
+                                                [short(c) for c in built["triples"][(pid, culture)][s]])
                 for l in langs:
-                    per_lang[(pair, l, pid, culture)].append({
-                        "sub_uri": short(s), "obj_uri": [short(o) for o in aug],
-                        "sub_label": labels[s][l], "obj_label": [labels[o][l] for o in aug]})
+                    per_lang[(pair, l, pid, culture)].append(release.line(
+                        short(s), labels[s][l], [(short(o), labels[o][l]) for o in aug], country,
+                        built["size"][(pid, culture, s)]))
             h, most = entropy(lists)
             entropy_rows.append({"pair": pair, "predicate": pid, "culture": culture, "group": group,
                                  "triples": len(keep), "entropy": round(h, 6),

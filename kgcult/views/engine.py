@@ -23,12 +23,15 @@ def _value(term) -> str:
 
 
 class ViewContext:
-    """The store, the view, its resolved parameters, and ``select``/``labels`` over them."""
+    """The store, the view, its resolved parameters, and ``select``/``labels`` over them.
+    A processor that changes the graph's text (a script conversion) says so in
+    ``conversions``, which the manifest records."""
 
     def __init__(self, store, view: View, params: dict):
         self.store = store
         self.view = view
         self.params = params
+        self.conversions: dict = {}
         self.query_text = {k: p.read_text(encoding="utf-8") for k, p in view.queries.items()}
 
     def select(self, key: str, *, bindings: dict | None = None, rows: tuple | None = None,

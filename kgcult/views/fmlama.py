@@ -9,12 +9,12 @@ from collections import Counter, defaultdict
 from pyoxigraph import NamedNode
 
 from kgcult import ids, vocab
+from kgcult.views import fmlama_release as release
 from kgcult.views.engine import ViewContext
 from kgcult.views.output import Output, item_key
 from kgcult.views.spec import ViewError
 
 log = logging.getLogger(__name__)
-COUNT_FIELDS = ["origin", "count"]
 
 
 def process(ctx: ViewContext) -> list[Output]:
@@ -35,10 +35,12 @@ def process(ctx: ViewContext) -> list[Output]:
     langs: list[str] = p["languages"]
     if not langs:
         raise ViewError(f"{ctx.view.path}: view fmlama: parameter languages is empty")
-    per_lang = _rows_per_language(ctx, langs)
+    per_lang, candidates = _rows_per_language(ctx, langs)
     kept_dishes = sorted({r["url"] for rows in per_lang.values() for r in rows})
     _add_optional_fields(ctx, per_lang, kept_dishes, langs)
     _add_continents(ctx, per_lang)
+    if p["zh_script"] == "simplified":
+        ctx.conversions["zh_script"] = release.simplify(per_lang)
     for rows in per_lang.values():
         rows.sort(key=lambda r: (r["origin"], item_key(r["url"])))
 
@@ -53,15 +55,17 @@ def process(ctx: ViewContext) -> list[Output]:
         rows = _public(per_lang[lang])
         arows = [r for r in rows if r["url"] in aligned_ids]
         outputs.append(Output(f"data_lang/{lang}/{lang}_dishes.jsonl", rows, fields))
-        outputs.append(Output(f"data_lang/{lang}/{lang}_count.jsonl", _count_rows(rows), COUNT_FIELDS))
+        outputs.append(release.count_output(f"data_lang/{lang}/{lang}_count.jsonl", rows))
         outputs.append(Output(f"data_filter/{lang}/{lang}_dishes.jsonl", arows, fields))
-        outputs.append(Output(f"data_filter/{lang}/{lang}_count.jsonl", _count_rows(arows), COUNT_FIELDS))
+        outputs.append(release.count_output(f"data_filter/{lang}/{lang}_count.jsonl", arows))
+    outputs.extend(_release_files(ctx, candidates, per_lang.get("en")))
     log.info(f"fmlama: {len(all_rows)} rows, {len(kept_dishes)} dishes, {len(aligned_ids)} aligned")
     return outputs
 
 
-def _rows_per_language(ctx: ViewContext, langs: list[str]) -> dict[str, list[dict]]:
-    """Steps 1-4: {language: rows}, each row remembering its country IRI (``_country``)."""
+def _rows_per_language(ctx: ViewContext, langs: list[str]) -> tuple[dict[str, list[dict]], Counter]:
+    """Steps 1-4: {language: rows}, each row remembering its country IRI (``_country``),
+    and the (dish, language) rows per country IRI before steps 3 and 4 (Dish_Count.json)."""
     p = ctx.params
     dish_class, country_class = ids.node(p["dish_class"]), ids.node(p["country_class"])
     excluded = {ids.iri(q) for q in p["exclude_countries"]}
@@ -84,6 +88,7 @@ def _rows_per_language(ctx: ViewContext, langs: list[str]) -> dict[str, list[dic
     ing_labels = ctx.labels({i for d, _ in pairs for i in ingredients[d]}, langs)
 
     per_lang: dict[str, list[dict]] = {}
+    candidates: Counter = Counter()
     for lang in langs:
         cand = []
         for d, c in pairs:
@@ -94,12 +99,33 @@ def _rows_per_language(ctx: ViewContext, langs: list[str]) -> dict[str, list[dic
                 continue
             cand.append({"url": d, "origin": country_labels[c]["en"], "origin_name": origin_name,
                          "lang": lang, "sub_label": sub, "obj_label": objs, "_country": c})
+        candidates.update(r["_country"] for r in cand)
         n_origins = Counter(r["url"] for r in cand)
         kept = [r for r in cand if n_origins[r["url"]] == 1]
         if wanted:
             kept = [r for r in kept if r["_country"] in wanted]
         per_lang[lang] = kept
-    return per_lang
+    return per_lang, candidates
+
+
+def _release_files(ctx: ViewContext, candidates: Counter, en_rows: list[dict] | None) -> list[Output]:
+    """country_info.json, Dish_Count.json and (with English rows) ingredient_info_English.json
+    over every country of ``country_class`` with an English label, minus the excluded ones."""
+    p = ctx.params
+    excluded = {ids.iri(q) for q in p["exclude_countries"]}
+    continents: dict[str, set[str]] = defaultdict(set)
+    for r in ctx.select("countries", bindings={"countryClass": ids.node(p["country_class"])}):
+        if r["country"] not in excluded:
+            continents[r["country"]].update([r["continent"]] if r.get("continent") else [])
+    labels = ctx.labels(set(continents) | {k for ks in continents.values() for k in ks}, ["en"])
+    names = {c: labels[c]["en"] for c in continents if "en" in labels.get(c, {})}
+    info = release.country_continents({c: continents[c] for c in names}, labels)
+    out = [Output("country_info.json", [info], [], form="document", indent=4),
+           Output("Dish_Count.json", [release.dish_count(names, candidates)], [], form="document")]
+    if en_rows is not None:
+        out.append(Output("ingredient_info_English.json",
+                          [release.ingredient_info(_public(en_rows), info)], [], form="document"))
+    return out
 
 
 def _add_optional_fields(ctx: ViewContext, per_lang: dict[str, list[dict]], dishes: list[str],
@@ -159,13 +185,6 @@ def _country_counts(rows: list[dict], aligned_ids: set[str], langs: list[str]) -
              "dishes": len(c["dishes"]), "aligned_dishes": len(c["aligned"]),
              "languages": {l: c["languages"][l] for l in langs if c["languages"][l]}}
             for c in sorted(by_country.values(), key=lambda c: (-c["rows"], c["origin"], item_key(c["country"])))]
-
-
-def _count_rows(rows: list[dict]) -> list[dict]:
-    """FmLAMA's <lang>_count.jsonl: "All" first, then countries by count (desc), name."""
-    c = Counter(r["origin"] for r in rows)
-    return [{"origin": "All", "count": len(rows)}] + [
-        {"origin": o, "count": n} for o, n in sorted(c.items(), key=lambda t: (-t[1], t[0]))]
 
 
 def _public(rows: list[dict]) -> list[dict]:

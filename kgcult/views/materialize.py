@@ -37,7 +37,8 @@ def build(store, name: str, params: Iterable[str] | dict | None = None, *, out: 
     if not any(o.main for o in outputs):
         raise ViewError(f"view {name}: processor {view.processor} produced no main output")
     res = result(view, resolved, ctx.query_text, outputs, csv_out=csv_out,
-                 snapshot=snapshot_hash if snapshot_hash is not None else snapshot_content_hash(store))
+                 snapshot=snapshot_hash if snapshot_hash is not None else snapshot_content_hash(store),
+                 conversions=ctx.conversions)
     res.card = card
     if out is not None:
         res.write(out)

@@ -24,14 +24,28 @@ from kgcult.views.spec import View, ViewError, param_text
 MANIFEST = "MANIFEST.json"
 
 
+FORMS = ("objects", "arrays", "document")
+
+
 @dataclass
 class Output:
-    """One file of a build, as a processor gives it: rows, their fields in order, and
-    whether it is the view's main output."""
+    """One file of a build, as a processor gives it: rows, their fields in order, whether
+    it is the view's main output, and its form on disk:
+
+    * ``objects``: JSON Lines, one object a line (kgcult's own files);
+    * ``arrays``: JSON Lines, one array of the row's field values a line (FmLAMA's
+      released ``<lang>_count.jsonl``: ``["All", 1549]``);
+    * ``document``: ``rows`` holds one dict, written as one JSON document the way the paper's
+      release wrote it: ASCII only (``json.dump``'s default, so a script that opens it
+      without an encoding reads it under any locale), on one line or, with ``indent``,
+      indented (FmLAMA's ``country_info.json``).
+    """
     path: str                  # relative to the view's output directory
     rows: list[dict]
     fields: list[str]
     main: bool = False
+    form: str = "objects"
+    indent: int | None = None
 
 
 def item_key(value: str) -> tuple:
@@ -50,6 +64,20 @@ def ordered(rows: list[dict], fields: list[str]) -> list[dict]:
         row.update({k: r[k] for k in sorted(r) if k not in row})
         out.append(row)
     return out
+
+
+def file_bytes(o: Output, rows: list[dict]) -> bytes:
+    """The bytes of an output in its form (``rows`` already in field order)."""
+    if o.form == "objects":
+        return jsonl_bytes(rows)
+    if o.form == "arrays":
+        return "".join(json.dumps([r.get(f) for f in o.fields], ensure_ascii=False) + "\n"
+                       for r in rows).encode("utf-8")
+    if o.form == "document":
+        if len(rows) != 1:
+            raise ViewError(f"output {o.path}: a document output holds one JSON document, not {len(rows)}")
+        return json.dumps(rows[0], indent=o.indent).encode("ascii")
+    raise ViewError(f"output {o.path}: unknown form {o.form!r} (one of {', '.join(FORMS)})")
 
 
 def csv_bytes(rows: list[dict], fields: list[str]) -> bytes:
@@ -96,7 +124,8 @@ def snapshot_content_hash(store) -> str | None:
 @dataclass
 class BuildResult:
     """A built view in memory: ``rows`` (the main output), ``outputs`` ({file: rows} for
-    every JSONL output), ``files`` ({relative file: bytes}, CSV included when asked for),
+    every output: rows as dicts whatever the file's form, a ``document`` output as a list
+    holding its one dict), ``files`` ({relative file: bytes}, CSV included when asked for),
     ``manifest`` (as MANIFEST.json holds it), and ``path`` once written."""
     name: str
     outputs: dict[str, list[dict]]
@@ -143,14 +172,17 @@ class BuildResult:
 
 
 def result(view: View, params: dict, query_text: dict[str, str], outputs: list[Output], *,
-           csv_out: bool, snapshot: str | None) -> BuildResult:
-    """The rows, files and manifest of a build from its processor's outputs."""
-    rows = {o.path: ordered(o.rows, o.fields) for o in outputs}
+           csv_out: bool, snapshot: str | None, conversions: dict | None = None) -> BuildResult:
+    """The rows, files and manifest of a build from its processor's outputs.
+    ``conversions`` (what the processor changed in the graph's text and with which tool,
+    e.g. Chinese to simplified script) is recorded in the manifest when not empty."""
+    rows = {o.path: o.rows if o.form == "document" else ordered(o.rows, o.fields) for o in outputs}
     files: dict[str, bytes] = {}
     counts: dict[str, int] = {}
     for o in outputs:
-        files[o.path], counts[o.path] = jsonl_bytes(rows[o.path]), len(o.rows)
-        if csv_out:
+        files[o.path] = file_bytes(o, rows[o.path])
+        counts[o.path] = len(o.rows[0]) if o.form == "document" else len(o.rows)
+        if csv_out and o.form != "document":
             name = re.sub(r"\.jsonl$", ".csv", o.path)
             files[name], counts[name] = csv_bytes(o.rows, o.fields), len(o.rows)
     main = next(o.path for o in outputs if o.main)
@@ -164,6 +196,7 @@ def result(view: View, params: dict, query_text: dict[str, str], outputs: list[O
         "queries": {k: {"file": view.rel(p), "sha256": sha256_bytes(query_text[k].encode("utf-8"))}
                     for k, p in sorted(view.queries.items())},
         "parameters": {k: param_text(v) for k, v in sorted(params.items())},
+        **({"conversions": conversions} if conversions else {}),
         "output": main,
         "rows": len(rows[main]),
         "sha256": sha[main],
