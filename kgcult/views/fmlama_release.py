@@ -39,10 +39,12 @@ def count_output(path: str, rows: list[dict]) -> Output:
 
 
 def country_continents(countries: dict[str, set[str]], labels: dict[str, dict[str, str]]) -> dict[str, str]:
-    """{country English label: continent English label}, by English label. A country on
-    several continents gets the one with the largest QID: the release shows that pick for
-    every such country it lists (Russia, Turkey, Egypt: Asia; Indonesia: Oceania), where its
-    query kept the last of WDQS's rows."""
+    """{country English label: continent English label}, by English label. FmLAMA's script
+    kept, for a country on several continents, the last of WDQS's rows (an arbitrary
+    order); kgcult takes the continent with the largest QID, which gives the release's
+    answer for the Europe/Asia and Africa/Asia countries (Russia, Turkey, Armenia,
+    Azerbaijan, Kazakhstan: Asia; Egypt: Asia) and Indonesia (Oceania), not for the United
+    States (release: North America; Q538 Insular Oceania is larger)."""
     out = {}
     for c in sorted(countries, key=item_key):
         name = labels.get(c, {}).get("en")
