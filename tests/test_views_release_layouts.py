@@ -276,3 +276,24 @@ def test_release_layouts_on_the_standin(tmp_path):
     both = set(ref) & set(ours)
     # 170 of 185 on this stand-in: the others have reconstructed second continents
     assert len(both) > 150 and sum(ref[k] == ours[k] for k in both) >= 0.9 * len(both)
+
+
+def test_hf_card_and_to_hf_leave_out_the_release_files(seed, tmp_path):
+    """FmLAMA's count arrays and JSON documents are not tables ``datasets`` reads as JSON
+    Lines: the card declares, and to_hf gives, only kgcult's object files, and every
+    configuration the card declares loads."""
+    from kgcult.views import hf
+
+    r = views.build(seed, "fmlama", {"languages": "en"}, snapshot_hash="-")
+    forms = {o["file"]: o.get("form") for o in r.manifest["outputs"]}
+    assert forms["data_lang/en/en_count.jsonl"] == "arrays" and forms["country_info.json"] == "document"
+    assert forms["fmlama.jsonl"] is None
+    card = hf.dataset_card(r.manifest)
+    assert "en_count" not in card and "country_info" not in card and "en_dishes" in card
+    datasets = pytest.importorskip("datasets")
+    assert set(r.to_hf()) == {"default", "counts", "data_lang_en_en_dishes", "data_filter_en_en_dishes"}
+    r.card = True
+    out = r.write(tmp_path)
+    for name in re.findall(r"config_name: (\S+)", (out / "README.md").read_text(encoding="utf-8")):
+        loaded = datasets.load_dataset(str(out), name, cache_dir=str(tmp_path / "hf-cache"))   # its own cache
+        assert loaded["train"].num_rows > 0

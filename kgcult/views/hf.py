@@ -27,7 +27,10 @@ def config_name(path: str, main: str) -> str:
 
 
 def _jsonl_outputs(manifest: dict) -> list[str]:
-    return sorted(o["file"] for o in manifest["outputs"] if o["file"].endswith(".jsonl"))
+    """The outputs ``datasets`` reads as JSON Lines of objects: not the files a paper's
+    released layout writes as arrays (FmLAMA's count files) or JSON documents (their
+    manifest entry names a ``form``)."""
+    return sorted(o["file"] for o in manifest["outputs"] if o["file"].endswith(".jsonl") and "form" not in o)
 
 
 def dataset_card(manifest: dict) -> str:
@@ -73,5 +76,6 @@ def to_hf(outputs: dict[str, list[dict]], manifest: dict):
     card's configurations (``default`` for the main output)."""
     datasets = extras.require("datasets", "hf", "a Hugging Face datasets export")
     main = manifest["output"]
+    tables = set(_jsonl_outputs(manifest))
     return datasets.DatasetDict({config_name(path, main): datasets.Dataset.from_list(rows)
-                                 for path, rows in sorted(outputs.items())})
+                                 for path, rows in sorted(outputs.items()) if path in tables})

@@ -186,6 +186,7 @@ def result(view: View, params: dict, query_text: dict[str, str], outputs: list[O
             name = re.sub(r"\.jsonl$", ".csv", o.path)
             files[name], counts[name] = csv_bytes(o.rows, o.fields), len(o.rows)
     main = next(o.path for o in outputs if o.main)
+    forms = {o.path: o.form for o in outputs if o.form != "objects"}   # recorded only where not JSON objects
     sha = {name: sha256_bytes(data) for name, data in files.items()}
     manifest = {
         "view": view.name,
@@ -200,6 +201,7 @@ def result(view: View, params: dict, query_text: dict[str, str], outputs: list[O
         "output": main,
         "rows": len(rows[main]),
         "sha256": sha[main],
-        "outputs": [{"file": p, "rows": counts[p], "sha256": sha[p]} for p in sorted(files)],
+        "outputs": [{"file": p, "rows": counts[p], "sha256": sha[p], **({"form": forms[p]} if p in forms else {})}
+                    for p in sorted(files)],
     }
     return BuildResult(view.name, rows, files, manifest)
