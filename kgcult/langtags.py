@@ -9,6 +9,9 @@ import re
 from kgcult.errors import KgcultError
 
 _TAG = re.compile(r"^[a-z]{1,8}(?:-[a-z0-9]{1,8})*$")
+# BCP 47 primary language subtags in use are ISO 639 codes of 2 or 3 letters (4 is reserved,
+# 5 to 8 would need registration, and none is registered); Wikimedia adds a few of its own.
+_WIKIMEDIA_LONG = {"simple"}
 
 
 def parse(value: str, field: str = "language", error: type[KgcultError] = KgcultError) -> str:
@@ -17,4 +20,8 @@ def parse(value: str, field: str = "language", error: type[KgcultError] = Kgcult
     if not _TAG.match(tag):
         raise error(f"{field}: {value!r} is not a language tag (letters, digits and '-', "
                     "e.g. en, zh-hans, be-tarask)")
+    primary = tag.split("-", 1)[0]
+    if not 2 <= len(primary) <= 3 and primary not in _WIKIMEDIA_LONG:
+        raise error(f"{field}: {value!r} is not a language code: a tag starts with an ISO 639 code "
+                    "of 2 or 3 letters (en, zh, ar, yue; zh-hans, be-tarask)")
     return tag

@@ -102,7 +102,8 @@ def test_build_to_hf_and_the_dataset_card_load_with_datasets(seeded, tmp_path):
     card = (out / "README.md").read_text(encoding="utf-8")
     manifest = json.loads((out / "MANIFEST.json").read_text(encoding="utf-8"))
     assert manifest["snapshot_content_sha256"] in card and "license: cc0-1.0" in card
-    loaded = datasets.load_dataset(str(out))  # the card's configs: default = the main output
+    # the card's configs: default = the main output (own cache: another card may share the name)
+    loaded = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))
     assert loaded["train"].num_rows == 11
     assert sorted(loaded["train"]["sub_label"]) == sorted(dd["default"]["sub_label"])
 

@@ -322,9 +322,9 @@ class Store(StoreReads):
         return self.get_state("closureStale") != "false"
 
     def mark_closure_stale(self) -> None:
-        """Data changed: derived closures and the cached content hash are out of date."""
-        self.set_state("closureStale", True)
-        self.remove_state("contentSha256")
+        """Data changed: derived closures and the cached hashes are out of date, and the data
+        has a new version (:mod:`kgcult.store.facts`)."""
+        journal.run(self._ox, journal.stale_ops())
 
     def remove_state(self, name: str) -> None:
         for q in list(self._ox.quads_for_pattern(_STATE, vocab.kgc(name), None, _META)):

@@ -306,7 +306,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     if store.remote:
         raise KgcultError("closures are built in the embedded store; a remote endpoint must provide its own")
     specs = specs if specs is not None else load_specs()
-    store.mark_closure_stale()
+    store.set_state("closureStale", True)  # the data graphs do not change: their hash stays
     store.flush()
     scratch = scratch_dir(store)
     shutil.rmtree(scratch, ignore_errors=True)  # a killed build's leftovers

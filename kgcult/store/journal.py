@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from datetime import datetime, timezone
 from typing import Iterable
 
@@ -38,7 +39,10 @@ _XSD_BOOL = NamedNode(vocab.XSD + "boolean")
 _XSD_INT = NamedNode(vocab.XSD + "integer")
 _XSD_DT = NamedNode(vocab.XSD + "dateTime")
 _TYPE = NamedNode(vocab.RDF + "type")
-_CACHE_STATES = ("closureStale", "contentSha256")  # what a data change invalidates
+# What a data change invalidates: the closure, the cached content hash, the hash of the last
+# imported snapshot (the store no longer holds just that), and the data version that keys
+# facts cached outside the store (kgcult.store.facts).
+_CACHE_STATES = ("closureStale", "contentSha256", "snapshotContentSha256", "dataVersion")
 _JOURNAL = ("status", "triplesBefore", "targetWasEmpty")  # fields of an unfinished record
 
 
@@ -82,10 +86,17 @@ def delete_fields(node: NamedNode, names: Iterable[str]) -> list[str]:
     return [f"DELETE WHERE {{ GRAPH {META} {{ {node} {vocab.kgc(n)} ?o }} }}" for n in names]
 
 
+def new_data_version() -> str:
+    """A fresh token naming the store's data as it is after a change."""
+    return uuid.uuid4().hex
+
+
 def stale_ops() -> list[str]:
-    """Operations that mark the closure stale and drop the cached content hash."""
+    """Operations that mark the closure stale, drop the cached hashes and give the data a
+    new version."""
     return delete_fields(STATE, _CACHE_STATES) + [
-        insert_data([Quad(STATE, vocab.kgc("closureStale"), _bool(True), META)])]
+        insert_data([Quad(STATE, vocab.kgc("closureStale"), _bool(True), META),
+                      Quad(STATE, vocab.kgc("dataVersion"), Literal(new_data_version()), META)])]
 
 
 def run(store: ox.Store, ops: Iterable[str]) -> None:

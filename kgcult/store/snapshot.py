@@ -17,6 +17,7 @@ import hashlib
 import heapq
 import io
 import json
+import logging
 import os
 import re
 import stat
@@ -31,8 +32,10 @@ from kgcult import vocab
 from kgcult.version import __version__
 from kgcult.errors import KgcultError
 from kgcult.files import TapReader, atomic_open, sha256_file
-from kgcult.store import graphnames, journal, rdfio
+from kgcult.store import facts, graphnames, journal, rdfio
 from kgcult.store.embedded import Store
+
+log = logging.getLogger(__name__)
 
 FORMAT = "kgcult-snapshot/1"
 MANIFEST = "MANIFEST.json"
@@ -349,20 +352,26 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
                                         sha256=g["content_sha256"], graph=g["iri"], triples=g["triples"])[1]
     state = Quad(journal.STATE, vocab.kgc("snapshotContentSha256"), Literal(manifest["content_sha256"]),
                  journal.META)
-    ops = journal.stale_ops() + journal.delete_fields(journal.STATE, ["snapshotContentSha256"])
+    ops = journal.stale_ops()
     journal.commit_swap(store.ox, pairs, ops + [journal.insert_data(records + [state])])
     store.flush()
     return manifest
 
 
 def store_content_hash(store: Store) -> str:
-    """The content hash a snapshot of the store's data graphs would have right now
-    (cached in the metadata graph until the data changes)."""
+    """The content hash a snapshot of the store's data graphs would have right now. Kept
+    until the data changes: in the metadata graph of a writable store (where a client of
+    ``kgcult serve`` reads it), and beside the store for any open (:mod:`kgcult.store.facts`),
+    so a build on an unchanged store does not read the whole store again."""
     cached = store.get_state("contentSha256")
     if cached:
         return cached
-    hashes = {iri: _hash_sorted(sorted_nquads(store, iri))[0] for iri in store.data_graphs()}
-    digest = content_hash(hashes)
+
+    def compute() -> str:
+        log.info("computing the store's content hash (once per change of the data)")
+        return content_hash({iri: _hash_sorted(sorted_nquads(store, iri))[0] for iri in store.data_graphs()})
+
+    digest = facts.cached(store, "contentSha256", compute)
     if not store.read_only and not store.remote:
         store.set_state("contentSha256", digest)
     return digest

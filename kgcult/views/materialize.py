@@ -9,6 +9,7 @@ from typing import Iterable
 
 from kgcult.store.hierarchy import ensure_closure
 from kgcult.views.engine import ViewContext
+from kgcult.views import param_checks
 from kgcult.views.output import BuildResult, result, snapshot_content_hash
 from kgcult.views.registry import PROCESSORS, get_view, registry
 from kgcult.views.spec import ViewError, parse_params
@@ -30,6 +31,7 @@ def build(store, name: str, params: Iterable[str] | dict | None = None, *, out: 
     caller already has it."""
     view = get_view(name, directory)
     resolved = parse_params(view, params)
+    param_checks.check(store, view, resolved, param_checks.given_names(params))
     if view.closure:
         ensure_closure(store)
     ctx = ViewContext(store, view, resolved)

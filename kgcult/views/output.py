@@ -108,17 +108,15 @@ def sha256_bytes(data: bytes) -> str:
 
 def snapshot_content_hash(store) -> str | None:
     """The store's snapshot content hash. A remote endpoint is not dumped to compute it:
-    its metadata graph may name it (a served kgcult store does), else None."""
+    its metadata graph may hold it (a served kgcult store that computed it does; every
+    write removes it), else None, recorded as unknown. Never the hash of a snapshot
+    imported earlier: the store may have changed since."""
     if not store.remote:
         return store_content_hash(store)
-    for name in ("contentSha256", "snapshotContentSha256"):
-        try:
-            value = store.get_state(name)
-        except (KgcultError, AttributeError, OSError):
-            value = None
-        if value:
-            return value
-    return None
+    try:
+        return store.get_state("contentSha256") or None
+    except (KgcultError, AttributeError, OSError):
+        return None
 
 
 @dataclass

@@ -43,6 +43,7 @@ from kgcult.link.index.encoding import (FORMAT, Cached, Column, EidMap, EntitySe
                                       Lookup, PerLang, QidList, code_value, qnum_of)
 from kgcult.link.topics import Kind, Topic, load_topics
 from kgcult.store.hierarchy import ensure_closure
+from kgcult.store.facts import store_files as _files
 from kgcult.store.snapshot import store_content_hash
 
 log = logging.getLogger(__name__)
@@ -233,17 +234,6 @@ def index_dir_of(location) -> Path:
     """:func:`index_dir` of the embedded store at ``location`` (a path), without opening it."""
     loc = Path(location).resolve()
     return loc.parent / (loc.name + ".link-index")
-
-
-def _files(location: Path) -> list | None:
-    """An embedded store directory's files as (name, size, mtime): what identifies its
-    content without opening it (RocksDB never rewrites a file in place: any write adds to
-    the log or adds a table file; a read-only open changes nothing but LOG files)."""
-    try:
-        return sorted((p.name, st.st_size, st.st_mtime_ns) for p in location.iterdir()
-                      if not p.name.startswith(("LOG", "LOCK")) and (st := p.stat()))
-    except OSError:
-        return None
 
 
 def _fingerprint(store) -> str:
