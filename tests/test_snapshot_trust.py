@@ -58,6 +58,7 @@ def rewrite_graph(snap: Path, index: int, edit) -> None:
     g["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
     g["content_sha256"] = hashlib.sha256(raw).hexdigest()
     g["triples"] = raw.count(b"\n")
+    m["triples"] = sum(x["triples"] for x in m["graphs"] if not x["metadata"])
     m["content_sha256"] = snapshot.content_hash(
         {x["iri"]: x["content_sha256"] for x in m["graphs"] if not x["metadata"]})
     (snap / "MANIFEST.json").write_text(json.dumps(m))
@@ -215,3 +216,82 @@ def test_import_killed_is_all_or_nothing(tmp_path, snap, point):
             assert not any(r.get("status") for r in s.provenance())
     finally:
         s.close()
+
+
+# -- issue 30: a snapshot is data, never instructions ------------------------------------------
+
+def test_a_forged_load_in_progress_record_cannot_delete_a_graph(tmp_path, snap):
+    """The snapshot's metadata graph claims an unfinished load into the store's graph
+    'victim'; importing it must not make the next writable open roll that graph back."""
+    victim = vocab.GRAPH + "victim"
+    s = Store(tmp_path / "store")
+    s.load([MINI], graph="victim")
+    held = s.triple_count(victim)
+    s.close()
+    meta = next(i for i, g in enumerate(json.loads((snap / "MANIFEST.json").read_text())["graphs"])
+                if g["metadata"])
+    act = f"<{vocab.GRAPH}meta/activity/forged0000000000>"
+    k = vocab.KGC
+    forged = [f"{act} <{vocab.RDF}type> <{k}Load> <{vocab.META_GRAPH}> .\n",
+              f'{act} <{k}status> "in-progress" <{vocab.META_GRAPH}> .\n',
+              f"{act} <{k}targetGraph> <{victim}> <{vocab.META_GRAPH}> .\n",
+              f'{act} <{k}targetWasEmpty> "true"^^<{vocab.XSD}boolean> <{vocab.META_GRAPH}> .\n',
+              f'{act} <{k}triplesBefore> "0"^^<{vocab.XSD}integer> <{vocab.META_GRAPH}> .\n',
+              f'{act} <{k}source> "forged" <{vocab.META_GRAPH}> .\n']
+    rewrite_graph(snap, meta, lambda lines: sorted(lines + forged))
+    res = run_cli(["snapshot", "import", str(snap), "--replace"], tmp_path / "store")
+    assert res.exit_code == 0, res.output
+    s = Store(tmp_path / "store")  # the writable open that used to "roll back" the victim
+    try:
+        assert s.triple_count(victim) == held
+        rec = [q for q in s.ox.quads_for_pattern(None, vocab.kgc("source"), None, None)
+               if q.object.value == "forged"]
+        assert rec, "the provenance itself is kept"
+        assert not list(s.ox.quads_for_pattern(rec[0].subject, vocab.kgc("status"), None, None))
+    finally:
+        s.close()
+
+
+def test_export_never_writes_or_deletes_through_a_symlinked_graphs_directory(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious.nq.gz").write_bytes(b"not yours")
+    out = tmp_path / "out"
+    s = Store(tmp_path / "s")
+    s.load([MINI])
+    snapshot.export(s, out)  # a snapshot directory ...
+    for f in (out / "graphs").iterdir():
+        f.unlink()
+    (out / "graphs").rmdir()
+    (out / "graphs").symlink_to(elsewhere)  # ... whose graphs/ now points elsewhere
+    with pytest.raises(SnapshotError, match="symbolic link"):
+        snapshot.export(s, out)
+    s.close()
+    assert [p.name for p in elsewhere.iterdir()] == ["precious.nq.gz"]
+
+
+def test_graph_file_names_are_distinct_for_distinct_graphs(tmp_path):
+    s = Store(tmp_path / "s")
+    s.load([MINI], graph="日本語")
+    s.load([MINI], graph="中文")
+    s.load([MINI], graph="a_b")
+    s.load([MINI], graph="a%20b")
+    m = snapshot.export(s, tmp_path / "snap")
+    s.close()
+    files = [g["file"] for g in m["graphs"]]
+    assert len(files) == len(set(files)) == 5  # four data graphs + metadata
+    assert "graphs/a_b.nq.gz" in files  # a name that needs no escaping keeps its plain file name
+    t = Store(tmp_path / "t")
+    snapshot.import_(t, tmp_path / "snap")
+    assert {g for g in t.data_graphs()} == {vocab.graph_iri(n) for n in ("日本語", "中文", "a_b", "a%20b")}
+    t.close()
+
+
+def test_a_manifest_without_triples_is_refused_before_any_write(tmp_path, snap):
+    m = json.loads((snap / "MANIFEST.json").read_text())
+    del m["triples"]
+    (snap / "MANIFEST.json").write_text(json.dumps(m))
+    assert_refused(tmp_path, snap, "lacks field 'triples'")
+    m["triples"] = 1
+    (snap / "MANIFEST.json").write_text(json.dumps(m))
+    assert_refused(tmp_path, snap, "triples is 1, but its data graphs list")

@@ -91,6 +91,20 @@ def new_data_version() -> str:
     return uuid.uuid4().hex
 
 
+def is_provenance(q: Quad) -> bool:
+    """Whether a quad of a snapshot's metadata graph is provenance that an import may copy:
+    never the store's state and never a journal field (an in-progress status, a size
+    before, a target said to be empty), which the next writable open would act on — a
+    snapshot's metadata is data, not instructions (a forged "load in progress" record would
+    have the repair delete the graph it names)."""
+    if q.subject == STATE:
+        return False
+    name = q.predicate.value[len(vocab.KGC):] if q.predicate.value.startswith(vocab.KGC) else None
+    if name == "status":
+        return q.object.value == INTERRUPTED
+    return name not in _JOURNAL
+
+
 def stale_ops() -> list[str]:
     """Operations that mark the closure stale, drop the cached hashes and give the data a
     new version."""

@@ -47,10 +47,12 @@ class SnapshotError(KgcultError):
 
 
 def graph_file_name(iri: str) -> str:
-    """A stable, readable file name for a graph IRI."""
+    """A stable, readable file name for a graph IRI, distinct for distinct IRIs: a name whose
+    slug lost characters (``日本語`` and ``中文`` both slug to ``graph``), or a foreign IRI,
+    carries a hash of the IRI."""
     local = iri[len(vocab.GRAPH):] if iri.startswith(vocab.GRAPH) else iri
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", local).strip("_") or "graph"
-    if not iri.startswith(vocab.GRAPH):  # foreign IRIs: keep names unique
+    if not iri.startswith(vocab.GRAPH) or slug != local:
         slug = f"{slug[:60]}-{hashlib.sha256(iri.encode()).hexdigest()[:8]}"
     return f"graphs/{slug}.nq.gz"
 
@@ -123,6 +125,10 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
     out = Path(directory)
     if (out / "graphs").exists() and not (out / MANIFEST).exists():
         raise SnapshotError(f"{out}: has a graphs/ directory but no {MANIFEST}: not a snapshot; refusing to write into it")
+    for inside in (out / "graphs", out / MANIFEST):
+        if inside.is_symlink():  # never write (or delete) through a link out of the directory
+            raise SnapshotError(f"{inside}: is a symbolic link; refusing to write a snapshot through it")
+    previous = _previous_files(out)
     (out / "graphs").mkdir(parents=True, exist_ok=True)
     graphs = []
     counts = store.graph_counts()
@@ -136,6 +142,8 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
         if not (vocab.is_data_graph(iri) or iri == vocab.META_GRAPH):
             continue  # closures are rebuilt; staging graphs are a refresh in progress
         name = graph_file_name(iri)
+        if name in written:  # cannot happen (names are injective); never overwrite a graph
+            raise SnapshotError(f"{iri}: its file name {name} is taken by another graph")
         path = out / name
         with atomic_open(path, "wb") as f:
             # filename="" and mtime=0 make the gzip header independent of time and path.
@@ -153,9 +161,10 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
                 "metadata": iri == vocab.META_GRAPH,
             }
         )
-    # Remove graph files of an older snapshot in the same directory.
-    for old in (out / "graphs").glob("*.nq.gz"):
-        if f"graphs/{old.name}" not in written:
+    # Remove the graph files an older snapshot in the same directory listed (only those).
+    for name in previous - written:
+        old = out / name
+        if old.is_file() and not old.is_symlink():
             old.unlink()
     provenance = store.provenance()
     data = {g["iri"]: g["content_sha256"] for g in graphs if not g["metadata"]}
@@ -171,6 +180,16 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
     text = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     (out / MANIFEST).write_text(text, encoding="utf-8")
     return manifest
+
+
+def _previous_files(out: Path) -> set[str]:
+    """The graph files the snapshot already in ``out`` lists (none when there is none)."""
+    try:
+        old = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        return {g["file"] for g in old["graphs"] if isinstance(g.get("file"), str)
+                and re.fullmatch(r"graphs/[^/]+\.nq\.gz", g["file"])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
 
 
 def read_manifest(directory: str | os.PathLike) -> dict:
@@ -190,7 +209,13 @@ def read_manifest(directory: str | os.PathLike) -> dict:
                             f"not {_json_type(manifest)}")
     if manifest.get("format") != FORMAT:
         raise SnapshotError(f"{path}: unsupported snapshot format {manifest.get('format')!r} (expected {FORMAT})")
-    _expect(path, "content_sha256", manifest.get("content_sha256"), str)
+    for field, kind in (("content_sha256", str), ("triples", int)):
+        if field not in manifest:
+            raise SnapshotError(f"{path}: lacks field {field!r}")
+        _expect(path, field, manifest[field], kind)
+    for field, kind in (("provenance", list), ("created", str), ("kgcult_version", str)):
+        if field in manifest:
+            _expect(path, field, manifest[field], kind)
     graphs = manifest.get("graphs")
     _expect(path, "graphs", graphs, list)
     seen_iris, seen_files = set(), set()
@@ -216,6 +241,9 @@ def read_manifest(directory: str | os.PathLike) -> dict:
         seen_iris.add(g["iri"])
         seen_files.add(g["file"])
         member_file(root, g["file"], f"{path}: {where}.file")
+    listed = sum(g["triples"] for g in graphs if not g.get("metadata"))
+    if manifest["triples"] != listed:
+        raise SnapshotError(f"{path}: triples is {manifest['triples']}, but its data graphs list {listed}")
     return manifest
 
 
@@ -337,7 +365,8 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
         for i, g in enumerate(manifest["graphs"]):
             stage = journal.stage_graph(i)
             store.ox.bulk_extend(Quad(q.subject, q.predicate, q.object, stage)
-                                 for q in _graph_quads(root, g) if q.subject != journal.STATE)
+                                 for q in _graph_quads(root, g)
+                                 if not (g.get("metadata") and not journal.is_provenance(q)))
             pairs.append((stage, NamedNode(g["iri"])))
         store.flush()
     except BaseException:
