@@ -8,6 +8,7 @@ from pyoxigraph import Literal, NamedNode
 from kgcult import ids, ontology, vocab
 from kgcult.acquire import subgraphs
 from kgcult.errors import KgcultError
+from kgcult.store import health
 
 def property_label(iri: str) -> str:
     return ontology.labels("properties.ttl").get(iri, "")
@@ -140,6 +141,7 @@ def stats(store) -> dict:
         langs[r["lang"].value] = int(r["n"].value)
     result["labels_per_language"] = dict(sorted(langs.items(), key=lambda kv: (-kv[1], kv[0])))
     result["closure_stale"] = bool(getattr(store, "closure_stale", False))
+    result["partial_graphs"] = health.partial_graphs(store)
     return result
 
 
@@ -158,6 +160,8 @@ def format_stats(s: dict) -> str:
         out.append(f"  … {len(langs) - 20} more")
     if s["closure_stale"]:
         out += ["", "note: the closure is stale; run `kgcult closure` for up-to-date root counts"]
+    for g in s.get("partial_graphs", []):
+        out += ["", f"note: {g} is partial: its mirror or ingest was interrupted; run it again"]
     return "\n".join(out) + "\n"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import logging
 from pathlib import Path
 
 import click
@@ -54,8 +55,12 @@ class Context:
             self._store = None
 
 
+_cli_log = logging.getLogger("kgcult.cli")
+
+
 def info(msg: str) -> None:
-    click.echo(msg, err=True)
+    """A message for the user on stderr, through logging: ``-q`` silences it."""
+    _cli_log.info("%s", msg)
 
 
 # Each command's module, loaded when the command runs (or --help lists it), so that

@@ -31,6 +31,8 @@ def load(obj: Context, files, graph, progress):
     Example:
       kgcult load ../shared/standin/wikidata-standin.nt.gz --graph standin
     """
+    if graph is not None and not graph.strip():
+        raise KgcultError("--graph '': an empty graph name; name the graph (e.g. --graph dishes)")
     store = obj.store()
     total = sum(Path(f).stat().st_size for f in files if Path(f).is_file())
     disable = None if progress is None else not progress
@@ -38,8 +40,8 @@ def load(obj: Context, files, graph, progress):
         reports = store.load(list(files), graph=graph, progress=None if bar.disable else bar.update)
     for r in reports:
         rate = r.triples / r.seconds if r.seconds else 0
-        info(f"{r.path}: {r.triples} triples into {r.graph or '(graphs named in the file)'} "
-             f"in {r.seconds:.1f} s ({rate:,.0f} triples/s)")
+        info(f"{r.path}: {r.triples} triple{'s' if r.triples != 1 else ''} into "
+             f"{r.graph or '(graphs named in the file)'} in {r.seconds:.1f} s ({rate:,.0f} triples/s)")
     info("the hierarchy closure is now stale: run `kgcult closure` (commands that need it rebuild it)")
 
 

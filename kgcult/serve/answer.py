@@ -17,6 +17,7 @@ from kgcult.errors import KgcultError
 from kgcult.serve.protocol import RDF_TYPES, RESULTS_MEDIA, RESULTS_TYPES, HttpError, choose
 from kgcult.serve.spool import Spool, TooLarge
 from kgcult.sparql import results, wdqs
+from kgcult.store import health
 
 _TURTLE_LIKE = (RdfFormat.TURTLE, RdfFormat.TRIG)
 CHECK_EVERY = 16  # rows between two looks at the clock
@@ -107,7 +108,8 @@ def _answer(store, job: QueryJob, spool: Spool, deadline: float) -> Answer:
     result, prepared = evaluate_query(store, job.text, job.default_graphs, job.named_graphs)
     if time.monotonic() > deadline:
         raise timed_out(job.timeout)
-    headers: dict = {"X-Kgcult-Notice": prepared.notice_header} if prepared.notices else {}
+    notices = prepared.notices + health.notices(store, job.text, partial=store.partial_graphs())
+    headers: dict = {"X-Kgcult-Notice": " | ".join(n.replace("\n", " ") for n in notices)} if notices else {}
     if isinstance(result, ox.QueryBoolean):
         fmt = RESULTS_TYPES[choose(list(job.accept), RESULTS_TYPES, "application/sparql-results+json")]
         body = results.serialize_boolean(bool(result), fmt)

@@ -17,7 +17,7 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import graphnames, journal, rdfio, readers
+from kgcult.store import graphnames, health, journal, rdfio, readers
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.files import sha256_file
 from kgcult.sparql import wdqs
@@ -55,6 +55,8 @@ class Store(StoreReads):
         self.location = resolve_location(location)
         self.read_only = read_only
         self._notices_given: set[str] = set()  # each notice once per store on stderr
+        self._partial_graphs: list[str] | None = None
+        _refuse_foreign_directory(self.location)
         try:
             if read_only:
                 if not Path(self.location).exists():
@@ -72,6 +74,7 @@ class Store(StoreReads):
             # Only one writer holds the store: an unfinished journal entry is a killed writer's.
             for message in journal.repair(self._ox):
                 log.warning("%s: %s", self.location, message)
+            _remove_bulk_leftovers(self.location)
             for reader in readers.live(self.location):
                 log.warning("%s: %s (pid %s) reads this store and will not see what is written now; "
                             "restart it to serve the changes", self.location, reader.get("what", "a reader"),
@@ -106,7 +109,8 @@ class Store(StoreReads):
             kwargs["use_default_graph_as_union"] = True
         # WDQS drop-in: label service, SERVICE refused, paths from the closure (docs/wdqs.md)
         prepared = wdqs.prepare(sparql, closure_fresh=None if graph else not self.closure_stale)
-        for notice in prepared.notices:
+        extra = health.notices(self, sparql, partial=self.partial_graphs()) if self.read_only else []
+        for notice in prepared.notices + extra:
             if notice not in self._notices_given:
                 self._notices_given.add(notice)
                 log.warning("%s", notice)
@@ -225,13 +229,16 @@ class Store(StoreReads):
         state = journal.saved_state(self._ox)
         node = journal.begin_load(self._ox, kind=kind, source=_display_path(path), sha256=digest,
                                   graph=target, before=before, target_empty=empty)
-        store_before = len(self._ox) if target and _cheaper_to_count_store(self.location, path) else None
+        # counted after the journal record is written, so that its quads are not counted as loaded
+        store_before = (len(self._ox) if target is None or _cheaper_to_count_store(self.location, path)
+                        else None)
         try:
             self._bulk_load(path, fmt, target, progress)
         except BaseException:
             if empty and self._ox.contains_named_graph(NamedNode(target)):
                 self._ox.remove_graph(NamedNode(target))
             journal.abort_load(self._ox, node, state)
+            _remove_bulk_leftovers(self.location)  # a failed (e.g. disk-full) load's files
             raise
         if store_before is not None:  # nothing but the bulk load wrote in between
             added = len(self._ox) - store_before
@@ -316,6 +323,15 @@ class Store(StoreReads):
             lit = Literal(value)
         self._ox.add(Quad(_STATE, pred, lit, _META))
 
+    def partial_graphs(self) -> list[str]:
+        """Graphs an interrupted mirror or ingest left partial (:mod:`kgcult.store.health`);
+        read once per read-only open, whose view of the store does not change."""
+        if not self.read_only:
+            return health.partial_graphs(self)
+        if self._partial_graphs is None:
+            self._partial_graphs = health.partial_graphs(self)
+        return self._partial_graphs
+
     @property
     def closure_stale(self) -> bool:
         """True when data changed since the last ``kgcult closure`` (or none was built)."""
@@ -351,6 +367,40 @@ class Store(StoreReads):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _remove_bulk_leftovers(location: str) -> None:
+    """Delete the ``bulk-*.sst`` files Oxigraph's bulk loader writes into the store directory
+    and ingests at its end: a killed or failed load leaves them behind (hundreds of MB, for
+    ever). Called only by the process that holds the store for writing, so no load of
+    another process can be using them."""
+    freed, n = 0, 0
+    for f in Path(location).glob("bulk-*.sst"):
+        try:
+            size = f.stat().st_size
+            f.unlink()
+        except OSError:
+            continue
+        freed, n = freed + size, n + 1
+    if n:
+        log.info("%s: removed %d file(s) (%.1f MB) left by an interrupted bulk load", location, n, freed / 1e6)
+
+
+def _refuse_foreign_directory(location: str) -> None:
+    """A directory that holds files but no RocksDB ``CURRENT`` file is someone's own
+    directory, not a store: reading it would fail with RocksDB's "IO error ... CURRENT", and
+    creating a store there would mix RocksDB's files into the user's."""
+    p = Path(location)
+    if p.is_file():
+        raise KgcultError(f"{location}: is a file, not a store directory (check --store / $KGCULT_STORE)")
+    if p.is_dir() and not (p / "CURRENT").exists():
+        try:
+            foreign = next(iter(p.iterdir()), None)
+        except OSError as e:
+            raise KgcultError(f"cannot open the store at {location}: {e.strerror or e}") from None
+        if foreign is not None:
+            raise KgcultError(f"{location}: not a kgcult store (a directory holding {foreign.name!r} and no "
+                              "store files); give --store an empty or new directory")
 
 
 def _display_path(path: str) -> str:

@@ -25,7 +25,10 @@ def check_graph_iri(iri: str, where: str) -> NamedNode:
 
 
 def check_user_graph(iri: str, where: str) -> NamedNode:
-    """A graph a user may load into: a valid IRI that kgcult does not reserve."""
+    """A graph a user may load into: a valid IRI that kgcult does not reserve, and not the
+    bare graph namespace an empty name gives (``--graph ''``)."""
+    if iri.rstrip("/") + "/" == vocab.GRAPH or not iri.strip():
+        raise KgcultError(f"{where}: an empty graph name; name the graph (e.g. --graph dishes)")
     node = check_graph_iri(iri, where)
     if is_reserved(iri):
         raise KgcultError(

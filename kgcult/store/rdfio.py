@@ -63,8 +63,56 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
     if p.endswith(".bz2"):
         return bz2.open(p, "rb")
     if p.endswith(".zst"):
-        return zstandard.ZstdDecompressor().stream_reader(open(p, "rb"), closefd=True)
+        return io.BufferedReader(ZstdFrames(open(p, "rb")), buffer_size=1 << 20)
     return open(p, "rb")
+
+
+class ZstdFrames(io.RawIOBase):
+    """A .zst file decompressed frame after frame (pzstd and zstd -T write several). Unlike
+    ``zstandard``'s stream reader, which ends quietly where a cut file ends, a file that
+    stops inside a frame raises EOFError, as gzip and bz2 do."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, raw: BinaryIO):
+        self._file = raw
+        self._dctx = zstandard.ZstdDecompressor()
+        self._dobj = self._dctx.decompressobj()
+        self._pending = b""
+        self._fed = False
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> None:
+        while not self._pending and not self._done:
+            chunk = self._file.read(self.CHUNK)
+            if not chunk:
+                if not self._fed or not self._dobj.eof:
+                    raise EOFError("the zstd stream ends inside a frame")
+                self._done = True
+                return
+            if self._dobj.eof:  # the previous frame ended exactly at a chunk boundary
+                self._dobj = self._dctx.decompressobj()
+            self._fed = True
+            out = [self._dobj.decompress(chunk)]
+            while self._dobj.eof and self._dobj.unused_data:  # the next frame starts in this chunk
+                rest = self._dobj.unused_data
+                self._dobj = self._dctx.decompressobj()
+                out.append(self._dobj.decompress(rest))
+            self._pending = b"".join(out)
+
+    def readinto(self, buffer) -> int:
+        self._fill()
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 def starts_with_bom(path: str) -> bool:
@@ -175,7 +223,7 @@ def _decompress(compression: str | None, raw):
     if compression == ".bz2":
         return bz2.BZ2File(raw, "rb")
     if compression == ".zst":
-        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+        return io.BufferedReader(ZstdFrames(raw), buffer_size=1 << 20)
     return raw
 
 

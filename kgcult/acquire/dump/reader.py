@@ -33,8 +33,6 @@ import subprocess
 import threading
 from pathlib import Path
 
-import zstandard
-
 from kgcult.errors import KgcultError
 from kgcult.files import TapReader
 from kgcult.store import rdfio
@@ -145,7 +143,7 @@ class DumpReader:
             elif comp == ".bz2":
                 self.stream = bz2.BZ2File(buffered, "rb")
             elif comp == ".zst":
-                self.stream = zstandard.ZstdDecompressor().stream_reader(buffered)
+                self.stream = io.BufferedReader(rdfio.ZstdFrames(buffered), 1 << 20)  # a cut file raises
             else:
                 self.stream = buffered
             self._closers.append(self.stream)

@@ -1,0 +1,61 @@
+"""What a reader should be told about the store it reads: graphs that an interrupted mirror
+or ingest left partial, and closure graphs that are stale while a query reads them.
+
+Both are recorded in the metadata graph (``kgc:mirrorRun "partial:<run>"`` per graph,
+written by :mod:`kgcult.acquire.staging`; ``kgc:closureStale``); :func:`notices` turns them
+into one-line notices that ``kgcult sparql``, the API and ``kgcult serve`` (the
+``X-Kgcult-Notice`` header) pass on, and ``kgcult stats`` lists them.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from pyoxigraph import NamedNode
+
+from kgcult import ontology, vocab
+
+PARTIAL = "partial:"
+_RUN = vocab.kgc("mirrorRun")
+_META = NamedNode(vocab.META_GRAPH)
+
+
+def partial_graphs(store) -> list[str]:
+    """Graphs whose last mirror or ingest did not finish writing them."""
+    if getattr(store, "remote", False):
+        rows = store.query("SELECT ?g ?r WHERE { GRAPH ?m { ?g ?run ?r } }",
+                           bindings={"m": _META, "run": _RUN})
+        pairs = [(r["g"].value, r["r"].value) for r in rows]
+    else:
+        pairs = [(q.subject.value, q.object.value) for q in store.ox.quads_for_pattern(None, _RUN, None, _META)]
+    return sorted(g for g, run in pairs if run.startswith(PARTIAL))
+
+
+@lru_cache(maxsize=1)
+def _closure_predicates() -> re.Pattern:
+    """The closure's derived properties (ontology/closures.ttl) as they appear in a query:
+    ``kgc:typedAs`` or the full IRI."""
+    iris = sorted({q.object.value for q in ontology.read("closures.ttl")
+                   if q.predicate.value == vocab.KGC + "derivedProperty"})
+    names = [i[len(vocab.KGC):] for i in iris if i.startswith(vocab.KGC)]
+    return re.compile(r"(?:\bkgc:|" + re.escape(vocab.KGC) + r")(?:" + "|".join(map(re.escape, names)) + r")\b")
+
+
+def reads_closure(query: str) -> bool:
+    return bool(_closure_predicates().search(query))
+
+
+def notices(store, query: str, *, partial: list[str] | None = None, closure_stale: bool | None = None) -> list[str]:
+    """The notices for one query over ``store`` (``partial`` and ``closure_stale`` when the
+    caller already knows them)."""
+    out = []
+    partial = partial_graphs(store) if partial is None else partial
+    if partial:
+        shown = ", ".join(partial[:3]) + (f" and {len(partial) - 3} more" if len(partial) > 3 else "")
+        out.append(f"partial graph(s) {shown}: a mirror or ingest of them was interrupted, so answers may "
+                   "lack their data; run it again to complete them")
+    stale = getattr(store, "closure_stale", False) if closure_stale is None else closure_stale
+    if stale and reads_closure(query):
+        out.append("the closure is stale (data changed since `kgcult closure`): kgc:typedAs, kgc:broader and "
+                   "the other closure properties may be missing or partial; run `kgcult closure`")
+    return out

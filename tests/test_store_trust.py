@@ -1,0 +1,126 @@
+"""Loads that must fail loudly or clean up after themselves (issue 30, items 3 and 6): a cut
+.zst, a directory that is not a store, an empty graph name, the counts a load reports, the
+files a killed bulk load leaves, and -q."""
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import zstandard
+
+from kgcult.store import Store, rdfio
+
+from tests.conftest import FIXTURES, run_cli
+
+MINI = FIXTURES / "foundation" / "mini.ttl"
+LINE = b"<http://www.wikidata.org/entity/Q%d> <http://www.w3.org/2000/01/rdf-schema#label> \"n%d\"@en .\n"
+
+
+def _nt(n: int) -> bytes:
+    return b"".join(LINE % (i, i) for i in range(n))
+
+
+def test_a_cut_zst_file_is_refused_and_a_multi_frame_one_read_whole(tmp_path):
+    data = _nt(200_000)
+    frame = zstandard.ZstdCompressor().compress(data)
+    whole = tmp_path / "two-frames.nt.zst"
+    whole.write_bytes(frame + zstandard.ZstdCompressor().compress(_nt(10)))
+    cut = tmp_path / "cut.nt.zst"
+    cut.write_bytes(frame[: len(frame) // 3])
+    assert len(rdfio.open_binary(whole).read()) == len(data) + len(_nt(10))
+    r = run_cli(["load", str(cut)], tmp_path / "s")
+    assert r.exit_code == 1 and "truncated" in r.stderr, r.output
+    s = Store(tmp_path / "s")
+    assert s.data_graphs() == []  # nothing of the cut file landed
+    s.close()
+    r = run_cli(["load", str(whole)], tmp_path / "s")
+    assert r.exit_code == 0 and "200000 triples" in r.stderr  # the second frame repeats Q0..Q9
+
+
+def test_a_directory_that_is_not_a_store_is_refused(tmp_path):
+    mine = tmp_path / "my-documents"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("x")
+    for args in (["sparql", "ASK { ?s ?p ?o }"], ["load", str(MINI)]):
+        r = run_cli(args, mine)
+        assert r.exit_code == 1 and "not a kgcult store" in r.stderr, r.output
+    assert [p.name for p in mine.iterdir()] == ["thesis.tex"]  # no RocksDB files among the user's
+
+
+def test_an_empty_graph_name_is_refused(tmp_path):
+    r = run_cli(["load", str(MINI), "--graph", ""], tmp_path / "s")
+    assert r.exit_code == 1 and "empty graph name" in r.stderr
+
+
+def test_a_quad_load_reports_the_quads_it_loaded_and_quiet_is_quiet(tmp_path):
+    nq = tmp_path / "one.nq"
+    nq.write_text('<http://www.wikidata.org/entity/Q1> <http://www.w3.org/2000/01/rdf-schema#label> "x"@en '
+                  '<https://w3id.org/kgcult/graph/q> .\n', encoding="utf-8")
+    r = run_cli(["load", str(nq)], tmp_path / "s")
+    assert r.exit_code == 0 and "one.nq: 1 triple into" in r.stderr, r.stderr
+    s = Store(tmp_path / "s")
+    counts = [rec.get("tripleCount") for rec in s.provenance() if rec.get("kind") == "load"]
+    s.close()
+    assert counts == ["1"]  # the provenance records what was loaded, not the journal's own quads
+    r = run_cli(["-q", "load", str(MINI), "--graph", "x"], tmp_path / "s2")
+    assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_the_files_of_a_killed_bulk_load_are_removed_by_the_next_writer(tmp_path):
+    store = tmp_path / "s"
+    big = tmp_path / "big.nt"
+    big.write_bytes(_nt(1_500_000))
+    Store(store).close()
+    child = subprocess.Popen([sys.executable, "-m", "kgcult", "--store", str(store), "load", str(big)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    deadline = time.monotonic() + 60
+    while not list(store.glob("bulk-*.sst")) and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if child.poll() is not None:
+        pytest.skip("the load finished before it could be killed (a very fast machine)")
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert list(store.glob("bulk-*.sst")), "the killed load left its bulk files"
+    s = Store(store)  # the next writable open repairs and removes them
+    assert s.data_graphs() == []
+    s.close()
+    assert not list(store.glob("bulk-*.sst"))
+
+
+def test_partial_graphs_and_a_stale_closure_are_told_to_every_reader(tmp_path):
+    from kgcult.acquire import staging
+    from kgcult.store import hierarchy
+    from tests.conftest import running_server
+    import urllib.parse
+    import urllib.request
+    loc = tmp_path / "s"
+    s = Store(loc)
+    s.load([MINI], graph="dishes")
+    hierarchy.build(s)
+    staging.set_marker(s, vocab_graph("dishes"), staging.PARTIAL + "run-1")  # as a killed ingest leaves it
+    s.load([MINI], graph="more")  # the closure is stale from here
+    s.close()
+    r = run_cli(["stats"], loc)
+    assert r.exit_code == 0 and f"note: {vocab_graph('dishes')} is partial" in r.stdout
+    r = run_cli(["sparql", "SELECT (COUNT(*) AS ?n) WHERE { ?x kgc:typedAs ?c }"], loc)
+    assert r.exit_code == 0
+    assert "partial graph(s) https://w3id.org/kgcult/graph/dishes" in r.stderr
+    assert "the closure is stale" in r.stderr
+    r = run_cli(["sparql", "SELECT (COUNT(*) AS ?n) WHERE { ?x rdfs:label ?l }"], loc)
+    assert "the closure is stale" not in r.stderr  # only queries that read the closure are told
+    with running_server(loc) as srv:
+        url = srv.endpoint + "?" + urllib.parse.urlencode({"query": "ASK { ?x kgc:typedAs ?c }"})
+        with urllib.request.urlopen(url) as resp:
+            notice = resp.headers.get("X-Kgcult-Notice", "")
+    assert "partial graph(s)" in notice and "the closure is stale" in notice
+
+
+def vocab_graph(name: str) -> str:
+    from kgcult import vocab
+    return vocab.graph_iri(name)
