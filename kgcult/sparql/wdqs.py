@@ -30,24 +30,21 @@ import pyoxigraph as ox
 
 from kgcult import ontology, resources, vocab
 from kgcult.errors import KgcultError, QuerySyntaxError
-from kgcult.sparql import lookups, paths
+from kgcult.sparql import blazegraph, label_service, lookups, paths
 from kgcult.sparql.tokens import Token, blank_out, enclosing_open, matching_close, tokenize
 
 LABEL_SERVICE = vocab.WIKIBASE + "label"
-HINT = "http://www.bigdata.com/queryHints#"
-BD = "http://www.bigdata.com/rdf#"
 DEFAULT_LANGUAGE = "en"  # what [AUTO_LANGUAGE] means unless the caller says otherwise
 
 _PREFIX_LINE = re.compile(r"^\s*PREFIX\s+([\w.-]*):\s*<([^>]*)>", re.I | re.M)
-_LABEL_SUFFIXES = ("AltLabel", "Label", "Description")  # AltLabel before Label: longest first
 _AGGREGATES = {"COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT", "GROUP"}
 _STRINGS_AND_IRIS = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|<[^<>\s]*>""")
 _PNAME_PREFIX = re.compile(r"(?<![\w.:-])([A-Za-z][\w.-]*):")
 # every rewrite needs one of these words or characters (SERVICE, UNION, GROUP BY, hint:, a
 # path, a label lookup)
-_ANYTHING_TO_DO = re.compile(r"(?i)service|union|group|hint|queryhints|label|description|[+*]")
-_HELPER = "_kgcultLabel_"  # helper variables of the label fallback (SELECT * leaves them out)
-_ALIAS = "_kgcultAlias_"
+_ANYTHING_TO_DO = re.compile(r"(?i)service|union|group|hint|queryhints|label|description|include|let|"
+                             r"geo|decodeuri|[+*]")
+_HELPER = label_service.HELPER  # helper variables of the label service (SELECT * leaves them out)
 
 
 def _read_prefixes() -> dict[str, str]:
@@ -89,21 +86,25 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
     SERVICE kgcult refuses."""
     if not _ANYTHING_TO_DO.search(query):
         return Prepared(query)  # the common case of kgcult's own queries: nothing to read
+    query = blazegraph.named_subqueries(query)
     tokens = tokenize(query)
     if not tokens:
         return Prepared(query)
     prefixes = {**PREFIXES, **_declared(tokens)}
+    resolve = lambda t: _term_iri(t, prefixes)  # noqa: E731
     edits: list[tuple[int, int, str]] = []   # (start, end, replacement) in the query text
     notices: list[str] = []
     # SERVICE: refused unless emulated (checked first: nothing else matters if refused)
+    serial = [0]
     for i, tok in enumerate(tokens):
         if tok.is_word("SERVICE"):
-            edits += _service(query, tokens, i, prefixes, language)
-    edits += _hints(query, tokens, prefixes)
+            edits += _service(query, tokens, i, prefixes, language, serial)
+    blazegraph.refuse(tokens, resolve)
+    edits += blazegraph.hint_edits(query, tokens, resolve)
     edits += _group_by_aliases(query, tokens)
     if closure_fresh is not None:  # evaluated here, by Oxigraph
         edits += _union_subselects(tokens, prefixes)
-        edits += lookups.lateral_edits(tokens, lambda t: _term_iri(t, prefixes))
+        edits += lookups.lateral_edits(tokens, resolve)
         path_edits = _paths(tokens, prefixes, closures)
         if path_edits and not closure_fresh:
             notices.append("the closure is stale (data changed since `kgcult closure`): property paths "
@@ -149,6 +150,10 @@ def prefix_prologue(query: str) -> str:
 def syntax_error(query: str, evaluated: str, exc: SyntaxError) -> QuerySyntaxError:
     """Oxigraph's syntax error as a QuerySyntaxError pointing into ``query`` as written
     (``evaluated`` is what :func:`prepare` made of it)."""
+    try:
+        query = blazegraph.named_subqueries(query)  # positions are those of the subqueries written out
+    except KgcultError:
+        pass
     if evaluated != query:  # find the error in the text the user wrote
         try:
             _CHECK.query(query, prefixes=PREFIXES)
@@ -212,7 +217,7 @@ def _apply(query: str, edits: list[tuple[int, int, str]]) -> str:
 # -- SERVICE ----------------------------------------------------------------------------
 
 
-def _service(query: str, tokens: list[Token], i: int, prefixes: dict, language: str):
+def _service(query: str, tokens: list[Token], i: int, prefixes: dict, language: str, serial: list[int]):
     j = i + 1
     if j < len(tokens) and tokens[j].is_word("SILENT"):
         j += 1
@@ -229,99 +234,17 @@ def _service(query: str, tokens: list[Token], i: int, prefixes: dict, language: 
     if known and known[0] and iri == LABEL_SERVICE:
         if j + 1 >= len(tokens) or not tokens[j + 1].is_punct("{"):
             return []
-        return _label_service(query, tokens, i, j + 1, prefixes, language)
+        body = tokens[j + 2:matching_close(tokens, j + 1)]
+        if any(t.kind == "pname" and _term_iri(t, prefixes) is None for t in body):
+            return []  # an undeclared prefix: left for Oxigraph's parser to report
+        return label_service.edits(query, tokens, i, j + 1, lambda t: _term_iri(t, prefixes), language,
+                                   serial)
     if known:
         raise KgcultError(f"SERVICE <{iri}> is a WDQS feature kgcult does not provide: {known[1]} "
                           "(kgcult never sends a request on a query's behalf; only SERVICE "
                           "wikibase:label is emulated)")
     raise KgcultError(f"SERVICE <{iri}> is refused: kgcult never sends a request on a query's "
                       "behalf (only SERVICE wikibase:label is answered, locally)")
-
-
-def _label_service(query: str, tokens: list[Token], i: int, brace: int, prefixes: dict,
-                   default_language: str):
-    close = matching_close(tokens, brace)
-    if close >= len(tokens):
-        return []
-    body = tokens[brace + 1:close]
-    if any(t.kind == "pname" and _term_iri(t, prefixes) is None for t in body):
-        return []  # an undeclared prefix: left for Oxigraph's parser to report
-    languages, explicit = _service_body(body, prefixes)
-    langs = []
-    for part in ",".join(languages or ["[AUTO_LANGUAGE]"]).split(","):
-        part = part.strip().lower()
-        part = default_language if part == "[auto_language]" else part
-        if part and part not in langs:
-            langs.append(part)
-    if explicit:
-        wanted = explicit
-    else:
-        names = {t.text[1:] for t in tokens if t.kind == "var"}
-        wanted = []
-        for name in sorted(names, key=lambda n: next(t.start for t in tokens if t.kind == "var" and t.text[1:] == n)):
-            for suffix in _LABEL_SUFFIXES:
-                if name.endswith(suffix) and name[: -len(suffix)] in names:
-                    wanted.append((name[: -len(suffix)], suffix, name))
-                    break
-    block = "".join(_label_sparql(subject, kind, target, langs) for subject, kind, target in wanted)
-    group = enclosing_open(tokens, i)
-    end = tokens[close].end
-    edits = [(tokens[i].start, end, blank_out(query[tokens[i].start:end]))]
-    group_close = matching_close(tokens, group) if group is not None else len(tokens)
-    if group_close < len(tokens):
-        at = tokens[group_close].start
-        edits.append((at, at, " " + block if block else ""))
-    return edits
-
-
-def _service_body(body: list[Token], prefixes: dict):
-    """The languages of ``bd:serviceParam wikibase:language "..."`` and the explicit
-    (subject variable, kind, target variable) triples of a label service's body."""
-    kinds = {vocab.RDFS + "label": "Label", vocab.SCHEMA + "description": "Description",
-             vocab.SKOS + "altLabel": "AltLabel"}
-    languages, explicit = [], []
-    subject = None
-    k = 0
-    while k < len(body):
-        tok = body[k]
-        if tok.is_punct(".", ";", ","):
-            if tok.text == ".":
-                subject = None
-            k += 1
-            continue
-        if subject is None:
-            subject, k = tok, k + 1
-            continue
-        if k + 1 >= len(body):
-            break
-        pred, obj = _term_iri(tok, prefixes), body[k + 1]
-        if _term_iri(subject, prefixes) == BD + "serviceParam" and pred == vocab.WIKIBASE + "language" \
-                and obj.kind == "string":
-            languages.append(obj.text.strip("\"'"))
-        elif subject.kind == "var" and pred in kinds and obj.kind == "var":
-            explicit.append((subject.text[1:], kinds[pred], obj.text[1:]))
-        k += 2
-    return languages, explicit
-
-
-def _label_sparql(subject: str, kind: str, target: str, langs: list[str]) -> str:
-    s = "?" + subject
-    if kind == "AltLabel":
-        # WDQS gives the aliases of the first language that has any, joined by ", "
-        parts = [f'OPTIONAL {{ SELECT {s} (GROUP_CONCAT(?{_ALIAS}; separator=", ") AS ?{target}) '
-                 f'WHERE {{ {s} <{vocab.SKOS}altLabel> ?{_ALIAS} FILTER(LANG(?{_ALIAS}) = "{lang}") }} '
-                 f'GROUP BY {s} }} ' for lang in langs]
-        return " " + "".join(parts)
-    if kind == "Description":
-        return " " + "".join(f'OPTIONAL {{ {s} <{vocab.SCHEMA}description> ?{target} '
-                             f'FILTER(LANG(?{target}) = "{lang}") }} ' for lang in langs)
-    helper = f"?{_HELPER}{target}"
-    opts = "".join(f'OPTIONAL {{ {s} <{vocab.RDFS}label> {helper} FILTER(LANG({helper}) = "{lang}") }} '
-                   for lang in langs)
-    # no label in any language: the entity id (Q42), or the IRI / value as a string
-    fallback = (f'IF(isIRI({s}) && STRSTARTS(STR({s}), "{vocab.WD}"), STRAFTER(STR({s}), "{vocab.WD}"), '
-                f'STR({s}))')
-    return f" {opts}BIND(COALESCE({helper}, {fallback}) AS ?{target}) "
 
 
 def _expand_select_star(text: str) -> str:
@@ -336,34 +259,12 @@ def _expand_select_star(text: str) -> str:
             if j < len(tokens) and tokens[j].is_punct("*"):
                 names: list[str] = []
                 for t in tokens[j + 1:]:
-                    if t.kind == "var" and not t.text[1:].startswith((_HELPER, _ALIAS)) and t.text[1:] not in names:
+                    if t.kind == "var" and not t.text[1:].startswith(_HELPER) and t.text[1:] not in names:
                         names.append(t.text[1:])
                 star = tokens[j]
                 return text[:star.start] + " ".join("?" + n for n in names) + text[star.end:]
             return text
     return text
-
-
-# -- hints ----------------------------------------------------------------------------
-
-
-def _hints(query: str, tokens: list[Token], prefixes: dict):
-    """Blank out every triple whose subject is a ``hint:`` term (up to its ``.``)."""
-    edits = []
-    for i, tok in enumerate(tokens):
-        iri = _term_iri(tok, prefixes) if tok.kind == "pname" else None
-        if not iri or not iri.startswith(HINT):
-            continue
-        if i and not tokens[i - 1].is_punct("{", ".", "}"):
-            continue  # a hint term as a predicate or object: left to Oxigraph (a plain IRI)
-        end = i + 3
-        if end > len(tokens):
-            continue
-        stop = tokens[end - 1].end
-        if end < len(tokens) and tokens[end].is_punct("."):
-            stop = tokens[end].end
-        edits.append((tok.start, stop, blank_out(query[tok.start:stop])))
-    return edits
 
 
 # -- UNION evaluated on its own ------------------------------------------------------------
