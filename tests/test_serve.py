@@ -482,7 +482,24 @@ def test_entity_page_shows_the_card(server, store_path):
 def test_status_endpoint(server):
     status, _, body = http(server.url + "/api/status")
     s = json.loads(body)
-    assert s["writable"] is False and s["closure_stale"] is False and s["max_rows"] == 100_000
+    assert s["writable"] is False and s["closure_stale"] is False
+    # WDQS-like defaults: a 60 s deadline, no row cap, a byte bound on the spooled answer
+    assert s["limits"]["timeout_s"] == 60 and s["limits"]["max_rows"] is None
+    assert s["limits"]["max_bytes"] == 1 << 30 and s["limits"]["in_memory_bytes"] == 1 << 20
+    assert s["limits"]["truncate_rows"] == 100_000
+
+
+def test_large_results_are_not_refused_by_a_row_count(server):
+    """WDQS has no row cap, only its deadline: 125 000 rows come back whole by default
+    (the former default refused more than 100 000 rows with 507), and the query page's
+    limit-mode=truncate still gets a bounded answer."""
+    digits = " ".join(str(i) for i in range(50))
+    q = f"SELECT ?a ?b ?c WHERE {{ VALUES ?a {{ {digits} }} VALUES ?b {{ {digits} }} VALUES ?c {{ {digits} }} }}"
+    status, headers, body = post_query(server.url, q, "text/tab-separated-values")
+    assert status == 200 and headers["X-Kgcult-Rows"] == "125000"
+    assert body.count(b"\n") == 125_001 and "X-Kgcult-Truncated" not in headers
+    status, headers, body = post_query(server.url, q, "text/tab-separated-values", **{"limit-mode": "truncate"})
+    assert status == 200 and headers["X-Kgcult-Truncated"] == "true" and body.count(b"\n") == 100_001
 
 
 def test_classify():

@@ -18,10 +18,12 @@ from kgcult.serve.config import check_config, exposure_warning, open_for_serving
               help="Accept SPARQL updates at /update (needs a bearer token; one is generated on loopback).")
 @click.option("--token", envvar="KGCULT_SERVE_TOKEN", metavar="TOKEN",
               help="Bearer token for /update (or $KGCULT_SERVE_TOKEN); required with --writable off loopback.")
-@click.option("--timeout", default=30.0, show_default=True, type=float, help="Seconds a query may run (504 after).")
-@click.option("--max-rows", default=100_000, show_default=True, type=int,
-              help="Most rows (SELECT) or triples (CONSTRUCT) in a response (507 beyond).")
-@click.option("--max-bytes", default=64 << 20, show_default=True, type=int, help="Most bytes in a response (507 beyond).")
+@click.option("--timeout", default=60.0, show_default=True, type=float,
+              help="Seconds a query may run (504 after; WDQS allows 60).")
+@click.option("--max-rows", default=None, type=int,
+              help="Most rows (SELECT) or triples (CONSTRUCT) in a response (507 beyond; default: no cap, as WDQS).")
+@click.option("--max-bytes", default=1 << 30, show_default=True, type=int,
+              help="Most bytes in a response (507 beyond); a result past 1 MiB is spooled to disk, not held in memory.")
 @click.option("--workers", default=8, show_default=True, type=int,
               help="Query worker processes (queries evaluated at once; each opens the store read-only).")
 @click.option("--queue", default=64, show_default=True, type=int, help="Queries waiting for a worker (503 beyond).")

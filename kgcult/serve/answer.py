@@ -21,6 +21,7 @@ from kgcult.store import health
 
 _TURTLE_LIKE = (RdfFormat.TURTLE, RdfFormat.TRIG)
 CHECK_EVERY = 16  # rows between two looks at the clock
+TRUNCATE_ROWS = 100_000  # rows a limit-mode=truncate request gets when the server has no --max-rows
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,9 @@ class QueryJob:
     named_graphs: tuple = ()
     accept: tuple = ()
     truncate: bool = False
-    max_rows: int = 100_000
-    max_bytes: int = 64 << 20
-    timeout: float = 30.0
+    max_rows: int | None = None
+    max_bytes: int = 1 << 30
+    timeout: float = 60.0
 
 
 @dataclass
@@ -130,17 +131,19 @@ def _answer(store, job: QueryJob, spool: Spool, deadline: float) -> Answer:
 
 
 def _limited(rows, job: QueryJob, headers: dict, deadline: float):
-    """The rows of a live result, stopped at the row limit (507, or cut with
-    ``X-Kgcult-Truncated`` in truncate mode) and at the deadline (504)."""
+    """The rows of a live result, stopped at the row limit if the server has one (507, or
+    cut with ``X-Kgcult-Truncated`` in truncate mode, which cuts at TRUNCATE_ROWS when the
+    server has none) and at the deadline (504)."""
     n = 0
+    cap = job.max_rows if job.max_rows is not None else (TRUNCATE_ROWS if job.truncate else None)
     try:
         for row in rows:
-            if n >= job.max_rows:
+            if cap is not None and n >= cap:
                 if job.truncate:
                     headers["X-Kgcult-Truncated"] = "true"
                     break
-                raise HttpError(507, f"the result has more than {job.max_rows} rows; add a LIMIT "
-                                     "(or raise kgcult serve --max-rows)", {"X-Kgcult-Limit": f"rows={job.max_rows}"})
+                raise HttpError(507, f"the result has more than {cap} rows; add a LIMIT "
+                                     "(or raise kgcult serve --max-rows)", {"X-Kgcult-Limit": f"rows={cap}"})
             if n % CHECK_EVERY == 0 and time.monotonic() > deadline:
                 raise timed_out(job.timeout)
             n += 1

@@ -17,9 +17,9 @@ class ServeConfig:
     port: int = 7878
     writable: bool = False
     token: str | None = None
-    timeout: float = 30.0          # seconds per query (and per entity page)
-    max_rows: int = 100_000        # rows of a SELECT, triples of a CONSTRUCT
-    max_bytes: int = 64 << 20      # serialized response size
+    timeout: float = 60.0          # seconds per query (and per entity page): WDQS's deadline
+    max_rows: int | None = None    # rows of a SELECT, triples of a CONSTRUCT (None: no cap, as WDQS)
+    max_bytes: int = 1 << 30       # serialized response size (spooled to disk past 1 MiB)
     workers: int = 8               # query worker processes (each opens the store read-only)
     queue: int = 64                # queries waiting for a worker before 503
     queue_timeout: float | None = None  # seconds a query may wait for a worker (default: timeout)
@@ -66,7 +66,9 @@ def check_config(cfg: ServeConfig) -> ServeConfig:
         cfg.generated_token = True
     if cfg.queue_timeout is not None and cfg.queue_timeout < 0:
         raise KgcultError("--queue-timeout must be 0 or more")
-    for name in ("timeout", "max_rows", "max_bytes", "workers", "max_request_bytes", "read_timeout",
+    if cfg.max_rows is not None and cfg.max_rows <= 0:
+        raise KgcultError("--max-rows must be positive")
+    for name in ("timeout", "max_bytes", "workers", "max_request_bytes", "read_timeout",
                  "request_deadline"):
         if getattr(cfg, name) <= 0:
             raise KgcultError(f"--{name.replace('_', '-')} must be positive")

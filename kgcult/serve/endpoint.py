@@ -5,9 +5,10 @@ writable store.
 
 A query past its deadline gets 504 and its worker is stopped and replaced; a client with
 too many queries in flight gets 429; a full pool and queue gets 503 (``Retry-After``).
-Results over ``max_rows`` rows (or triples) or ``max_bytes`` serialized bytes get 507,
-unless the request asks ``limit-mode=truncate``: then the first rows are sent with
-``X-Kgcult-Truncated: true``. A result is written into a spool (memory up to 1 MiB, then
+Results over ``max_bytes`` serialized bytes get 507 (by default there is no row cap, as
+on WDQS: only the deadline and this byte bound); with ``max_rows`` set, more rows do too.
+A request that asks ``limit-mode=truncate`` gets the first ``max_rows`` (or 100 000) rows
+with ``X-Kgcult-Truncated: true`` instead. A result is written into a spool (memory up to 1 MiB, then
 a file) while it is produced, and streamed to the client from there.
 """
 from __future__ import annotations
@@ -21,9 +22,9 @@ from kgcult import langtags, vocab
 from kgcult.errors import KgcultError
 from kgcult.serve.checkpoints import Checkpoints, StoreView
 from kgcult.serve.config import ServeConfig
-from kgcult.serve.answer import Answer, QueryJob
+from kgcult.serve.answer import TRUNCATE_ROWS, Answer, QueryJob
 from kgcult.serve.protocol import HttpError, QueryRequest, Reply, UpdateRequest
-from kgcult.serve.spool import stream_file
+from kgcult.serve.spool import IN_MEMORY, stream_file
 from kgcult.serve.workers import QueryPool
 from kgcult.sparql import wdqs
 from kgcult.sparql.query_text import classify
@@ -125,6 +126,10 @@ class SparqlApp:
             "kgcult": __version__, "store": str(getattr(self.store, "location", "")),
             "writable": self.cfg.writable, "closure_stale": bool(self.store.closure_stale),
             "timeout_s": self.cfg.timeout, "max_rows": self.cfg.max_rows, "max_bytes": self.cfg.max_bytes,
+            "limits": {"timeout_s": self.cfg.timeout, "max_rows": self.cfg.max_rows,
+                       "max_bytes": self.cfg.max_bytes, "in_memory_bytes": IN_MEMORY,
+                       "truncate_rows": self.cfg.max_rows or TRUNCATE_ROWS,
+                       "queue_timeout_s": self.pool._queue_timeout, "max_request_bytes": self.cfg.max_request_bytes},
             "workers": self.cfg.workers, "per_client": self.pool.per_client, "stats": dict(self.stats),
         }
 
