@@ -171,3 +171,19 @@ def test_blazegraph_only_constructs_are_refused_with_their_name(compat_path, nam
     result = run_cli(["sparql", query], store_path=compat_path)
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_remote_endpoint_gets_sparql_1_1_and_the_same_answers(compat_path, oxigraph_server):
+    """A remote store gets the rewrite without SPARQL 1.2's LATERAL (an endpoint such as
+    QLever or a WDQS mirror may not know it), with the same rows."""
+    from kgcult.store import RemoteStore
+
+    assert "LATERAL" not in wdqs.prepare(wdqs_query("aliases-descriptions"), closure_fresh=None).text
+    assert "LATERAL" in wdqs.prepare(wdqs_query("aliases-descriptions"), closure_fresh=True).text
+    remote = RemoteStore(oxigraph_server([DATA]).url)
+    try:
+        with Store(compat_path, read_only=True) as store:
+            for name in ("aliases-descriptions", "explicit-form", "unbound-optional", "capitals", "own-label"):
+                assert ox_rows(remote.query(wdqs_query(name))) == expected(store, name), name
+    finally:
+        remote.close()

@@ -39,10 +39,12 @@ class Resolution:
 
 
 def edits(query: str, tokens: list[Token], i: int, brace: int, resolve, default_language: str,
-          serial: list[int]) -> list[tuple[int, int, str]]:
+          serial: list[int], lateral: bool = True) -> list[tuple[int, int, str]]:
     """Edits replacing the label service whose SERVICE keyword is ``tokens[i]`` and whose
     body opens at ``tokens[brace]``. ``resolve(token)`` gives a term token's IRI;
-    ``serial`` numbers helper variables across the services of one query."""
+    ``serial`` numbers helper variables across the services of one query. ``lateral``:
+    aliases are looked up per row with LATERAL (Oxigraph); without it (a remote endpoint,
+    which may not know SPARQL 1.2's LATERAL) with a SPARQL 1.1 subquery joined once."""
     close = matching_close(tokens, brace)
     if close >= len(tokens):
         return []  # unclosed: Oxigraph's parser reports it
@@ -68,7 +70,8 @@ def edits(query: str, tokens: list[Token], i: int, brace: int, resolve, default_
     for k in own:
         for tok in own[k]:
             out.append((tok.start, tok.end, f"?{HELPER}own{n}_{k}"))
-    block = _block(wanted, languages, n, set(own))
+    bound = _always_bound(tokens, group, group_close, service_span)
+    block = _block(wanted, languages, n, set(own), lateral, bound)
     at = tokens[group_close].start
     out.append((at, at, " " + block + " ".join(moved) + " "))
     return out
@@ -275,10 +278,36 @@ def _own_bindings(tokens, group, group_close, targets, service_span, skip):
 # -- the label joins -------------------------------------------------------------------------
 
 
-def _block(wanted: list[Resolution], languages: list[str], n: int, own: set[str]) -> str:
+def _always_bound(tokens: list[Token], group: int, group_close: int, service_span) -> set[str]:
+    """Variables of triple patterns directly in the group (not in a nested group, an
+    expression or a VALUES header): bound in every row the group gives."""
+    out: set[str] = set()
+    j, parens = group + 1, 0
+    while j < group_close:
+        t = tokens[j]
+        if t.is_punct("{") or (t.kind == "values"):
+            j = (matching_close(tokens, j) + 1) if t.is_punct("{") else j + 1
+            continue
+        if service_span[0] <= j < service_span[1]:
+            j = service_span[1]
+            continue
+        if t.is_punct("("):
+            parens += 1
+        elif t.is_punct(")"):
+            parens -= 1
+        elif t.kind == "var" and parens == 0 and not tokens[j - 1].is_word("VALUES"):
+            out.add(t.text)
+        j += 1
+    return out
+
+
+def _block(wanted: list[Resolution], languages: list[str], n: int, own: set[str], lateral: bool,
+           bound: set[str] = frozenset()) -> str:
     parts: list[str] = []
     subjects: dict[str, str] = {}
     for r in wanted:
+        if r.subject.startswith("?") and r.subject in bound:
+            subjects[r.subject] = r.subject  # bound in every row: looked up directly
         if r.subject not in subjects:
             helper = f"?{HELPER}s{n}_{len(subjects)}"
             subjects[r.subject] = helper
@@ -297,9 +326,10 @@ def _block(wanted: list[Resolution], languages: list[str], n: int, own: set[str]
             # variable per language (a LATERAL subquery may not project a bound variable)
             a = f"?{HELPER}a{n}_{k}"
             per_language = [f"{value}_{m}" for m in range(len(languages))]
-            parts += [f'LATERAL {{ OPTIONAL {{ SELECT {s} (GROUP_CONCAT({a}; separator=", ") AS {v}) '
-                      f'WHERE {{ {s} {pred} {a} FILTER(LANG({a}) = "{lang}") }} GROUP BY {s} }} }}'
-                      for v, lang in zip(per_language, languages)]
+            lookups = [f'OPTIONAL {{ SELECT {s} (GROUP_CONCAT({a}; separator=", ") AS {v}) '
+                       f'WHERE {{ {s} {pred} {a} FILTER(LANG({a}) = "{lang}") }} GROUP BY {s} }}'
+                       for v, lang in zip(per_language, languages)]
+            parts += [f"LATERAL {{ {x} }}" for x in lookups] if lateral else lookups
         choices = [f"?{HELPER}own{n}_{r.target}"] if r.target in own else []
         choices += per_language if r.predicate not in (_LABEL, _DESCRIPTION) else [value]
         if r.predicate == _LABEL:

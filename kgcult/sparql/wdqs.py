@@ -6,9 +6,10 @@
 1. refuses every ``SERVICE`` but the label service (kgcult never sends a request because a
    query asked it to: no server-side request forgery); WDQS's own services that kgcult
    cannot provide (``wikibase:mwapi``, ``wikibase:around``, ...) are named as such;
-2. rewrites ``SERVICE wikibase:label { ... }`` into plain SPARQL: ``OPTIONAL`` label joins
-   in language order, with the entity id as the label's last fallback, as WDQS gives;
-3. drops ``hint:`` triples (Blazegraph query hints);
+2. rewrites ``SERVICE wikibase:label { ... }`` into plain SPARQL with WDQS's answers
+   (:mod:`kgcult.sparql.label_service`);
+3. rewrites Blazegraph's named subqueries, drops planner hints and refuses, named, the
+   Blazegraph-only constructs it cannot answer (:mod:`kgcult.sparql.blazegraph`);
 4. evaluates label triples joined onto rows the query already has as one lookup per row
    (``LATERAL``, :mod:`kgcult.sparql.lookups`) when Oxigraph evaluates the query here;
 5. answers property paths that a closure spec materializes from the closure graph, when it
@@ -98,7 +99,7 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
     serial = [0]
     for i, tok in enumerate(tokens):
         if tok.is_word("SERVICE"):
-            edits += _service(query, tokens, i, prefixes, language, serial)
+            edits += _service(query, tokens, i, prefixes, language, serial, closure_fresh is not None)
     blazegraph.refuse(tokens, resolve)
     edits += blazegraph.hint_edits(query, tokens, resolve)
     edits += _group_by_aliases(query, tokens)
@@ -217,7 +218,8 @@ def _apply(query: str, edits: list[tuple[int, int, str]]) -> str:
 # -- SERVICE ----------------------------------------------------------------------------
 
 
-def _service(query: str, tokens: list[Token], i: int, prefixes: dict, language: str, serial: list[int]):
+def _service(query: str, tokens: list[Token], i: int, prefixes: dict, language: str, serial: list[int],
+             local: bool = True):
     j = i + 1
     if j < len(tokens) and tokens[j].is_word("SILENT"):
         j += 1
@@ -238,7 +240,7 @@ def _service(query: str, tokens: list[Token], i: int, prefixes: dict, language: 
         if any(t.kind == "pname" and _term_iri(t, prefixes) is None for t in body):
             return []  # an undeclared prefix: left for Oxigraph's parser to report
         return label_service.edits(query, tokens, i, j + 1, lambda t: _term_iri(t, prefixes), language,
-                                   serial)
+                                   serial, lateral=local)
     if known:
         raise KgcultError(f"SERVICE <{iri}> is a WDQS feature kgcult does not provide: {known[1]} "
                           "(kgcult never sends a request on a query's behalf; only SERVICE "
