@@ -32,7 +32,7 @@ import pyoxigraph as ox
 from kgcult import ontology, resources, vocab
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.sparql import blazegraph, label_service, lookups, paths
-from kgcult.sparql.tokens import Token, blank_out, enclosing_open, matching_close, tokenize
+from kgcult.sparql.tokens import Token, blank_out, matching_close, tokenize
 
 LABEL_SERVICE = vocab.WIKIBASE + "label"
 DEFAULT_LANGUAGE = "en"  # what [AUTO_LANGUAGE] means unless the caller says otherwise
@@ -92,7 +92,10 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
     if not tokens:
         return Prepared(query)
     prefixes = {**PREFIXES, **_declared(tokens)}
-    resolve = lambda t: _term_iri(t, prefixes)  # noqa: E731
+
+    def resolve(tok: Token) -> str | None:
+        return _term_iri(tok, prefixes)
+
     edits: list[tuple[int, int, str]] = []   # (start, end, replacement) in the query text
     notices: list[str] = []
     # SERVICE: refused unless emulated (checked first: nothing else matters if refused)
