@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kgcult.acquire.dump import ingest as ing
+from kgcult.acquire.dump import truthy
 from kgcult.acquire.endpoint import mirror as m
 from kgcult import vocab
 from kgcult.store import Store
@@ -113,10 +114,14 @@ def test_json_truthy_semantics_and_values(tmp_path):
     assert r.exit_code == 0, r.output
     with Store(tmp_path / "store") as st:
         dishes = graph_triples(st, "dishes")
-        # best rank: the preferred P495 only; deprecated never; somevalue skipped
+        # best rank: the preferred P495 only; deprecated never; somevalue as WDQS's skolem IRI
         assert f"<{WD}Q100> <{WDT}P495> <{WD}Q142>" in dishes
         assert not any(f"<{WD}Q100> <{WDT}P495> <{WD}Q38>" == t or "Q17>" in t for t in dishes)
-        assert sum(1 for t in dishes if t.startswith(f"<{WD}Q100> <{WDT}P527>")) == 1
+        p527 = sorted(t for t in dishes if t.startswith(f"<{WD}Q100> <{WDT}P527>"))
+        unknown = next(s for s in ENTITIES[6]["claims"]["P527"] if s["mainsnak"]["snaktype"] == "somevalue")
+        assert p527 == sorted([f"<{WD}Q100> <{WDT}P527> <{WD}Q200>",
+                               f"<{WD}Q100> <{WDT}P527> {truthy.somevalue_iri(unknown['id'], 'P527')}"])
+        assert "/.well-known/genid/" in p527[0] + p527[1]
         labels = graph_triples(st, "labels")
         assert f'<{WD}Q100> <{vocab.SKOS}altLabel> "fish \\"stew\\"\\nof Marseille"@en' in labels
         assert f'<{WD}Q100> <{vocab.WIKIBASE}sitelinks> "3"^^<{vocab.XSD}integer>' in labels

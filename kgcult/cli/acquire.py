@@ -113,10 +113,13 @@ def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth,
               help="Spark master for --engine spark (default local[*]; e.g. spark://host:7077, yarn).")
 @click.option("--output", type=click.Path(file_okay=False), default=None,
               help="--engine spark: keep the output partitions (OUTPUT/subgraph=NAME/part-*, N-Triples) here.")
+@click.option("--sitelinks", "sitelinks", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Sitelink counts for an N-Triples dump (the truthy dump has none): QID<TAB>count lines, "
+                   "or the full RDF dump's wikibase:sitelinks lines.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.pass_obj
 def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt, refresh, jobs, engine, master,
-                   output, progress):
+                   output, sitelinks, progress):
     """Filter a Wikidata JSON dump (.json/.json.gz/.json.bz2) or truthy N-Triples dump
     (.nt/.nt.gz/.nt.bz2) into the subgraphs: the same graphs and RDF as `kgcult mirror`.
 
@@ -124,17 +127,20 @@ def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt
     Examples:
       kgcult ingest latest-all.json.bz2
       kgcult ingest latest-truthy.nt.gz countries labels --lang en,ar
+      kgcult ingest latest-truthy.nt.gz --sitelinks sitelinks.tsv.gz
       kgcult ingest latest-all.json.bz2 --engine spark --master 'local[*]'
 
     The dump is read once: a parallel decompressor is used when installed (pigz or
     rapidgzip for .gz, lbzip2 for .bz2), worker processes parse it (msgspec and orjson with
     kgcult[dump]: only the claims and languages the subgraphs use are decoded).
+    What a dump cannot give is said on stderr and in the provenance: the truthy dump has
+    no sitelink counts (add them with --sitelinks).
     """
     specs = _specs(specs_path, languages, roots, depth)
     if engine == "local" and (master or output):
         raise KgcultError("--master and --output go with --engine spark")
     _report(ingest(obj.store(), dump, list(subgraph), specs=specs, fmt=fmt, refresh=refresh, progress=progress,
-                   jobs=jobs, engine=engine, master=master, output=output), "ingested")
+                   jobs=jobs, engine=engine, master=master, output=output, sitelinks=sitelinks), "ingested")
 
 
 def _report(reports, done: str) -> None:

@@ -29,6 +29,7 @@ from pyoxigraph import NamedNode
 from kgcult.acquire import staging, subgraphs
 from kgcult.acquire.dump import json_entity
 from kgcult.acquire.dump import scan
+from kgcult.acquire.dump import sitelinks as sitelink_file
 from kgcult.acquire.dump import spark
 from kgcult.acquire.dump.emit import FrameSource, Writer
 from kgcult.acquire.dump.selection import EdgeIndex, needed_specs, select
@@ -73,11 +74,16 @@ def json_to_ntriples(src: str, dst: str) -> int:
 
 def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refresh: bool = False,
            progress: bool | None = None, jobs: int | None = None, engine: str = "local",
-           master: str | None = None, output: str | None = None) -> list[SubgraphReport]:
+           master: str | None = None, output: str | None = None,
+           sitelinks: str | None = None) -> list[SubgraphReport]:
     """Filter ``dump`` into the named subgraphs (all when none). ``progress``: a progress
     bar on stderr (None: when stderr is a terminal). ``jobs``: worker processes (default:
     the usable cores). ``engine``: ``local`` or ``spark`` (``master``: the Spark master,
-    default ``local[*]``; ``output``: a directory to keep Spark's output partitions in)."""
+    default ``local[*]``; ``output``: a directory to keep Spark's output partitions in).
+    ``sitelinks``: a file of sitelink counts for an N-Triples dump that has none
+    (:mod:`kgcult.acquire.dump.sitelinks`). What the dump cannot give (the truthy dump's
+    sitelink counts) is logged as a warning, put in the reports' ``warnings`` and recorded
+    in the provenance (``notCarried``)."""
     if getattr(store, "remote", False) or getattr(store, "read_only", False):
         raise IngestError("ingest writes into an embedded, writable store (not a remote endpoint)")
     if engine not in ("local", "spark"):
@@ -85,6 +91,14 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     if not os.path.isfile(dump) and not (engine == "spark" and "://" in dump):
         raise IngestError(f"{dump}: no such file")
     kind = dump_format(dump, fmt)
+    if sitelinks is not None:
+        if kind != "ntriples":
+            raise IngestError(f"--sitelinks {sitelinks}: the JSON dump carries its entities' sitelinks; "
+                              "a sitelinks file goes with an N-Triples dump")
+        if engine != "local":
+            raise IngestError("--sitelinks goes with --engine local")
+        if not os.path.isfile(sitelinks):
+            raise IngestError(f"{sitelinks}: no such file")
     specs = specs or subgraphs.load_specs()
     chosen = subgraphs.select(specs, names)
     reports = {s.name: SubgraphReport(s.name, s.graph) for s in chosen}
@@ -107,11 +121,14 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     plan = scan.ScanPlan.for_specs(kind, needed, todo)
     t0 = time.perf_counter()
     started = now_iso()
+    carried = {"sitelinks": None}  # wikibase:sitelinks lines read (N-Triples, local engine)
     if engine == "spark":
         source = spark.run(dump, plan, specs, needed, todo, reports, master=master, output=output)
         digest = spark.local_sha256(dump)
     else:
-        source, digest = _scan_local(store, dump, plan, specs, needed, reports, jobs, progress)
+        source, digest = _scan_local(store, dump, plan, specs, needed, reports, jobs, progress, sitelinks,
+                                     carried)
+    missing = _not_carried(kind, plan, todo, reports, carried, sitelinks)
     if getattr(source, "remote", False):
         for s in todo:
             reports[s.name].skipped = (f"written to {output}/subgraph={s.name}/ (not a local directory: "
@@ -135,6 +152,11 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
         rep.triples = store.triple_count(s.graph)
         extra = {"subgraph": s.name, "specSha256": s.fingerprint(), "startedAt": started,
                  "members": rep.members, "dumpFormat": kind, "runId": run_id, "engine": engine}
+        if s.name in missing:
+            extra["notCarried"] = missing[s.name]
+        if sitelinks is not None and s.is_labels and s.sitelinks:
+            extra["sitelinksSource"] = os.path.abspath(sitelinks)
+            extra["sitelinksSha256"] = carried.get("sitelinksSha256", "")
         store.record_activity(kind="ingest", source=dump if "://" in dump else os.path.abspath(dump),
                               sha256=digest, graph=s.graph, triples=rep.triples, extra=extra)
         rep.seconds = time.perf_counter() - t0
@@ -144,9 +166,32 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     return list(reports.values())
 
 
-def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
-    """The one read: edges into an index, kept lines into the intermediate; then the crawl.
-    Returns (the members' line source, the dump's sha256)."""
+def _not_carried(kind, plan, todo, reports, carried, sitelinks) -> dict[str, str]:
+    """{subgraph name: what the source could not give it}, each also a warning (stderr and
+    the report): the sitelink counts of a labels subgraph from an N-Triples dump that has
+    none (the truthy dump never has: Wikibase writes them as page properties of the full
+    dump only) and no ``--sitelinks`` file."""
+    out = {}
+    if kind != "ntriples" or not plan.sitelinks or carried.get("sitelinks") is None:
+        return out
+    if carried["sitelinks"] == 0 and sitelinks is None:
+        for s in todo:
+            if s.is_labels and s.sitelinks:
+                out[s.name] = ("wikibase:sitelinks: the dump has no sitelink counts (the truthy dump never has: "
+                               "Wikibase writes them only into the full dump, as page properties)")
+                msg = (f"{s.name}: {out[s.name]}; DLAMA's subject ranking and the linker's popularity need them: "
+                       "add them with --sitelinks FILE (QID<TAB>count lines, or the full dump's "
+                       "wikibase:sitelinks lines; docs/mirror.md)")
+                reports[s.name].warnings.append(msg)
+                log.warning("%s", msg)
+    return out
+
+
+def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress, sitelinks=None, carried=None):
+    """The one read: edges into an index, kept lines into the intermediate (with the
+    counts of a ``sitelinks`` file); then the crawl. Returns (the members' line source,
+    the dump's sha256); ``carried["sitelinks"]``: the dump's wikibase:sitelinks lines."""
+    carried = {} if carried is None else carried
     jobs = jobs or cpu_count()
     tmpdir = _scratch_dir(store)
     fd, tmp = tempfile.mkstemp(prefix="ingest-", suffix=".frames", dir=tmpdir)
@@ -155,18 +200,24 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
     index = EdgeIndex(set(plan.struct_props))
     bar = progress_bar(unit="B", unit_scale=True, desc="ingest", dynamic_ncols=True, leave=True,
                        disable=None if progress is None else not progress)
-    records = 0
+    records = site = 0
     try:
         scan.start_pool_note(jobs)
         with scan.Workers(plan, jobs) as workers, DumpReader(dump, threads=jobs) as reader:
             for r in workers.scan(dump, reader, bar.update):
                 records += r.records
+                site += r.sitelink_counts
                 for pid, (so, hv) in r.edges.items():
                     index.add_coded(pid, so, hv)
                 for pid, s, o in r.other_edges:
                     index.add(pid, s, o)
                 inter.write(r.lines)
             digest = reader.sha256()
+        if plan.kind == "ntriples":
+            carried["sitelinks"] = site
+        if sitelinks is not None:
+            carried["sitelinksSha256"], n = _scan_sitelinks(sitelinks, plan, inter)
+            log.info("%s: %d sitelink counts read", sitelinks, n)
         inter.close()
     except BaseException:
         inter.remove()
@@ -183,6 +234,21 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress):
              (index.nbytes() + backend.nbytes()) / 1e6, index.nbytes() / 1e6, backend.nbytes() / 1e6,
              sum(len(m) for m in backend.members.values()))
     return FrameSource(inter, backend, jobs), digest
+
+
+def _scan_sitelinks(path: str, plan, inter) -> tuple[str, int]:
+    """The counts of a ``--sitelinks`` file into the intermediate, through the dump's
+    N-Triples scan: (the file's sha256, the counts read)."""
+    n = 0
+    for first, data in sitelink_file.ntriples_blocks(path):
+        if first is None:
+            return data, n
+        if plan.sitelinks and data:
+            r = scan.scan_nt_block(plan, first, data, terms=True)
+            n += r.sitelink_counts
+            if len(r.groups):
+                inter.write(scan.pack_frame(r))
+    return "", n
 
 
 def _scratch_dir(store) -> str | None:

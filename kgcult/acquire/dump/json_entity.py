@@ -37,9 +37,10 @@ if msgspec is not None:
         datavalue: dict | None = None
 
     class Statement(msgspec.Struct):
-        """A statement's main snak and rank (qualifiers and references skipped)."""
+        """A statement's id, main snak and rank (qualifiers and references skipped)."""
         mainsnak: Snak | None = None
         rank: str | None = None
+        id: str | None = None
 
     _ANY = msgspec.json.Decoder()
     _ENCODE = msgspec.json.Encoder().encode
@@ -131,7 +132,7 @@ class _Shape:
     def objects(self, e) -> dict:
         if e.claims is msgspec.UNSET:
             return {}
-        return {p: _objects(st) for p, st in zip(self.props, msgspec.structs.astuple(e.claims))
+        return {p: _objects(st, p) for p, st in zip(self.props, msgspec.structs.astuple(e.claims))
                 if st is not msgspec.UNSET}
 
     def record(self, e) -> bytes:
@@ -154,14 +155,17 @@ def _shape(props: tuple, languages: tuple, label_props: frozenset, sitelinks: bo
     return shape
 
 
-def _objects(statements) -> list[str]:
-    """:func:`kgcult.acquire.dump.truthy.claim_objects` of typed statements."""
+def _objects(statements, pid: str) -> list[str]:
+    """:func:`kgcult.acquire.dump.truthy.claim_objects` of typed statements of ``pid``."""
     best = [s for s in statements if s.rank == "preferred"] or [s for s in statements if s.rank != "deprecated"]
     out = []
     for s in best:
         snak = s.mainsnak
         if snak is not None:
-            o = truthy.snak_nt(snak.snaktype, snak.datatype, snak.datavalue)
+            if snak.snaktype == "somevalue":
+                o = truthy.somevalue_iri(s.id, pid)
+            else:
+                o = truthy.snak_nt(snak.snaktype, snak.datatype, snak.datavalue)
             if o is not None:
                 out.append(o)
     return out

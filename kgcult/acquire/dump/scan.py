@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 _WD_IRI = "<" + vocab.WD
 _WD_B = _WD_IRI.encode()
 _WDT_B = b"<" + vocab.WDT.encode()
+_GENID_B = b"<" + truthy.GENID.encode()
+_DATA_B = b"<https://www.wikidata.org/wiki/Special:EntityData/"  # data:Q42, the full RDF dump's page node
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class BlockResult:
     error: str | None = None  # the first bad line's problem
     error_line: int = 0   # its line number (counted from first_line)
     line_count: int = 0   # newlines in the block
+    sitelink_counts: int = 0  # wikibase:sitelinks lines read (N-Triples)
 
     def edge_ids(self):
         """(pid, subject id, object id or None) for every edge (for the Spark engine)."""
@@ -267,7 +270,7 @@ def scan_nt_block(plan: ScanPlan, first_line: int, block, terms: bool = False, s
     edges, groups = _Edges(), _Groups()
     out: list[bytes] = []
     subject = None
-    n = 0
+    n = n_site = 0
     for i, line in enumerate(block.split(b"\n"), first_line):
         try:
             parts = split_nt(line)
@@ -282,8 +285,16 @@ def scan_nt_block(plan: ScanPlan, first_line: int, block, terms: bool = False, s
             se = nt_entity(s)
             if se is not None:
                 edges.add(pid, se, code(se), nt_entity(o))
-        if p in keep or (p == site):
+        if p in keep:
             kept = True
+            if o.startswith(b"_:"):  # somevalue: the blank node WDQS skolemizes
+                line = b"%s %s %s%s> ." % (s, p, _GENID_B, o[2:])
+        elif p == site:
+            kept = True
+            n_site += 1
+            if s.startswith(_DATA_B):  # the full RDF dump: on the data node, as WDQS's munger moves it
+                s = _WD_B + s[len(_DATA_B):]
+                line = b"%s %s %s ." % (s, p, o)
         elif p in labels:
             at = o.rfind(b'"@')
             kept = at > 0 and o[at + 2:].lower() in langs
@@ -299,6 +310,7 @@ def scan_nt_block(plan: ScanPlan, first_line: int, block, terms: bool = False, s
         _group(groups, subject, out)
     r = groups.result(first_line, n, edges)
     r.line_count = block.count(b"\n")
+    r.sitelink_counts = n_site
     return r
 
 

@@ -8,13 +8,17 @@ The mapping follows WDQS's RDF (wikidata/query/rdf, "munged" form):
   monolingual text a language-tagged literal (tag lower-cased, as Oxigraph stores it);
   quantities the amount as ``xsd:decimal`` (WDQS writes ``"+1.96"``, kgcult ``"1.96"``:
   the same value, which Oxigraph stores in one canonical form);
-  times ``xsd:dateTime`` without the leading ``+``, a 00 month or day written 01;
+  times ``xsd:dateTime`` as Wikibase's RDF writes them (:mod:`kgcult.acquire.dump.wbtime`:
+  precision, BCE years in XSD 1.1 numbering, Julian dates converted to Gregorian; year 0
+  a plain string);
   coordinates ``"Point(lon lat)"^^geo:wktLiteral`` (another globe's IRI in front);
   commons media ``<http://commons.wikimedia.org/wiki/Special:FilePath/A%20b.jpg>``
   (the file name percent-encoded, spaces as ``%20``); urls IRIs;
-* somevalue and novalue snaks are left out: WDQS writes them as a per-statement
-  skolem IRI (``wdt:P ?genid``) and ``a wdno:P``, which name nothing another store could
-  share; kgcult's graphs hold no such triples (the endpoint mirror drops them too).
+* somevalue ("unknown value") as WDQS serves it: the skolem IRI
+  ``<http://www.wikidata.org/.well-known/genid/LABEL>`` of the blank node Wikibase writes,
+  ``LABEL`` = md5 of the statement id (``$`` as ``-``), the ``wdt:`` and value namespace
+  IRIs and the snak's hash, joined by ``-`` (:func:`somevalue_iri`); a statement without an
+  id gives nothing. novalue (``a wdno:P``) is left out: no spec fetches ``rdf:type``.
 
 Labels, aliases and descriptions become ``rdfs:label``, ``skos:altLabel`` and
 ``schema:description``; the number of sitelinks ``wikibase:sitelinks``. The hot path
@@ -23,6 +27,7 @@ Labels, aliases and descriptions become ``rdfs:label``, ``skos:altLabel`` and
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from urllib.parse import quote
@@ -31,6 +36,7 @@ import pyoxigraph as ox
 
 from kgcult import vocab
 from kgcult.acquire import subgraphs
+from kgcult.acquire.dump import wbtime
 
 WD, WDT = vocab.WD, vocab.WDT
 _DEC = f"<{vocab.XSD}decimal>"
@@ -42,8 +48,10 @@ COMMONS_DATA = "http://commons.wikimedia.org/data/main/"
 LABEL, ALT, DESC = (f"<{p}>" for p in subgraphs.LABEL_PROPERTIES)
 SITELINKS = f"<{subgraphs.SITELINKS}>"
 _ENTITY_PREFIX = {"item": "Q", "property": "P", "lexeme": "L"}
-_MONTH00 = re.compile(r"^(-?\d+)-00-00")
-_DAY00 = re.compile(r"^(-?\d+-\d\d)-00")
+GENID = "http://www.wikidata.org/.well-known/genid/"
+VALUE_NS = "http://www.wikidata.org/value/"
+_SOMEVALUE_CLASS = "Wikibase\\DataModel\\Snak\\PropertySomeValueSnak"
+_LNAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def literal(text: str) -> str:
@@ -93,9 +101,8 @@ def snak_nt(snaktype, datatype, datavalue) -> str | None:
     if t == "quantity":
         return literal(v["amount"].lstrip("+")) + "^^" + _DEC
     if t == "time":
-        s = v["time"].lstrip("+")
-        s = _DAY00.sub(r"\1-01", _MONTH00.sub(r"\1-01-01", s))
-        return literal(s) + "^^" + _DT
+        s = wbtime.clean(v["time"], v.get("precision"), v.get("calendarmodel"))
+        return literal(v["time"]) if s is None else literal(s) + "^^" + _DT
     if t == "globecoordinate":
         point = f"Point({v['longitude']} {v['latitude']})"
         globe = v.get("globe") or ""
@@ -103,6 +110,29 @@ def snak_nt(snaktype, datatype, datavalue) -> str | None:
             point = f"<{globe}> {point}"
         return literal(point) + "^^" + _WKT
     return None
+
+
+def somevalue_iri(statement_id: str | None, pid: str) -> str | None:
+    """The WDQS object of a truthy somevalue ("unknown value") claim in N-Triples syntax:
+    Wikibase's ``SnakRdfBuilder`` writes the blank node ``_:LABEL`` with LABEL =
+    md5(statement LName - wdt: namespace IRI - value namespace IRI - snak hash), the snak
+    hash being sha1 of the PHP serialization of ``PropertySomeValueSnak(pid)``; WDQS's
+    ``BNodeSkolemization`` makes it ``<http://www.wikidata.org/.well-known/genid/LABEL>``.
+    (Wikibase since February 2025, T384344; older dumps hashed the namespace names ``wdt``
+    and ``v``.) None without a statement id."""
+    if not statement_id:
+        return None
+    snak = f'C:{len(_SOMEVALUE_CLASS)}:"{_SOMEVALUE_CLASS}":{len(pid)}:{{{pid}}}'
+    snak_hash = hashlib.sha1(snak.encode()).hexdigest()
+    label = hashlib.md5("-".join((_LNAME.sub("-", statement_id), WDT, VALUE_NS, snak_hash)).encode()).hexdigest()
+    return f"<{GENID}{label}>"
+
+
+def statement_nt(snak: dict, pid: str, statement_id: str | None) -> str | None:
+    """:func:`value_nt` of a statement's main snak, somevalue included (:func:`somevalue_iri`)."""
+    if snak.get("snaktype") == "somevalue":
+        return somevalue_iri(statement_id, pid)
+    return value_nt(snak)
 
 
 def best_statements(stmts: list) -> list:
@@ -115,7 +145,7 @@ def claim_objects(entity: dict, pid: str) -> list[str]:
     """The N-Triples objects of ``entity``'s truthy ``pid`` claims."""
     out = []
     for s in best_statements((entity.get("claims") or {}).get(pid) or ()):
-        o = value_nt(s.get("mainsnak") or {})
+        o = statement_nt(s.get("mainsnak") or {}, pid, s.get("id"))
         if o is not None:
             out.append(o)
     return out
