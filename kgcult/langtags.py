@@ -4,8 +4,11 @@ page's ``?lang=``. Tags are lower-cased, as Oxigraph stores them, so that ``zh-H
 matches the labels it names."""
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
 
+from kgcult import resources
 from kgcult.errors import KgcultError
 
 _TAG = re.compile(r"^[a-z]{1,8}(?:-[a-z0-9]{1,8})*$")
@@ -25,3 +28,34 @@ def parse(value: str, field: str = "language", error: type[KgcultError] = Kgcult
         raise error(f"{field}: {value!r} is not a language code: a tag starts with an ISO 639 code "
                     "of 2 or 3 letters (en, zh, ar, yue; zh-hans, be-tarask)")
     return tag
+
+
+@lru_cache(maxsize=1)
+def _fallbacks() -> tuple[dict, tuple]:
+    path = resources.ontology("label-fallbacks.json")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        chains = {parse(k, f"{path}: chains"): tuple(parse(x, f"{path}: chains.{k}") for x in v)
+                  for k, v in data["chains"].items()}
+        implicit = tuple(parse(x, f"{path}: implicit") for x in data["implicit"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise KgcultError(f"{path}: cannot read the label fallbacks: {e}") from None
+    return chains, implicit
+
+
+def fallback_chain(tag: str) -> tuple[str, ...]:
+    """The languages a label "in ``tag``" is looked up in, best first: ``tag``, its variants
+    and fallbacks (``ontology/label-fallbacks.json``; ``zh`` -> ``zh-hans``, ``zh-hant``,
+    ``zh-cn``, ...), then ``mul`` (Wikidata's default for all languages, since 2024)."""
+    chains, implicit = _fallbacks()
+    out = [tag]
+    for x in chains.get(tag, ()) + implicit:
+        if x not in out:
+            out.append(x)
+    return tuple(out)
+
+
+def with_fallbacks(tags) -> tuple[str, ...]:
+    """``tags`` and every language of their fallback chains (what a labels mirror fetches),
+    sorted."""
+    return tuple(sorted({x for t in tags for x in fallback_chain(t)}))

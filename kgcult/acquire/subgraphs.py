@@ -123,7 +123,8 @@ def validate(spec: SubgraphSpec) -> SubgraphSpec:
         properties=tuple(sorted({check_property(p, f"{w}: kgc:property") for p in spec.properties})),
         follow_properties=tuple(sorted({check_property(p, f"{w}: kgc:followProperty") for p in spec.follow_properties})),
         label_properties=tuple(sorted({check_label_property(p, f"{w}: kgc:labelProperty") for p in spec.label_properties})),
-        languages=tuple(sorted({check_language(x, f"{w}: kgc:labelLanguage") for x in spec.languages})),
+        # with their fallback chains (zh -> zh-hans, zh-tw, ...; mul): what the views read
+        languages=langtags.with_fallbacks({check_language(x, f"{w}: kgc:labelLanguage") for x in spec.languages}),
         seed_from=tuple(sorted({check_name(s, f"{w}: kgc:seedFrom") for s in spec.seed_from})),
     )
     if spec.is_labels:

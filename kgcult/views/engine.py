@@ -12,6 +12,7 @@ from typing import Iterable
 
 from pyoxigraph import Literal, NamedNode
 
+from kgcult import langtags
 from kgcult.errors import KgcultError
 from kgcult.views.spec import View, ViewError
 
@@ -74,16 +75,28 @@ class ViewContext:
         return out
 
     def labels(self, entities: Iterable[str], langs: list[str], key: str = "labels") -> dict[str, dict[str, str]]:
-        """{entity IRI: {lang: label}}; several labels in a language -> the smallest string."""
+        """{entity IRI: {lang: label}}, each requested language through its fallback chain
+        (:func:`kgcult.langtags.fallback_chain`: ``zh`` is also read from ``zh-hans``,
+        ``zh-hant``, ``zh-cn``, ...; then ``mul``, Wikidata's default for all languages), the
+        first language of the chain that has one; several labels in a language -> the
+        smallest string."""
         ents = sorted(set(entities))
         res: dict[str, dict[str, str]] = defaultdict(dict)
         if not ents or not langs:
             return res
-        for r in self.select(key, rows=(["entity", "lang"], [[NamedNode(e), lang] for e in ents for lang in langs])):
-            cur = res[r["entity"]].get(r["lang"])
+        chains = {lang: langtags.fallback_chain(lang) for lang in langs}
+        fetch = sorted({x for chain in chains.values() for x in chain})
+        found: dict[str, dict[str, str]] = defaultdict(dict)
+        for r in self.select(key, rows=(["entity", "lang"], [[NamedNode(e), lang] for e in ents for lang in fetch])):
+            cur = found[r["entity"]].get(r["lang"])
             text = r.get("label", r.get("description"))
             if cur is None or text < cur:
-                res[r["entity"]][r["lang"]] = text
+                found[r["entity"]][r["lang"]] = text
+        for e, by_lang in found.items():
+            for lang, chain in chains.items():
+                got = next((by_lang[x] for x in chain if x in by_lang), None)
+                if got is not None:
+                    res[e][lang] = got
         return res
 
     def choose(self, param: str, known: dict, what: str, source) -> list[str]:
