@@ -158,3 +158,143 @@ def test_real_values_have_wdqs_forms():
                     assert forms[snak["datatype"]].match(got), (e["id"], snak["datatype"], got)
                     seen.add(snak["datatype"])
     assert seen == set(forms)
+
+
+# -- one graph, whatever the source ------------------------------------------------------------
+#
+# The same real entities through the three sources kgcult reads: the JSON dump, the truthy
+# N-Triples dump as Wikibase's RdfDumpGenerator writes it (flavour truthy-dump: somevalue as
+# the blank node _:LABEL, novalue as `a wdno:P`, terms also as skos:prefLabel/schema:name,
+# no sitelinks and no sitelink counts), and a WDQS-form endpoint (the munged form: blank
+# nodes skolemized to .well-known/genid IRIs, wikibase:sitelinks on the entity).
+
+DATA = "https://www.wikidata.org/wiki/Special:EntityData/"
+WB = vocab.WIKIBASE
+RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+
+
+def _wikibase_truthy_lines(e: dict) -> list[str]:
+    """The lines of the truthy dump for one entity, as Wikibase writes them."""
+    s = f"<{vocab.WD}{e['id']}>"
+    out = [f"<{DATA}{e['id']}> <http://schema.org/about> {s} .",
+           f'<{DATA}{e["id"]}> <http://schema.org/version> "1"^^<{XSD}integer> .',
+           f"{s} {RDF_TYPE} <{WB}Item> ."]
+    for pid, stmts in (e.get("claims") or {}).items():
+        for st in truthy.best_statements(stmts):
+            snak = st["mainsnak"]
+            if snak["snaktype"] == "somevalue":
+                out.append(f"{s} <{vocab.WDT}{pid}> _:{truthy.somevalue_label(st['id'], pid)} .")
+            elif snak["snaktype"] == "novalue":
+                out.append(f"{s} {RDF_TYPE} <http://www.wikidata.org/prop/novalue/{pid}> .")
+            else:
+                o = truthy.value_nt(snak)
+                if o is not None:
+                    out.append(f"{s} <{vocab.WDT}{pid}> {o} .")
+    terms = (("labels", (vocab.RDFS + "label", vocab.SKOS + "prefLabel", vocab.SCHEMA + "name")),
+             ("descriptions", (vocab.SCHEMA + "description",)))
+    for key, preds in terms:
+        for lang, t in (e.get(key) or {}).items():
+            out.extend(f"{s} <{p}> {truthy.literal(t['value'])}@{lang.lower()} ." for p in preds)
+    for lang, aliases in (e.get("aliases") or {}).items():
+        out.extend(f"{s} <{vocab.SKOS}altLabel> {truthy.literal(a['value'])}@{lang.lower()} ." for a in aliases)
+    return out
+
+
+def _three_sources(tmp_path):
+    entities = _real_entities()
+    props = sorted({p for e in entities for p in (e.get("claims") or {})}, key=lambda p: int(p[1:]))
+    spec = tmp_path / "specs.ttl"
+    spec.write_text(
+        "@prefix kgc: <https://w3id.org/kgcult/ns#> . @prefix kgcg: <https://w3id.org/kgcult/graph/> .\n"
+        "@prefix wd: <http://www.wikidata.org/entity/> . @prefix wdt: <http://www.wikidata.org/prop/direct/> .\n"
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> . @prefix skos: <http://www.w3.org/2004/02/skos/core#> .\n"
+        "@prefix schema: <http://schema.org/> .\n"
+        "kgc:subgraph-sample a kgc:SubgraphSpec ; kgc:name \"sample\" ; kgc:graph kgcg:sample ; kgc:order 10 ;\n"
+        f"  kgc:root {', '.join('wd:' + e['id'] for e in entities)} ;\n"
+        f"  kgc:property {', '.join('wdt:' + p for p in props)} .\n"
+        "kgc:subgraph-labels a kgc:SubgraphSpec ; kgc:name \"labels\" ; kgc:graph kgcg:labels ; kgc:order 90 ;\n"
+        "  kgc:seedFrom kgc:subgraph-sample ; kgc:seedAll true ;\n"
+        "  kgc:labelProperty rdfs:label, skos:altLabel, schema:description ;\n"
+        "  kgc:labelLanguage \"en\", \"zh\", \"ru\" ; kgc:sitelinks true .\n", encoding="utf-8")
+    dump = tmp_path / "latest-all.json"
+    dump.write_text("[\n" + ",\n".join(json.dumps(e, ensure_ascii=False) for e in entities) + "\n]\n", encoding="utf-8")
+    nt = tmp_path / "latest-truthy.nt"
+    nt.write_text("".join(line + "\n" for e in entities for line in _wikibase_truthy_lines(e)), encoding="utf-8")
+    wdqs = tmp_path / "wdqs.nt"
+    wdqs.write_text("".join(line + "\n" for e in entities for line in truthy.all_lines(e)), encoding="utf-8")
+    counts = tmp_path / "sitelinks.tsv"
+    counts.write_text("# QID<TAB>sitelinks\n" + "".join(f"{e['id']}\t{len(e['sitelinks'])}\n"
+                                                        for e in entities if "sitelinks" in e), encoding="utf-8")
+    return entities, spec, dump, nt, wdqs, counts
+
+
+@pytest.mark.slow
+def test_json_truthy_nt_and_wdqs_endpoint_give_one_graph(tmp_path, oxigraph_server, caplog):
+    from kgcult.acquire import subgraphs
+    from kgcult.acquire.dump import ingest as ing
+    from kgcult.acquire.endpoint import mirror as m
+    from kgcult.store import Store
+    from tests.test_mirror import data_quads, fast_config
+
+    entities, spec_path, dump, nt, wdqs, counts = _three_sources(tmp_path)
+    specs = subgraphs.load_specs(spec_path)
+    srv = oxigraph_server([wdqs])
+    with Store(tmp_path / "endpoint") as a:
+        m.mirror(a, config=fast_config(srv.url, batch_size=40), specs=specs)
+        from_endpoint = data_quads(a)
+    with Store(tmp_path / "json") as b:
+        ing.ingest(b, str(dump), specs=specs, jobs=1)
+        from_json = data_quads(b)
+    with Store(tmp_path / "nt") as c:
+        ing.ingest(c, str(nt), specs=specs, jobs=1, sitelinks=str(counts))
+        from_nt = data_quads(c)
+        prov = {p["subgraph"]: p for p in c.provenance() if p.get("kind") == "ingest"}
+    assert from_json == from_endpoint
+    assert from_nt == from_endpoint
+    # what makes the sources differ was there to be normalized, and came out the same:
+    genid = [q for q in from_json if f"<{truthy.GENID}" in q]
+    assert len(genid) >= 2  # Q31 P1589, Q183 P3271: "unknown value"
+    assert "_:" in nt.read_text() and not any("_:" in q for q in from_nt)
+    sitelinks = [q for q in from_json if f"<{WB}sitelinks>" in q]
+    assert len(sitelinks) == sum(1 for e in entities if "sitelinks" in e)
+    # "zh" asked for: its variants are fetched too (the views fall back to them); no other language
+    labels = [q for q in from_json if f"<{vocab.RDFS}label>" in q]
+    assert any('"@zh-' in q for q in labels) and any('"@ru ' in q for q in labels)
+    assert not any('"@nl ' in q or '"@de ' in q for q in labels)
+    assert prov["labels"]["sitelinksSource"] == str(counts) and "notCarried" not in prov["labels"]
+
+
+def test_truthy_dump_without_sitelinks_says_so(tmp_path):
+    from kgcult.acquire import subgraphs
+    from tests.conftest import run_cli
+
+    entities, spec_path, dump, nt, wdqs, counts = _three_sources(tmp_path)
+    r = run_cli(["ingest", str(nt), "--specs", str(spec_path), "--no-progress", "-j", "1"], tmp_path / "store")
+    assert r.exit_code == 0, r.output
+    assert "no sitelink counts" in r.stderr and "--sitelinks" in r.stderr
+    from kgcult.store import Store
+    with Store(tmp_path / "store") as st:
+        prov = {p["subgraph"]: p for p in st.provenance() if p.get("kind") == "ingest"}
+        assert "wikibase:sitelinks" in prov["labels"]["notCarried"]
+        assert "notCarried" not in prov["sample"]
+        assert not any(f"{WB}sitelinks" in str(q) for q in st.quads(vocab.graph_iri("labels")))
+    # the full RDF dump's counts hang off data:Q..: they count too (moved onto wd:Q.., as WDQS does)
+    full = tmp_path / "counts.nt"
+    full.write_text("".join(f'<{DATA}{e["id"]}> <{WB}sitelinks> "{len(e["sitelinks"])}"^^<{XSD}integer> .\n'
+                            for e in entities if "sitelinks" in e))
+    r = run_cli(["ingest", str(nt), "--specs", str(spec_path), "--no-progress", "-j", "1", "--refresh",
+                 "--sitelinks", str(full)], tmp_path / "store")
+    assert r.exit_code == 0, r.output
+    assert "no sitelink counts" not in r.stderr
+    with Store(tmp_path / "store") as st:
+        got = {str(q.triple) for q in st.quads(vocab.graph_iri("labels")) if q.predicate.value == WB + "sitelinks"}
+    q31 = next(e for e in entities if e["id"] == "Q31")
+    assert f'<{vocab.WD}Q31> <{WB}sitelinks> "{len(q31["sitelinks"])}"^^<{XSD}integer>' in got
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("Q31\tmany\n")
+    r = run_cli(["ingest", str(nt), "--specs", str(spec_path), "--refresh", "--sitelinks", str(bad)],
+                tmp_path / "store")
+    assert r.exit_code != 0 and f"{bad}:1:" in r.output + r.stderr
+    r = run_cli(["ingest", str(dump), "--specs", str(spec_path), "--refresh", "--sitelinks", str(counts)],
+                tmp_path / "store")
+    assert r.exit_code != 0 and "JSON dump carries" in r.output + r.stderr

@@ -112,20 +112,25 @@ def snak_nt(snaktype, datatype, datavalue) -> str | None:
     return None
 
 
-def somevalue_iri(statement_id: str | None, pid: str) -> str | None:
-    """The WDQS object of a truthy somevalue ("unknown value") claim in N-Triples syntax:
-    Wikibase's ``SnakRdfBuilder`` writes the blank node ``_:LABEL`` with LABEL =
-    md5(statement LName - wdt: namespace IRI - value namespace IRI - snak hash), the snak
-    hash being sha1 of the PHP serialization of ``PropertySomeValueSnak(pid)``; WDQS's
-    ``BNodeSkolemization`` makes it ``<http://www.wikidata.org/.well-known/genid/LABEL>``.
-    (Wikibase since February 2025, T384344; older dumps hashed the namespace names ``wdt``
-    and ``v``.) None without a statement id."""
-    if not statement_id:
-        return None
+def somevalue_label(statement_id: str, pid: str, direct_ns: str = WDT, value_ns: str = VALUE_NS) -> str:
+    """The label of the blank node Wikibase's ``SnakRdfBuilder`` writes for a somevalue
+    ("unknown value") main snak on ``wdt:``: md5 of the statement's LName (its id, ``$``
+    and every other character but letters, digits, ``_``, ``-`` as ``-``), ``direct_ns``,
+    ``value_ns`` and the snak hash (sha1 of the PHP serialization of
+    ``PropertySomeValueSnak(pid)``), joined by ``-``. (Wikibase since February 2025,
+    T384344; before, the namespace names ``wdt`` and ``v`` were hashed instead of their IRIs.)"""
     snak = f'C:{len(_SOMEVALUE_CLASS)}:"{_SOMEVALUE_CLASS}":{len(pid)}:{{{pid}}}'
     snak_hash = hashlib.sha1(snak.encode()).hexdigest()
-    label = hashlib.md5("-".join((_LNAME.sub("-", statement_id), WDT, VALUE_NS, snak_hash)).encode()).hexdigest()
-    return f"<{GENID}{label}>"
+    return hashlib.md5("-".join((_LNAME.sub("-", statement_id), direct_ns, value_ns, snak_hash)).encode()).hexdigest()
+
+
+def somevalue_iri(statement_id: str | None, pid: str) -> str | None:
+    """The WDQS object of a truthy somevalue claim in N-Triples syntax: WDQS's
+    ``BNodeSkolemization`` makes Wikibase's blank node ``_:LABEL`` (:func:`somevalue_label`)
+    ``<http://www.wikidata.org/.well-known/genid/LABEL>``. None without a statement id."""
+    if not statement_id:
+        return None
+    return f"<{GENID}{somevalue_label(statement_id, pid)}>"
 
 
 def statement_nt(snak: dict, pid: str, statement_id: str | None) -> str | None:
