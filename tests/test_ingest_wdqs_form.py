@@ -298,3 +298,92 @@ def test_truthy_dump_without_sitelinks_says_so(tmp_path):
     r = run_cli(["ingest", str(dump), "--specs", str(spec_path), "--refresh", "--sitelinks", str(counts)],
                 tmp_path / "store")
     assert r.exit_code != 0 and "JSON dump carries" in r.output + r.stderr
+
+
+# -- the rules, one by one ----------------------------------------------------------------------
+
+def test_somevalue_label_is_wikibase_s():
+    # Wikibase's own fixture (repo/tests/phpunit/data/rdf: entities/Q4.json P5 somevalue ->
+    # RdfBuilder/Q4_direct.nt) with its test vocabulary's namespaces (the form since 2025)
+    assert truthy.somevalue_label("TEST-Statement-5-8c5d9fe1bfe1fe52e5ab706ae3e5d62f4aaa8d5b", "P5",
+                                  "http://acme.test/prop/direct/", "http://acme.test/value/") \
+        == "16696d7ad1e9ae4903df6b9ddab8a877"
+    # the real Q42 dump record (2024, namespace names hashed then): pq:P3680 _:LABEL on its statement
+    text = _need(REF / "wikidata-query-rdf" / "Q42.ttl").read_text(encoding="utf-8")
+    m = re.search(r"\ns:(Q42-[0-9a-f-]+) a wikibase:Statement[^.]*?pq:P3680 _:([0-9a-f]{32})", text)
+    assert m, "Q42.ttl has its somevalue qualifier"
+    guid = m.group(1).replace("Q42-", "Q42$", 1)
+    assert truthy.somevalue_label(guid, "P3680", "pq", "v") == m.group(2)
+    # and as WDQS serves a truthy one
+    iri = truthy.somevalue_iri("Q31$15b2441e-47ed-bd45-548c-d03a6c2e490d", "P1589")
+    assert iri == f"<http://www.wikidata.org/.well-known/genid/{truthy.somevalue_label('Q31-15b2441e-47ed-bd45-548c-d03a6c2e490d', 'P1589')}>"
+    assert truthy.somevalue_iri(None, "P1589") is None
+
+
+def test_truthy_nt_blank_nodes_become_wdqs_iris():
+    from kgcult.acquire.dump import scan
+    plan = scan.ScanPlan("ntriples", ("P131",), ("P131",), frozenset(), frozenset(), False)
+    block = (f"<{vocab.WD}Q1> <{vocab.WDT}P131> _:e39d2a834262fbd171919ab2c038c9fb .\n"
+             f"<{vocab.WD}Q1> <{vocab.WDT}P131> <{vocab.WD}Q2> .\n").encode()
+    r = scan.scan_nt_block(plan, 1, block)
+    assert r.lines.decode().splitlines() == [
+        f"<{vocab.WD}Q1> <{vocab.WDT}P131> <http://www.wikidata.org/.well-known/genid/e39d2a834262fbd171919ab2c038c9fb> .",
+        f"<{vocab.WD}Q1> <{vocab.WDT}P131> <{vocab.WD}Q2> ."]
+
+
+GREG, JUL = "http://www.wikidata.org/entity/Q1985727", "http://www.wikidata.org/entity/Q1985786"
+# (JSON time, precision, calendar, what Wikibase's RDF holds): Wikibase's DateTimeValueCleanerTest
+# (XSD 1.1 cases, and its Gregorian/Julian cases whose years are not BCE) and TimeRdfBuilderTest
+TIMES = [
+    ("+2014-01-05T12:34:56Z", 14, GREG, "2014-01-05T12:34:56Z"),
+    ("+2014-01-05T12:34:56Z", 9, GREG, "2014-01-01T12:34:56Z"),          # year precision
+    ("+2204-04-31T00:00:00Z", 10, GREG, "2204-04-01T00:00:00Z"),         # month precision
+    ("+0200-02-31T00:00:00Z", 14, GREG, "0200-02-28T00:00:00Z"),         # past the month's end
+    ("+0204-02-31T00:00:00Z", 14, GREG, "0204-02-29T00:00:00Z"),
+    ("+0200-00-00T00:00:00Z", 14, GREG, "0200-01-01T00:00:00Z"),         # 00 month and day
+    ("-00000000200-00-00T00:00:00Z", 14, GREG, "-0199-01-01T00:00:00Z"),  # BCE: XSD 1.1 years
+    ("-0001-01-01T00:00:00Z", 9, GREG, "0000-01-01T00:00:00Z"),          # 1 BCE is year 0000
+    ("-98765432198765-00-00T00:00:00Z", 9, GREG, "-98765432198764-01-01T00:00:00Z"),
+    ("-02000000200-02-31T00:00:00Z", 8, GREG, "-2000000200-01-01T00:00:00Z"),  # decade: no +1
+    ("+1345-11-11T00:00:00Z", 11, JUL, "1345-11-19T00:00:00Z"),         # Julian day -> Gregorian
+    ("+2014-01-05T12:34:56Z", 14, JUL, "2014-01-18T12:34:56Z"),
+    ("-00000002014-01-05T12:34:56Z", 14, JUL, "-2014-12-19T12:34:56Z"),
+    ("-0100-07-12T00:00:00Z", 11, JUL, "-0099-07-10T00:00:00Z"),
+    ("+0200-02-31T00:00:00Z", 14, JUL, "0200-03-02T00:00:00Z"),
+    ("-4714-01-02T00:00:00Z", 11, JUL, "-4713-01-02T00:00:00Z"),         # out of range: as Gregorian
+    ("+1465073-01-01T00:00:00Z", 14, JUL, "1465073-01-01T00:00:00Z"),
+    ("-00000002014-01-05T12:34:56Z", 9, JUL, "-2013-01-01T12:34:56Z"),  # Julian year: not converted
+    ("+0000-01-01T00:00:00Z", 11, GREG, None),                           # year 0: the raw string
+    ("+0000-01-01T00:00:00Z", 11, JUL, None),
+    ("+2014-01-05T12:34:56Z", 14, "http://www.wikidata.org/entity/Q42", None),  # unknown calendar
+]
+
+
+@pytest.mark.parametrize("time,precision,calendar,expected", TIMES)
+def test_time_values_as_wikibase_cleans_them(time, precision, calendar, expected):
+    snak = {"snaktype": "value", "datatype": "time",
+            "datavalue": {"type": "time", "value": {"time": time, "precision": precision, "calendarmodel": calendar,
+                                                    "timezone": 0, "before": 0, "after": 0}}}
+    got = truthy.value_nt(snak)
+    if expected is None:
+        assert got == f'"{time}"'  # a plain literal, as Wikibase's TimeRdfBuilder writes it
+    else:
+        assert got == f'"{expected}"^^<{XSD}dateTime>'
+
+
+def test_real_year_precision_dates_lose_month_and_day():
+    seen = 0
+    for e in _real_entities():
+        for pid, stmts in (e.get("claims") or {}).items():
+            for s in stmts:
+                snak = s["mainsnak"]
+                if snak.get("datatype") == "time" and snak["snaktype"] == "value":
+                    v = snak["datavalue"]["value"]
+                    got = truthy.value_nt(snak)
+                    if v["precision"] <= 9:
+                        assert re.match(r'^"-?\d{4,}-01-01T', got), (e["id"], pid, v, got)
+                        seen += 1
+                    if v["calendarmodel"].endswith("Q1985786") and v["precision"] >= 11:
+                        assert got[1:11] != v["time"].lstrip("+")[:10], (e["id"], pid, v, got)  # converted
+                        seen += 1
+    assert seen > 30
