@@ -84,3 +84,27 @@ def test_ingest_keeps_mul_and_variant_labels(tmp_path):
         ing.ingest(st, str(dump), ["countries", "labels"], specs=specs, jobs=1)
         got = {str(q.object) for q in st.quads(vocab.graph_iri("labels")) if q.subject.value == WD + "Q9"}
     assert '"Zanzibar"@mul' in got and '"桑給巴爾"@zh-hk' in got and not any("@nl" in x for x in got)
+
+
+def test_linker_matches_and_labels_through_the_chain(tmp_path):
+    from kgcult.link.linker import Linker
+    from kgcult.store import hierarchy
+
+    nt = tmp_path / "link.nt"
+    nt.write_text("\n".join([
+        f'<{WD}Q2095> <{RDFS}label> "food"@en .',
+        f'<{WD}Q9101> <{vocab.WDT}P279> <{WD}Q2095> .',
+        f'<{WD}Q9101> <{RDFS}label> "臺灣菜"@zh-tw .',
+        f'<{WD}Q9101> <{RDFS}label> "Taiwanese cuisine"@en .',
+        f'<{WD}Q9102> <{vocab.WDT}P31> <{WD}Q2095> .',
+        f'<{WD}Q9102> <{RDFS}label> "Bún chả"@mul .',
+    ]) + "\n", encoding="utf-8")
+    with Store(tmp_path / "s") as st:
+        st.load([nt], graph="fixture")
+        hierarchy.build(st)
+        linker = Linker.open(st)
+        r = linker.link("臺灣菜", lang="zh", topic="food")
+        assert (r["qid"], r["match"], r["lang_used"], r["label"]) == ("Q9101", "exact-label", "zh-tw", "臺灣菜")
+        r = linker.link("Bún chả", lang="vi", topic="food")
+        assert (r["qid"], r["match"], r["lang_used"], r["label"], r["label_en"]) == \
+            ("Q9102", "exact-label", "mul", "Bún chả", "Bún chả")

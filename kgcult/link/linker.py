@@ -15,7 +15,8 @@ from kgcult.link.stages import embedding as embed
 from kgcult.link.stages import morphology_pools as morph_store
 from kgcult.link.stages import morphology
 from kgcult.link import ties
-from kgcult.link.index.reader import LabelIndex, index_dir, index_dir_of, load_or_build, open_unopened, topics_hash
+from kgcult.link.index.reader import (LabelIndex, index_dir, index_dir_of, label_chain, load_or_build, open_unopened,
+                                      topics_hash)
 from kgcult.link.semantic.stage import SemanticStage
 from kgcult.store import open_store
 
@@ -234,8 +235,10 @@ class Linker:
                     found = {v >> 1: (v & 1, lang, None)}
                 else:
                     found = C.exact(ix, m, lang)
-                    if not found and "-" in lang:
-                        found = C.exact(ix, m, normalize.base_lang(lang))
+                    for lg in label_chain(lang)[1:]:  # base language, variants, mul
+                        if found:
+                            break
+                        found = C.exact(ix, m, lg)
             else:
                 if keys is None:
                     kk = (m, lang)

@@ -28,11 +28,12 @@ import os
 import shutil
 import tempfile
 import weakref
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from kgcult import ids
+from kgcult import ids, langtags
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_write
 from kgcult.link import normalize
@@ -47,6 +48,13 @@ from kgcult.store.facts import store_files as _files
 from kgcult.store.snapshot import store_content_hash
 
 log = logging.getLogger(__name__)
+
+
+@lru_cache(maxsize=256)
+def label_chain(lang: str) -> tuple[str, ...]:
+    """The languages a label or name in ``lang`` is looked up in, best first: ``lang``, its
+    base language, then the rest of its fallback chain (variants, ``mul``)."""
+    return tuple(dict.fromkeys((lang, normalize.base_lang(lang)) + langtags.fallback_chain(lang)[1:]))
 
 
 class LabelIndex:
@@ -107,12 +115,13 @@ class LabelIndex:
         raise KgcultError(f"unknown topic {name!r}: one of {', '.join(t.name for t in self.topics)}")
 
     def label(self, eid: int, lang: str) -> str | None:
-        v = self._label(eid, lang)
-        if v is not None:
-            return v
-        b = normalize.base_lang(lang)
-        if b != lang:
-            return self._label(eid, b)
+        """The entity's label in ``lang``, else in its base language (``pt-br`` -> ``pt``), else
+        along its fallback chain (:func:`kgcult.langtags.fallback_chain`: ``zh`` -> ``zh-hans``,
+        ``zh-hant``, ``zh-cn``, ...; then ``mul``)."""
+        for lg in label_chain(lang):
+            v = self._label(eid, lg)
+            if v is not None:
+                return v
         return None
 
     def description(self, eid: int, lang: str) -> str | None:
