@@ -5,7 +5,7 @@ import re
 
 from pyoxigraph import Literal, NamedNode
 
-from kgcult import ids, ontology, vocab
+from kgcult import ids, langtags, ontology, vocab
 from kgcult.acquire import subgraphs
 from kgcult.errors import KgcultError
 from kgcult.store import health
@@ -25,16 +25,20 @@ def entity_iri(qid: str) -> str:
 
 
 def labels_in(store, iris: list[str], lang: str) -> dict[str, str]:
-    """rdfs:label of each IRI in ``lang``, falling back to English."""
+    """rdfs:label of each IRI in ``lang`` through its fallback chain (variants, ``mul``:
+    :func:`kgcult.langtags.fallback_chain`), else in English."""
     if not iris:
         return {}
+    chain = langtags.fallback_chain(lang)
+    chain += tuple(x for x in langtags.fallback_chain("en") if x not in chain)
+    order = {x: i for i, x in enumerate(chain)}
     rows = store.query(
-        """SELECT ?x ?l WHERE { ?x rdfs:label ?l . FILTER(LANG(?l) = ?lang || LANG(?l) = "en") }""",
-        rows=(["x", "lang"], [(NamedNode(i), Literal(lang)) for i in sorted(set(iris))]),
+        """SELECT ?x ?l WHERE { ?x rdfs:label ?l . FILTER(LANG(?l) = ?lang) }""",
+        rows=(["x", "lang"], [(NamedNode(i), Literal(x)) for i in sorted(set(iris)) for x in chain]),
     )
     best: dict[str, tuple[int, str]] = {}
     for r in rows:
-        rank = 0 if r["l"].language == lang else 1
+        rank = order.get(r["l"].language, len(order))
         x = r["x"].value
         if x not in best or (rank, r["l"].value) < best[x]:
             best[x] = (rank, r["l"].value)

@@ -108,3 +108,16 @@ def test_linker_matches_and_labels_through_the_chain(tmp_path):
         r = linker.link("Bún chả", lang="vi", topic="food")
         assert (r["qid"], r["match"], r["lang_used"], r["label"], r["label_en"]) == \
             ("Q9102", "exact-label", "mul", "Bún chả", "Bún chả")
+
+
+def test_show_labels_claim_objects_through_the_chain(tmp_path):
+    from kgcult import inspection
+
+    nt = tmp_path / "g.nt"
+    nt.write_text(GRAPH, encoding="utf-8")
+    with Store(tmp_path / "s") as st:
+        st.load([nt], graph="fixture")
+        got = inspection.labels_in(st, [WD + "Q1", WD + "Q2", WD + "Q3", WD + "Q4"], "zh")
+        assert got == {WD + "Q1": "Douglas Adams", WD + "Q2": "台湾菜", WD + "Q3": "饺子", WD + "Q4": "面条"}
+        got = inspection.labels_in(st, [WD + "Q1", WD + "Q2", WD + "Q4"], "ko")
+        assert got == {WD + "Q1": "Douglas Adams"}  # mul; then English, which Q2 and Q4 lack
