@@ -48,18 +48,19 @@ async function sparql(query, accept) {
   return { text: text, truncated: resp.headers.get("X-Kgcult-Truncated") === "true", type: resp.headers.get("Content-Type") || "" };
 }
 
-// rdfs:label of the entities in the results, in the chosen language (else English)
+// rdfs:label of the entities in the results, in the chosen language, else mul (Wikidata's
+// default for all languages), else English
 async function fetchLabels(iris, lang) {
   const ids = [...new Set(iris)].filter((i) => ENTITY.test(i)).slice(0, 2000);
   if (!ids.length) return {};
   const safeLang = /^[A-Za-z-]{1,20}$/.test(lang) ? lang.toLowerCase() : "en";
   const q = "SELECT ?x ?l WHERE { VALUES ?x { " + ids.map((i) => "<" + i + ">").join(" ") +
-    " } ?x rdfs:label ?l FILTER(LANG(?l) = \"" + safeLang + "\" || LANG(?l) = \"en\") }";
+    " } ?x rdfs:label ?l FILTER(LANG(?l) = \"" + safeLang + "\" || LANG(?l) = \"mul\" || LANG(?l) = \"en\") }";
   const r = await sparql(q);
   const best = {};
   for (const b of JSON.parse(r.text).results.bindings) {
     const x = b.x.value, l = b.l;
-    const rank = l["xml:lang"] === safeLang ? 0 : 1;
+    const rank = l["xml:lang"] === safeLang ? 0 : l["xml:lang"] === "mul" ? 1 : 2;
     if (!(x in best) || rank < best[x][0]) best[x] = [rank, l.value];
   }
   const out = {};
