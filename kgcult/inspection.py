@@ -24,13 +24,22 @@ def entity_iri(qid: str) -> str:
     return ids.iri(ids.parse(qid, "QP", field="entity"))
 
 
+def _chain(lang: str) -> tuple[str, ...]:
+    """``lang``'s fallback chain (variants, ``mul``), then English."""
+    chain = langtags.fallback_chain(lang)
+    return chain + tuple(x for x in langtags.fallback_chain("en") if x not in chain)
+
+
+def _in_chain(by_lang: dict, lang: str):
+    return next((by_lang[x] for x in _chain(lang) if x in by_lang), None)
+
+
 def labels_in(store, iris: list[str], lang: str) -> dict[str, str]:
     """rdfs:label of each IRI in ``lang`` through its fallback chain (variants, ``mul``:
     :func:`kgcult.langtags.fallback_chain`), else in English."""
     if not iris:
         return {}
-    chain = langtags.fallback_chain(lang)
-    chain += tuple(x for x in langtags.fallback_chain("en") if x not in chain)
+    chain = _chain(lang)
     order = {x: i for i, x in enumerate(chain)}
     rows = store.query(
         """SELECT ?x ?l WHERE { ?x rdfs:label ?l . FILTER(LANG(?l) = ?lang) }""",
@@ -75,7 +84,7 @@ def show(store, qid: str, lang: str = "en") -> dict:
         card["aliases"][k].sort()
     card["labels"] = dict(sorted(card["labels"].items()))
     card["descriptions"] = dict(sorted(card["descriptions"].items()))
-    card["label"] = card["labels"].get(lang) or card["labels"].get("en")
+    card["label"] = _in_chain(card["labels"], lang)
     closures = {"typedAs": "kgc:typedAs", "locatedIn": "kgc:locatedIn", "partOf": "kgc:partOf"}
     for key, pred in closures.items():
         rows = store.query(f"SELECT DISTINCT ?y WHERE {{ ?x {pred} ?y }}", bindings={"x": node})
@@ -98,7 +107,7 @@ def show(store, qid: str, lang: str = "en") -> dict:
 
 def format_card(card: dict, lang: str = "en") -> str:
     out = [f"{card['qid']}  {card.get('label') or ''}".rstrip()]
-    desc = card["descriptions"].get(lang) or card["descriptions"].get("en")
+    desc = _in_chain(card["descriptions"], lang)
     if desc:
         out.append(f"  {desc}")
     out.append("labels:")

@@ -121,3 +121,6 @@ def test_show_labels_claim_objects_through_the_chain(tmp_path):
         assert got == {WD + "Q1": "Douglas Adams", WD + "Q2": "台湾菜", WD + "Q3": "饺子", WD + "Q4": "面条"}
         got = inspection.labels_in(st, [WD + "Q1", WD + "Q2", WD + "Q4"], "ko")
         assert got == {WD + "Q1": "Douglas Adams"}  # mul; then English, which Q2 and Q4 lack
+        assert inspection.show(st, "Q2", lang="zh")["label"] == "台湾菜"
+        assert inspection.show(st, "Q1", lang="ko")["label"] == "Douglas Adams"
+        assert "一種菜系" in inspection.format_card(inspection.show(st, "Q2", lang="zh"), lang="zh")
