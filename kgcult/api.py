@@ -180,7 +180,8 @@ class KG:
     def ingest(self, dump: str | os.PathLike, subgraphs: Sequence[str] = (), *, progress: bool | None = False,
                **options) -> list[SubgraphReport]:
         """Filter a Wikidata JSON or truthy N-Triples dump into the subgraphs (``kgcult
-        ingest``); ``options`` as the command's (``fmt=``, ``refresh=``, ``jobs=``, ``engine=``)."""
+        ingest``); ``options`` as the command's (``fmt=``, ``refresh=``, ``jobs=``, ``engine=``,
+        ``sitelinks=``: a file of sitelink counts for a truthy dump)."""
         return ingest(self.store, os.fspath(dump), list(subgraphs), progress=progress, **options)
 
     def content_hash(self) -> str:

@@ -4,7 +4,11 @@ Two dump formats, plain or .gz/.bz2/.zst:
 
 * the JSON dump (``latest-all.json.gz``): a ``[`` line, one entity per line ending in
   ``,``, a ``]`` line; entities become WDQS truthy triples (:mod:`kgcult.acquire.dump.truthy`);
-* the truthy N-Triples dump (``latest-truthy.nt.gz``): lines are kept as they are.
+* the truthy N-Triples dump (``latest-truthy.nt.gz``): lines are kept as they are, but for
+  the two forms WDQS changes: a somevalue blank node ``_:LABEL`` becomes WDQS's skolem IRI
+  and a ``wikibase:sitelinks`` count on the full dump's ``data:`` node moves onto ``wd:``;
+  the counts the truthy dump lacks come from ``--sitelinks FILE``
+  (:mod:`kgcult.acquire.dump.sitelinks`), and their absence is reported.
 
 The dump is read once (:mod:`kgcult.acquire.dump.reader`: a parallel decompressor when one is
 installed, the sha256 from the same read) and parsed in worker processes

@@ -262,7 +262,11 @@ def _nt_predicates(plan: ScanPlan):
 
 def scan_nt_block(plan: ScanPlan, first_line: int, block, terms: bool = False, span=None) -> BlockResult:
     """Filter one block of truthy N-Triples lines (``block`` and ``span`` as for
-    :func:`scan_json_block`; label lines are lines: ``terms`` does not apply)."""
+    :func:`scan_json_block`; label lines are lines: ``terms`` does not apply). A kept
+    claim's blank-node object ``_:LABEL`` (somevalue) becomes WDQS's skolem IRI
+    ``<http://www.wikidata.org/.well-known/genid/LABEL>``; a ``wikibase:sitelinks`` line on
+    ``data:Q..`` (the full dump's page node) is put on ``wd:Q..``; such lines are counted
+    (``sitelink_counts``)."""
     if span is not None:
         block = block[span[0]:span[1]]
     struct, keep, labels, site = _nt_predicates(plan)
