@@ -278,6 +278,10 @@ def test_truthy_dump_without_sitelinks_says_so(tmp_path):
         assert "wikibase:sitelinks" in prov["labels"]["notCarried"]
         assert "notCarried" not in prov["sample"]
         assert not any(f"{WB}sitelinks" in str(q) for q in st.quads(vocab.graph_iri("labels")))
+    r = run_cli(["snapshot", "export", str(tmp_path / "snap")], tmp_path / "store")
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((tmp_path / "snap" / "MANIFEST.json").read_text())
+    assert any("wikibase:sitelinks" in p.get("notCarried", "") for p in manifest["provenance"])
     # the full RDF dump's counts hang off data:Q..: they count too (moved onto wd:Q.., as WDQS does)
     full = tmp_path / "counts.nt"
     full.write_text("".join(f'<{DATA}{e["id"]}> <{WB}sitelinks> "{len(e["sitelinks"])}"^^<{XSD}integer> .\n'
