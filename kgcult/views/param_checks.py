@@ -1,6 +1,7 @@
 """Parameters checked against the store before a view runs: a language no label of the store
-is in, or an item the store does not hold, would give an empty dataset with exit 0 (and
-replace the previous build), so they are refused with what the store does hold.
+is in (nor in any language of its fallback chain: variants, ``mul``), or an item the store
+does not hold, would give an empty dataset with exit 0 (and replace the previous build), so
+they are refused with what the store does hold.
 
 Only values the user gave are checked (a default may name what a small store lacks), and
 only on an embedded store (listing a remote endpoint's label languages could take minutes).
@@ -12,7 +13,7 @@ import difflib
 
 from pyoxigraph import NamedNode
 
-from kgcult import ids
+from kgcult import ids, langtags
 from kgcult.store import facts
 from kgcult.views.spec import PARAMS_KEY, View, ViewError
 
@@ -49,7 +50,8 @@ def check(store, view: View, resolved: dict, given: set[str]) -> None:
             continue
         if p.type in ("lang", "langs"):
             present = label_languages(store)
-            missing = [v for v in values if v not in present]
+            # a language is answered when any language of its fallback chain is (zh-tw, mul: docs/views.md)
+            missing = [v for v in values if not any(x in present for x in langtags.fallback_chain(v))]
             if missing:
                 hints = {m: difflib.get_close_matches(m, present, n=3) for m in missing}
                 said = "; ".join(f"{m!r}" + (f" (did you mean {', '.join(hints[m])}?)" if hints[m] else "")
