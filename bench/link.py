@@ -332,7 +332,7 @@ def main():
         # a fresh linker: its first pass loads the cached name vectors, builds the faiss
         # indexes and encodes the mentions (cold); later passes reuse them (warm)
         emb = Linker(ix, store=store, embeddings=True)
-        emb._encoder = prep_linker._encoder  # the loaded model (loading it is not linking)
+        emb.stage("embedding").encoder = prep_linker.stage("embedding").encoder  # loading the model is not linking
         res, cold, warm = throughput(emb, rows, max(1, args.passes // 2))
         runs["with-embedding"] = {"stages": list(emb.stages), "first_pass_seconds_incl_vectors": round(prep, 1),
                                   "cold_per_s": cold, "warm_per_s": warm, **quality(gold, res)}

@@ -1,8 +1,8 @@
 """The on-disk link index answers as the in-memory one did.
 
 A reference index is built here the way the in-memory index was (Python dicts straight
-from the store's quads), and the reference fuzzy / token pools are ``candidates.FuzzyPool``
-/ ``candidates.TokenPool`` over ``names_of(members(topic))``, as the linker built them
+from the store's quads), and the reference fuzzy / token pools are ``FuzzyPool``
+/ ``TokenPool`` (tests/reference_pools.py) over ``names_of(members(topic))``, as the linker built them
 lazily before; every candidate stage must give the same candidates on the seed snapshot
 (every name, and each with a typo) and on a sample of the stand-in dev set (slow)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from kgcult.link.stages import lexical as C
+from tests.reference_pools import FuzzyPool, TokenPool
 from kgcult.link.index import reader as lx
 from kgcult.link.index import build
 from kgcult.link.index import encoding
@@ -53,8 +53,8 @@ def reference_pools(ix):
         members = ([e for e, b in enumerate(ix.topic_bits) if b] if topic is None else ix.members(topic))
         for lg in ix.langs:
             names = ix.names_of(members, {lg})
-            fuzzy[(topic, lg)] = C.FuzzyPool(names)
-            parts[(topic, lg)] = C.TokenPool.entries_of(names)
+            fuzzy[(topic, lg)] = FuzzyPool(names)
+            parts[(topic, lg)] = TokenPool.entries_of(names)
     return fuzzy, parts
 
 
@@ -68,7 +68,7 @@ def token_pool(parts, topic, lang):
     entries = []
     for lg in sorted({lang, normalize.base_lang(lang), "en"}):
         entries.extend(parts.get((topic, lg), ()))
-    pool = _TOKEN_POOLS[key] = C.TokenPool(lang=lang, entries=entries)
+    pool = _TOKEN_POOLS[key] = TokenPool(lang=lang, entries=entries)
     return pool
 
 
@@ -195,7 +195,8 @@ def test_stored_morphology_pools_answer_as_in_memory(seed, tmp_path):
     assert morphology_pools.open_pool(tmp_path / "junk.sqlite", "en") is None
     lk = Linker(lx.LabelIndex(lx.index_path(seed, ix.content_hash, ix.topics)), store=seed)
     lk.link("tomato soups", topic="food")
-    assert lk._morph and all(isinstance(p, morphology_pools.StoredKeyPool) for p in lk._morph.values())
+    pools = [p for name in ("stem", "compound") for p in lk.stage(name).pools.values()]
+    assert pools and all(isinstance(p, morphology_pools.StoredKeyPool) for p in pools)
 
 
 def test_semantic_search_reads_mapped_vectors_in_blocks(tmp_path):
@@ -368,8 +369,8 @@ def test_dev_sample_candidates_match(standin_path, tmp_path):
             members = ([e for e, b in enumerate(ix.topic_bits) if b] if topic is None else ix.members(topic))
             for lg in langs:
                 names = ix.names_of(members, {lg})
-                fuzzy[(topic, lg)] = C.FuzzyPool(names)
-                parts[(topic, lg)] = C.TokenPool.entries_of(names)
+                fuzzy[(topic, lg)] = FuzzyPool(names)
+                parts[(topic, lg)] = TokenPool.entries_of(names)
         assert compare(ix, s, mentions, fuzzy, parts) > 50
     finally:
         s.close()

@@ -129,9 +129,9 @@ def test_semantic_cross_check(qstore, linker):
     # without the cross-check the margin over "Jarabes de maíz" (another entity) is too small
     strict = Linker.open(qstore, semantic_agree_min=2.0)
     assert strict.link(m, lang="es", topic="food")["qid"] is None
-    assert linker._lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99130"])
-    assert not linker._lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99131"])
-    assert not linker._lexical.owns_rarest_word("fructosa", "es", "food", linker.ix.eid_of["Q99130"])  # one word
+    assert linker.lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99130"])
+    assert not linker.lexical.owns_rarest_word(m, "es", "food", linker.ix.eid_of["Q99131"])
+    assert not linker.lexical.owns_rarest_word("fructosa", "es", "food", linker.ix.eid_of["Q99130"])  # one word
 
 
 @needs_use
@@ -179,7 +179,7 @@ def test_semantic_encodes_ahead_in_a_worker_thread(qstore, monkeypatch):
         [("Erdbeere", "de"), ("клубника", "ru"), ("Kartoffel", "de"), ("paella", "en"),
          ("Jarabes de maíz de alta fructosa", "es"), ("Erdbeere", "de"), ("e-451i", "it")])]
     serial = Linker.open(qstore)
-    monkeypatch.setattr(semantic_stage.SemanticStage, "encode_ahead", lambda self, states: None)
+    monkeypatch.setattr(semantic_stage.Semantic, "ahead", lambda self, chunk: None)
     want = list(serial.link_many(rows))
     monkeypatch.undo()
 
@@ -212,9 +212,9 @@ def test_semantic_caches_overflow_inside_a_batch(qstore, monkeypatch):
     rows = [{"mention": m, "lang": "de", "topic": "food"} for m in ("Erdbeere", "Kartoffel", "Erdbeerkuchen")]
     want = list(Linker.open(qstore).link_many(rows))
     lk = Linker.open(qstore)
-    lk._semantic._done.limit = lk._semantic._vecs.limit = 1
+    lk.stage("semantic")._done.limit = lk.stage("semantic")._vecs.limit = 1
     lk.link("Erdbeere", lang="de", topic="food")  # its vector is cached
-    lk._semantic._done.clear()  # decide it again in the next batch: its cached vector is needed
+    lk.stage("semantic")._done.clear()  # decide it again in the next batch: its cached vector is needed
     assert list(lk.link_many(rows)) == want
     assert want[0]["qid"] == "Q99020"
 
@@ -386,17 +386,17 @@ def test_any_language_fuzzy(linker):
     lexical = linker.with_stages(_LEXICAL)
     # two entities as close (pt "Morcela", es "Morcila"): no link, not a guess
     assert lexical.link("Morcala", lang="nl", topic="food")["qid"] is None
-    assert linker._lexical.any_fuzzy("morcala", "nl", "food") == {}
+    assert linker.lexical.any_fuzzy("morcala", "nl", "food") == {}
     # a name with the very key is the any stage's business: no fuzzy answer beside it
-    assert linker._lexical.any_fuzzy("morcela", "nl", "food") == {}
+    assert linker.lexical.any_fuzzy("morcela", "nl", "food") == {}
     # keys under six characters are left alone (short words collide across languages)
-    assert linker._lexical.any_fuzzy("konfituren"[:5], "nl", "food") == {}
-    assert linker._lexical.any_fuzzy("morcelx", "nl", "food") == {linker.ix.eid_of["Q99101"]: (0, "pt", 1)}
-    assert linker._lexical.any_fuzzy("konfitjur", "uk", "food") == {}  # a Latin key for a Cyrillic name
-    assert linker._lexical.any_fuzzy("конфитюрь", "uk", "food") == {linker.ix.eid_of["Q99100"]: (0, "ru", 1)}
+    assert linker.lexical.any_fuzzy("konfituren"[:5], "nl", "food") == {}
+    assert linker.lexical.any_fuzzy("morcelx", "nl", "food") == {linker.ix.eid_of["Q99101"]: (0, "pt", 1)}
+    assert linker.lexical.any_fuzzy("konfitjur", "uk", "food") == {}  # a Latin key for a Cyrillic name
+    assert linker.lexical.any_fuzzy("конфитюрь", "uk", "food") == {linker.ix.eid_of["Q99100"]: (0, "ru", 1)}
     # only the parts in the key's script are probed
-    latin = set(linker._lexical._other_parts("food", "nl", "LATIN")[1].values())
-    cyrillic = set(linker._lexical._other_parts("food", "nl", "CYRILLIC")[1].values())
+    latin = set(linker.lexical._other_parts("food", "nl", "LATIN")[1].values())
+    cyrillic = set(linker.lexical._other_parts("food", "nl", "CYRILLIC")[1].values())
     assert {"de", "pt", "es"} <= latin and "ru" not in latin and cyrillic == {"ru"}
 
 
@@ -585,7 +585,7 @@ def test_linker_memory_does_not_grow_with_the_mentions_it_links(qstore):
     assert len(memos) >= 12  # the linker's, its index's and its stages' memos and pools
     for m in memos + [morphology._stems]:
         m.limit = 2  # each memo empties itself at its next insertion
-    settle = (lk._semantic.encoder().encode if semantic.available()  # the tokenizer then holds
+    settle = (lk.stage("semantic").encoder().encode if semantic.available()  # the tokenizer then holds
               else lambda texts: None)                                # the same text's pieces
     try:
         rest = list(lk.link_many(rows[40:80], batch=16))

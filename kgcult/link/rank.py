@@ -5,39 +5,46 @@ exact alias < normalized < English fallback < any language < stem < compound < f
 any-language fuzzy < tokens < semantic < embedding); within a stage fewer edits before
 more (fuzzy), a higher score before a lower one (tokens, semantic, embedding). Candidates
 equal on all of that are a tie; among tied hits of the normalized, English and
-any-language stages the one whose name is closer to the mention wins (the same up to case
+any-language stages (``Stage.closeness``) the one whose name is closer to the mention wins (the same up to case
 before the same up to diacritics before the same only after plural folding:
 ``closeness``); the rest is settled by the graph (``disambiguate.py``: specificity,
 country, coherence, popularity, granularity), then an rdfs:label before a skos:altLabel,
-then the smaller QID number (``Linker._finish`` builds the keys). A tie nothing settles
+then the smaller QID number (:func:`ranked` builds the keys; a stage's rank is its place in
+``pipeline.REGISTRY``, its display score its own ``Stage.score``). A tie nothing settles
 is ``status: ambiguous``.
 """
 from __future__ import annotations
 
+from operator import attrgetter
+from typing import Callable
+
 from kgcult.link import normalize
-from kgcult.link.pipeline import STAGES
+from kgcult.link.state import Ranked, State
 
-STAGE_RANK = {s: i for i, s in enumerate(STAGES)}
-STAGE_SCORE = {"exact": 1.0, "normalized": 0.9, "english": 0.85, "any": 0.8, "stem": 0.75,
-               "compound": 0.72}
+_KEY = attrgetter("key")
 
 
-def score(stage: str, alias: int, sub: float) -> float:
-    """A display score in [0, 1]; ranking orders by the criteria above, not by it."""
-    if stage in STAGE_SCORE:
-        return round(STAGE_SCORE[stage] - 0.05 * alias, 4)
-    if stage == "fuzzy":
-        return round(0.7 - 0.1 * sub, 4)
-    if stage == "anyfuzzy":
-        return round(0.68 - 0.1 * sub, 4)
-    if stage == "tokens":
-        return round(0.65 * max(0.0, -sub), 4)
-    return round(0.6 * max(0.0, -sub), 4)  # semantic, embedding: sub = -cosine
+def ranked(s: State, valid: Callable[[int], bool], qnums) -> list[Ranked]:
+    """The mention's candidates in ranking order: key (0 if valid else 1, stage rank, sub,
+    alias, QID number); ``valid(eid)`` says whether an entity is valid for the topic."""
+    out = []
+    for eid, c in s.cands.items():
+        v = valid(eid)
+        out.append(Ranked((0 if v else 1, c.stage.rank, c.sub, c.alias, qnums[eid]), eid, c, v))
+    out.sort(key=_KEY)  # the keys differ in their QID numbers
+    return out
 
 
-# stages whose hits are names equal to the mention up to a normalization: among tied hits
-# the one whose name needed fewer of its steps is the closer match (``closeness``)
-CLOSENESS_STAGES = frozenset({"normalized", "english", "any"})
+def tied_at_top(ranked: list[Ranked]) -> int:
+    """How many candidates tie with a valid first one on the match itself (valid, stage,
+    sub); 0 when it has no tie."""
+    if len(ranked) < 2 or not ranked[0].valid or ranked[1].key[:3] != ranked[0].key[:3]:
+        return 0
+    top = ranked[0].key[:3]
+    n = 2
+    while n < len(ranked) and ranked[n].key[:3] == top:
+        n += 1
+    return n
 
 
 def closeness(names, mention: str, lang: str) -> int:
@@ -53,8 +60,3 @@ def closeness(names, mention: str, lang: str) -> int:
         best = min(best, 1 if nb == b else 2 if normalize.strip_diacritics(nb) == f else 3)
     return best
 
-
-def match_name(stage: str, alias: int) -> str:
-    if stage == "exact":
-        return "exact-alias" if alias else "exact-label"
-    return {"any": "any-language", "anyfuzzy": "any-language-fuzzy"}.get(stage, stage)

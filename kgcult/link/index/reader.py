@@ -416,3 +416,17 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
                 old.unlink(missing_ok=True)
     _remember_listing(store, chash)
     return LabelIndex(path)
+
+
+def summary(store, ix: LabelIndex, open_seconds: float | None = None) -> dict:
+    """What ``kgcult link index`` prints of the store's index ``ix``: where it is, the
+    content hash, entities, languages, distinct names, build and open seconds, bytes on
+    disk, entities per topic."""
+    path = index_path(store, ix.content_hash, ix.topics)
+    return {"path": str(path), "content_sha256": ix.content_hash, "entities": len(ix.qids),
+            "languages": len(ix.langs), "distinct_names": sum(len(d) for d in ix.exact.values()),
+            "build_seconds": round(ix.build_seconds, 2),
+            "open_seconds": None if open_seconds is None else round(open_seconds, 2),
+            "bytes": disk_bytes(path),
+            "topics": {t.name: sum(1 for b in ix.topic_bits if b & (1 << i))
+                       for i, t in enumerate(ix.topics)}}

@@ -1,4 +1,4 @@
-"""Lexical checks on the semantic stage's hits (``semantic_stage.SemanticStage.run``).
+"""Lexical checks on the semantic stage's hits (``semantic.stage.Semantic.run``).
 
 Sentence vectors blur what a string spells exactly; two checks keep the stage from
 linking where the spelling says otherwise:

