@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any, Sequence
 
 import pyoxigraph as ox
@@ -26,8 +27,10 @@ from kgcult.acquire.endpoint.client import MirrorConfig
 from kgcult.acquire.endpoint.mirror import mirror
 from kgcult.acquire.outcome import SubgraphReport
 from kgcult.errors import KgcultError
+from kgcult.eval import linking as link_eval
 from kgcult.ids import node as wd  # kgcult.wd("Q17"): an entity term to bind  # noqa: F401
 from kgcult.link import Linker
+from kgcult.link.index import reader as link_index
 from kgcult.serve import Server, ServeConfig
 from kgcult.store import hierarchy
 from kgcult.store import open_store, resolve_location, snapshot
@@ -209,6 +212,23 @@ class KG:
         """An entity linker over this store (``kgcult link``); ``linker.link("lemon",
         lang="en", topic="food")`` gives one result dict."""
         return Linker.open(self.store, **options)
+
+    def link_index(self, *, rebuild: bool = False) -> dict:
+        """Build (or check) the label index beside the store (``kgcult link index``); its
+        summary: path, content hash, entities, languages, names, seconds, bytes, topics."""
+        t0 = time.perf_counter()
+        ix = link_index.load_or_build(self.store, rebuild=rebuild)
+        return link_index.summary(self.store, ix, time.perf_counter() - t0)
+
+    def link_eval(self, gold: str | os.PathLike, *, stage_gain: bool = True,
+                  count_ambiguous: bool = True, makieval: bool = True, on_error: str = "fail",
+                  **options) -> dict:
+        """Score the linker against a gold JSONL file (``kgcult link eval``): ``{"report",
+        "errors", "results"}``; ``options`` as for :meth:`linker` (stages, embeddings, model,
+        thresholds)."""
+        rows = link_eval.read_gold(gold, on_error=on_error)
+        return link_eval.evaluate(self.linker(**options), rows, stage_gain=stage_gain,
+                                  count_ambiguous=count_ambiguous, makieval=makieval)
 
     def serve(self, *, port: int = 0, bind: str = "127.0.0.1", **options) -> Server:
         """A SPARQL endpoint over this store in a background thread, as a context manager:
