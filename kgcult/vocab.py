@@ -64,6 +64,3 @@ def is_data_graph(iri: str) -> bool:
     """Mirrored or loaded data: not the metadata graph, a closure or a staging graph."""
     return bool(iri) and iri != META_GRAPH and not iri.startswith(DERIVED_PREFIXES + (STAGING_GRAPH,))
 
-
-def prefix_block() -> str:
-    return "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in PREFIXES.items())

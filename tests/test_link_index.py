@@ -409,7 +409,7 @@ def test_build_from_a_read_only_store_reads_through_short_lived_handles(seed, tm
             con.close()
 
     assert dump(rw_dir) == dump(ro_dir)
-    for name in ("qnum", "topic_bits", "sitelinks", "nlangs", "is_class", "kinds"):
+    for name in ("qnum", "topic_bits", "sitelinks", "is_class", "kinds"):
         assert np.array_equal(np.load(rw_dir / f"{name}.npy"), np.load(ro_dir / f"{name}.npy")), name
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from kgcult import ids, langtags, ontology, resources, vocab
 from kgcult.errors import KgcultError
 
-DEFAULT_LANGUAGES = ("en", "zh", "ko", "ar", "he", "ru", "es", "fr", "de", "ja", "hi", "it", "fa", "th", "tr")
 LABEL_PROPERTIES = (vocab.RDFS + "label", vocab.SKOS + "altLabel", vocab.SCHEMA + "description")
 SITELINKS = vocab.WIKIBASE + "sitelinks"
 

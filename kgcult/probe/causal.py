@@ -97,6 +97,3 @@ class CausalScorer:
             if progress is not None:
                 progress(B)
         return out
-
-    def jobs_for(self, n_queries: int, cands) -> int:
-        return n_queries * len(cands)

@@ -169,9 +169,6 @@ class MaskedScorer:
             i = j
         return out.numpy()
 
-    def jobs_for(self, n_queries: int, cands: Candidates) -> int:
-        return n_queries * len(cands.groups)
-
 
 def naive_score(model, tokenizer, queries, labels, device="cpu", scoring="mean") -> np.ndarray:
     """The reference loop: one forward pass per (query, candidate), full model, no batching.

@@ -86,6 +86,3 @@ class Seq2SeqScorer:
             if progress is not None:
                 progress(1)
         return out
-
-    def jobs_for(self, n_queries: int, cands) -> int:
-        return n_queries

@@ -23,7 +23,6 @@ from pathlib import Path
 from kgcult import resources
 from kgcult.errors import KgcultError
 
-PLACEHOLDERS = ("[X]", "[Y]", "[C]")
 RELEASE_PLACEHOLDERS = {"[1]": "[X]", "[2]": "[Y]", "[3]": "[C]"}   # FmLAMA's ar/he files
 
 

@@ -60,17 +60,10 @@ def _xml_term(t) -> str:
     return f"<literal>{xml_escape(str(t))}</literal>"
 
 
-def serialize_rows(variables: Sequence[str], rows: Iterable[Sequence], fmt: str) -> bytes:
-    """Solutions in a W3C format (``json``, ``xml``, ``csv``, ``tsv``); a row holds terms or
-    None in the order of ``variables`` (a pyoxigraph QuerySolution is one)."""
-    parts: list[str] = []
-    write_rows(variables, rows, fmt, parts.append)
-    return "".join(parts).encode("utf-8")
-
-
 def write_rows(variables: Sequence[str], rows: Iterable[Sequence], fmt: str, write: Callable[[str], object]) -> int:
-    """Write solutions in a W3C format piece by piece as ``rows`` yields them (the server
-    streams a live result through this); the same text as :func:`serialize_rows`.
+    """Write solutions in a W3C format (``json``, ``xml``, ``csv``, ``tsv``) piece by piece
+    as ``rows`` yields them (the server streams a live result through this); a row holds
+    terms or None in the order of ``variables`` (a pyoxigraph QuerySolution is one).
     Returns the number of rows written."""
     names = list(variables)
     n = 0

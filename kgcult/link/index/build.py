@@ -206,11 +206,6 @@ class _Builder:
             DROP TABLE raw;
             CREATE INDEX names_by_eid ON names(eid);
         """)
-        n = len(self.qnum)
-        nl = np.zeros(n, dtype=np.int32)
-        for e, c in con.execute("SELECT eid, COUNT(DISTINCT lang) FROM names GROUP BY eid"):
-            nl[e] = c
-        layout.save_array(self.dir, "nlangs", nl)
         layout.save_array(self.dir, "qnum", self.qnum)
         return n_names
 

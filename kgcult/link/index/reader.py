@@ -81,7 +81,6 @@ class LabelIndex:
         self.eid_of = EidMap(self.qnum)
         self.topic_bits = Column(storage.load_array(d, "topic_bits"))
         self.sitelinks = Column(storage.load_array(d, "sitelinks"))
-        self.nlangs = Column(storage.load_array(d, "nlangs"))
         self.is_class = EntitySet(storage.load_array(d, "is_class"))
         kinds = storage.load_array(d, "kinds")
         self.kind_members = {(t, o): EntitySet(kinds[i]) for i, (t, o) in enumerate(map(tuple, meta["kinds"]))}
