@@ -15,15 +15,18 @@ QIDs of an ambiguous result; ``decided_by`` the graph criteria that settled a ti
 
 The rooms:
 
-* here, the linker itself: ``linker`` (stages in order, typing, the output record),
-  ``pipeline`` (stage order, defaults), ``rank`` (deterministic order), ``ties`` and
-  ``disambiguate`` (ties settled by the graph), ``topics`` (``ontology/topics.ttl``),
-  ``normalize`` (name keys), ``matching`` (fuzzy and token primitives), ``memo`` (bounded
-  memos and open-pool caches), ``mention_rows`` (JSONL input rows);
+* here, the linker itself: ``linker`` (batches through the stages, typing by topic),
+  ``pipeline`` (the stage registry, in order; defaults), ``state`` (typed per-mention
+  state, candidates, ranked candidates), ``rank`` (deterministic order), ``ties`` and
+  ``disambiguate`` (ties settled by the graph), ``record`` (the result record),
+  ``topics`` (``ontology/topics.ttl``), ``normalize`` (name keys), ``matching`` (fuzzy and
+  token primitives), ``memo`` (bounded memos and open-pool caches), ``mention_rows``
+  (input rows: the one check, JSONL files);
 * ``index/``: the label index beside the store (``reader``, ``build``, ``encoding``,
   ``layout``, ``name_pools``);
-* ``stages/``: the candidate stages (``lexical``: exact ... tokens; ``morphology`` and
-  ``morphology_pools``: stem and compound; ``embedding``: the optional faiss stage);
+* ``stages/``: the candidate stages (``base``: what a stage is; ``lexical``: exact ...
+  tokens; ``stemmed``: stem and compound, over ``morphology`` and ``morphology_pools``;
+  ``embedding``: the optional faiss stage);
 * ``semantic/``: the multilingual USE stage (``stage``, ``search``, ``bound``, ``checks``,
   ``use_model``, ``use_tokenizer``).
 

@@ -28,7 +28,7 @@ only look inside it):
    ``Kuchen`` item over the class cake, whose German label it also is). Last, so real
    popularity (sitelinks) outranks it.
 
-Then (``Linker._finish``) an ``rdfs:label`` beats a ``skos:altLabel`` (``label``). A tie
+Then (``ties.settle_tie``) an ``rdfs:label`` beats a ``skos:altLabel`` (``label``). A tie
 that survives all of them is reported ``ambiguous`` with the tied QIDs; the smaller QID
 is kept so output is reproducible. No criterion has a parameter to tune.
 """

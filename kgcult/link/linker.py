@@ -6,13 +6,14 @@ from __future__ import annotations
 import copy
 import os
 from itertools import islice
+from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from kgcult.errors import KgcultError
 from kgcult.link import disambiguate, memo, mention_rows, normalize, pipeline, rank, ties
 from kgcult.link.index.reader import LabelIndex, index_dir, index_dir_of, load_or_build, open_unopened
 from kgcult.link.mention_rows import Mention
-from kgcult.link.record import MAX_CANDIDATES, Records  # noqa: F401  (MAX_CANDIDATES: the API's)
+from kgcult.link.record import Records
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.lexical import LexicalStages
 from kgcult.link.state import State
@@ -60,6 +61,7 @@ class Linker:
         self._location = location
         self._opener = opener
         # where the on-disk caches of the loose stages live (beside the label index)
+        self.cache_dir: Path | None
         if store is not None and getattr(store, "location", None):
             self.cache_dir = index_dir(store)
         else:

@@ -4,6 +4,7 @@ extraction dicts (:func:`read`), with malformed lines reported as ``FILE:LINE: .
 skipped or fatal (``on_error``)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Collection, Iterator
 
@@ -89,7 +90,8 @@ class MentionFile:
     def __init__(self, src, topics: Collection[str], *, lang: str = "en", topic: str | None = None,
                  country: str | None = None, on_error: str = "fail", where: str | None = None):
         self.src = src
-        self.where = where or getattr(src, "name", str(src))
+        self.where = where or (os.fspath(src) if isinstance(src, (str, os.PathLike))
+                               else getattr(src, "name", "input"))
         self.topics = topics
         self.lang, self.topic, self.country = lang, topic, country
         self.on_error = on_error

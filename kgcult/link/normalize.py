@@ -16,10 +16,8 @@ Three levels, each a function of the string (and its language for the last one):
 """
 from __future__ import annotations
 
-import re
 import unicodedata
 
-_SPACE = re.compile(r"\s+")
 _EXTRA = str.maketrans({
     "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i",
     "ħ": "h", "ŧ": "t", "ŀ": "l", "ß": "ss",

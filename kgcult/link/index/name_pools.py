@@ -7,15 +7,15 @@ name. A part holds, per name, its folded key (fuzzy) and its words (tokens):
 
 * ``fuzzy``: every deletion variant (``matching.deletion_variants``) of each folded name
   of 5+ characters, keyed by variant first (one range per variant covers every part); a hit is verified with the real edit distance against the stored
-  key, exactly as ``candidates.FuzzyPool`` does.
+  key, exactly as the reference ``FuzzyPool`` (tests/reference_pools.py) does.
 * ``tok`` / ``tokdf`` / ``rare``: word postings, the number of entities per word and part,
   and each name filed under its rarest word of its part. A token pool is the parts of
   a topic in the mention's language, its base language and English
-  (``candidates.TokenPool`` over the same entries); its entity count is stored per
+  (the reference ``TokenPool`` over the same entries); its entity count is stored per
   (topic, language) in ``pooln``, a word's entity count over several parts is counted
   when first needed.
 
-Results are those of ``candidates.FuzzyPool`` / ``candidates.TokenPool`` built from the
+Results are those of the reference ``FuzzyPool`` / ``TokenPool`` (tests/reference_pools.py) built from the
 same names (tests/test_link_index.py compares them).
 """
 from __future__ import annotations
@@ -241,7 +241,7 @@ def part_samples(con, topic: str | None, n: int = 32) -> list[tuple[int, str, li
 
 
 class StoredFuzzyPool:
-    """``candidates.FuzzyPool`` over one part, searched in the database."""
+    """The reference ``FuzzyPool`` over one part, searched in the database."""
 
     def __init__(self, con, topic: str | None, lang: str):
         self.con = con
@@ -258,7 +258,7 @@ class StoredFuzzyPool:
 
 
 class StoredTokenPool:
-    """``candidates.TokenPool`` over a topic's parts in a mention language, its base
+    """The reference ``TokenPool`` over a topic's parts in a mention language, its base
     language and English, searched in the database."""
 
     def __init__(self, con, topic: str, lang: str):

@@ -44,19 +44,18 @@ class Stem(Stage):
                 return {eid: (0, nlg, None) for eid, (nlg, _name) in hits.items()}
         return {}
 
-    def _pool(self, topic: str, lg: str) -> morphology.KeyPool:
+    def _pool(self, topic: str, lg: str) -> morphology.KeyPool | morph_store.StoredKeyPool:
         """The pool of the topic's names in ``lg``, read from beside the label index when
         saved there, else built and saved."""
         ctx = self.ctx
-        kind = self.name
         cache = None
         if ctx.cache_dir is not None:
             cache = ctx.cache_dir / (
-                f"morph-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-{kind}-{topic}-{lg}"
+                f"morph-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-{self.name}-{topic}-{lg}"
                 f"-k{morphology.KEY_VERSION}.sqlite")
-            pool = morph_store.open_pool(cache, lg) if cache.exists() else None
-            if pool is not None:
-                return pool
+            stored = morph_store.open_pool(cache, lg) if cache.exists() else None
+            if stored is not None:
+                return stored
         pool = morphology.KeyPool(ctx.names(topic, {lg}), lg, compound=self.compound)
         if cache is not None:  # searched on disk from now on (morphology_pools.py)
             return morph_store.save(pool, cache) or pool
