@@ -217,6 +217,7 @@ def _scan_local(store, dump, plan, specs, needed, reports, jobs, progress, sitel
                     index.add(pid, s, o)
                 inter.write(r.lines)
             digest = reader.sha256()
+            reader.check_complete(plan.kind, records)
         if plan.kind == "ntriples":
             carried["sitelinks"] = site
         if sitelinks is not None:

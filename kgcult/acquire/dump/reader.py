@@ -156,7 +156,24 @@ class DumpReader:
                                           ".bz2": "lbzip2", ".zst": "zstd"}[comp])
         else:
             log.info("%s: decompressing with %s", self.path, self.tool)
+        self.ends = StreamEnds(self.stream)
+        self.stream = io.BufferedReader(self.ends, 1 << 20)
         return self
+
+    def check_complete(self, kind: str, records: int) -> None:
+        """Refuse a dump that holds nothing, or a JSON dump that does not open with ``[`` and
+        close with ``]`` (Wikidata's ``latest-all.json`` does both: a file cut at a line
+        boundary would otherwise pass for a whole dump)."""
+        what = "entities" if kind == "json" else "triples"
+        if records == 0:
+            raise IngestError(f"{self.path}: no {what} in the dump: nothing to ingest (an empty or cut file?)")
+        if kind == "json":
+            head, tail = self.ends.head.lstrip(), self.ends.tail.rstrip()
+            if not head.startswith(b"["):
+                raise IngestError(f"{self.path}: a JSON dump starts with a '[' line; this one does not")
+            if not tail.endswith(b"]"):
+                raise IngestError(f"{self.path}: the JSON dump does not end with its closing ']' line: "
+                                  "the file is cut (a complete dump ends with ']'); nothing was ingested")
 
     def _spawn(self, fn, *args) -> None:
         def run():
@@ -248,6 +265,29 @@ def widen_pipe(pipe) -> None:
         fcntl.fcntl(pipe, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # Linux
     except OSError:
         pass
+
+
+class StreamEnds(io.RawIOBase):
+    """A stream read through unchanged, keeping its first and last bytes (``head``, ``tail``)."""
+
+    KEEP = 256
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.head = b""
+        self.tail = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._stream.readinto(buffer)
+        if n:
+            data = bytes(memoryview(buffer)[:n]) if n <= self.KEEP else bytes(memoryview(buffer)[n - self.KEEP:n])
+            if len(self.head) < self.KEEP:
+                self.head += bytes(memoryview(buffer)[:min(n, self.KEEP - len(self.head))])
+            self.tail = (self.tail + data)[-self.KEEP:]
+        return n or 0
 
 
 class BlockRing:
