@@ -124,3 +124,25 @@ def test_partial_graphs_and_a_stale_closure_are_told_to_every_reader(tmp_path):
 def vocab_graph(name: str) -> str:
     from kgcult import vocab
     return vocab.graph_iri(name)
+
+
+def test_a_literal_past_the_parser_buffer_is_one_line_and_loads_nothing(tmp_path):
+    big = tmp_path / "long.nt"
+    big.write_bytes(b'<http://a.example/s> <http://a.example/p> "' + b"x" * (17 << 20) + b'" .\n')
+    for extra in ([], [str(MINI)]):  # one file (loaded directly), several (all parsed first)
+        r = run_cli(["load", str(big), *extra, "--graph", "g"], tmp_path / "s")
+        assert r.exit_code == 1, r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "larger than the parser's buffer" in lines[0], r.stderr
+    s = Store(tmp_path / "s")
+    assert s.data_graphs() == []
+    s.close()
+
+
+def test_an_os_error_is_one_line_not_a_traceback(tmp_path):
+    r = run_cli(["load", str(MINI)], tmp_path / "s")
+    assert r.exit_code == 0
+    r = run_cli(["build", "fmlama", "--out", "/dev/null/datasets"], tmp_path / "s")
+    assert r.exit_code == 1
+    assert r.stderr.strip().splitlines()[-1].startswith("error: /dev/null/datasets"), r.stderr
+    assert "Traceback" not in r.output

@@ -5,6 +5,7 @@ Machine output goes to stdout; messages and errors to stderr; errors exit non-ze
 from __future__ import annotations
 
 import difflib
+import errno
 import importlib
 import logging
 from pathlib import Path
@@ -115,6 +116,12 @@ class KgcultGroup(click.Group):
             return super().invoke(ctx)
         except KgcultError as e:
             message, code = str(e), e.exit_code
+        except OSError as e:  # disk full, permission denied, ...: what and where, not a traceback
+            where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+            hint = " (the disk is full)" if e.errno == errno.ENOSPC else ""
+            message, code = f"{where}{e.strerror or e}{hint}", 1
+        except MemoryError as e:
+            message, code = f"out of memory{': ' + str(e) if str(e) else ''}", 1
         # Exit outside the except block: the error's traceback (frames holding the open
         # store) is dropped, so an in-process caller can reopen the store at once.
         click.echo(f"error: {message}", err=True)

@@ -276,6 +276,9 @@ class Store(StoreReads):
             raise rdfio.syntax_error(path, e) from None
         except (EOFError, OSError, ValueError) as e:
             raise KgcultError(f"{path}: cannot read: {e}") from None
+        except MemoryError as e:  # Oxigraph's parser: "Reached the buffer maximal size of 16777216"
+            raise KgcultError(f"{path}: a line or literal is larger than the parser's buffer ({e}); "
+                              "nothing was loaded") from None
         self._ox.flush()
 
     def _validate(self, path: str, fmt) -> None:

@@ -210,10 +210,15 @@ def check_file(path: str, fmt: RdfFormat, on_quad=None) -> int:
                     on_quad(quad, n)
         except SyntaxError as e:
             err = e
-        else:
+        except MemoryError as e:  # Oxigraph's parser: "Reached the buffer maximal size of 16777216"
             err = None
+            too_long = KgcultError(f"{path}:{n + 1}: a line or literal is larger than the parser's buffer ({e})")
+        else:
+            err = too_long = None
     if err is not None:
         raise syntax_error(path, err) from None
+    if too_long is not None:
+        raise too_long
     return n
 
 
