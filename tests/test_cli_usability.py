@@ -98,3 +98,17 @@ def test_a_writer_is_told_that_a_server_reads_the_store(seed_store, caplog):
             other.unlink()
     assert any("kgcult serve at http://127.0.0.1:" in m and "will not see" in m for m in caplog.messages)
     assert not (seed_store.parent / "store.readers").exists()  # the server removed its marker
+
+
+def test_long_work_off_a_terminal_logs_progress_lines(monkeypatch, caplog):
+    import time as _time
+    from kgcult import log as kglog
+    monkeypatch.setattr(kglog, "LOG_EVERY", 0.05)
+    with caplog.at_level(logging.INFO, logger="kgcult"):
+        with kglog.progress(total=200, unit="B", unit_scale=True, desc="load", file=io.StringIO()) as bar:
+            assert isinstance(bar, kglog.LogProgress)
+            bar.update(200)  # everything read at once, as a bulk load reads its input ...
+            _time.sleep(0.3)  # ... then works on with nothing to count
+    lines = [m for m in caplog.messages if m.startswith("load:")]
+    assert any("100% (200 B of 200 B), all read, still working" in m for m in lines), lines
+    assert lines[-1].startswith("load: done after")

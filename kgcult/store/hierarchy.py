@@ -323,6 +323,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
                                          seconds=time.perf_counter() - t0, kept=True))
             log.info("%s", reports[-1])
             continue
+        log.info("%s: computing (%d of %d specs)", spec.name, specs.index(spec) + 1, len(specs))
         out = ScratchWriter(scratch / f"{spec.name}.i32")
         cycles, n_edges = compute(store, spec, table, out)
         out.close()
@@ -331,6 +332,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     in_cycle = f" <{vocab.KGC}inCycle> ".encode()
     for spec, fp, out, cycles, n_edges, seconds in planned:
         t0 = time.perf_counter()
+        log.info("%s: writing %d pairs into %s", spec.name, out.pairs, spec.graph)
         closure_inputs.forget(store.ox, spec.graph)  # no record while the graph is partial
         mark = in_cycle + f"<{vocab.KGC}{spec.name}> .\n".encode()
         derived = f" <{spec.derived}> ".encode()

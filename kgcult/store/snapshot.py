@@ -142,6 +142,7 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
         if not (vocab.is_data_graph(iri) or iri == vocab.META_GRAPH):
             continue  # closures are rebuilt; staging graphs are a refresh in progress
         name = graph_file_name(iri)
+        log.info("export: %s (%d triples) -> %s", iri, counts[iri], out / name)
         if name in written:  # cannot happen (names are injective); never overwrite a graph
             raise SnapshotError(f"{iri}: its file name {name} is taken by another graph")
         path = out / name
