@@ -77,7 +77,7 @@ ENTITIES = [
     item("Q400", [("P131", "Q142", N)], {"en": "Île-de-France"}),
     item("Q1490", [("P131", "Q17", N)], {"en": "Tokyo", "ja": "東京"}),
     item("Q46", [], {"en": "Europe"}),
-    item("Q900", [("P31", "Q5", N)], {"en": "someone"}),
+    item("Q900", [("P31", "Q5", N), ("P27", "Q142", N)], {"en": "someone"}),
 ]
 
 

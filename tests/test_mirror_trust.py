@@ -88,7 +88,8 @@ def test_trickling_server_mirror_fails_with_one_line(server, tmp_path):
 
 
 class _BadIriEndpoint:
-    """Answers every SELECT with one binding whose IRI is malformed, every CONSTRUCT empty."""
+    """Answers every count with 1, every other SELECT with one binding whose IRI is malformed,
+    every CONSTRUCT empty."""
 
     def __init__(self, iri: str):
         class Handler(BaseHTTPRequestHandler):
@@ -99,6 +100,10 @@ class _BadIriEndpoint:
                 form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
                 if "CONSTRUCT" in form["query"][0]:
                     body, ctype = b"", "application/n-triples"
+                elif "COUNT(" in form["query"][0]:  # the plan's counts: one member per class
+                    body = json.dumps({"head": {"vars": ["n"]}, "results": {"bindings": [
+                        {"n": {"type": "literal", "value": "1"}}]}}).encode()
+                    ctype = "application/sparql-results+json"
                 else:
                     body = json.dumps({"head": {"vars": ["x"]}, "results": {"bindings": [
                         {"x": {"type": "uri", "value": iri}}]}}).encode()

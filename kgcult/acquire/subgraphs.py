@@ -20,6 +20,7 @@ from kgcult.errors import KgcultError
 LABEL_PROPERTIES = (vocab.RDFS + "label", vocab.SKOS + "altLabel", vocab.SCHEMA + "description")
 SITELINKS = vocab.WIKIBASE + "sitelinks"
 
+CULTURES = "cultures.ttl"  # where kgc:scopeMembersOf looks (ontology/cultures.ttl)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 
@@ -40,6 +41,9 @@ class SubgraphSpec:
     properties: tuple[str, ...] = ()         # property ids fetched (wdt:)
     follow_properties: tuple[str, ...] = ()  # property ids whose objects are followed
     follow_depth: int = 0
+    scope_property: str = ""                 # property id: walked members must have it ...
+    scope_values: tuple[str, ...] = ()       # ... with one of these entity ids as object
+    scope_member_properties: tuple[str, ...] = ()  # the member properties it scopes (all when empty)
     label_properties: tuple[str, ...] = ()   # full IRIs (rdfs:label, ...)
     languages: tuple[str, ...] = ()
     sitelinks: bool = False
@@ -52,12 +56,20 @@ class SubgraphSpec:
         return bool(self.label_properties or self.sitelinks)
 
     @property
+    def scoped_properties(self) -> tuple[str, ...]:
+        """The member properties whose finds must meet the scope (none without a scope)."""
+        if not self.scope_property:
+            return ()
+        return self.scope_member_properties or self.member_properties
+
+    @property
     def staging_graph(self) -> str:
         return vocab.STAGING_GRAPH + self.name
 
     def fingerprint(self) -> str:
         """sha256 of everything that decides the selection (not the comment/source)."""
-        d = {k: v for k, v in self.__dict__.items() if k not in ("comment", "source", "order")}
+        d = {k: v for k, v in self.__dict__.items() if k not in ("comment", "source", "order")
+             and not (k.startswith("scope_") and not v)}  # unscoped specs keep their fingerprint
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
     def as_dict(self) -> dict:
@@ -125,6 +137,11 @@ def validate(spec: SubgraphSpec) -> SubgraphSpec:
         # with their fallback chains (zh -> zh-hans, zh-tw, ...; mul): what the views read
         languages=langtags.with_fallbacks({check_language(x, f"{w}: kgc:labelLanguage") for x in spec.languages}),
         seed_from=tuple(sorted({check_name(s, f"{w}: kgc:seedFrom") for s in spec.seed_from})),
+        scope_property=check_property(spec.scope_property, f"{w}: kgc:scopeProperty") if spec.scope_property else "",
+        scope_values=tuple(sorted({check_entity(v, f"{w}: kgc:scopeValue") for v in spec.scope_values},
+                                  key=ids.sort_key)),
+        scope_member_properties=tuple(sorted({check_property(p, f"{w}: kgc:scopeMemberProperty")
+                                              for p in spec.scope_member_properties})),
     )
     if spec.is_labels:
         if spec.label_properties and not spec.languages:
@@ -139,6 +156,15 @@ def validate(spec: SubgraphSpec) -> SubgraphSpec:
         raise SpecError(f"{w}: kgc:seedFrom needs kgc:seedProperty or kgc:seedAll true")
     if spec.member_properties and not spec.roots:
         raise SpecError(f"{w}: kgc:memberProperty walks down from kgc:root, but there is none")
+    if spec.scope_property and not spec.scope_values:
+        raise SpecError(f"{w}: kgc:scopeProperty needs kgc:scopeValue or kgc:scopeMembersOf (it would select nothing)")
+    if (spec.scope_values or spec.scope_member_properties) and not spec.scope_property:
+        raise SpecError(f"{w}: kgc:scopeValue/kgc:scopeMemberProperty need a kgc:scopeProperty")
+    if spec.scope_property and not spec.member_properties:
+        raise SpecError(f"{w}: kgc:scopeProperty restricts the member walk, but there is no kgc:memberProperty")
+    stray = set(spec.scope_member_properties) - set(spec.member_properties)
+    if stray:
+        raise SpecError(f"{w}: kgc:scopeMemberProperty {sorted(stray)} must also be a kgc:memberProperty")
     missing = set(spec.follow_properties) - set(spec.properties)
     if missing:
         raise SpecError(f"{w}: kgc:followProperty {sorted(missing)} must also be a kgc:property "
@@ -151,7 +177,8 @@ def validate(spec: SubgraphSpec) -> SubgraphSpec:
 # SubgraphSpec fields read from kgc: properties of a spec, by kind
 _LIST_FIELDS = {"roots": "root", "member_properties": "memberProperty", "seed_from": "seedFrom",
                 "seed_properties": "seedProperty", "properties": "property", "follow_properties": "followProperty",
-                "label_properties": "labelProperty", "languages": "labelLanguage"}
+                "label_properties": "labelProperty", "languages": "labelLanguage",
+                "scope_values": "scopeValue", "scope_member_properties": "scopeMemberProperty"}
 _INT_FIELDS = {"member_depth": ("memberDepth", 0), "follow_depth": ("followDepth", 0), "order": ("order", 100)}
 _FLAG_FIELDS = {"seed_all": "seedAll", "sitelinks": "sitelinks"}
 
@@ -205,7 +232,22 @@ def _fields(where: str, props: dict) -> dict:
     d.update({f: integer(p, default) for f, (p, default) in _INT_FIELDS.items()})
     d.update({f: one(p, "false") == "true" for f, p in _FLAG_FIELDS.items()})
     comment = next((o.value for o in props.get(vocab.RDFS + "comment", [])), "")
-    return dict(d, name=name, graph=one("graph") or vocab.graph_iri(name), comment=comment)
+    d["scope_values"] += scope_members_of(where, [o.value for o in props.get(vocab.KGC + "scopeMembersOf", [])])
+    return dict(d, name=name, graph=one("graph") or vocab.graph_iri(name), comment=comment,
+                scope_property=one("scopeProperty", ""))
+
+
+def scope_members_of(where: str, classes: list[str]) -> tuple[str, ...]:
+    """The ``kgc:member`` objects of every resource of these classes in
+    ``ontology/cultures.ttl`` (``kgc:scopeMembersOf kgc:CultureGroup``: every country of
+    every culture group), so that a spec scoped by them follows the culture groups."""
+    out: list[str] = []
+    for c in classes:
+        groups = ontology.of_type(CULTURES, c)
+        if not groups:
+            raise SpecError(f"{where}: kgc:scopeMembersOf <{c}>: {CULTURES} has no resource of that class")
+        out += [o.value for props in groups.values() for o in props.get(vocab.KGC + "member", [])]
+    return tuple(out)
 
 
 def order_specs(specs: dict[str, SubgraphSpec]) -> dict[str, SubgraphSpec]:

@@ -7,6 +7,7 @@ import click
 from kgcult.acquire import subgraphs
 from kgcult.acquire.dump.ingest import ingest
 from kgcult.acquire.endpoint.mirror import mirror
+from kgcult.acquire.endpoint.plan import DEFAULT_MAX_MEMBERS
 from kgcult.acquire.endpoint.client import DEFAULT_USER_AGENT, WDQS, MirrorConfig
 from kgcult.errors import KgcultError
 
@@ -57,7 +58,13 @@ def spec_options(f):
 @click.option("--timeout", type=float, default=90.0, show_default=True, help="Seconds per request.")
 @click.option("--batch-size", type=int, default=250, show_default=True, help="Entity ids per CONSTRUCT.")
 @click.option("--class-batch-size", type=int, default=250, show_default=True, help="Classes per enumeration query.")
-@click.option("--page-size", type=int, default=10000, show_default=True, help="Rows per enumeration page.")
+@click.option("--page-size", type=int, default=10000, show_default=True,
+              help="Most rows one enumeration query may return (each is sized by a count first).")
+@click.option("--max-members", type=int, default=DEFAULT_MAX_MEMBERS, show_default=True,
+              help="Refuse, before fetching, a subgraph whose counted first level (or one class) has more "
+                   "members: take it from a dump with `kgcult ingest` instead.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Count each subgraph's first level at the endpoint, print the plan and stop (nothing is fetched).")
 @click.option("--max-attempts", type=int, default=8, show_default=True, help="Tries per query.")
 @click.option("--retry-budget", type=int, default=200, show_default=True, help="Retries allowed in the whole run.")
 @click.option("--backoff", type=float, default=1.0, show_default=True,
@@ -75,7 +82,7 @@ def spec_options(f):
 def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth, refresh, user_agent,
                    concurrency, timeout, batch_size, class_batch_size, page_size, max_attempts,
                    retry_budget, backoff, max_backoff, max_retry_after, construct_format, checkpoint,
-                   progress):
+                   progress, max_members, plan_only):
     """Mirror Wikidata subgraphs (all, or those named) from a SPARQL endpoint.
 
     Each subgraph goes to its own named graph (https://w3id.org/kgcult/graph/<name>).
@@ -95,7 +102,22 @@ def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth,
         max_backoff=max_backoff, max_retry_after=max_retry_after, construct_format=construct_format,
         refresh=refresh, checkpoint=checkpoint,
     )
-    _report(mirror(obj.store(), list(subgraph), config=cfg, specs=specs, progress=progress), "mirrored")
+    estimates: list = []
+    try:
+        reports = mirror(obj.store(), list(subgraph), config=cfg, specs=specs, progress=progress,
+                         max_members=max_members, plan_only=plan_only, plan_out=estimates)
+    finally:
+        if plan_only:
+            _print_plan(estimates)
+    if not plan_only:
+        _report(reports, "mirrored")
+
+
+def _print_plan(estimates) -> None:
+    """One line per subgraph: name, first-level members (or 'seeded'), partitions, verdict."""
+    for e in estimates:
+        n = "seeded" if e.first_level is None else str(e.first_level)
+        click.echo(f"{e.name}\t{n}\t{e.partitions}\t{'refused' if e.refused else 'ok'}")
 
 
 @click.command("ingest")

@@ -59,6 +59,7 @@ class ScanPlan:
         struct: set[str] = set()
         for s in needed:
             struct |= set(s.member_properties) | set(s.properties) | set(s.follow_properties) | set(s.seed_properties)
+            struct |= {s.scope_property} if s.scope_property else set()
         keep: set[str] = set()
         langs: set[str] = set()
         lprops: set[str] = set()

@@ -216,7 +216,15 @@ class DumpBackend(IdSets):
         return out
 
     def down(self, spec, level, frontier):
-        return self.index.subjects_pointing_to(spec.member_properties, frontier)
+        scoped = set(spec.scoped_properties)
+        free = [p for p in spec.member_properties if p not in scoped]
+        out = self.index.subjects_pointing_to(free, frontier) if free else IdSet.of([])
+        if scoped:
+            # kgc:scopeProperty: those found through a scoped property must have it with one of the values
+            found = self.index.subjects_pointing_to(scoped, frontier)
+            within = self.index.subjects_pointing_to([spec.scope_property], self.index.id_set(spec.scope_values))
+            out |= IdSet(found.codes[contains(within.codes, found.codes)])
+        return out
 
     def fetch(self, spec, level, ids):
         return self.index.objects_of(spec.follow_properties, ids)

@@ -3,10 +3,13 @@
 For each subgraph spec (``ontology/subgraphs.ttl``, see :mod:`kgcult.acquire.subgraphs`), the
 crawl (:mod:`kgcult.acquire.crawl`) asks this module's backend to:
 
+0. plan: count every spec's first level before anything is fetched, and refuse specs too
+   large for an endpoint (:mod:`kgcult.acquire.endpoint.plan`);
 1. select members: the roots, then level by level the entities one step below them
-   (``?x wdt:P31|wdt:P279 ?c`` with ``?c`` bound by VALUES batches and keyset paging, so
-   no property path runs at the endpoint and every query is bounded), plus seeds read
-   from the graphs of subgraphs mirrored before;
+   (``?x wdt:P31 ?c``, one bound predicate per query, ``?c`` bound by VALUES batches; each
+   batch counted first and its enumeration cut into queries of at most ``page_size``
+   rows: by scope value, then by the IRI's last digits; no property path, no sorting,
+   no paging), plus seeds read from the graphs of subgraphs mirrored before;
 2. fetch their truthy claims (or labels) in batches: CONSTRUCT + VALUES over at most
    ``batch_size`` ids, restricted to the spec's properties;
 3. follow the objects of ``followProperty`` claims to a fixpoint, up to ``followDepth``.
@@ -37,7 +40,9 @@ from kgcult.acquire import staging
 from kgcult.acquire.endpoint.checkpoint import Checkpoint, default_path, load_batches, staging_dir, staging_root, write_batch
 from kgcult.acquire.crawl import crawl
 from kgcult.acquire.endpoint.client import EndpointClient, MirrorConfig, MirrorError
-from kgcult.acquire.endpoint.queries import NAMES, Requested, labels_query, members_query, sha, statements_query, template
+from kgcult.sparql.client import BadResponse, Reply
+from kgcult.acquire.endpoint.plan import DEFAULT_MAX_MEMBERS, Estimate, Planner, refuse
+from kgcult.acquire.endpoint.queries import NAMES, Requested, labels_query, sha, statements_query, template
 from kgcult.acquire.outcome import SubgraphReport
 from kgcult.acquire.subgraphs import SubgraphSpec
 from kgcult.log import progress as progress_bar
@@ -69,15 +74,36 @@ def seeds_from_store(store, spec: SubgraphSpec, specs: dict[str, SubgraphSpec]) 
     return out
 
 
+def grouped_counts(client: EndpointClient, query: str, what: str) -> dict[str, int]:
+    """{entity id of ?c: ?n} from a grouped count (count.rq)."""
+    def check(reply: Reply) -> dict[str, int]:
+        if "json" not in reply.content_type:
+            raise BadResponse(f"expected SPARQL JSON results, got {reply.content_type or 'no content type'}")
+        try:
+            out = {}
+            for r in json.loads(reply.body.decode("utf-8"))["results"]["bindings"]:
+                c = ids.entity_of_iri(r["c"]["value"])
+                if c:
+                    out[c] = int(r["n"]["value"])
+            return out
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            raise BadResponse(f"malformed SPARQL JSON counts: {e}") from None
+
+    return client._ask(query, "application/sparql-results+json", check, what)
+
+
 class EndpointBackend:
     """The crawl's backend for an endpoint: enumeration pages and CONSTRUCT batches run on
     a pool of workers, each finished batch staged and memoized in the checkpoint."""
 
     def __init__(self, store, specs, client: EndpointClient, checkpoint: Checkpoint, pool: ThreadPoolExecutor,
-                 config: MirrorConfig, bar):
+                 config: MirrorConfig, bar, max_members: int = DEFAULT_MAX_MEMBERS):
         self.store, self.specs, self.client, self.cp = store, specs, client, checkpoint
         self.pool, self.config, self.bar = pool, config, bar
         self.tpl = {n: template(n) for n in NAMES}
+        self.planner = Planner(self.tpl, config.page_size, max_members)
+        self.counts: dict[str, object] = {}   # count query sha -> answer, for the whole run
+        self.spec: SubgraphSpec | None = None
         self.memo: dict[str, str] = {}
         self.keys: list[str] = []
         self.queries = 0
@@ -87,6 +113,7 @@ class EndpointBackend:
 
     def begin(self, spec: SubgraphSpec, staged: Path) -> None:
         self.staging = staged
+        self.spec = spec
         staged.mkdir(parents=True, exist_ok=True)
         self.memo = {k: v for k, v in self.cp.results(spec.name).items()
                      if not k.startswith("construct:") or self.batch_file(k).exists()}
@@ -111,47 +138,61 @@ class EndpointBackend:
     def seeds(self, spec):
         return seeds_from_store(self.store, spec, self.specs)
 
+    # -- counts (the plan's and the walk's), memoized in the checkpoint ---------------------
+    def count(self, query: str, what: str) -> int:
+        key = "count:" + sha(query)
+        if key not in self.counts:
+            memo = self.memo.get(key)
+            self.counts[key] = json.loads(memo) if memo is not None else self.client.count(query, what)
+            self.queries += memo is None
+        self._remember(key)
+        return self.counts[key]
+
+    def count_rows(self, query: str, what: str) -> dict[str, int]:
+        key = "count:" + sha(query)
+        if key not in self.counts:
+            memo = self.memo.get(key)
+            self.counts[key] = json.loads(memo) if memo is not None else grouped_counts(self.client, query, what)
+            self.queries += memo is None
+        self._remember(key)
+        return self.counts[key]
+
+    def _remember(self, key: str) -> None:
+        if self.spec is not None and key not in self.memo:
+            self.memo[key] = json.dumps(self.counts[key])
+            self.cp.put(self.spec.name, key, self.counts[key])
+
     def down(self, spec, level, frontier):
-        tpl = self.tpl["members"]
-        props = list(spec.member_properties)
-        jobs = []
-        for i, chunk in enumerate(chunks(frontier, self.config.class_batch_size)):
-            first = members_query(tpl, chunk, props, "", self.config.page_size)
-            key = "members:" + sha(first)
-            self.keys.append(key)
-            jobs.append((key, chunk, f"{spec.name}: enumeration level {level + 1}, class batch {i + 1} "
-                                     f"({chunk[0]}..{chunk[-1]}, {len(chunk)} classes)"))
-        self._add_total(len(jobs))
+        units = []
+        for prop in spec.member_properties:
+            for i, chunk in enumerate(chunks(frontier, self.config.class_batch_size)):
+                what = f"{spec.name}: enumeration level {level + 1}, class batch {i + 1}"
+                counts = self.planner.class_counts(spec, prop, chunk, level, self.count, self.count_rows,
+                                                   f"{what} ({prop} counts, {chunk[0]}..{chunk[-1]})")
+                units += self.planner.units(spec, prop, counts, chunk, self.count, what)
+        self._add_total(len(units))
         result: set[str] = set()
         pending = {}
-        for key, chunk, what in jobs:
+        for u in units:
+            key = "members:" + sha(u.query)
+            self.keys.append(key)
             if key in self.memo:
                 result.update(json.loads(self.memo[key]))
                 self.resumed += 1
                 self._tick()
             else:
-                pending[self.pool.submit(self._enumerate, tpl, chunk, props, what)] = key
+                pending[self.pool.submit(self._enumerate, u)] = key
         for fut in _as_completed(pending):
-            found, nq = fut.result()
-            self.queries += nq
+            found = fut.result()
+            self.queries += 1
             self.cp.put(spec.name, pending[fut], found)
             result.update(found)
             self._tick()
         return result
 
-    def _enumerate(self, tpl, chunk, props, what) -> tuple[list[str], int]:
-        after, out, n = "", [], 0
-        for page in range(1_000_000):  # bounded: each page strictly advances the key
-            q = members_query(tpl, chunk, props, after, self.config.page_size)
-            iris = self.client.select_iris(q, "x", f"{what}, page {page + 1}")
-            n += 1
-            out.extend(e for e in map(ids.entity_of_iri, iris) if e)
-            if len(iris) < self.config.page_size:
-                break
-            if iris[-1] <= after:
-                raise MirrorError(f"{what}: the endpoint does not page by ?x order (page {page + 1})")
-            after = iris[-1]
-        return sorted(set(out), key=ids.sort_key), n
+    def _enumerate(self, unit) -> list[str]:
+        iris = self.client.select_iris(unit.query, "x", unit.what)
+        return sorted({e for e in map(ids.entity_of_iri, iris) if e}, key=ids.sort_key)
 
     def fetch(self, spec, level, members):
         jobs = []
@@ -215,9 +256,16 @@ def _as_completed(futures: dict):
 # -- the command --------------------------------------------------------------------------
 
 def mirror(store, names=None, *, config: MirrorConfig | None = None, specs=None,
-           progress: bool | None = None) -> list[SubgraphReport]:
+           progress: bool | None = None, max_members: int = DEFAULT_MAX_MEMBERS,
+           plan_only: bool = False, plan_out: list | None = None) -> list[SubgraphReport]:
     """Mirror the named subgraphs (all when none) from ``config.endpoint`` into ``store``.
-    ``progress``: a progress bar on stderr (None: when stderr is a terminal)."""
+    ``progress``: a progress bar on stderr (None: when stderr is a terminal).
+
+    The run plans first: every spec's first level is counted at the endpoint
+    (:mod:`kgcult.acquire.endpoint.plan`) and, before anything is fetched, specs larger
+    than ``max_members`` are refused (:class:`~kgcult.acquire.endpoint.plan.PlanRefused`).
+    ``plan_only``: stop after the plan (nothing is written). The estimates are appended to
+    ``plan_out`` when given."""
     config = config or MirrorConfig()
     config.validate()
     if getattr(store, "remote", False) or getattr(store, "read_only", False):
@@ -231,7 +279,13 @@ def mirror(store, names=None, *, config: MirrorConfig | None = None, specs=None,
     reports = []
     try:
         with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="kgcult-mirror") as pool:
-            backend = EndpointBackend(store, specs, client, cp, pool, config, bar)
+            backend = EndpointBackend(store, specs, client, cp, pool, config, bar, max_members)
+            estimates = plan(store, chosen, backend, config)
+            if plan_out is not None:
+                plan_out.extend(estimates)
+            refuse(estimates)
+            if plan_only:
+                return reports
             changed: set[str] = set()
             for spec in chosen:
                 bar.set_description(f"mirror {spec.name}")
@@ -247,6 +301,22 @@ def mirror(store, names=None, *, config: MirrorConfig | None = None, specs=None,
         cp.close()
         store.flush()
     return reports
+
+
+def plan(store, chosen: list[SubgraphSpec], backend: EndpointBackend, config: MirrorConfig) -> list[Estimate]:
+    """Every chosen spec's size estimate, counted at the endpoint before anything is
+    fetched (specs already mirrored, that this run will skip, are not counted)."""
+    backend.spec = None  # plan counts belong to no subgraph's checkpoint (yet)
+    out = []
+    for spec in chosen:
+        if staging.is_complete(staging.marker(store, spec.graph)) and not config.refresh:
+            continue
+        est = backend.planner.estimate(spec, backend.count)
+        log.debug("plan: %s: %s", spec.name, "seeded from " + ", ".join(spec.seed_from) + " (counted when they are done)"
+                 if est.first_level is None else f"{est.first_level:,} members at its first level"
+                 + (f" ({est.partitions} partitions)" if est.partitions else ""))
+        out.append(est)
+    return out
 
 
 def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, client,

@@ -15,7 +15,8 @@ from kgcult.errors import KgcultError
 from kgcult.sparql.query_text import bind_values, term
 
 _SLOT = re.compile(r"\{\{(\w+)\}\}")
-NAMES = ("members", "statements", "labels")
+NAMES = ("count-one", "count", "count-partition", "members", "members-scoped", "members-partition",
+         "statements", "labels")
 
 
 def template(name: str) -> str:
@@ -41,11 +42,32 @@ def _ids(var: str, entities: list[str]) -> tuple:
     return [var], [[ids.node(e)] for e in entities]
 
 
-def members_query(tpl: str, classes: list[str], props: list[str], after: str, limit: int) -> str:
-    """One keyset page of the entities one member property below ``classes``."""
-    q = render(tpl, properties=[vocab.wdt(p) for p in props], after=[Literal(after)])
-    q = bind_values(q, rows=_ids("c", classes))
-    return q.rstrip() + f"\nLIMIT {int(limit)}\n"
+def members_query(tpl: str, classes: list[str], prop: str, pattern: str = "", *, scope: str = "",
+                  values: list[str] = (), value: str = "") -> str:
+    """The entities one member property ``prop`` below ``classes`` (members.rq), within a
+    scope (members-scoped.rq: ``scope`` with any of ``values``; members-partition.rq: with
+    the one ``value``), whose IRI matches ``pattern`` (a suffix split; "" for all)."""
+    slots = {"property": [vocab.wdt(prop)], "pattern": [Literal(pattern)]}
+    if scope:
+        slots["scope"] = [vocab.wdt(scope)]
+        if value:
+            slots["value"] = [ids.node(value)]
+        else:
+            slots["values"] = [ids.node(v) for v in values]
+    return bind_values(render(tpl, **slots), rows=_ids("c", classes))
+
+
+def count_classes_query(tpl: str, classes: list[str], prop: str) -> str:
+    """count.rq: ?c ?n for a batch of classes."""
+    return bind_values(render(tpl, property=[vocab.wdt(prop)]), rows=_ids("c", classes))
+
+
+def count_one_query(tpl: str, cls: str, prop: str, scope: str = "", value: str = "") -> str:
+    """count-one.rq (one class), or count-partition.rq (one class, one scope value)."""
+    slots = {"property": [vocab.wdt(prop)], "class": [ids.node(cls)]}
+    if scope:
+        slots.update(scope=[vocab.wdt(scope)], value=[ids.node(value)])
+    return render(tpl, **slots)
 
 
 def statements_query(tpl: str, entities: list[str], props: list[str]) -> str:
