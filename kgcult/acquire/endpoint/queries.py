@@ -48,12 +48,11 @@ def members_query(tpl: str, classes: list[str], prop: str, pattern: str = "", *,
     scope (members-scoped.rq: ``scope`` with any of ``values``; members-partition.rq: with
     the one ``value``), whose IRI matches ``pattern`` (a suffix split; "" for all)."""
     slots = {"property": [vocab.wdt(prop)], "pattern": [Literal(pattern)]}
+    if scope and value:  # one class, one value: every term bound, no VALUES block
+        slots.update(scope=[vocab.wdt(scope)], value=[ids.node(value)], **{"class": [ids.node(classes[0])]})
+        return render(tpl, **slots)
     if scope:
-        slots["scope"] = [vocab.wdt(scope)]
-        if value:
-            slots["value"] = [ids.node(value)]
-        else:
-            slots["values"] = [ids.node(v) for v in values]
+        slots.update(scope=[vocab.wdt(scope)], values=[ids.node(v) for v in values])
     return bind_values(render(tpl, **slots), rows=_ids("c", classes))
 
 
