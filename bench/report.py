@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["load", "closure", "closure_rebuild", "closure_query", "mirror", "ingest", "views", "build_repeat", "link", "link_scale", "link_long", "probe",
+ORDER = ["load", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "views", "build_repeat", "link", "link_scale", "link_long", "probe",
          "serve", "serve_runaway", "wdqs", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
     "closure_query": "Closure graphs vs property paths (issue 2)",
     "mirror": "Mirroring (issue 3)",
+    "mirror_projection": "The default mirror on the public WDQS: a projection (issue 27)",
     "views": "Dataset views (issue 4)",
     "build_repeat": "A repeat build costs its queries (issue 31)",
     "link": "Entity linking (issue 5)",
