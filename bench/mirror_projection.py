@@ -197,7 +197,7 @@ def main() -> None:
                             "budget_server_s_per_s": BUDGET_PER_S, "batch_size": batch,
                             "page_size": cfg.page_size}}
     lines = [
-        "# Projection: the default `kgcult mirror` on the public WDQS",
+        "### Projection: the default `kgcult mirror` on the public WDQS",
         "",
         f"Measured: the default specs mirrored one query at a time from `oxigraph serve` with the stand-in + "
         f"DLAMA supplement ({len(recs)} requests, {wall:.0f} s wall), through a timing proxy. Per member fetched: "
