@@ -13,7 +13,8 @@ PKG = Path(__file__).resolve().parent.parent / "kgcult"
 # Lower layers never import higher ones. A module's layer is the first prefix that matches.
 LAYERS = [
     ("base", ["kgcult.version", "kgcult.errors", "kgcult.resources", "kgcult.data", "kgcult.files",
-              "kgcult.ids", "kgcult.langtags", "kgcult.log", "kgcult.vocab", "kgcult.ontology", "kgcult.extras"]),
+              "kgcult.ids", "kgcult.langtags", "kgcult.log", "kgcult.vocab", "kgcult.ontology", "kgcult.extras",
+              "kgcult.safe_text"]),
     ("sparql", ["kgcult.sparql"]),
     ("store", ["kgcult.store"]),
     ("features", ["kgcult.inspection", "kgcult.acquire", "kgcult.views", "kgcult.link", "kgcult.eval",

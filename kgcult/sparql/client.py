@@ -32,6 +32,7 @@ from urllib3.exceptions import HTTPError, InvalidHeader, MaxRetryError, ReadTime
 from urllib3.util import Retry, Timeout
 
 from kgcult.errors import KgcultError
+from kgcult.safe_text import printable
 from kgcult.version import __version__
 
 USER_AGENT = f"kgcult/{__version__} (https://w3id.org/kgcult; research mirror client)"
@@ -263,7 +264,7 @@ class SparqlClient:
             self.bytes += len(data)
         if resp.status >= 300:
             text = data[:600].decode("utf-8", "replace").strip()
-            problem = f"HTTP {resp.status} {resp.reason}: {text or '(empty body)'}"
+            problem = printable(f"HTTP {resp.status} {resp.reason}: {text or '(empty body)'}")
             if retry.is_retry("POST", resp.status, bool(resp.headers.get("Retry-After"))):
                 raise _Failed(problem, response=resp)
             raise RemoteError(self.endpoint, problem, status=resp.status)

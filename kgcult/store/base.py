@@ -8,6 +8,7 @@ from typing import Iterator
 from pyoxigraph import NamedNode, Quad
 
 from kgcult import vocab
+from kgcult.safe_text import strip_credentials
 
 DEFAULT_LOCATION = os.path.join(".kgcult", "store")
 
@@ -48,4 +49,7 @@ class StoreReads:
             p = r["p"].value
             if p.startswith(vocab.KGC):
                 rec[p[len(vocab.KGC):]] = r["o"].value
+        for rec in records.values():  # a record made before credentials were stripped
+            if "source" in rec:
+                rec["source"] = strip_credentials(rec["source"])
         return sorted(records.values(), key=lambda d: (d.get("loadedAt", ""), d.get("source", "")))

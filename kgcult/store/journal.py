@@ -29,6 +29,7 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
+from kgcult.safe_text import strip_credentials
 
 META = NamedNode(vocab.META_GRAPH)
 STATE = NamedNode(vocab.KGC + "store")
@@ -54,7 +55,10 @@ def activity(
     *, kind: str, source: str, sha256: str | None = None, graph: str | None = None,
     triples: int | None = None, extra: dict[str, str] | None = None,
 ) -> tuple[NamedNode, list[Quad]]:
-    """A new provenance record (a kgc:Load in the metadata graph): its node and quads."""
+    """A new provenance record (a kgc:Load in the metadata graph): its node and quads.
+    A URL ``source`` is recorded without its credentials (``user:pass@``, token or key
+    parameters): the metadata graph is exported in snapshots and served."""
+    source = strip_credentials(source)
     stamp = now_iso()
     key = hashlib.sha256(f"{kind}|{source}|{graph}|{stamp}|{time.time_ns()}".encode()).hexdigest()[:16]
     node = NamedNode(f"{vocab.GRAPH}meta/activity/{key}")
