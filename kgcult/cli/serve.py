@@ -31,11 +31,21 @@ from kgcult.serve.config import check_config, exposure_warning, open_for_serving
               help="Seconds a query may wait for a worker before 503 (default: --timeout).")
 @click.option("--per-client", type=int, default=None,
               help="Requests in flight per client address (429 beyond; default: half the workers, at least 1).")
+@click.option("--per-client-connections", type=int, default=16, show_default=True,
+              help="Open connections per client address (429 at once beyond).")
+@click.option("--worker-memory", type=int, default=None, metavar="MIB",
+              help="Memory (address space, MiB) each query worker may use; a query past it gets 507 and its "
+                   "worker is replaced (default: 3/4 of the machine's memory over the workers, at least 1024; "
+                   "0: no limit).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests whose Host is NAME (repeatable; * for any). IP addresses, localhost "
+                   "(on a loopback bind) and the --bind name are always accepted; other names get 421 "
+                   "(DNS rebinding protection).")
 @click.option("--cors", is_flag=True, help="Allow cross-origin requests (Access-Control-Allow-Origin: *).")
 @click.option("--quiet", is_flag=True, help="No access log on stderr.")
 @click.pass_obj
 def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, workers, queue, queue_timeout, per_client,
-          cors, quiet):
+          per_client_connections, worker_memory, allow_hosts, cors, quiet):
     """SPARQL 1.1 endpoint over the store, with a query page at /.
 
     Queries (GET/POST) at /query see the union of all graphs; updates at /update only with
@@ -51,7 +61,10 @@ def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, worker
     """
     cfg = ServeConfig(bind=bind, port=port, writable=writable, token=token or None, timeout=timeout,
                       max_rows=max_rows, max_bytes=max_bytes, workers=workers, queue=queue,
-                      queue_timeout=queue_timeout, per_client=per_client, cors=cors, access_log=not quiet)
+                      queue_timeout=queue_timeout, per_client=per_client,
+                      per_client_connections=per_client_connections,
+                      worker_memory=None if worker_memory is None else worker_memory << 20,
+                      allow_hosts=tuple(allow_hosts), cors=cors, access_log=not quiet)
     check_config(cfg)  # refuse unsafe settings before opening the store
     warning = exposure_warning(cfg)
     if warning:

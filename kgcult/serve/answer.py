@@ -91,6 +91,10 @@ def answer_query(store, job: QueryJob, spool_dir: str | None) -> Answer:
         return error_answer(HttpError(507, f"the result is larger than {job.max_bytes} bytes; add a LIMIT "
                                            "(or raise kgcult serve --max-bytes)",
                                       {"X-Kgcult-Limit": f"bytes={job.max_bytes}"}))
+    except MemoryError:  # past the worker's memory cap in Python code (kgcult.serve.workers)
+        spool.discard()
+        return error_answer(HttpError(507, "the query needed more memory than a query worker may use "
+                                           "(kgcult serve --worker-memory)", {"X-Kgcult-Limit": "memory"}))
     except Exception as e:  # noqa: BLE001 - reported as a 500, the worker goes on
         spool.discard()
         return error_answer(HttpError(500, f"query failed: {type(e).__name__}: {e}"))

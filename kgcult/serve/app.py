@@ -22,8 +22,10 @@ from werkzeug.wrappers import Request, Response
 
 from kgcult import ids
 from kgcult.errors import KgcultError
-from kgcult.serve import pages, protocol
+from kgcult.serve import hosts, pages, protocol
 from kgcult.serve.config import ServeConfig, check_config
+from kgcult.serve.conn_limits import AddressCounts, CappedConnections
+from kgcult.serve.framing import StrictHeaderReader, length_problem
 from kgcult.serve.endpoint import SparqlApp
 from kgcult.serve.protocol import HttpError, Reply
 from kgcult.serve.read_deadline import ReadDeadline
@@ -55,6 +57,7 @@ class WsgiApp:
     def __init__(self, sparql: SparqlApp, read_deadline: ReadDeadline):
         self.sparql, self.read_deadline = sparql, read_deadline
         self.cfg = sparql.cfg
+        self.host_names = hosts.allowed_names(self.cfg)
 
     def __call__(self, environ, start_response):
         request = Request(environ)
@@ -75,6 +78,7 @@ class WsgiApp:
 
     def respond(self, request: Request) -> Response:
         try:
+            hosts.check(request.headers.get("Host"), self.host_names, request.environ.get("SERVER_PROTOCOL", ""))
             reply = self.dispatch(request)
         except HttpError as e:
             reply = self.error(e)
@@ -165,7 +169,11 @@ class _StrictLengthRequest(cheroot_server.HTTPRequest):
     """cheroot's request, refusing a body length it would otherwise misread: a
     ``Content-Length`` that is not a plain non-negative integer (``-1`` made cheroot read
     to the end of the stream, past every limit) gets 400, a POST with neither a length nor
-    chunked encoding 411; either way the connection is closed."""
+    chunked encoding 411; a repeated Content-Length, Transfer-Encoding or Host, or a
+    length and chunked encoding together, 400 (:mod:`kgcult.serve.framing`); either way
+    the connection is closed."""
+
+    header_reader = StrictHeaderReader()
 
     def parse_request(self):
         self.server.read_deadline.start(self.conn.socket)
@@ -184,6 +192,10 @@ class _StrictLengthRequest(cheroot_server.HTTPRequest):
     def read_request_headers(self):
         if not super().read_request_headers():
             return False
+        problem = length_problem(self.inheaders)
+        if problem:
+            self.simple_response("400 Bad Request", problem)
+            return False
         length = self.inheaders.get(b"Content-Length")
         if length is not None and not (length.isdigit() and length.isascii()):
             self.simple_response("400 Bad Request", "Content-Length must be a non-negative integer")
@@ -196,12 +208,28 @@ class _StrictLengthRequest(cheroot_server.HTTPRequest):
 
 class _Connection(cheroot_server.HTTPConnection):
     RequestHandlerClass = _StrictLengthRequest
+    release_slot = None  # set by CappedConnections: frees this address's connection slot
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            if self.release_slot is not None:
+                self.release_slot()
 
 
 class _Cheroot(wsgi.Server):
     """cheroot's WSGI server with strict body lengths and its messages on the kgcult log."""
 
     ConnectionClass = _Connection
+    connection_counts: AddressCounts | None = None
+
+    def prepare(self):
+        super().prepare()
+        if self.connection_counts is not None:  # cheroot's manager, with a cap per address at accept
+            plain = self._connections
+            self._connections = CappedConnections(self, self.connection_counts)
+            plain._selector.close()
 
     def error_log(self, msg="", level=logging.INFO, traceback=False):
         log.log(level if level >= logging.WARNING else logging.DEBUG, "%s", msg, exc_info=traceback)
@@ -223,6 +251,7 @@ class Server:
                                server_name=f"kgcult/{__version__}", request_queue_size=128,
                                timeout=cfg.read_timeout)
         self._httpd.read_deadline = self._read_deadline
+        self._httpd.connection_counts = AddressCounts(cfg.per_client_connections)
         self._httpd.max_request_body_size = cfg.max_request_bytes
         self._httpd.max_request_header_size = MAX_HEADER_BYTES  # request line + headers (414/413 beyond)
         try:

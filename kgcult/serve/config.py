@@ -24,6 +24,9 @@ class ServeConfig:
     queue: int = 64                # queries waiting for a worker before 503
     queue_timeout: float | None = None  # seconds a query may wait for a worker (default: timeout)
     per_client: int | None = None  # requests in flight per client address (default: workers // 2, at least 1)
+    worker_memory: int | None = None  # bytes of address space per worker (None: from the machine; 0: no cap)
+    per_client_connections: int = 16  # open connections per client address (429 at accept beyond)
+    allow_hosts: tuple[str, ...] = ()  # Host names accepted besides IPs, localhost and the bind ("*": any)
     max_request_bytes: int = 1 << 20
     read_timeout: float = 10.0     # seconds a connection may stay silent (slow or idle clients)
     request_deadline: float = 30.0  # seconds to receive a whole request (line, headers, body)
@@ -74,6 +77,13 @@ def check_config(cfg: ServeConfig) -> ServeConfig:
             raise KgcultError(f"--{name.replace('_', '-')} must be positive")
     if cfg.per_client is not None and cfg.per_client <= 0:
         raise KgcultError("--per-client must be positive")
+    if cfg.worker_memory is not None and (cfg.worker_memory < 0 or 0 < cfg.worker_memory < 256 << 20):
+        raise KgcultError("--worker-memory: give at least 256 MiB (0: no limit)")
+    if cfg.per_client_connections <= 0:
+        raise KgcultError("--per-client-connections must be positive")
+    for name in cfg.allow_hosts:
+        if not name.strip() or any(c in name for c in " /\\@?#:[]"):
+            raise KgcultError(f"--allow-host {name!r}: give a host name (no port, no scheme), or * for any")
     if cfg.queue < 0:
         raise KgcultError("--queue must be 0 or more")
     if not 0 <= cfg.port < 65536:

@@ -26,7 +26,7 @@ from kgcult.serve.answer import TRUNCATE_ROWS, Answer, QueryJob
 from kgcult.serve.protocol import HttpError, QueryRequest, Reply, UpdateRequest
 from kgcult.serve.spool import IN_MEMORY, stream_file
 from kgcult.serve.workers import QueryPool
-from kgcult.sparql import wdqs
+from kgcult.sparql import nesting, wdqs
 from kgcult.sparql.query_text import classify
 from kgcult.version import __version__
 
@@ -39,7 +39,8 @@ class SparqlApp:
             raise KgcultError("kgcult serve serves an embedded store, not a remote endpoint")
         self.store, self.cfg = store, cfg
         self.write_lock = threading.Lock()
-        self.stats = {"queries": 0, "timeouts": 0, "busy": 0, "limited": 0, "errors": 0, "updates": 0}
+        self.stats = {"queries": 0, "timeouts": 0, "busy": 0, "limited": 0, "errors": 0, "updates": 0,
+                      "memory": 0}
         self._stats_lock = threading.Lock()
         self._spool_dir = tempfile.TemporaryDirectory(prefix="kgcult-serve-")
         # with --writable, workers read checkpoints (the live store changes under them)
@@ -67,6 +68,7 @@ class SparqlApp:
     def query(self, req: QueryRequest) -> Reply:
         if classify(req.text) == "update":
             self.refuse_update()
+        _check_nesting(req.text, "query")
         self.count("queries")
         cfg = self.cfg
         job = QueryJob(req.text, tuple(req.default_graphs), tuple(req.named_graphs), tuple(req.accept),
@@ -90,6 +92,7 @@ class SparqlApp:
             raise HttpError(400, "using-graph-uri / using-named-graph-uri are not supported; use WITH or GRAPH")
         if classify(req.text) == "query":
             raise HttpError(400, "this is a query: send it to /query")
+        _check_nesting(req.text, "update")
         with self.write_lock:
             try:
                 wdqs.refuse_services(req.text)  # no request on a query's behalf (docs/wdqs.md)
@@ -130,8 +133,19 @@ class SparqlApp:
                        "max_bytes": self.cfg.max_bytes, "in_memory_bytes": IN_MEMORY,
                        "truncate_rows": self.cfg.max_rows or TRUNCATE_ROWS,
                        "queue_timeout_s": self.pool._queue_timeout, "max_request_bytes": self.cfg.max_request_bytes},
-            "workers": self.cfg.workers, "per_client": self.pool.per_client, "stats": dict(self.stats),
+            "workers": self.cfg.workers, "per_client": self.pool.per_client,
+            "worker_memory": self.pool.memory, "per_client_connections": self.cfg.per_client_connections,
+            "stats": dict(self.stats),
         }
+
+
+def _check_nesting(text: str, what: str) -> None:
+    """400 for a text nested too deep for the engine, before it reaches a parser (a worker
+    would die of it; an update would take the server process down)."""
+    try:
+        nesting.check(text, what)
+    except KgcultError as e:
+        raise HttpError(400, str(e)) from None
 
 
 def _reply(answer: Answer) -> Reply:

@@ -20,6 +20,8 @@ view before the job, so a query sent after an update sees it.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import resource
 import signal
 import threading
 import time
@@ -47,8 +49,12 @@ KILL_GRACE_S = 1.0  # a worker stops a streaming query itself at the deadline; p
 _worker: dict = {}
 
 
-def _init_worker() -> None:
-    """A worker opens the store at its first job (the view the server names then)."""
+def _init_worker(memory: int = 0) -> None:
+    """A worker opens the store at its first job (the view the server names then), with
+    its address space capped at ``memory`` bytes (0: no cap): a query that needs more
+    fails to allocate, and its worker dies and is replaced instead of taking the machine."""
+    if memory:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     # Die at once on SIGTERM: pebble's own handler is Python code, which cannot run while
     # Oxigraph evaluates in Rust, so pebble would wait 3 s (blocking its other work) and
     # then SIGKILL.
@@ -81,6 +87,30 @@ def card_job(view: str, qid: str, lang: str):
 
 # -- in the server process ---------------------------------------------------------------------
 
+MIN_WORKER_MEMORY = 1 << 30  # a worker with the store open maps ~0.5 GiB before any query
+
+
+def default_worker_memory(workers: int) -> int:
+    """Three quarters of the machine's memory shared by the workers, at least 1 GiB each:
+    every worker at its limit at once still leaves the server and the system a quarter."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+    return max(MIN_WORKER_MEMORY, total * 3 // 4 // max(workers, 1))
+
+
+def worker_memory(cfg: ServeConfig) -> int:
+    """The address-space cap of each worker in bytes (0: none)."""
+    return default_worker_memory(cfg.workers) if cfg.worker_memory is None else cfg.worker_memory
+
+
+def out_of_memory(memory: int) -> HttpError:
+    return HttpError(507, f"the query needed more memory than a query worker may use ({memory >> 20} MiB; "
+                          "kgcult serve --worker-memory); it was stopped and its worker replaced",
+                     {"X-Kgcult-Limit": f"memory={memory}"})
+
+
 class QueryPool:
     """Worker processes that answer queries and entity cards, with admission control."""
 
@@ -94,7 +124,9 @@ class QueryPool:
         self._running: dict[str, int] = {}  # client address -> its requests on a worker or waiting for one
         self._admitted_count = 0
         self._lock = threading.Condition()
-        self._pool = ProcessPool(max_workers=cfg.workers, initializer=_init_worker, context=_CONTEXT)
+        self.memory = worker_memory(cfg)
+        self._pool = ProcessPool(max_workers=cfg.workers, initializer=_init_worker, initargs=(self.memory,),
+                                 context=_CONTEXT)
 
     def close(self) -> None:
         self._pool.stop()
@@ -165,6 +197,9 @@ class QueryPool:
             self.count("timeouts")
             raise timed_out(cfg.timeout) from None
         except ProcessExpired as e:
+            if self.memory and e.exitcode in (-signal.SIGABRT, -signal.SIGKILL, -signal.SIGSEGV):
+                self.count("memory")
+                raise out_of_memory(self.memory) from None
             raise HttpError(500, f"the query worker died ({e}); the query was not answered") from None
         except CancelledError:
             raise HttpError(503, "the server is shutting down") from None

@@ -20,7 +20,7 @@ from kgcult import vocab
 from kgcult.store import graphnames, health, journal, rdfio, readers
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.files import sha256_file
-from kgcult.sparql import wdqs
+from kgcult.sparql import nesting, wdqs
 from kgcult.sparql.query_text import bind_values
 from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
 
@@ -100,6 +100,7 @@ class Store(StoreReads):
         ((variables, rows)) bind values through a VALUES block (never format user text
         into the query string). Returns pyoxigraph's QuerySolutions, QueryBoolean or
         QueryTriples."""
+        nesting.check(sparql)  # too deep for the engine: refused before it can crash the process
         if bindings or rows:
             sparql = bind_values(sparql, bindings, rows)
         kwargs: dict = {"prefixes": wdqs.PREFIXES}
