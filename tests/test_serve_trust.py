@@ -238,3 +238,34 @@ def test_nesting_scan_ignores_strings_comments_and_iris():
             "\n FILTER(?o != '''" + "UNION " * 3000 + "''') } VALUES ?v { " + " ".join(f"<x:{i}>" for i in range(5000)) + " }")
     nesting.check(text)
     nesting.check("SELECT * { " + "{ " * 100 + "}" * 100 + " " + " UNION ".join(["{}"] * 500) + " }")
+
+
+# -- a free worker goes to the client with the fewest jobs on workers --------------------------------
+
+def test_an_ordinary_client_is_not_queued_behind_runaways(make_server):
+    """One worker; one address has a runaway on it and two more waiting; another address
+    then sends an ordinary query. When the worker frees, the ordinary query gets it before
+    the queued runaways (on main: first come, first served, so it waited for all of them)."""
+    import threading
+    from tests.test_serve import RUNAWAY, wait_in_flight
+    srv = make_server(ServeConfig(port=0, workers=1, per_client=3, timeout=2, queue_timeout=60))
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def send(source, query, name):
+        status = query_from(source, srv.url, query)[0]
+        with lock:
+            done.append(f"{name}:{status}")
+
+    threads = []
+    for i, name in enumerate(["runaway1", "runaway2", "runaway3"]):
+        threads.append(threading.Thread(target=send, args=("127.0.0.30", RUNAWAY, name)))
+        threads[-1].start()
+        wait_in_flight(srv, i + 1)
+    threads.append(threading.Thread(target=send, args=("127.0.0.31", "ASK { wd:Q177 wdt:P495 wd:Q38 }", "ordinary")))
+    threads[-1].start()
+    wait_in_flight(srv, 4)
+    for t in threads:
+        t.join(60)
+    assert "ordinary:200" in done, done
+    assert done.index("ordinary:200") <= 1, done  # after at most the runaway that held the worker

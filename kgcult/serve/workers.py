@@ -10,7 +10,8 @@ Admission happens in the server process, before a job reaches a worker:
 - one client (by address) has at most ``per_client`` requests past this point; its
   further requests wait for one of them to finish, at most ``queue_timeout``, then 429;
 - a request waits for a free worker until ``queue_timeout`` (counted from admission) has
-  passed, then 503.
+  passed, then 503; a worker that becomes free goes to the waiting request whose client
+  has the fewest jobs on workers (then the earliest), not simply the earliest.
 
 Each job names the store directory its worker reads (``views``, see
 :mod:`kgcult.serve.checkpoints`): the store itself when it is served read-only, or, with
@@ -19,6 +20,7 @@ view before the job, so a query sent after an update sees it.
 """
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import resource
@@ -42,6 +44,7 @@ from kgcult.store import Store
 # inherits the server's threads or its open store.
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload([__name__])
+SPENT_HALF_LIFE = 60.0  # s: how long a client's use of the workers counts against it when they are scarce
 KILL_GRACE_S = 1.0  # a worker stops a streaming query itself at the deadline; past this, it is killed
 
 # -- inside a worker process -----------------------------------------------------------------
@@ -119,7 +122,11 @@ class QueryPool:
         self.views = views  # gives the store directory a job reads (StoreView or Checkpoints)
         self.per_client = cfg.per_client or max(1, cfg.workers // 2)
         self._admitted = threading.BoundedSemaphore(cfg.workers + cfg.queue)
-        self._free = threading.Semaphore(cfg.workers)
+        self._free = cfg.workers  # workers not running a job (guarded by _lock)
+        self._busy: dict[str, int] = {}  # client address -> its jobs on a worker
+        self._waiting: dict[int, str] = {}  # ticket (arrival order) -> client, requests waiting for a worker
+        self._tickets = itertools.count()
+        self._spent: dict[str, tuple[float, float]] = {}  # client -> (worker seconds, decayed; as of when)
         self._queue_timeout = cfg.queue_timeout if cfg.queue_timeout is not None else cfg.timeout
         self._running: dict[str, int] = {}  # client address -> its requests on a worker or waiting for one
         self._admitted_count = 0
@@ -166,7 +173,7 @@ class QueryPool:
                 self._running[client] = self._running.get(client, 0) + 1
             view = self.views.acquire()
             try:
-                return self._on_worker(function, (view, *args), max(deadline - time.monotonic(), 0))
+                return self._on_worker(client, function, (view, *args), max(deadline - time.monotonic(), 0))
             finally:
                 self.views.release(view)
                 with self._lock:
@@ -179,18 +186,65 @@ class QueryPool:
                 self._admitted_count -= 1
             self._admitted.release()
 
-    def _on_worker(self, function, args, wait: float):
+    def _take_worker(self, client: str, wait: float) -> bool:
+        """Wait up to ``wait`` s for a free worker. A free worker goes to the waiting request
+        whose client has the fewest jobs on workers and ahead in the queue, then the client
+        that used the workers least lately (worker seconds, halved every SPENT_HALF_LIFE s),
+        then the earliest: clients with runaway queries queued cannot make an ordinary
+        client wait behind all of them."""
+        with self._lock:
+            ticket = next(self._tickets)
+            self._waiting[ticket] = client
+            try:
+                if not self._lock.wait_for(lambda: self._free > 0 and self._next_waiting() == ticket, timeout=wait):
+                    return False
+                self._free -= 1
+                self._busy[client] = self._busy.get(client, 0) + 1
+                return True
+            finally:
+                del self._waiting[ticket]
+                self._lock.notify_all()
+
+    def _next_waiting(self) -> int:
+        now, ahead, keys = time.monotonic(), {}, []
+        for t in sorted(self._waiting):
+            c = self._waiting[t]
+            rank = self._busy.get(c, 0) + ahead.get(c, 0)
+            ahead[c] = ahead.get(c, 0) + 1
+            keys.append((rank, self._spent_by(c, now), t))
+        return min(keys)[2]
+
+    def _spent_by(self, client: str, now: float) -> float:
+        spent, at = self._spent.get(client, (0.0, now))
+        return spent * 0.5 ** ((now - at) / SPENT_HALF_LIFE)
+
+    def _give_back_worker(self, client: str, started: float) -> None:
+        with self._lock:
+            now = time.monotonic()
+            self._spent[client] = (self._spent_by(client, now) + now - started, now)
+            if len(self._spent) > 4096:  # forget the clients that have not used a worker lately
+                self._spent = {c: v for c, v in self._spent.items() if self._spent_by(c, now) > 0.01}
+            self._free += 1
+            n = self._busy.get(client, 0) - 1
+            if n > 0:
+                self._busy[client] = n
+            else:
+                self._busy.pop(client, None)
+            self._lock.notify_all()
+
+    def _on_worker(self, client: str, function, args, wait: float):
         cfg = self.cfg
-        if not self._free.acquire(timeout=wait):
+        if not self._take_worker(client, wait):
             self.count("busy")
             raise HttpError(503, f"no query worker became free within {self._queue_timeout:g} s; retry later "
                                  "(kgcult serve --workers / --queue-timeout)", {"Retry-After": "1"})
         try:
             future = self._pool.schedule(function, args, timeout=cfg.timeout + KILL_GRACE_S)
         except RuntimeError:  # the pool is stopping
-            self._free.release()
+            self._give_back_worker(client, time.monotonic())
             raise HttpError(503, "the server is shutting down") from None
-        future.add_done_callback(lambda _f: self._free.release())
+        started = time.monotonic()
+        future.add_done_callback(lambda _f: self._give_back_worker(client, started))
         try:
             out = future.result()
         except (FutureTimeout, TimeoutError):  # pebble stopped the worker at the deadline
