@@ -119,7 +119,7 @@ def old_package() -> tuple[Path, str]:
                           check=True).stdout.strip()
     target = WORK / "serve-merge-base" / base[:12]
     if not (target / "kgcult").exists():
-        data = subprocess.run(["git", "archive", base, "kgcult"], cwd=ROOT, capture_output=True, check=True).stdout
+        data = subprocess.run(["git", "archive", base, "kgcult", "queries", "ontology"], cwd=ROOT, capture_output=True, check=True).stdout
         target.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(target)

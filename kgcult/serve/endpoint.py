@@ -26,7 +26,7 @@ from kgcult.serve.answer import TRUNCATE_ROWS, Answer, QueryJob
 from kgcult.serve.protocol import HttpError, QueryRequest, Reply, UpdateRequest
 from kgcult.serve.spool import IN_MEMORY, stream_file
 from kgcult.serve.workers import QueryPool
-from kgcult.sparql import nesting, wdqs
+from kgcult.sparql import nesting, service_guard, wdqs
 from kgcult.sparql.query_text import classify
 from kgcult.version import __version__
 
@@ -96,6 +96,7 @@ class SparqlApp:
         with self.write_lock:
             try:
                 wdqs.refuse_services(req.text)  # no request on a query's behalf (docs/wdqs.md)
+                service_guard.refuse_services(req.text, "update")  # as the engine reads it
                 self.store.ox.update(req.text, prefixes=vocab.PREFIXES)
             except KgcultError as e:
                 raise HttpError(400, str(e)) from None

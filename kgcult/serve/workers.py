@@ -124,7 +124,8 @@ class QueryPool:
         self._admitted = threading.BoundedSemaphore(cfg.workers + cfg.queue)
         self._free = cfg.workers  # workers not running a job (guarded by _lock)
         self._busy: dict[str, int] = {}  # client address -> its jobs on a worker
-        self._waiting: dict[int, str] = {}  # ticket (arrival order) -> client, requests waiting for a worker
+        self._waiting: dict[int, tuple[str, threading.Event]] = {}  # ticket (arrival order) -> (client, set when
+        #                                                              a worker is handed to it)
         self._tickets = itertools.count()
         self._spent: dict[str, tuple[float, float]] = {}  # client -> (worker seconds, decayed; as of when)
         self._queue_timeout = cfg.queue_timeout if cfg.queue_timeout is not None else cfg.timeout
@@ -191,24 +192,37 @@ class QueryPool:
         whose client has the fewest jobs on workers and ahead in the queue, then the client
         that used the workers least lately (worker seconds, halved every SPENT_HALF_LIFE s),
         then the earliest: clients with runaway queries queued cannot make an ordinary
-        client wait behind all of them."""
+        client wait behind all of them. The worker is handed to the chosen request (its
+        event set), so a release wakes one thread, not every waiting one."""
         with self._lock:
-            ticket = next(self._tickets)
-            self._waiting[ticket] = client
-            try:
-                if not self._lock.wait_for(lambda: self._free > 0 and self._next_waiting() == ticket, timeout=wait):
-                    return False
-                self._free -= 1
-                self._busy[client] = self._busy.get(client, 0) + 1
+            if self._free > 0 and not self._waiting:
+                self._grant(client)
                 return True
-            finally:
-                del self._waiting[ticket]
-                self._lock.notify_all()
+            ticket, granted = next(self._tickets), threading.Event()
+            self._waiting[ticket] = (client, granted)
+        if granted.wait(wait):
+            return True
+        with self._lock:
+            if granted.is_set():  # handed over just as the wait ended
+                return True
+            del self._waiting[ticket]
+            return False
+
+    def _grant(self, client: str) -> None:
+        self._free -= 1
+        self._busy[client] = self._busy.get(client, 0) + 1
+
+    def _dispatch(self) -> None:
+        """Hand free workers to waiting requests, best first (with the lock held)."""
+        while self._free > 0 and self._waiting:
+            client, granted = self._waiting.pop(self._next_waiting())
+            self._grant(client)
+            granted.set()
 
     def _next_waiting(self) -> int:
         now, ahead, keys = time.monotonic(), {}, []
         for t in sorted(self._waiting):
-            c = self._waiting[t]
+            c = self._waiting[t][0]
             rank = self._busy.get(c, 0) + ahead.get(c, 0)
             ahead[c] = ahead.get(c, 0) + 1
             keys.append((rank, self._spent_by(c, now), t))
@@ -230,7 +244,7 @@ class QueryPool:
                 self._busy[client] = n
             else:
                 self._busy.pop(client, None)
-            self._lock.notify_all()
+            self._dispatch()
 
     def _on_worker(self, client: str, function, args, wait: float):
         cfg = self.cfg

@@ -19,7 +19,10 @@ from kgcult.errors import KgcultError
 MAX_DEPTH = 128       # { ( [ open at once; Oxigraph overflows at ~5,000 nested groups
 MAX_OPERATORS = 2000  # UNION, OPTIONAL, MINUS, || && + - * / | in one text; overflow at ~9,000
 
-_SCAN = re.compile(r"""
+# SPARQL's lexical units as Oxigraph reads them, in one pass: what ``skip`` matches (strings,
+# comments, IRIs with their \u escapes, whitespace) can hold no keyword or bracket; ``name``
+# is a keyword, prefixed name (with its \-escapes), variable, number or language tag
+LEXEMES = re.compile(r"""
   (?P<skip>\"\"\"(?:[^"\\]|\\.|"(?!""))*(?:\"\"\"|\Z)|'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)
           |"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'
           |\#[^\n]*
@@ -38,7 +41,7 @@ def check(text: str, what: str = "query") -> None:
     """Raise KgcultError naming the limit and where it is passed if ``text`` nests deeper
     than :data:`MAX_DEPTH` or chains more than :data:`MAX_OPERATORS` binary operators."""
     depth = operators = 0
-    for m in _SCAN.finditer(text):
+    for m in LEXEMES.finditer(text):
         kind = m.lastgroup
         if kind == "open":
             depth += 1
@@ -61,4 +64,4 @@ def _where(text: str, offset: int) -> str:
     return f"line {line}, column {offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
 
 
-__all__ = ["check", "MAX_DEPTH", "MAX_OPERATORS"]
+__all__ = ["check", "MAX_DEPTH", "MAX_OPERATORS", "LEXEMES"]
