@@ -269,3 +269,91 @@ def test_an_ordinary_client_is_not_queued_behind_runaways(make_server):
         t.join(60)
     assert "ordinary:200" in done, done
     assert done.index("ordinary:200") <= 1, done  # after at most the runaway that held the worker
+
+
+# -- SERVICE refused as the engine reads the query ---------------------------------------------------
+
+class _Listener:
+    """A loopback HTTP server that counts the requests it gets (what a SERVICE would reach)."""
+
+    def __init__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        hits = self.hits = []
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self):
+                hits.append(self.path)
+                body = b'{"head":{"vars":["s"]},"results":{"bindings":[{"s":{"type":"literal","value":"secret"}}]}}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/sparql-results+json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            do_GET = do_POST
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def listener():
+    lst = _Listener()
+    yield lst
+    lst.close()
+
+
+def service_queries(port: int) -> list[str]:
+    return [
+        # a \u escape in the IRI: an IRI to Oxigraph, not to the rewriting step's lexer
+        "SELECT * WHERE { SERVICE <http://127.0.0.1:%d/x\\u0031> { ?s ?p ?o } }" % port,
+        "SELECT * WHERE { SERVICE SILENT <http\\u003A//127.0.0.1:%d/> { ?s ?p ?o } }" % port,
+        # an escaped # in a prefixed name inside VALUES: the rewriting step read a comment there
+        "PREFIX ex: <http://example.org/>\nSELECT * WHERE { VALUES ?x { ex:a\\#b } "
+        "SERVICE <http://127.0.0.1:%d/> { ?s ?p ?o }\n}" % port,
+    ]
+
+
+def test_service_with_escapes_is_refused_and_sends_nothing(server, listener):
+    """Before: the worker POSTed to the listener and returned its answer, through a plain
+    GET link (any web page could trigger it)."""
+    for q in service_queries(listener.port):
+        reply = get(server.port, "/query?query=" + urllib.parse.quote(q), b"127.0.0.1")
+        assert reply.startswith(b"HTTP/1.1 400 ") and b"is refused" in reply, (q, reply[:300])
+        assert b"secret" not in reply
+    assert reply.find(b"SERVICE <http://127.0.0.1:%d/>" % listener.port) > 0  # the IRI named
+    assert listener.hits == []
+
+
+def test_service_with_escapes_is_refused_by_the_cli_and_the_api(store_path, listener, tmp_path):
+    from tests.conftest import run_cli
+    for q in service_queries(listener.port):
+        with Store(store_path, read_only=True) as st, pytest.raises(KgcultError, match="is refused"):
+            list(st.query(q))
+        f = tmp_path / "q.rq"
+        f.write_text(q)
+        r = run_cli(["sparql", "-f", str(f)], store_path)
+        assert r.exit_code == 1 and "is refused" in r.stderr
+    assert listener.hits == []
+
+
+def test_service_hidden_in_an_update_is_refused(tmp_path, listener):
+    path = build_store(tmp_path / "w")
+    update = ("PREFIX ex: <http://example.org/>\nINSERT { ?s ?p ?o } WHERE { VALUES ?x { ex:a\\#b } "
+              "SERVICE <http://127.0.0.1:%d/> { ?s ?p ?o }\n}" % listener.port)
+    with running_server(path, ServeConfig(port=0, writable=True, token="t" * 16), read_only=False) as srv:
+        body = urllib.parse.urlencode({"update": update}).encode()
+        req = (b"POST /update HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + b"t" * 16 +
+               b"\r\nContent-Type: application/x-www-form-urlencoded\r\nConnection: close\r\n"
+               b"Content-Length: %d\r\n\r\n" % len(body)) + body
+        reply = exchange(srv.port, req)
+    assert reply.startswith(b"HTTP/1.1 400 ") and b"refused in an update" in reply, reply[:300]
+    assert listener.hits == []

@@ -31,7 +31,7 @@ import pyoxigraph as ox
 
 from kgcult import ontology, resources, vocab
 from kgcult.errors import KgcultError, QuerySyntaxError
-from kgcult.sparql import blazegraph, label_service, lookups, paths
+from kgcult.sparql import blazegraph, label_service, lookups, paths, service_guard
 from kgcult.sparql.tokens import Token, blank_out, matching_close, tokenize
 
 LABEL_SERVICE = vocab.WIKIBASE + "label"
@@ -116,10 +116,12 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
         elif path_edits:
             edits += path_edits
     if not edits:
+        service_guard.refuse_services(query)  # as the engine reads it (escapes included)
         return Prepared(query, notices)
     text = _apply(query, edits)
     if any("?" + _HELPER in e[2] for e in edits):
         text = _expand_select_star(text)
+    service_guard.refuse_services(text)  # whatever the rewriting step did not recognise
     return Prepared(text, notices)
 
 
