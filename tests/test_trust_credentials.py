@@ -63,6 +63,12 @@ def test_old_records_are_stripped_when_read(tmp_path):
         manifest = snapshot.export(st, tmp_path / "snap")
     assert rec["source"] == "https://example.org/sparql?token=REDACTED&api_key=REDACTED&lang=en"
     assert not _leaks(json.dumps(manifest["provenance"]))
+    meta = "".join(gzip.open(p, "rt").read() for p in (tmp_path / "snap" / "graphs").glob("*.nq.gz"))
+    assert "token=REDACTED" in meta and not _leaks(meta)
+    snapshot.verify(tmp_path / "snap")  # the scrubbed snapshot is still whole and consistent
+    with Store(tmp_path / "imported") as st:
+        snapshot.import_(st, tmp_path / "snap")
+        assert not _leaks(json.dumps(st.provenance()))
 
 
 @pytest.mark.parametrize("url,want", [

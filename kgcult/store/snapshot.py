@@ -31,6 +31,7 @@ from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, parse
 from kgcult import vocab
 from kgcult.version import __version__
 from kgcult.errors import KgcultError
+from kgcult.safe_text import strip_credentials
 from kgcult.files import TapReader, atomic_open, sha256_file
 from kgcult.store import facts, graphnames, journal, rdfio
 from kgcult.store.embedded import Store
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = "kgcult-snapshot/1"
 MANIFEST = "MANIFEST.json"
+_SOURCE = vocab.kgc("source")
 RUN_BYTES = 64 << 20  # the external sort's run size (content hash, export)
 
 
@@ -68,9 +70,12 @@ def content_hash(graph_hashes: dict[str, str]) -> str:
 def sorted_nquads(store: Store, iri: str) -> Iterator[bytes]:
     """The N-Quads lines of one graph in byte order, in bounded memory: sorted runs of
     about ``RUN_BYTES`` are spilled to temporary files and merged (an external sort)."""
+    scrub = iri == vocab.META_GRAPH  # provenance recorded before credentials were stripped
     with tempfile.TemporaryDirectory(prefix="kgcult-sort-") as tmp:
         runs, lines, size = [], [], 0
         for q in store.quads(iri):
+            if scrub and q.predicate == _SOURCE and isinstance(q.object, Literal):
+                q = Quad(q.subject, q.predicate, Literal(strip_credentials(q.object.value)), q.graph_name)
             line = f"{q} .\n".encode("utf-8")
             lines.append(line)
             size += len(line) + 80  # the bytes object's own overhead
