@@ -124,8 +124,9 @@ class QueryPool:
         self._admitted = threading.BoundedSemaphore(cfg.workers + cfg.queue)
         self._free = cfg.workers  # workers not running a job (guarded by _lock)
         self._busy: dict[str, int] = {}  # client address -> its jobs on a worker
-        self._waiting: dict[int, tuple[str, threading.Event]] = {}  # ticket (arrival order) -> (client, set when
-        #                                                              a worker is handed to it)
+        # ticket (arrival order) -> (client, set when a worker is handed to it, waiting since)
+        self._waiting: dict[int, tuple[str, threading.Event, float]] = {}
+        self._age_rate = float(cfg.workers)  # worker seconds the others get per second of waiting
         self._tickets = itertools.count()
         self._spent: dict[str, tuple[float, float]] = {}  # client -> (worker seconds, decayed; as of when)
         self._queue_timeout = cfg.queue_timeout if cfg.queue_timeout is not None else cfg.timeout
@@ -189,17 +190,19 @@ class QueryPool:
 
     def _take_worker(self, client: str, wait: float) -> bool:
         """Wait up to ``wait`` s for a free worker. A free worker goes to the waiting request
-        whose client has the fewest jobs on workers and ahead in the queue, then the client
-        that used the workers least lately (worker seconds, halved every SPENT_HALF_LIFE s),
+        whose client has the fewest jobs on workers and ahead in the queue, then the lowest
+        worker seconds the client used lately (halved every SPENT_HALF_LIFE s) less the
+        worker seconds handed out while this request waited (workers x seconds waited),
         then the earliest: clients with runaway queries queued cannot make an ordinary
-        client wait behind all of them. The worker is handed to the chosen request (its
+        client wait behind all of them, and a heavy client is delayed by about its extra
+        use divided by the workers, never starved. The worker is handed to the chosen request (its
         event set), so a release wakes one thread, not every waiting one."""
         with self._lock:
             if self._free > 0 and not self._waiting:
                 self._grant(client)
                 return True
             ticket, granted = next(self._tickets), threading.Event()
-            self._waiting[ticket] = (client, granted)
+            self._waiting[ticket] = (client, granted, time.monotonic())
         if granted.wait(wait):
             return True
         with self._lock:
@@ -215,17 +218,18 @@ class QueryPool:
     def _dispatch(self) -> None:
         """Hand free workers to waiting requests, best first (with the lock held)."""
         while self._free > 0 and self._waiting:
-            client, granted = self._waiting.pop(self._next_waiting())
+            client, granted, _ = self._waiting.pop(self._next_waiting())
             self._grant(client)
             granted.set()
 
     def _next_waiting(self) -> int:
         now, ahead, keys = time.monotonic(), {}, []
         for t in sorted(self._waiting):
-            c = self._waiting[t][0]
+            c, _, since = self._waiting[t]
             rank = self._busy.get(c, 0) + ahead.get(c, 0)
             ahead[c] = ahead.get(c, 0) + 1
-            keys.append((rank, self._spent_by(c, now), t))
+            # worker seconds used lately, less what the wait has given everyone else since
+            keys.append((rank, self._spent_by(c, now) - self._age_rate * (now - since), t))
         return min(keys)[2]
 
     def _spent_by(self, client: str, now: float) -> float:
