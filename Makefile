@@ -7,14 +7,14 @@ KG     := $(VENV)/bin/kgcult
 STORE  ?= .kgcult/store
 DEMO_OUT ?= build/demo
 
-.PHONY: install demo test test-all bench seed clean
+.PHONY: install demo lint test test-all bench seed clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 install: $(PY)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[all,test]'
+	$(PIP) install -q -c constraints.txt -e '.[all,test,lint]'
 
 demo:
 	@test -x $(KG) || { echo "run 'make install' first" >&2; exit 1; }
@@ -25,6 +25,11 @@ demo:
 	$(KG) --store $(STORE) sparql -f queries/checks/dishes-per-country.rq
 	@echo; echo "== FmLAMA built from the seed (kgcult build fmlama): rows per origin country"
 	$(KG) --store $(STORE) build fmlama --out $(DEMO_OUT) --print counts.jsonl
+
+# ruff (ruff.toml) over the package, tests and benchmarks; mypy ([mypy] in setup.cfg) on the package.
+lint:
+	$(PY) -m ruff check --quiet .
+	$(PY) -m mypy
 
 test:
 	$(PY) -m pytest -q
