@@ -13,8 +13,8 @@ import sys
 from common import STANDIN, WORK, require, save, timed
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
-from kgcult.store import hierarchy  # noqa: E402
-from kgcult.store import Store  # noqa: E402
+from kgcult.store import hierarchy
+from kgcult.store import Store
 
 # FmLAMA's shape: a dish is (P31|P279)+ dish; its origin is its P495 country or the
 # P17/P495 country of a cuisine it belongs to (P2012 or P361); ingredients (P527) with

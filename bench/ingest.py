@@ -27,9 +27,9 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, SHARED, require, save  # noqa: E402
+from common import ROOT, SHARED, require, save
 
-from kgcult.acquire.dump.reader import decompressor  # noqa: E402
+from kgcult.acquire.dump.reader import decompressor
 
 GEN = SHARED / "scale" / "gen_dump.py"
 WORK = Path(os.environ.get("KGCULT_DUMP_BENCH_DIR", "/tmp/kgcult-dump"))

@@ -268,7 +268,7 @@ def start_oxigraph(standin, workdir):
             return proc, f"http://127.0.0.1:{port}/query"
         except OSError:
             if proc.poll() is not None:
-                raise SystemExit(proc.stderr.read().decode())
+                raise SystemExit(proc.stderr.read().decode()) from None
             time.sleep(0.2)
     proc.terminate()
     raise SystemExit("oxigraph serve did not start")

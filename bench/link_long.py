@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import SHARED, WORK, require, save  # noqa: E402
-from bench.link_scale import log, measured, prepare  # noqa: E402
+from bench.common import SHARED, WORK, require, save
+from bench.link_scale import log, measured, prepare
 
 GEN = SHARED / "scale" / "gen_mentions.py"
 KGCULT = [sys.executable, "-m", "kgcult"]

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import RESULTS, ROOT, SHARED, WORK, child_env, load_in_child, require, save  # noqa: E402
+from bench.common import RESULTS, ROOT, SHARED, WORK, child_env, load_in_child, require, save
 
 SCALE = SHARED / "scale"
 DEV = SHARED / "standin" / "link-dev.jsonl"

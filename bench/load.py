@@ -105,7 +105,7 @@ def main() -> None:
 
     kg_store = work / "kgcult"
     ox_store = work / "oxigraph"
-    for i in range(args.repeat):  # alternating, so both see the same machine
+    for _ in range(args.repeat):  # alternating, so both see the same machine
         shutil.rmtree(kg_store, ignore_errors=True)
         keep_fastest(results, "kgcult load", measure([*KGCULT, "--store", str(kg_store), "load", str(src),
                                                       "--graph", GRAPH, "--no-progress"]))

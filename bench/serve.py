@@ -36,10 +36,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, WORK, save  # noqa: E402
+from common import ROOT, WORK, save
 
-from kgcult import vocab  # noqa: E402
-from kgcult.sparql.query_text import bind_values  # noqa: E402
+from kgcult import vocab
+from kgcult.sparql.query_text import bind_values
 
 TIMEOUT_S = 5
 SLOW_EVERY_S = 4.0

@@ -32,11 +32,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import pyoxigraph  # noqa: E402
-import serve as serve_bench  # noqa: E402  (bench/serve.py: the query mix, store choice)
-from common import ROOT, save  # noqa: E402
+import pyoxigraph
+import serve as serve_bench
+from common import ROOT, save
 
-from kgcult.sparql.query_text import bind_values  # noqa: E402
+from kgcult.sparql.query_text import bind_values
 
 TIMEOUT_S = 5
 RUNAWAY_CONNECTIONS = 8

@@ -27,7 +27,7 @@ from pyoxigraph import NamedNode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kgcult.synth import generate as synth
+from kgcult.synth import generate as synth  # noqa: E402
 from kgcult.synth import taxonomy  # noqa: E402
 from kgcult.store import Store  # noqa: E402
 

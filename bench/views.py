@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from pyoxigraph import NamedNode  # noqa: E402
 
-from kgcult.store import hierarchy
+from kgcult.store import hierarchy  # noqa: E402
 from kgcult import views  # noqa: E402
 from kgcult.store.snapshot import store_content_hash  # noqa: E402
 from kgcult.store import Store  # noqa: E402

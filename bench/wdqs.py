@@ -36,8 +36,8 @@ from common import RESULTS, STANDIN, WORK, require, save
 from wdqs_shapes import SHAPES, fill
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kgcult.serve import ServeConfig, Server  # noqa: E402
-from kgcult.store import Store, hierarchy  # noqa: E402
+from kgcult.serve import ServeConfig, Server
+from kgcult.store import Store, hierarchy
 
 OX_TIMEOUT = 150   # seconds for one query on `oxigraph serve`
 COUNTRIES = ["Q17", "Q38", "Q668"]   # Japan, Italy, India: many dishes in the stand-in

@@ -27,7 +27,7 @@ class _PlainStderr(logging.Handler):
                 print(msg, file=sys.stderr, flush=True)
             else:
                 tq.tqdm.write(msg, file=sys.stderr)
-        except Exception:  # pragma: no cover - logging must never raise
+        except Exception:  # noqa: BLE001 - logging must never raise  # pragma: no cover
             self.handleError(record)
 
 

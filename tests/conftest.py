@@ -108,7 +108,7 @@ class OxigraphServer:
                 return
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(self.proc.stderr.read().decode())
+                    raise RuntimeError(self.proc.stderr.read().decode()) from None
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError("oxigraph serve did not start within 30 s")
@@ -137,7 +137,7 @@ def oxigraph_server(tmp_path):
         s.stop()
 
 
-def run_cli(args, store_path=None, input=None):
+def run_cli(args, store_path=None, input=None):  # noqa: A002 - CliRunner.invoke's name
     """Run the CLI in-process through click's CliRunner; returns the Result."""
     from click.testing import CliRunner
 

@@ -16,7 +16,7 @@ from kgcult.link.index.reader import index_dir
 FIX = Path(__file__).parent / "fixtures" / "link"
 
 
-def run_cli(args, store_path=None, input=None):
+def run_cli(args, store_path=None, input=None):  # noqa: A002 - CliRunner.invoke's name
     from click.testing import CliRunner
 
     from kgcult.cli.main import main

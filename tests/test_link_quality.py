@@ -521,7 +521,7 @@ def test_memo_vectors_bounded_without_losing_what_it_returns(monkeypatch):
     are used, the rest encoded in one call, and a memo that overflows is cleared only after
     the answer is taken (a clear used to drop vectors the same call then looked up)."""
     from kgcult.link.stages import embedding as embed
-    from kgcult.link.memo import Memo, Pools
+    from kgcult.link.memo import Memo
 
     calls = []
 

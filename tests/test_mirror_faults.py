@@ -71,7 +71,7 @@ def test_kill9_at_random_points_then_resume(server, clean, tmp_path):
     killed = 0
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with FaultProxy(server.url, rate=0.2, faults=("500", "truncated", "html200"), seed=5, latency=0.06) as p:
-        for attempt in range(12):  # bounded
+        for _ in range(12):  # bounded
             proc = subprocess.Popen(_cli(store, p.url), cwd=ROOT, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             try:

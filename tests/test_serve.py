@@ -16,7 +16,7 @@ import pytest
 
 from kgcult import inspection
 from kgcult.serve.config import ServeConfig, check_config, is_loopback
-from kgcult.serve.protocol import HttpError, parse_accept
+from kgcult.serve.protocol import parse_accept
 from kgcult.sparql.query_text import classify, first_keyword
 from kgcult.errors import KgcultError
 from kgcult.store import Store

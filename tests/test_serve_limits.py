@@ -84,7 +84,7 @@ def test_slow_clients_are_dropped_and_free_their_threads(make_server):
     cfg = ServeConfig(port=0, workers=1, queue=0, read_timeout=1)
     srv = make_server(cfg)
     slow = []
-    for i in range(12):  # the server has workers + queue + 8 = 9 HTTP threads
+    for _ in range(12):  # the server has workers + queue + 8 = 9 HTTP threads
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
         s.sendall(headers(b"100") + b"SELECT")  # 6 of the 100 bytes promised, then silence
         slow.append(s)

@@ -3,7 +3,6 @@ its predicates and their filters, the v1 pairs, article-based ranking, the sover
 filter and the P19/P20 territory augmentation, each as DLAMA's code does it."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

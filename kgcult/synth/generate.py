@@ -70,7 +70,7 @@ def synthesize(store, tax: taxonomy.Taxonomy, topic, country: str, langs: Iterab
     for k in kw_iris:
         for os_ in cache.claims.get(k, {}).values():
             needed |= os_
-    for a, (b, cls, oc) in partners.items():
+    for b, cls, oc in partners.values():
         needed |= {b, cls, oc}
         needed |= {o for os_ in cache.claims.get(b, {}).values() for o in os_}
     for pid in inverse_props:

@@ -39,7 +39,7 @@ from kgcult.acquire.dump.emit import FrameSource, Writer
 from kgcult.acquire.dump.selection import EdgeIndex, needed_specs, select
 from kgcult.acquire.dump.reader import DumpReader, IngestError, cpu_count, dump_format
 from kgcult.acquire.outcome import SubgraphReport
-from kgcult.acquire.dump.truthy import all_lines, entity_triples, parse_entity_line, truthy_claims  # noqa: F401
+from kgcult.acquire.dump.truthy import all_lines, entity_triples, parse_entity_line, truthy_claims
 from kgcult.log import progress as progress_bar
 from kgcult.store.embedded import now_iso
 

@@ -84,7 +84,7 @@ def _tag_frames(router, records):
 def session(master: str | None):
     """A SparkSession for ``master`` (default ``local[*]``); executors run this Python."""
     extras.require("pyspark", "spark", "kgcult ingest --engine spark")
-    from pyspark.sql import SparkSession  # noqa: PLC0415 - optional extra
+    from pyspark.sql import SparkSession  # optional extra
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("kgcult ingest").master(master or "local[*]")
@@ -98,7 +98,7 @@ def run(dump, plan, specs, needed, todo, reports, *, master=None, output=None):
         raise IngestError(f"{dump}: the Spark engine reads .gz, .bz2 or plain dumps (Hadoop has no "
                           "portable zstd codec); recompress it or use --engine local")
     spark = session(master)
-    from pyspark import StorageLevel  # noqa: PLC0415 - optional extra
+    from pyspark import StorageLevel  # optional extra
     sc = spark.sparkContext
     out = output or tempfile.mkdtemp(prefix="kgcult-spark-")
     try:
@@ -114,7 +114,7 @@ def run(dump, plan, specs, needed, todo, reports, *, master=None, output=None):
         frame = spark.createDataFrame(tagged, "subgraph string, value string")
         frame.write.mode("overwrite").partitionBy("subgraph").text(out)
         scanned.unpersist()
-    except Exception as e:  # noqa: BLE001 - Py4J wraps the executors' errors
+    except Exception as e:  # Py4J wraps the executors' errors
         if not output:
             shutil.rmtree(out, ignore_errors=True)
         text = str(e)

@@ -363,7 +363,7 @@ def disk_bytes(path: str | Path) -> int | None:
 def _open(path: Path, chash: str) -> LabelIndex | None:
     try:
         ix = LabelIndex(path)
-    except Exception:  # a foreign or damaged directory: rebuild it
+    except Exception:  # noqa: BLE001 - a foreign or damaged directory: rebuild it
         return None
     if ix.format == FORMAT and ix.content_hash == chash:
         return ix

@@ -51,7 +51,7 @@ class LazyTokenizer(UsePureTokenizer):
     """``UsePureTokenizer`` reading its prefix table on demand; encodes to piece ids only
     (the pieces' strings are not kept)."""
 
-    def __init__(self, state: dict, d: Path):  # noqa: D107 - from :meth:`read`
+    def __init__(self, state: dict, d: Path):  # from :meth:`read`
         self.__dict__.update(state)
         self._keys = layout.read_raw(d / INDEX, self._index["keys"])
         self._offsets = layout.read_raw(d / INDEX, self._index["offsets"])
