@@ -27,7 +27,7 @@ _KIND_NAMES = {"Q": "item", "P": "property", "L": "lexeme"}
 def is_id(value: str, kinds: str = "QP") -> bool:
     """``Q42`` -> True for kinds containing ``Q``; anything not an id -> False."""
     m = _ID.match(value) if isinstance(value, str) else None
-    return bool(m) and m.group(1) in kinds
+    return m is not None and m.group(1) in kinds
 
 
 def is_item(value: str) -> bool:

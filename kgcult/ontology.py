@@ -60,4 +60,4 @@ def of_type(name_or_path: str | Path, type_iri: str) -> dict:
 def labels(name_or_path: str | Path) -> dict[str, str]:
     """{subject IRI: rdfs:label} of a file (the last label wins)."""
     label = vocab.RDFS + "label"
-    return {q.subject.value: q.object.value for q in read(name_or_path) if q.predicate.value == label}
+    return {vocab.value(q.subject): vocab.value(q.object) for q in read(name_or_path) if q.predicate.value == label}

@@ -5,7 +5,9 @@ that Python code and SPARQL files agree on one spelling.
 """
 from __future__ import annotations
 
-from pyoxigraph import NamedNode
+from pyoxigraph import BlankNode, Literal, NamedNode, Triple
+
+from kgcult.errors import KgcultError
 
 WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
@@ -47,6 +49,14 @@ def wdt(pid: str) -> NamedNode:
 
 def kgc(local: str) -> NamedNode:
     return NamedNode(KGC + local)
+
+
+def value(term: NamedNode | BlankNode | Literal | Triple) -> str:
+    """The IRI, blank node id or literal text of a term read from a store or a file.
+    kgcult writes no RDF 1.2 triple terms, so one where a plain term belongs is refused."""
+    if isinstance(term, Triple):
+        raise KgcultError(f"a triple term where an IRI, blank node or literal belongs: {term}")
+    return term.value
 
 
 def graph_iri(name: str) -> str:

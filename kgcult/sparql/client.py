@@ -248,14 +248,14 @@ class SparqlClient:
             except HTTPError as e:
                 if watchdog.fired:
                     raise _Failed(f"no answer (timed out; timeout {self.timeout:g} s)",
-                                  error=ReadTimeoutError(None, self.endpoint, "deadline")) from None
+                                  error=self._deadline_error()) from None
                 raise _Failed(f"no answer ({_reason(e)}; timeout {self.timeout:g} s)", error=e) from None
             try:
                 data = self._read(resp, deadline)
             except (ReadTimeoutError, HTTPError, OSError) as e:
                 resp.close()
                 if watchdog.fired or isinstance(e, ReadTimeoutError):
-                    raise _Failed(late, error=ReadTimeoutError(None, self.endpoint, "deadline")) from None
+                    raise _Failed(late, error=self._deadline_error()) from None
                 raise _Failed(f"truncated response ({_reason(e)})", error=e) from None
             finally:
                 resp.release_conn()
@@ -270,6 +270,10 @@ class SparqlClient:
             raise RemoteError(self.endpoint, problem, status=resp.status)
         ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
         return Reply(resp.status, ctype, resp.headers, data)
+
+    def _deadline_error(self) -> ReadTimeoutError:
+        """The error a missed deadline hands to urllib3's Retry, which counts it as a read error."""
+        return ReadTimeoutError(self._pool.connection_from_url(self.endpoint), self.endpoint, "deadline")
 
     def _wait(self, retry: Retry, response) -> float:
         """Seconds before the next try: the server's Retry-After (capped), else the backoff."""
@@ -287,7 +291,7 @@ class SparqlClient:
         while chunk := resp.read1(_CHUNK):
             parts.append(chunk)
             if time.monotonic() > deadline:
-                raise ReadTimeoutError(None, self.endpoint, "deadline")
+                raise self._deadline_error()
         return b"".join(parts)
 
 

@@ -87,12 +87,12 @@ def bind_values(query: str, bindings: Mapping[str, object] | None = None,
                 rows: tuple[Sequence[str], Iterable[Sequence]] | None = None) -> str:
     """Return ``query`` with one row of ``bindings`` (variable -> value), or several
     ``rows`` = (variables, rows), bound by a VALUES block at the start of its WHERE group."""
-    if not bindings and not rows:
-        return query
     if bindings:
         clause = values_clause(list(bindings), [list(bindings.values())])
-    else:
+    elif rows:
         clause = values_clause(*rows)
+    else:
+        return query
     at = _where_brace(query) + 1
     return f"{query[:at]} {clause} {query[at:]}"
 

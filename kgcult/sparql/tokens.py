@@ -60,6 +60,7 @@ def tokenize(text: str) -> list[Token]:
     values_at = -1  # index in out of the last VALUES keyword
     while pos < n:
         m = _TOKEN.match(text, pos)
+        assert m is not None and m.lastgroup is not None  # (?P<other>.) matches any character
         kind, pos = m.lastgroup, m.end()
         if kind in ("ws", "comment"):
             continue
