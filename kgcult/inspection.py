@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pyoxigraph import Literal, NamedNode
 
@@ -59,7 +60,7 @@ def show(store, qid: str, lang: str = "en") -> dict:
     labels, and ancestors read from the closure graphs."""
     iri = entity_iri(qid)
     node = NamedNode(iri)
-    card = {"qid": ids.shorten(iri), "iri": iri, "labels": {}, "aliases": {},
+    card: dict[str, Any] = {"qid": ids.shorten(iri), "iri": iri, "labels": {}, "aliases": {},
             "descriptions": {}, "claims": [], "ancestors": {}, "sitelinks": None}
     rows = store.query("SELECT ?p ?o WHERE { ?x ?p ?o }", bindings={"x": node})
     objects = []

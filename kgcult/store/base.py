@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from pyoxigraph import NamedNode, Quad
 
@@ -24,6 +24,13 @@ def resolve_location(location: str | os.PathLike | None = None) -> str:
 class StoreReads:
     """Reads shared by the embedded Store and the RemoteStore, written once on top of
     their ``query``, ``graph_counts`` and ``ox`` (pyoxigraph's or a SPARQL stand-in)."""
+
+    if TYPE_CHECKING:  # what each backend provides
+        @property
+        def ox(self) -> Any: ...
+        def query(self, sparql: str, *, graph: str | None = None, bindings: dict | None = None,
+                  rows: tuple | None = None) -> Any: ...
+        def graph_counts(self) -> dict[str, int]: ...
 
     def select(self, sparql: str, **kw) -> list[dict]:
         """SELECT as a list of {variable: term} dicts (unbound variables left out)."""

@@ -125,12 +125,12 @@ class Store(StoreReads):
     def graph_counts(self) -> dict[str, int]:
         """Triples per named graph (and ``""`` for the default graph if it has any)."""
         counts: dict[str, int] = {}
-        for row in self._ox.query(
+        for row in _solutions(self._ox.query(
             "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"
-        ):
+        )):
             counts[row["g"].value] = int(row["n"].value)
         default = next(
-            iter(self._ox.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")), None
+            iter(_solutions(self._ox.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"))), None
         )
         if default is not None and int(default["n"].value):
             counts[""] = int(default["n"].value)
@@ -144,7 +144,7 @@ class Store(StoreReads):
             rows = self._ox.query(
                 "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", use_default_graph_as_union=True
             )
-        return int(next(iter(rows))["n"].value)
+        return int(next(iter(_solutions(rows)))["n"].value)
 
     def clear_graph(self, graph: str) -> None:
         g = NamedNode(graph)
@@ -236,7 +236,7 @@ class Store(StoreReads):
         try:
             self._bulk_load(path, fmt, target, progress)
         except BaseException:
-            if empty and self._ox.contains_named_graph(NamedNode(target)):
+            if empty and target is not None and self._ox.contains_named_graph(NamedNode(target)):
                 self._ox.remove_graph(NamedNode(target))
             journal.abort_load(self._ox, node, state)
             _remove_bulk_leftovers(self.location)  # a failed (e.g. disk-full) load's files
@@ -264,6 +264,7 @@ class Store(StoreReads):
             else:
                 # Decompress in a thread into a pipe, so decompression and Oxigraph's
                 # parser run on two cores; progress counts compressed bytes.
+                err: SyntaxError | None
                 with rdfio.decompressing_pipe(path, progress) as stream:
                     try:
                         self._ox.bulk_load(**rdfio.reader_source(stream), **kwargs)
@@ -313,7 +314,7 @@ class Store(StoreReads):
 
     def get_state(self, name: str) -> str | None:
         for q in self._ox.quads_for_pattern(_STATE, vocab.kgc(name), None, _META):
-            return q.object.value
+            return vocab.value(q.object)
         return None
 
     def set_state(self, name: str, value: str | bool | int) -> None:
@@ -442,3 +443,9 @@ def _stem(path: str) -> str:
 
 
 __all__ = ["Store", "LoadReport", "QuerySyntaxError", "DEFAULT_LOCATION", "resolve_location"]
+
+
+def _solutions(result: ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples) -> ox.QuerySolutions:
+    """A SELECT's result, narrowed from the three kinds pyoxigraph's ``query`` returns."""
+    assert isinstance(result, ox.QuerySolutions)
+    return result

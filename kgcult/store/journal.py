@@ -163,16 +163,16 @@ def unfinished(store: ox.Store) -> list[dict]:
     out = []
     for q in store.quads_for_pattern(None, vocab.kgc("status"), Literal(IN_PROGRESS), META):
         node = q.subject
-        if not node.value.startswith(f"{vocab.GRAPH}meta/activity/"):
+        if not isinstance(node, NamedNode) or not node.value.startswith(f"{vocab.GRAPH}meta/activity/"):
             continue
-        fields = {p.predicate.value[len(vocab.KGC):]: p.object
+        fields = {p.predicate.value[len(vocab.KGC):]: vocab.value(p.object)
                   for p in store.quads_for_pattern(node, None, None, META)}
         out.append({
             "node": node,
-            "graph": fields["targetGraph"].value if "targetGraph" in fields else None,
-            "before": int(fields["triplesBefore"].value) if "triplesBefore" in fields else 0,
-            "empty": fields.get("targetWasEmpty") is not None and fields["targetWasEmpty"].value == "true",
-            "source": fields["source"].value if "source" in fields else "?",
+            "graph": fields.get("targetGraph"),
+            "before": int(fields.get("triplesBefore", 0)),
+            "empty": fields.get("targetWasEmpty") == "true",
+            "source": fields.get("source", "?"),
         })
     return out
 
@@ -216,6 +216,7 @@ def size(store: ox.Store, graph: str | None) -> int:
     if not store.contains_named_graph(NamedNode(graph)):
         return 0
     rows = store.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH {NamedNode(graph)} {{ ?s ?p ?o }} }}")
+    assert isinstance(rows, ox.QuerySolutions)
     return int(next(iter(rows))["n"].value)
 
 
@@ -251,7 +252,7 @@ def commit_swap(store: ox.Store, pairs: list[tuple[NamedNode, NamedNode]], ops: 
 
 def _finish_swap(store: ox.Store, node: NamedNode) -> None:
     for q in list(store.quads_for_pattern(node, vocab.kgc("swap"), None, META)):
-        stage, target = (NamedNode(x) for x in q.object.value.split(" "))
+        stage, target = (NamedNode(x) for x in vocab.value(q.object).split(" "))
         if not store.contains_named_graph(stage):
             continue  # this pair was done before the process died
         if target.value != vocab.META_GRAPH and store.contains_named_graph(target):
@@ -265,4 +266,4 @@ def _finish_swap(store: ox.Store, node: NamedNode) -> None:
 
 def _unfinished_swaps(store: ox.Store) -> list[NamedNode]:
     return [q.subject for q in store.quads_for_pattern(None, vocab.kgc("status"), Literal(IN_PROGRESS), META)
-            if q.subject.value.startswith(f"{vocab.GRAPH}meta/swap/")]
+            if isinstance(q.subject, NamedNode) and q.subject.value.startswith(f"{vocab.GRAPH}meta/swap/")]

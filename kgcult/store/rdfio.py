@@ -55,7 +55,7 @@ def split_name(path: str | os.PathLike) -> tuple[RdfFormat, str | None]:
     return fmt, compression
 
 
-def open_binary(path: str | os.PathLike) -> BinaryIO:
+def open_binary(path: str | os.PathLike) -> io.BufferedIOBase | zstandard.ZstdDecompressionReader:
     """Open a file for reading, decompressing by suffix."""
     p = str(path)
     if p.endswith(".gz"):
@@ -202,6 +202,7 @@ def check_file(path: str, fmt: RdfFormat, on_quad=None) -> int:
     """Parse a whole file without storing it (streamed, bounded memory); ``on_quad(quad,
     n)`` (n: the quad's 1-based position) may raise to refuse it. Returns the quad count."""
     n = 0
+    err: SyntaxError | None
     with decompressing_pipe(path) as stream:
         try:
             for quad in pyoxigraph.parse(input=stream, format=fmt):

@@ -124,9 +124,9 @@ class RemoteStore(StoreReads):
         reply = self._post(text, "application/sparql-results+json, application/sparql-results+xml;q=0.8", graph)
         self._check_truncation(reply)
         ctype = reply.content_type or "application/sparql-results+json"
-        fmt = QueryResultsFormat.XML if "xml" in ctype else QueryResultsFormat.JSON
+        results_format = QueryResultsFormat.XML if "xml" in ctype else QueryResultsFormat.JSON
         try:
-            return ox.parse_query_results(reply.body, format=fmt)
+            return ox.parse_query_results(reply.body, format=results_format)
         except (SyntaxError, ValueError) as e:
             head = reply.body[:300].decode("utf-8", "replace")
             raise RemoteError(self.url, f"the endpoint sent unreadable results ({ctype}): {e}: {head}") from None

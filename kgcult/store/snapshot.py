@@ -24,7 +24,7 @@ import stat
 import tempfile
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, TypeVar
 
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, parse
 
@@ -72,7 +72,9 @@ def sorted_nquads(store: Store, iri: str) -> Iterator[bytes]:
     about ``RUN_BYTES`` are spilled to temporary files and merged (an external sort)."""
     scrub = iri == vocab.META_GRAPH  # provenance recorded before credentials were stripped
     with tempfile.TemporaryDirectory(prefix="kgcult-sort-") as tmp:
-        runs, lines, size = [], [], 0
+        runs: list[str] = []
+        lines: list[bytes] = []
+        size = 0
         for q in store.quads(iri):
             if scrub and q.predicate == _SOURCE and isinstance(q.object, Literal):
                 q = Quad(q.subject, q.predicate, Literal(strip_credentials(q.object.value)), q.graph_name)
@@ -135,7 +137,7 @@ def export(store: Store, directory: str | os.PathLike) -> dict:
             raise SnapshotError(f"{inside}: is a symbolic link; refusing to write a snapshot through it")
     previous = _previous_files(out)
     (out / "graphs").mkdir(parents=True, exist_ok=True)
-    graphs = []
+    graphs: list[dict] = []
     counts = store.graph_counts()
     if "" in counts:
         raise SnapshotError(
@@ -222,8 +224,7 @@ def read_manifest(directory: str | os.PathLike) -> dict:
     for field, kind in (("provenance", list), ("created", str), ("kgcult_version", str)):
         if field in manifest:
             _expect(path, field, manifest[field], kind)
-    graphs = manifest.get("graphs")
-    _expect(path, "graphs", graphs, list)
+    graphs = _expect(path, "graphs", manifest.get("graphs"), list)
     seen_iris, seen_files = set(), set()
     for i, g in enumerate(graphs):
         where = f"graphs[{i}]"
@@ -258,11 +259,16 @@ def _json_type(value) -> str:
             float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _expect(path: Path, where: str, value, kind: type) -> None:
+_T = TypeVar("_T")
+
+
+def _expect(path: Path, where: str, value, kind: type[_T]) -> _T:
+    """``value`` if it is a ``kind`` (a bool is no int), else a SnapshotError naming ``where``."""
     ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
     if not ok:
         wanted = {str: "a string", int: "an integer", list: "a list", dict: "an object", bool: "true or false"}[kind]
         raise SnapshotError(f"{path}: {where} must be {wanted}, not {_json_type(value)} ({json.dumps(value)[:60]})")
+    return value
 
 
 def member_file(root: Path, name: str, where: str) -> Path:
