@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import IO, cast
 
 import pyoxigraph as ox
 from pyoxigraph import NamedNode, RdfFormat
@@ -123,15 +124,15 @@ def _answer(store, job: QueryJob, spool: Spool, deadline: float) -> Answer:
     if isinstance(result, ox.QueryTriples):
         rdf_format = RDF_TYPES[choose(list(job.accept), RDF_TYPES, "application/n-triples")]
         content_type = rdf_format.media_type + "; charset=utf-8"
-        ox.serialize(counted, spool, format=rdf_format,
-                     **({"prefixes": vocab.PREFIXES} if rdf_format in _TURTLE_LIKE else {}))
+        ox.serialize(counted, cast("IO[bytes]", spool), format=rdf_format,  # it only calls write()
+                     prefixes=vocab.PREFIXES if rdf_format in _TURTLE_LIKE else None)
     else:
         fmt = RESULTS_TYPES[choose(list(job.accept), RESULTS_TYPES, "application/sparql-results+json")]
         content_type = RESULTS_MEDIA[fmt] + "; charset=utf-8"
         results.write_rows([v.value for v in result.variables], counted, fmt, spool.write)
     headers["X-Kgcult-Rows"] = str(headers.pop("_rows", 0))
-    body, path = spool.finish()
-    return Answer(200, content_type, headers, body, path, spool.size)
+    spooled, path = spool.finish()
+    return Answer(200, content_type, headers, spooled, path, spool.size)
 
 
 def _limited(rows, job: QueryJob, headers: dict, deadline: float):

@@ -222,6 +222,7 @@ class _Cheroot(wsgi.Server):
     """cheroot's WSGI server with strict body lengths and its messages on the kgcult log."""
 
     ConnectionClass = _Connection
+    read_deadline: ReadDeadline  # set by Server; each connection starts and stops it
     connection_counts: AddressCounts | None = None
 
     def prepare(self):
@@ -248,8 +249,8 @@ class Server:
         self._read_deadline = ReadDeadline(cfg.request_deadline)
         self._httpd = _Cheroot((cfg.bind.strip("[]"), cfg.port), WsgiApp(self.app, self._read_deadline),
                                numthreads=cfg.workers + cfg.queue + SPARE_THREADS,
-                               server_name=f"kgcult/{__version__}", request_queue_size=128,
-                               timeout=cfg.read_timeout)
+                               server_name=f"kgcult/{__version__}", request_queue_size=128)
+        self._httpd.timeout = cfg.read_timeout  # seconds, may be fractional (cheroot's __init__ hints int)
         self._httpd.read_deadline = self._read_deadline
         self._httpd.connection_counts = AddressCounts(cfg.per_client_connections)
         self._httpd.max_request_body_size = cfg.max_request_bytes

@@ -39,7 +39,7 @@ class Checkpoints:
     """Checkpoints of a store the server writes to; ``acquire`` gives the newest for a job
     and ``release`` returns it (an older checkpoint goes once no job holds it)."""
 
-    def __init__(self, store):
+    def __init__(self, store) -> None:
         location = Path(store.location).resolve()
         self.store = store
         self.root = Path(tempfile.mkdtemp(prefix=f".{location.name}.kgcult-serve-", dir=location.parent))

@@ -49,7 +49,7 @@ def is_loopback(host: str) -> bool:
     except OSError:
         return False
     addrs = {i[4][0] for i in infos}
-    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
+    return bool(addrs) and all(ipaddress.ip_address(str(a).split("%")[0]).is_loopback for a in addrs)
 
 
 def check_config(cfg: ServeConfig) -> ServeConfig:

@@ -109,6 +109,7 @@ class SparqlApp:
             self.store.record_activity(kind="update", source="kgcult serve /update",
                                        extra={"updateSha256": hashlib.sha256(req.text.encode()).hexdigest()})
             self.store.flush()
+            assert isinstance(self.views, Checkpoints)  # a writable endpoint reads checkpoints
             self.views.make()  # the checkpoint queries read from now on
         return Reply(204, "text/plain", b"")
 

@@ -24,7 +24,7 @@ class Spool:
         self.limit, self.directory, self.in_memory = limit, directory, in_memory
         self.size = 0
         self._mem = io.BytesIO()
-        self._file = None  # (file object, path) once the body outgrew memory
+        self._file: tuple[io.BufferedWriter, str] | None = None  # once the body outgrew memory
 
     def write(self, data) -> int:
         if isinstance(data, str):

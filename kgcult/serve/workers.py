@@ -148,7 +148,8 @@ class QueryPool:
 
     def worker_pids(self) -> set[int]:
         """The process ids of the live workers (pebble's pool internals; for tests and status)."""
-        return {w.pid for w in self._pool._pool_manager.worker_manager.workers.values() if w.is_alive()}
+        return {w.pid for w in self._pool._pool_manager.worker_manager.workers.values()
+                if w.is_alive() and w.pid is not None}
 
     def query(self, client: str, job: QueryJob) -> Answer:
         return self._run(client, query_job, job, self.spool_dir)

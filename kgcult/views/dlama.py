@@ -79,7 +79,10 @@ def process(ctx: ViewContext) -> list[Output]:
     preds = _predicates(ctx, specs)
     sets = _culture_sets(ctx, groups)
     _check_filters(ctx, specs, preds)
-    rows, per_lang, entropy_rows, candidate_rows = [], defaultdict(list), [], []
+    rows: list[dict] = []
+    per_lang: defaultdict[tuple, list[dict]] = defaultdict(list)
+    entropy_rows: list[dict] = []
+    candidate_rows: list[dict] = []
     for name, cultures, langs in sets:
         built = _build_set(ctx, specs, preds, cultures, langs, groups)
         _collect(name, preds, cultures, langs, specs, built, rows, per_lang, entropy_rows, candidate_rows)

@@ -89,7 +89,7 @@ class ViewContext:
         found: dict[str, dict[str, str]] = defaultdict(dict)
         for r in self.select(key, rows=(["entity", "lang"], [[NamedNode(e), lang] for e in ents for lang in fetch])):
             cur = found[r["entity"]].get(r["lang"])
-            text = r.get("label", r.get("description"))
+            text = r["label"] if "label" in r else r["description"]
             if cur is None or text < cur:
                 found[r["entity"]][r["lang"]] = text
         for e, by_lang in found.items():

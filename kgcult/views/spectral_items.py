@@ -74,7 +74,8 @@ def process(ctx: ViewContext) -> list[Output]:
                               "n_countries": len(links[n][i])})
         matrix = []
         for c in countries:
-            row = {"country": short(c), "country_label": labels.get(c, {}).get(langs[0]) if langs else None}
+            row: dict[str, str | int | None] = {
+                "country": short(c), "country_label": labels.get(c, {}).get(langs[0]) if langs else None}
             for i in items:
                 row[short(i)] = 1 if c in links[n][i] else 0
             matrix.append(row)
