@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from kgcult import ids, langtags, ontology, resources, vocab
 from kgcult.errors import KgcultError
@@ -279,7 +280,7 @@ def override(specs: dict[str, SubgraphSpec], *, languages=None, roots: dict | No
     """Apply command-line overrides (validated like the spec file)."""
     out = {}
     for name, s in specs.items():
-        changes = {}
+        changes: dict[str, Any] = {}
         if languages and s.label_properties:
             changes["languages"] = tuple(languages)
         if roots and name in roots:

@@ -4,12 +4,14 @@ intermediate, or Spark's output partitions), and how they reach the store."""
 from __future__ import annotations
 
 import errno
+import io
 import os
 import shutil
 import tempfile
 import threading
 import time
 from array import array
+from typing import BinaryIO
 
 import numpy as np
 import pyoxigraph as ox
@@ -132,6 +134,7 @@ _ROUTER: Router | None = None  # set before the workers fork; they inherit it
 
 
 def _filter_frame(frame: bytes) -> list[tuple[str, bytes]]:
+    assert _ROUTER is not None  # set before the workers fork
     return _ROUTER.route_groups(scan.unpack_frame(frame))
 
 
@@ -182,7 +185,7 @@ class _PipeLoad:
                 time.sleep(0.001)
         os.set_blocking(fd, True)
         dumpio.widen_pipe(fd)
-        self.file = os.fdopen(fd, "wb", buffering=1 << 20)
+        self.file: BinaryIO | None = os.fdopen(fd, "wb", buffering=1 << 20)
 
     def _run(self) -> None:
         try:
@@ -192,6 +195,7 @@ class _PipeLoad:
 
     def write(self, quads: bytes) -> bool:
         """False when the loader has stopped reading (it failed)."""
+        assert self.file is not None  # not finished
         try:
             self.file.write(quads)
         except BrokenPipeError:
@@ -234,7 +238,10 @@ class Writer:
 
     def __init__(self, store, tmpdir: str | None = None, loaders: int = 1):
         self.store, self.tmpdir, self.loaders = store, tmpdir, max(1, loaders)
-        self.where, self.dir, self.spool, self.path = "", None, None, None
+        self.where = ""
+        self.dir: str | None = None  # of the named pipes
+        self.spool: io.BufferedWriter | None = None  # the scratch file, without named pipes
+        self.path: str | None = None  # its path
         self.pipes: list[_PipeLoad] = []
         self.broken = False
         self.opened = 0
@@ -250,6 +257,7 @@ class Writer:
 
     def _new_pipe(self) -> _PipeLoad:
         self.opened += 1
+        assert self.dir is not None  # made by _open
         pipe = _PipeLoad(self.store, self.dir, f"quads-{self.opened}.nq")
         self.pipes.append(pipe)
         return pipe
@@ -266,9 +274,10 @@ class Writer:
         return self._new_pipe()
 
     def _failure(self, e: BaseException | None) -> BaseException | None:
-        if isinstance(e, SyntaxError):
-            return IngestError(f"{self.where}: a selected line is not valid N-Triples: {e}")
-        return e
+        return self._bad_line(e) if isinstance(e, SyntaxError) else e
+
+    def _bad_line(self, e: SyntaxError) -> IngestError:
+        return IngestError(f"{self.where}: a selected line is not valid N-Triples: {e}")
 
     def add_ntriples(self, data: bytes, graph: NamedNode, where: str) -> None:
         if self.spool is None and not self.pipes:
@@ -299,7 +308,7 @@ class Writer:
                 try:
                     self.store.ox.bulk_load(path=self.path, format=ox.RdfFormat.N_QUADS)
                 except SyntaxError as e:
-                    raise self._failure(e) from None
+                    raise self._bad_line(e) from None
             failure = None
             for pipe in self.pipes:
                 failure = failure or self._failure(pipe.finish(abort=failure is not None))

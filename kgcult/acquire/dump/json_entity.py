@@ -12,21 +12,23 @@ the error messages are those of a full parse.
 from __future__ import annotations
 
 import json
+from typing import Any, Callable
 
 from kgcult import vocab
 from kgcult.acquire.dump import truthy
 
+loads: Callable[[bytes], Any]
 try:  # optional: kgcult[dump]
     import orjson
     loads = orjson.loads
 except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
+    orjson = None  # type: ignore[assignment]  # (mypy's idiom for an optional module)
     loads = json.loads
 
 try:  # optional: kgcult[dump]
     import msgspec
 except ImportError:  # pragma: no cover - depends on the environment
-    msgspec = None
+    msgspec = None  # type: ignore[assignment]
 
 
 if msgspec is not None:
@@ -123,11 +125,14 @@ class _Shape:
         self.sections = tuple(key for key, prop in _SECTIONS if prop in label_props) if languages else ()
         self.sitelinks = sitelinks
         terms = [(key, langs | unset, msgspec.UNSET) for key in self.sections]
-        entity = msgspec.defstruct("Entity", [("id", str), ("claims", claims | unset, msgspec.UNSET)] + terms
-                                   + ([("sitelinks", dict[str, raw] | unset, msgspec.UNSET)] if sitelinks else []))
-        self.decode = msgspec.json.Decoder(entity).decode
-        self.Record = msgspec.defstruct("Record", [("id", str)] + terms
-                                        + ([("sitelinks", int | unset, msgspec.UNSET)] if sitelinks else []))
+        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = [("id", str), ("claims", claims | unset, msgspec.UNSET)]
+        fields += terms
+        if sitelinks:
+            fields.append(("sitelinks", dict[str, msgspec.Raw] | unset, msgspec.UNSET))
+        self.decode = msgspec.json.Decoder(msgspec.defstruct("Entity", fields)).decode
+        # a class made at run time: its fields are known to no checker
+        self.Record: Any = msgspec.defstruct("Record", [("id", str)] + terms
+                                             + ([("sitelinks", int | unset, msgspec.UNSET)] if sitelinks else []))
 
     def objects(self, e) -> dict:
         if e.claims is msgspec.UNSET:

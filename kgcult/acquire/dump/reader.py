@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
+from typing import Literal
 
 from kgcult.errors import KgcultError
 from kgcult.files import TapReader
@@ -111,11 +112,12 @@ class DumpReader:
         self.tool = decompressor(path, self.threads)
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
-        self._proc = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._closers: list = []
+        self.stream: io.BufferedIOBase | zstandard.ZstdDecompressionReader
 
     def __enter__(self) -> "DumpReader":
-        comp = compression(self.path)
+        comp = compression(self.path) or ""  # "" for a file stored as it is
         try:
             raw = open(self.path, "rb")
         except OSError as e:
@@ -125,12 +127,13 @@ class DumpReader:
             cmd = list(_TOOLS[comp])
             if self.tool == "lbzip2":
                 cmd[1:1] = ["-n", str(self.threads)]
-            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, bufsize=0)
-            for pipe in (self._proc.stdin, self._proc.stdout):
+            self._proc = proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.PIPE, bufsize=0)
+            assert isinstance(proc.stdin, io.FileIO) and isinstance(proc.stdout, io.FileIO)  # pipes, bufsize=0
+            for pipe in (proc.stdin, proc.stdout):
                 widen_pipe(pipe)
-            self._spawn(self._feed, raw, self._proc.stdin)
-            self.stream = io.BufferedReader(self._proc.stdout, 1 << 20)
+            self._spawn(self._feed, raw, proc.stdin)
+            self.stream = io.BufferedReader(proc.stdout, 1 << 20)
         elif self.tool == "rapidgzip":
             self._spawn(self._hash_file)
             self.stream = io.BufferedReader(rapidgzip.open(raw, parallelization=self.threads), 1 << 20)
@@ -232,6 +235,7 @@ class DumpReader:
         for t in self._threads:
             t.join()
         if self._proc is not None:
+            assert self._proc.stderr is not None  # a pipe
             err = self._proc.stderr.read().decode("utf-8", "replace").strip()
             if self._proc.wait() != 0:
                 raise IngestError(f"{self.path}: cannot read: {self.tool}: {err or 'failed'}")
@@ -241,13 +245,14 @@ class DumpReader:
             self._hashing.drain()
         return self.sha.hexdigest()
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         if self._proc is not None:
             if self._proc.poll() is None:
                 self._proc.kill()
             self._proc.wait()
             for f in (self._proc.stdout, self._proc.stderr):
-                f.close()
+                if f is not None:
+                    f.close()
         for c in reversed(self._closers):
             try:
                 c.close()

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.pool
 import os
 import struct
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Literal
 
 import zstandard
 
@@ -80,10 +82,10 @@ class BlockResult:
     records: int          # entities (JSON) or triples (N-Triples) read
     edges: dict           # pid -> (interleaved subject, object codes; subjects with a non-item value)
     lines: bytes          # N-Triples kept for the emission, grouped by subject
-    groups: array = None  # the groups' subject codes (-1: not a Q/P/L id)
-    ends: array = None    # the groups' end offsets in ``lines``
-    terms: bytes = b""    # the groups' terms records (``terms=True``), concatenated
-    tends: array = None   # their end offsets in ``terms``
+    groups: array                # the groups' subject codes (-1: not a Q/P/L id)
+    ends: array                  # the groups' end offsets in ``lines``
+    terms: bytes = b""           # the groups' terms records (``terms=True``), concatenated
+    tends: array | None = None   # their end offsets in ``terms`` (None: no terms records)
     other_edges: list = field(default_factory=list)  # (pid, subject, object or None) by id
     error: str | None = None  # the first bad line's problem
     error_line: int = 0   # its line number (counted from first_line)
@@ -113,7 +115,7 @@ class _Edges:
     """A block's edges as the workers send them: integer codes, ids only for the rare
     entities that are not Q/P/L."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.coded: dict[str, tuple[array, array]] = {}
         self.other: list = []
 
@@ -141,7 +143,7 @@ class _Edges:
             pair = self.coded[pid] = (array("q"), array("q"))
         if o is None:
             pair[1].append(s_code)
-        else:
+        elif o_code is not None:  # always, by the test above
             pair[0].append(s_code)
             pair[0].append(o_code)
 
@@ -150,7 +152,7 @@ class _Groups:
     """The kept lines, grouped by subject: text chunks, subject codes, end offsets; and
     each group's terms record (b"" for none) with its end offset."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.chunks: list[bytes] = []
         self.terms: list[bytes] = []
         self.codes, self.ends, self.tends = array("q"), array("q"), array("q")
@@ -274,7 +276,7 @@ def scan_nt_block(plan: ScanPlan, first_line: int, block, terms: bool = False, s
     langs = {x.encode() for x in plan.languages}
     edges, groups = _Edges(), _Groups()
     out: list[bytes] = []
-    subject = None
+    subject = b""  # of the lines in ``out``
     n = n_site = 0
     for i, line in enumerate(block.split(b"\n"), first_line):
         try:
@@ -338,16 +340,21 @@ def _init_worker(plan: ScanPlan) -> None:
 
 def _work(block) -> BlockResult:
     """Scan a block: bytes, or (offset, length) in the ring."""
+    plan = _PLAN
+    assert plan is not None  # set by _init_worker
     if isinstance(block, tuple):
-        r = SCANNERS[_PLAN.kind](_PLAN, 1, _RING.mem, terms=True, span=(block[0], block[0] + block[1]))
+        assert _RING is not None  # made before the workers fork
+        r = SCANNERS[plan.kind](plan, 1, _RING.mem, terms=True, span=(block[0], block[0] + block[1]))
     else:
-        r = SCANNERS[_PLAN.kind](_PLAN, 1, block, terms=True)
+        r = SCANNERS[plan.kind](plan, 1, block, terms=True)
     r.lines = pack_frame(r) if len(r.groups) else b""
-    r.groups = r.ends = r.tends = None
+    r.groups = r.ends = _EMPTY  # all in the frame now
+    r.tends = None
     r.terms = b""
     return r
 
 
+_EMPTY = array("q")
 _HEAD = struct.Struct("<QQ")
 
 
@@ -413,7 +420,9 @@ class Workers:
     workers would hold the decompressor's pipe open."""
 
     def __init__(self, plan: ScanPlan, jobs: int):
-        self.plan, self.jobs, self.pool, self.ring = plan, jobs, None, None
+        self.plan, self.jobs = plan, jobs
+        self.pool: multiprocessing.pool.Pool | None = None
+        self.ring: BlockRing | None = None
 
     def __enter__(self) -> "Workers":
         global _RING
@@ -423,13 +432,14 @@ class Workers:
         self.pool = fork_pool(self.jobs, _init_worker, (self.plan,))
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         global _RING
         if self.pool is not None:
             self.pool.terminate()
             self.pool.join()
         _RING = None
-        self.ring.close()
+        if self.ring is not None:
+            self.ring.close()
         return False
 
     def scan(self, path: str, reader, on_bytes=None):

@@ -38,7 +38,7 @@ def code(e: str) -> int | None:
 class Ids:
     """Entity id <-> code; ids that are not Q/P/L by a table (4*k+3)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.other: dict[str, int] = {}
         self.other_rev: list[str] = []
 
@@ -249,6 +249,7 @@ def select(index: EdgeIndex, specs: dict[str, SubgraphSpec], needed: list[Subgra
     backend = DumpBackend(index, specs)
     for s in needed:
         members, warnings = crawl(s, backend)
+        assert isinstance(members, IdSet)  # the crawl's sets are the backend's (IdSets.make)
         backend.members[s.name] = members
         if s.name in reports:
             reports[s.name].members = len(members)

@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+from typing import Iterable, Iterator
 
 from kgcult import extras
 from kgcult.acquire.dump import scan
@@ -44,7 +45,7 @@ def local_sha256(dump: str) -> str | None:
     return sha256_file(dump) if os.path.isfile(dump) else None
 
 
-def _scan_partition(plan, dump, index, lines):
+def _scan_partition(plan: scan.ScanPlan, dump: str, index: int, lines: Iterable[str]) -> Iterator[tuple]:
     """Records of one partition: ("e", pid, subject, object or None) per edge and ("f",
     frame) per block (:func:`~kgcult.acquire.dump.scan.pack_frame`: the block's kept lines
     and terms records, grouped by subject, compressed)."""

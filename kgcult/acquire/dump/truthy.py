@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import Any, Sequence
 from urllib.parse import quote
 
 import pyoxigraph as ox
@@ -47,7 +48,7 @@ FILEPATH = "http://commons.wikimedia.org/wiki/Special:FilePath/"
 COMMONS_DATA = "http://commons.wikimedia.org/data/main/"
 LABEL, ALT, DESC = (f"<{p}>" for p in subgraphs.LABEL_PROPERTIES)
 SITELINKS = f"<{subgraphs.SITELINKS}>"
-_ENTITY_PREFIX = {"item": "Q", "property": "P", "lexeme": "L"}
+_ENTITY_PREFIX: dict[str | None, str] = {"item": "Q", "property": "P", "lexeme": "L"}
 GENID = "http://www.wikidata.org/.well-known/genid/"
 VALUE_NS = "http://www.wikidata.org/value/"
 _SOMEVALUE_CLASS = "Wikibase\\DataModel\\Snak\\PropertySomeValueSnak"
@@ -74,12 +75,13 @@ def value_nt(snak: dict) -> str | None:
     return snak_nt(snak.get("snaktype"), snak.get("datatype", ""), snak.get("datavalue"))
 
 
-def snak_nt(snaktype, datatype, datavalue) -> str | None:
+def snak_nt(snaktype: str | None, datatype: str | None, datavalue: dict | None) -> str | None:
     """:func:`value_nt` of a main snak given by its fields (a missing datatype is "")."""
     if snaktype != "value":
         return None
     dv = datavalue or {}
-    t, v = dv.get("type"), dv.get("value")
+    t = dv.get("type")
+    v: Any = dv.get("value")  # a string or an object, as the type says
     if t == "wikibase-entityid":
         if not isinstance(v, dict):
             return None
@@ -140,7 +142,7 @@ def statement_nt(snak: dict, pid: str, statement_id: str | None) -> str | None:
     return value_nt(snak)
 
 
-def best_statements(stmts: list) -> list:
+def best_statements(stmts: Sequence[dict]) -> list:
     """A property's truthy statements: preferred ones if any, else normal ones."""
     preferred = [s for s in stmts if s.get("rank") == "preferred"]
     return preferred or [s for s in stmts if s.get("rank") != "deprecated"]
@@ -193,7 +195,7 @@ def entity_lines(entity: dict, props, languages=(), label_props=(), sitelinks=Fa
     then its label triples (see :func:`label_lines`)."""
     subject = f"<{WD}{entity['id']}>"
     claims = entity.get("claims") or {}
-    out = []
+    out: list[str] = []
     for pid in (claims if props is None else props):
         if pid in claims:
             p = f"<{WDT}{pid}>"

@@ -83,7 +83,7 @@ def staging_dir(cp_path: str, subgraph: str, run_id: str) -> Path:
 
 def write_batch(path: Path, triples: list) -> None:
     """Stage one fetched batch as an N-Triples file, all at once or not at all."""
-    atomic_write(path, ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES) if triples else b"", fsync=True)
+    atomic_write(path, ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES) or b"", fsync=True)
 
 
 def load_batches(store, graph: str, files: list[Path]) -> None:

@@ -135,7 +135,7 @@ class EndpointBackend:
         self.bar.total = (self.bar.total or 0) + n
         self.bar.refresh()
 
-    def seeds(self, spec):
+    def seeds(self, spec: SubgraphSpec) -> set[str]:
         return seeds_from_store(self.store, spec, self.specs)
 
     # -- counts (the plan's and the walk's), memoized in the checkpoint ---------------------
@@ -162,7 +162,7 @@ class EndpointBackend:
             self.memo[key] = json.dumps(self.counts[key])
             self.cp.put(self.spec.name, key, self.counts[key])
 
-    def down(self, spec, level, frontier):
+    def down(self, spec: SubgraphSpec, level: int, frontier: list[str]) -> set[str]:
         units = []
         for prop in spec.member_properties:
             for i, chunk in enumerate(chunks(frontier, self.config.class_batch_size)):
@@ -194,7 +194,7 @@ class EndpointBackend:
         iris = self.client.select_iris(unit.query, "x", unit.what)
         return sorted({e for e in map(ids.entity_of_iri, iris) if e}, key=ids.sort_key)
 
-    def fetch(self, spec, level, members):
+    def fetch(self, spec: SubgraphSpec, level: int, members: list[str]) -> set[str]:
         jobs = []
         batches = chunks(members, self.config.batch_size)
         for i, batch in enumerate(batches):
