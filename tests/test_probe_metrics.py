@@ -80,6 +80,14 @@ def test_most_common_predictions():
     assert mc["wrong"][0] == {"object": "Paris", "count": 2, "percent": 40.0}
 
 
+def test_most_common_predictions_counts_a_missing_prediction_as_wrong_even_on_a_tie():
+    """A triple with no prediction (None, as probe/report.py passes it) is a wrong one; tied
+    with a named wrong prediction it sorts first instead of failing to compare with it."""
+    mc = M.most_common_predictions([None, "Paris", "Cairo"], [["Egypt"], ["Tunisia"], ["Cairo"]])
+    assert mc["wrong"] == [{"object": None, "count": 1, "percent": 33.3},
+                           {"object": "Paris", "count": 1, "percent": 33.3}]
+
+
 def test_mean_std_is_the_sample_std_as_statistics_stdev():
     import statistics
 

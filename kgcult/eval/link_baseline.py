@@ -43,7 +43,7 @@ def link(ix: LabelIndex, mention: str, lang: str, topic: str | None, seed: int =
 
 def link_rows(ix: LabelIndex, rows: list[dict], seed: int = 0) -> list[dict]:
     """Results shaped like the linker's (qid, status, match) for ``kgcult link eval``."""
-    out = []
+    out: list[dict] = []
     for r in rows:
         q = link(ix, r["mention"], (r.get("lang") or "en").lower(), r.get("topic"), seed)
         out.append({"qid": q, "status": "resolved" if q else "unresolved",

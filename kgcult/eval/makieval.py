@@ -98,12 +98,12 @@ def compute(rows: list[dict], granularity_from: str = "type") -> dict:
         if not pc:
             continue
         E = ents[k]
-        s = sum(1 for v in E.values() if pc in v["country"]) / len(E) if E else None
+        share = sum(1 for v in E.values() if pc in v["country"]) / len(E) if E else None
         neutral = ents.get((model, lang, topic, "", "neutral"))
         sn = (sum(1 for v in neutral.values() if pc in v["country"]) / len(neutral)) if neutral else None
         spec.append({"model": model, "lang": lang, "topic": topic, "prompt_country": pc,
-                     "prompt_type": ptype, "specificity": _r(s), "neutral_specificity": _r(sn),
-                     "gain": _r(s - sn) if s is not None and sn is not None else None,
+                     "prompt_type": ptype, "specificity": _r(share), "neutral_specificity": _r(sn),
+                     "gain": _r(share - sn) if share is not None and sn is not None else None,
                      "entities": len(E)})
     # neutral prompts: specificity towards every country that some prompt names
     for k in prompts:
@@ -112,9 +112,9 @@ def compute(rows: list[dict], granularity_from: str = "type") -> dict:
             continue
         E = ents[k]
         for c in countries:
-            s = sum(1 for v in E.values() if c in v["country"]) / len(E) if E else None
+            share = sum(1 for v in E.values() if c in v["country"]) / len(E) if E else None
             spec.append({"model": model, "lang": lang, "topic": topic, "prompt_country": c,
-                         "prompt_type": "neutral", "specificity": _r(s), "neutral_specificity": _r(s),
+                         "prompt_type": "neutral", "specificity": _r(share), "neutral_specificity": _r(share),
                          "gain": None, "entities": len(E)})
 
     cons = []

@@ -17,6 +17,7 @@ the candidates' log-probabilities are gathered from it in one indexing operation
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class Candidates:
         return max(self.groups) if self.groups else 0
 
 
-def _head_and_base(model):
+def _head_and_base(model) -> tuple[Any, Any]:
     """(base encoder, LM head) when the head can be applied to mask positions only."""
     base = getattr(model, "base_model", None)
     for name in ("cls", "lm_head"):
@@ -51,6 +52,8 @@ def _head_and_base(model):
 
 class MaskedScorer:
     kind = "masked"
+    base: Any  # the encoder and the LM head, applied to mask positions only (fast_head), else None
+    head: Any
 
     def __init__(self, model, tokenizer, device: str = "cpu", batch_size: int = 32,
                  scoring: str = "mean", fast_head: bool = True, max_tokens: int | None = MAX_CANDIDATE_TOKENS):

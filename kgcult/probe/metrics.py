@@ -97,15 +97,16 @@ def object_entropy(object_sets: Sequence[Iterable[str]], base: float = 2.0) -> f
     return h / math.log(base) + 0.0
 
 
-def most_common_predictions(top1: Sequence[str], valid: Sequence[Iterable[str]], k: int = 3) -> dict:
-    """DLAMA Table 3: the k most common correct and wrong first predictions, % of predictions."""
+def most_common_predictions(top1: Sequence[str | None], valid: Sequence[Iterable[str]], k: int = 3) -> dict:
+    """DLAMA Table 3: the k most common correct and wrong first predictions, % of predictions
+    (None: a triple without a prediction, a wrong one)."""
     n = len(top1)
     right = Counter(p for p, v in zip(top1, valid) if p in set(v))
     wrong = Counter(p for p, v in zip(top1, valid) if p not in set(v))
 
     def fmt(c):
         return [{"object": o, "count": m, "percent": round(100.0 * m / n, 1)}
-                for o, m in sorted(c.items(), key=lambda x: (-x[1], x[0]))[:k]]
+                for o, m in sorted(c.items(), key=lambda x: (-x[1], x[0] or ""))[:k]]
 
     return {"correct": fmt(right), "wrong": fmt(wrong)}
 

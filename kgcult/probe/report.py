@@ -19,6 +19,7 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,8 @@ OTHERS = "Others"
 def _fmlama_groups(rows: list[dict], vec, key) -> list[dict]:
     """mAP and mWS per group (``key(row)`` gives the row's groups), mean ± sample std over
     templates (FmLAMA's ``statistics.stdev``)."""
-    per = defaultdict(lambda: defaultdict(lambda: {"ap": [], "ws": []}))  # group -> template
+    per: defaultdict[str, defaultdict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: {"ap": [], "ws": []}))  # group -> template
     members = defaultdict(set)
     for r in rows:
         ap = M.ap_from_ranks(r["gold_ranks"], len(r["gold"]))
@@ -55,7 +57,7 @@ def _fmlama_groups(rows: list[dict], vec, key) -> list[dict]:
             members[g].add(r["key"])
             if ws is not None:
                 cell["ws"].append(ws)
-    out = []
+    out: list[dict[str, Any]] = []
     for g, by_t in per.items():
         maps = [float(np.mean(c["ap"])) for c in by_t.values() if c["ap"]]
         mwss = [float(np.mean(c["ws"])) for c in by_t.values() if c["ws"]]

@@ -251,7 +251,8 @@ def dlama_items(rows: list[dict], lang: str, templates: dict[str, tpl.Template],
     by_group: dict[str, list[dict]] = {}
     for r in rows:
         by_group.setdefault(candidate_group(r["pair"], r["predicate"]), []).append(r)
-    items, cands = {}, {}
+    items: dict[str, list[dict]] = {}
+    cands: dict[str, list[str]] = {}
     for g, prow in sorted(by_group.items()):
         # candidate set: the unique objects of the predicate's triples in the pair (DLAMA §5.1;
         # DLAMA-v1 builds each pair separately)

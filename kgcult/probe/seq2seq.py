@@ -43,7 +43,7 @@ class Seq2SeqScorer:
 
     def prepare(self, labels: list[str]) -> list[list[int] | None]:
         """Target ids per candidate; None for a candidate over the length cap."""
-        out = []
+        out: list[list[int] | None] = []
         for label in labels:
             own = self.tok(label, add_special_tokens=False)["input_ids"]
             if not own or (self.max_tokens is not None and len(own) > self.max_tokens):
@@ -60,6 +60,7 @@ class Seq2SeqScorer:
 
         out = np.full((len(queries), len(targets)), -np.inf, dtype=np.float32)
         live = [i for i, t in enumerate(targets) if t]
+        tids = [t or [] for t in targets]  # as targets, [] for the ones not ranked
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
         for qi, (before, after) in enumerate(queries):
             q = torch.tensor([self.query_ids(before, after)], dtype=torch.long, device=self.device)
@@ -67,10 +68,10 @@ class Seq2SeqScorer:
                 enc = self.model.get_encoder()(input_ids=q).last_hidden_state
             for s in range(0, len(live), self.batch_size):
                 chunk = live[s:s + self.batch_size]
-                B, L = len(chunk), max(len(targets[c]) for c in chunk)
+                B, L = len(chunk), max(len(tids[c]) for c in chunk)
                 labels = torch.full((B, L), -100, dtype=torch.long)
                 for b, c in enumerate(chunk):
-                    labels[b, :len(targets[c])] = torch.tensor(targets[c])
+                    labels[b, :len(tids[c])] = torch.tensor(tids[c])
                 labels = labels.to(self.device)
                 dec_in = self.model._shift_right(labels.masked_fill(labels == -100, pad))
                 with torch.inference_mode():

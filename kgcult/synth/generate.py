@@ -128,7 +128,7 @@ def _pair_partners(store, cache: GraphCache, kws: list[dict], country: str, vers
                    seed: int) -> dict[str, tuple[str, str, str]]:
     """For each keyword with a direct origin (P495) in the country, another entity of one of
     its direct classes (P31) whose origin is another country and not this one."""
-    out = {}
+    out: dict[str, tuple[str, str, str]] = {}
     wanted = []
     for k in kws:
         a = ids.iri(k["qid"])
@@ -165,7 +165,7 @@ def _record(ctx: _Ctx, t: Template, lang: str, *, subject: str, question: str, g
             other: str | None = None, other_country: str | None = None) -> dict | None:
     c = ctx.cache
     gold = sorted(set(gold), key=ids.sort_key)
-    answers = sorted({c.label(g, lang) for g in gold if c.label(g, lang)})
+    answers = sorted({a for g in gold if (a := c.label(g, lang))})
     if not gold or not answers:
         return None
     facts = sorted(set(facts), key=lambda f: (ids.sort_key(f[0]), ids.sort_key(f[1]), ids.sort_key(f[2])))
@@ -226,13 +226,13 @@ def _gen_fact(ctx: _Ctx, t: Template, lang: str):
     c = ctx.cache
     for k in ctx.keywords:
         x = ids.iri(k["qid"])
-        objs = c.objects(x, t.property)
+        objs = c.objects(x, t.pid())
         s_label = c.label(x, lang)
         if not objs or not s_label:
             continue
         q = t.render(subject=s_label)
         r = _record(ctx, t, lang, subject=x, question=q, gold=objs,
-                    facts=[(x, t.property, o) for o in objs], mentions=[s_label])
+                    facts=[(x, t.pid(), o) for o in objs], mentions=[s_label])
         if r:
             yield r
 
@@ -285,7 +285,7 @@ def _own_values(ctx: _Ctx, t: Template, lang: str) -> tuple[set[str], str | None
     such property) and the country's label."""
     if t.property not in ctx.inverse_props:
         return set(), None
-    return ctx.cache.objects(ctx.country, t.property), ctx.cache.label(ctx.country, lang)
+    return ctx.cache.objects(ctx.country, t.pid()), ctx.cache.label(ctx.country, lang)
 
 
 def _gen_inverse(ctx: _Ctx, t: Template, lang: str):
@@ -294,7 +294,7 @@ def _gen_inverse(ctx: _Ctx, t: Template, lang: str):
         return
     q = t.render(country=label)
     r = _record(ctx, t, lang, subject=ctx.country, question=q, gold=objs,
-                facts=[(ctx.country, t.property, o) for o in objs], mentions=[label])
+                facts=[(ctx.country, t.pid(), o) for o in objs], mentions=[label])
     if r:
         yield r
 
@@ -306,13 +306,13 @@ def _gen_inverse_diff(ctx: _Ctx, t: Template, lang: str):
     c = ctx.cache
     n = 0
     for other in ctx.neighbours:
-        theirs = c.objects(other, t.property)
+        theirs = c.objects(other, t.pid())
         gold = mine - theirs
         o_label = c.label(other, lang)
         if not theirs or not gold or not o_label:
             continue
         q = t.render(country=label, other_country=o_label)
-        facts = [(ctx.country, t.property, g) for g in gold] + [(other, t.property, h) for h in theirs]
+        facts = [(ctx.country, t.pid(), g) for g in gold] + [(other, t.pid(), h) for h in theirs]
         r = _record(ctx, t, lang, subject=ctx.country, question=q, gold=gold, facts=facts,
                     mentions=[label, o_label], distractors=theirs, other_country=other)
         if r:
@@ -348,13 +348,13 @@ def _gen_which_from(ctx: _Ctx, t: Template, lang: str):
 def _gen_fact_diff(ctx: _Ctx, t: Template, lang: str):
     c = ctx.cache
     for a, b, _, oc in _pairs(ctx):
-        mine, theirs = c.objects(a, t.property), c.objects(b, t.property)
+        mine, theirs = c.objects(a, t.pid()), c.objects(b, t.pid())
         gold = mine - theirs
         la, lb = c.label(a, lang), c.label(b, lang)
         if not gold or not theirs or not la or not lb or la == lb:
             continue
         q = t.render(subject=la, other=lb)
-        facts = [(a, t.property, g) for g in gold] + [(b, t.property, h) for h in theirs]
+        facts = [(a, t.pid(), g) for g in gold] + [(b, t.pid(), h) for h in theirs]
         r = _record(ctx, t, lang, subject=a, question=q, gold=gold, facts=facts,
                     mentions=[la, lb], distractors=theirs - mine, other=b, other_country=oc)
         if r:

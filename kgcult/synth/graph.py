@@ -19,7 +19,7 @@ class GraphCache:
     """Claims ({entity IRI: {PID: object IRIs}}) and names ({entity IRI: {lang: ...}}) of
     the entities fetched so far."""
 
-    def __init__(self, store):
+    def __init__(self, store) -> None:
         self.store = store
         self.claims: dict[str, dict[str, set[str]]] = {}
         self.labels: dict[str, dict[str, str]] = {}

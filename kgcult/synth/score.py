@@ -115,7 +115,7 @@ def _tally(rs) -> dict:
     rs = list(rs)
     n = len(rs)
     counts = {c: sum(1 for r in rs if r["class"] == c) for c in MATCH_CLASSES}
-    d = {"n": n, **counts}
+    d: dict[str, float] = {"n": n, **counts}
     d["exact_rate"] = round(counts["exact"] / n, 4) if n else 0.0
     d["alias_rate"] = round(counts["alias"] / n, 4) if n else 0.0
     d["ancestor_rate"] = round(counts["ancestor"] / n, 4) if n else 0.0

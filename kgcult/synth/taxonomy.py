@@ -25,6 +25,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyoxigraph import NamedNode
 
@@ -257,7 +258,7 @@ def keywords(store, tax: Taxonomy, topic: Topic | str, country: str, lang: str =
             rec["anchors"].update(row["anchors"])
             rec["via"].update(row["via"])
     labels = labels_with_lang(store, list(found), lang)
-    out = []
+    out: list[dict[str, Any]] = []
     for iri, rec in found.items():
         label, llang = labels.get(iri, ("", ""))
         out.append({

@@ -27,6 +27,12 @@ class Template:
     lang: str
     property: str | None = None
 
+    def pid(self) -> str:
+        """The property of a template of one of the PROPERTY_KINDS (which must name one)."""
+        if self.property is None:
+            raise KgcultError(f"template {self.lang}/{self.id}: a {self.kind} template names no property")
+        return self.property
+
     def render(self, **labels: str) -> str:
         """Fill the placeholders; every placeholder of the template must be given."""
         missing = [n for n in _PLACEHOLDER.findall(self.question) if not labels.get(n)]
