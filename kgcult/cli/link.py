@@ -6,7 +6,6 @@ scores the linker. Thin layer over ``kgcult.link``.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import time
@@ -15,6 +14,8 @@ import click
 
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
+from kgcult.eval import linking as eval_linking
+from kgcult.eval import makieval as eval_makieval
 from kgcult.files import atomic_open
 from kgcult.link import Linker, mention_rows, pipeline
 from kgcult.link.index import reader as lindex
@@ -23,12 +24,6 @@ from kgcult.link.index import reader as lindex
 # mentions linked together: the semantic stage encodes and searches a batch's mentions in
 # one pass over each part's name vectors (the cosines do not depend on the batch)
 BATCH = 4096
-
-
-def _command_module(name: str):
-    """A module only one subcommand needs, loaded when it runs (as ``cli/main.py`` loads
-    the commands): ``kgcult link`` does not pay for the evaluation's imports."""
-    return importlib.import_module(name)
 
 
 def _linker(obj, embeddings=False, model=None, stages=None) -> Linker:
@@ -175,7 +170,7 @@ def link_eval(obj, gold, errors_path, report_path, fmt, embeddings, model, stage
     Example:
       kgcult link eval ../shared/standin/link-dev.jsonl --errors /tmp/errors.jsonl --plot /tmp/eval.png
     """
-    ev = _command_module("kgcult.eval.linking")
+    ev = eval_linking
     evaluate, format_report, plot, read_gold = ev.evaluate, ev.format_report, ev.plot, ev.read_gold
     rows = read_gold(gold, on_error=on_error)
     linker = _linker(obj, embeddings=embeddings, model=model, stages=stages)
@@ -223,7 +218,7 @@ def makieval_metrics(linked, out_dir, on_error, granularity_from):
       kgcult link -i extractions.jsonl -o linked.jsonl --topic food
       kgcult makieval metrics linked.jsonl --out metrics/
     """
-    res = _command_module("kgcult.eval.makieval").metrics_file(linked, out_dir, on_error=on_error, granularity_from=granularity_from)
+    res = eval_makieval.metrics_file(linked, out_dir, on_error=on_error, granularity_from=granularity_from)
     for name in res["files"]:
         info(f"wrote {name}")
     click.echo(json.dumps(res["summary"], ensure_ascii=False, indent=2))

