@@ -47,7 +47,7 @@ def _alive(pid: int) -> bool:
 
 def live(location: str) -> list[dict]:
     """The readers of ``location`` still running, other than this process."""
-    found = []
+    found: list[dict] = []
     directory = _directory(location)
     if not directory.is_dir():
         return found

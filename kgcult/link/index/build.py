@@ -248,7 +248,7 @@ class _Builder:
         with self.reading() as reads:
             for pid in BASE_PROPS + tuple(p for p in via if p not in BASE_PROPS):
                 for batch in _batched(reads.data(vocab.wdt(pid))):
-                    rows = []
+                    rows: list[tuple] = []
                     for q in batch:
                         s, o = qnum_of(_local(q.subject)), _local(q.object)
                         if s is not None and qnum_of(o) is not None:
@@ -263,9 +263,9 @@ class _Builder:
                 for batch in _batched(reads.data(vocab.wdt(pid))):
                     rows = []
                     for q in batch:
-                        s, o = _local(q.subject), qnum_of(_local(q.object))
-                        if o is not None and qnum_of(s) is not None:
-                            rows.append((o, "^" + pid, s))
+                        subj, obj = _local(q.subject), qnum_of(_local(q.object))
+                        if obj is not None and qnum_of(subj) is not None:
+                            rows.append((obj, "^" + pid, subj))
                     con.executemany("INSERT INTO edges_raw VALUES (?,?,?)", rows)
         layout.script(con, """
             INSERT OR IGNORE INTO edges SELECT s, pid, o FROM edges_raw ORDER BY 1, 2, 3;

@@ -105,7 +105,7 @@ class EntitySet:
         self.flags = flags
 
     def __contains__(self, eid) -> bool:
-        return isinstance(eid, (int, np.integer)) and 0 <= eid < len(self.flags) and bool(self.flags[eid])
+        return isinstance(eid, (int, np.integer)) and bool(0 <= eid < len(self.flags) and self.flags[eid])
 
     def __len__(self) -> int:
         return int(np.count_nonzero(self.flags))

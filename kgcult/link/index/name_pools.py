@@ -21,6 +21,7 @@ same names (tests/test_link_index.py compares them).
 from __future__ import annotations
 
 import math
+from typing import Iterator
 
 import numpy as np
 
@@ -181,7 +182,8 @@ class PartRows:
         self.lang = lang
         r = con.execute("SELECT pid, size FROM part_info WHERE topic = ? AND lang = ?",
                         (_topic_key(topic), lang)).fetchone()
-        self.pid, self.size = (r[0], r[1]) if r else (None, 0)
+        self.pid: int | None = r[0] if r else None
+        self.size: int = r[1] if r else 0
         self._memo = memo.Memo(memo.PER_PART)  # seq -> (eid, lang, name)
 
     def __len__(self) -> int:
@@ -207,7 +209,7 @@ class PartRows:
                 got[i] = (e, self.lang, t)
         self._memo.put_many(got)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[int, str, str]]:
         if self.pid is None:
             return iter(())
         return ((e, self.lang, t) for e, t in self.con.execute(

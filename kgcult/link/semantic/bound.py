@@ -49,7 +49,8 @@ class Reduced:
     mismatch" when two threads compile together)."""
 
     def __init__(self, axes: np.ndarray, rows: np.ndarray):
-        if isinstance(axes, np.memmap):  # a cached file: remember where its data is
+        self._axes: np.ndarray | tuple[str, dict]
+        if isinstance(axes, np.memmap) and axes.filename is not None:  # a cached file: where its data is
             self._axes = (axes.filename, {"dtype": axes.dtype.str, "shape": list(axes.shape),
                                           "offset": axes.offset})
         else:
@@ -60,7 +61,8 @@ class Reduced:
     def axes(self) -> np.ndarray:
         if isinstance(self._axes, np.ndarray):
             return self._axes
-        return layout.read_raw(*self._axes)
+        fname, spec = self._axes
+        return layout.read_raw(Path(fname), spec)
 
     def bound_queries(self, q: np.ndarray) -> np.ndarray:
         """``[Pᵀq, |q_r|]`` of each query (float32)."""
@@ -169,14 +171,10 @@ def search(q: np.ndarray, mat: np.ndarray, red: Reduced, n: int, k: int,
 
 def _memmap_file(mat) -> tuple[str, int] | None:
     """(file name, data offset) of a C-ordered float32 matrix memory-mapped from a file."""
-    mm = mat
-    while mm is not None and not isinstance(mm, np.memmap):
-        mm = getattr(mm, "base", None)
-    fname = getattr(mm, "filename", None) if mm is not None else None
-    if (fname is None or mm is not mat or mat.dtype != np.float32 or not mat.flags.c_contiguous
-            or mat.ndim != 2):
+    if (not isinstance(mat, np.memmap) or mat.filename is None or mat.dtype != np.float32
+            or not mat.flags.c_contiguous or mat.ndim != 2):
         return None
-    return fname, mm.offset
+    return mat.filename, mat.offset
 
 
 def read_blocks(mat, n: int, step: int):
@@ -194,7 +192,7 @@ def read_blocks(mat, n: int, step: int):
     with open(fname, "rb", buffering=0) as f:
         for r0 in range(0, n, step):
             m = min(step, n - r0)
-            _read_into(f, memoryview(buf[:m]).cast("B"), offset + r0 * row_bytes)
+            _read_into(f, buf[:m].data.cast("B"), offset + r0 * row_bytes)
             yield r0, buf[:m]
 
 
@@ -220,11 +218,11 @@ def read_rows(mat, rows: np.ndarray) -> np.ndarray:
                 b += 1
             lo, hi = at[a], at[b - 1] + 1
             if hi - lo == b - a:  # consecutive rows: straight into the output
-                _read_into(f, memoryview(out[a:b]).cast("B"), offset + lo * row_bytes)
+                _read_into(f, out[a:b].data.cast("B"), offset + lo * row_bytes)
             else:
                 if scratch is None:
                     scratch = np.empty((SPAN_ROWS, mat.shape[1]), dtype="float32")
-                _read_into(f, memoryview(scratch[:hi - lo]).cast("B"), offset + lo * row_bytes)
+                _read_into(f, scratch[:hi - lo].data.cast("B"), offset + lo * row_bytes)
                 out[a:b] = scratch[rows[a:b] - lo]
             a = b
     return out

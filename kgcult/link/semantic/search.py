@@ -75,7 +75,7 @@ class UseEncoder:
         return np.ascontiguousarray(v / n)
 
 
-def name_vectors(encoder, rows: list[tuple[int, str, str]], cache: Path | None) -> np.ndarray:
+def name_vectors(encoder, rows: embedding.NameRows, cache: Path | None) -> np.ndarray:
     """Unit vectors of the names in ``rows``, cached on disk (:func:`kgcult.link.stages.embedding.embed_rows`)."""
     return embedding.embed_rows(encoder, rows, cache)
 

@@ -58,7 +58,7 @@ class Semantic(Stage):
         self.cache_dir = ctx.cache_dir  # where the name vectors are cached (None: not cached)
         self.lexical = ctx.lexical  # stages.lexical.LexicalStages: the cross-check's word owners
         self._pools = memo.Pools.cached_in(self.cache_dir)  # (topic, lang) -> semantic.SemanticPool
-        self._encoder = None
+        self._encoder: semantic.UseEncoder | None = None
         self._encoder_lock = threading.Lock()
         self._vecs = memo.Memo(memo.VECTORS)     # mention text -> unit vector
         self._done = memo.Memo(memo.MENTIONS)    # (topic, lang, mention text) -> hit (eid, lang, cosine) or None
@@ -147,7 +147,7 @@ class Semantic(Stage):
         lock = threading.Lock()
 
         def drain() -> dict:
-            done = {}
+            done: dict = {}
             while True:
                 with lock:
                     key = next(queue, None)

@@ -133,12 +133,12 @@ class LazyTokenizer(UsePureTokenizer):
         if not keys:
             return
         self._loaded |= keys
-        keys = list(keys)
-        hashes = np.fromiter(map(_hash, keys), dtype=np.int64, count=len(keys))
+        order = list(keys)
+        hashes = np.fromiter(map(_hash, order), dtype=np.int64, count=len(order))
         table, offsets, fd = self._keys, self._offsets, self._fd
         at = np.minimum(np.searchsorted(table, hashes), len(table) - 1)
         for i in np.flatnonzero(table[at] == hashes).tolist():
             a, b = int(offsets[at[i]]), int(offsets[at[i] + 1])
             got, entries = pickle.loads(os.pread(fd, b - a, a))
-            if got == keys[i]:
+            if got == order[i]:
                 self._prefixes.update(entries)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Iterator, Protocol
 
 import numpy as np
 
@@ -84,7 +85,14 @@ def memo_vectors(memo: Memo, texts, encode, ready: dict | None = None) -> dict:
     return out
 
 
-def embed_rows(encoder, rows: list[tuple[int, str, str]], cache: Path | None = None) -> np.ndarray:
+class NameRows(Protocol):
+    """(eid, lang, name) rows, counted and iterated: a list, or a part's lazy PartRows."""
+
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[tuple[int, str, str]]: ...
+
+
+def embed_rows(encoder, rows: NameRows, cache: Path | None = None) -> np.ndarray:
     """Unit vectors of the names in ``rows`` (row order), memory-mapped from ``cache`` when
     it holds as many rows, else encoded (each distinct name once) and written there. Shared
     by the embedding stage and the semantic stage (:mod:`kgcult.link.semantic.search`)."""
