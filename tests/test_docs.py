@@ -1,5 +1,5 @@
-"""The documentation is true: the Python API page runs as a doctest, and every command
-is documented in the README and has --help."""
+"""The documentation is true: the Python API page runs as a doctest, every command is
+documented in the README and has --help, and tests/README.md places every test file."""
 from __future__ import annotations
 
 import doctest
@@ -38,3 +38,13 @@ def test_every_command_is_in_the_readme_with_help(path):
     assert re.search(rf"kgcult (--store \S+ )?{re.escape(path)}\b", readme), f"`kgcult {path}` is not in README.md"
     r = CliRunner().invoke(main, [*path.split(), "--help"])
     assert r.exit_code == 0 and "Usage:" in r.output
+
+
+def test_tests_readme_places_every_test_file():
+    """tests/README.md tells a newcomer where a new test goes: its table names every test
+    file, and names none that is gone."""
+    text = (ROOT / "tests" / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(test_\w+\.py)`", text))
+    files = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    assert not files - named, f"not in tests/README.md: {sorted(files - named)}"
+    assert not named - files, f"tests/README.md names files that do not exist: {sorted(named - files)}"
