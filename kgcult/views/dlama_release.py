@@ -70,7 +70,7 @@ def outputs(config: dict, files: dict[tuple[str, str, str, str], list[dict]],
     if templates:
         by_lang = defaultdict(list)
         for t in read_jsonl(resources.queries("templates", templates)):
-            if t.get("predicate") in predicates_by_lang.get(t.get("lang"), ()):
+            if t.get("predicate") in predicates_by_lang.get(t.get("lang", ""), ()):
                 by_lang[t["lang"]].append({"relation": t["predicate"], "template": t["template"],
                                            "label": t.get("label", t["predicate"])})
         for lang, rows in sorted(by_lang.items()):
