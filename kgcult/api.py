@@ -36,6 +36,7 @@ from kgcult.store import hierarchy
 from kgcult.store import open_store, resolve_location, snapshot
 from kgcult.store.embedded import LoadReport
 from kgcult.sparql.values import python_value
+from kgcult.views import BuildResult
 
 
 class Rows(list):
@@ -82,10 +83,10 @@ class _Shared:
     @classmethod
     def release(cls, key: str | None, store) -> None:
         with cls.lock:
-            held = cls.stores.get(key) if key else None
-            if held is None:
+            if not key or key not in cls.stores:
                 store.close()
                 return
+            held = cls.stores[key]
             held[1] -= 1
             if held[1] == 0:
                 del cls.stores[key]
@@ -202,7 +203,7 @@ class KG:
         """The datasets ``build`` can materialize, with their parameters."""
         return views.views()
 
-    def build(self, name: str, *, out: str | os.PathLike | None = None, **params) -> views.BuildResult:
+    def build(self, name: str, *, out: str | os.PathLike | None = None, **params) -> BuildResult:
         """Materialize a dataset view in memory (``r.rows``, ``r.outputs``, ``r.manifest``);
         ``r.write(directory)`` (or ``out=``) writes the files ``kgcult build`` writes,
         byte for byte. Parameters are the view's (``languages=["en"]``, ``countries=[...]``)."""

@@ -14,7 +14,7 @@ from kgcult.errors import KgcultError
 STALE = "the hierarchy closure is now stale: run `kgcult closure` (commands that need it rebuild it)"
 
 
-def _specs(specs_path, languages, roots, depth):
+def _specs(specs_path, languages, roots, depth) -> dict[str, subgraphs.SubgraphSpec]:
     specs = subgraphs.load_specs(specs_path)
     langs = None
     if languages:

@@ -16,7 +16,7 @@ from kgcult.synth import taxonomy as tax_lib
 
 
 def _langs(values) -> list[str]:
-    out = []
+    out: list[str] = []
     for v in values:
         out.extend(x.strip() for x in v.split(",") if x.strip())
     return out
@@ -123,7 +123,7 @@ def taxonomy_keywords(ctx, topic, country, lang, limit, fmt):
 @click.option("--drop-rejected", is_flag=True, help="Drop questions whose rewrite failed verification.")
 @click.pass_context
 def synth_cmd(ctx, topic, country, langs, setting, versus, keyword_texts, keywords_file, limit, seed,
-              out_path, check, generator_path, gguf_file, max_new_tokens, drop_rejected):
+              out_path, check, generator_path, gguf_file, max_new_tokens, drop_rejected) -> None:
     """Synthesize questions with gold answers from graph facts (CultureSynth on the graph).
 
     Each JSONL line: id, setting (unique|different), template, lang, topic, country,

@@ -12,6 +12,7 @@ QIDs, from which the report computes DLAMA's entropy).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import overload
 
 from kgcult import views
 from kgcult.errors import KgcultError
@@ -96,6 +97,10 @@ def dlama_rows(rows: list[dict], lang: str | None = None) -> list[dict]:
     return out
 
 
+@overload
+def from_store(store, view: str, params: dict) -> list[dict]: ...
+@overload
+def from_store(store, view: str, params: dict, extra: tuple[str, ...]) -> list[dict] | tuple: ...
 def from_store(store, view: str, params: dict, extra: tuple[str, ...] = ()) -> list[dict] | tuple:
     """Build a view in memory (:func:`kgcult.views.build`) and give its main output's rows
     (and, when ``extra`` names other outputs, ``(rows, {name: rows})``, [] for an output the
