@@ -19,6 +19,7 @@ Stemmers come from the PyPI package ``snowballstemmer`` (the ``link`` extra).
 """
 from __future__ import annotations
 
+from typing import Container
 
 from kgcult import extras
 from kgcult.link import memo, normalize
@@ -91,7 +92,7 @@ def stem_key(text: str, lang: str) -> str:
     return " ".join(sorted(w for w in stems(words(text), lang) if w))
 
 
-def split_word(word: str, vocab: frozenset) -> list[str]:
+def split_word(word: str, vocab: Container[str]) -> list[str]:
     """``word`` as two or more known words (longest head first, then recursively the
     rest), else ``[word]`` (a known word is split too, so both sides split alike). Parts of MIN_PART characters or more; a linking element
     may sit between them."""
@@ -116,7 +117,7 @@ def split_word(word: str, vocab: frozenset) -> list[str]:
     return [word]
 
 
-def compound_key(text: str, lang: str, vocab: frozenset) -> str:
+def compound_key(text: str, lang: str, vocab: Container[str]) -> str:
     parts = [p for w in words(text) for p in split_word(w, vocab)]
     return " ".join(sorted(p for p in stems(parts, lang) if p))
 

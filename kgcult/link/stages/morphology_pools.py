@@ -53,7 +53,7 @@ class StoredKeyPool:
             self.con.close()
             raise ValueError(f"{path}: not a morphology pool of format {FORMAT}")
         self.compound = bool(int(meta["vocab"]))  # an empty word list: stem keys (as KeyPool)
-        self.vocab = _Vocab(self.con) if self.compound else frozenset()
+        self.vocab: _Vocab | frozenset[str] = _Vocab(self.con) if self.compound else frozenset()
         self._memo = memo.Memo(memo.PER_PART)
 
     def key(self, text: str) -> str:
