@@ -159,11 +159,11 @@ class LexicalStages:
                 for f in folded:
                     sc = _script(f)
                     seen[sc] = seen.get(sc, 0) + 1
-                v.append((pid, lg, max(sorted(seen, key=str), key=seen.get) if seen else None))
+                v.append((pid, lg, max(sorted(seen, key=str), key=seen.__getitem__) if seen else None))
             self._script_of[topic] = v
         return v
 
-    def _other_parts(self, topic: str, lang: str, script: str) -> tuple[tuple, dict]:
+    def _other_parts(self, topic: str, lang: str, script: str | None) -> tuple[tuple, dict]:
         """The pool parts (ids) of the topic's names written in ``script``, in every
         language but the mention's, its base language and English, and their languages."""
         k = (topic, lang, script)
