@@ -6,6 +6,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,10 @@ def test_core_install_has_no_torch_and_names_the_extra(installed):
     r = subprocess.run([str(kgcult), "--store", str(store), "link", "sushi", "--embeddings"],
                        capture_output=True, text=True, cwd=tmp)
     assert r.returncode == 1 and "pip install 'kgcult[link]'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_wheel_ships_py_typed(installed):
+    """PEP 561: the marker that tells a type checker kgcult's annotations are to be read."""
+    tmp, _venv = installed
+    wheel = next((tmp / "dist").glob("kgcult-*.whl"))
+    assert "kgcult/py.typed" in zipfile.ZipFile(wheel).namelist()
