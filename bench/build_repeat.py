@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's kgcult
 
-from common import STANDIN, WORK, load_in_child, require, save  # noqa: E402
-from kgcult import views  # noqa: E402
-from kgcult.store import Store, facts  # noqa: E402
+from common import STANDIN, WORK, load_in_child, require, save
+from kgcult import views
+from kgcult.store import Store, facts
 
 
 def main() -> None:

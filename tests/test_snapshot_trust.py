@@ -18,6 +18,7 @@ import pytest
 
 from kgcult import vocab
 from kgcult.store import Store, snapshot
+from kgcult.store.snapshot import SnapshotError
 
 from tests.conftest import FIXTURES, run_cli
 

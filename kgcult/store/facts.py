@@ -74,10 +74,11 @@ def cached(store, name: str, compute: Callable[[], Any]) -> Any:
     value = compute()
     # another process may have written other facts for this version meanwhile: keep them
     data = _read(path)
-    facts = data.get("facts") if data.get("dataVersion") == version and isinstance(data.get("facts"), dict) else {}
-    facts[name] = value
+    kept = data.get("facts") if data.get("dataVersion") == version else None
+    known = kept if isinstance(kept, dict) else {}
+    known[name] = value
     try:
-        atomic_write(path, json.dumps({"dataVersion": version, "facts": facts}, ensure_ascii=False))
+        atomic_write(path, json.dumps({"dataVersion": version, "facts": known}, ensure_ascii=False))
     except OSError as e:
         log.debug("cannot keep %s beside the store (%s): it will be computed again", name, e)
     return value

@@ -105,7 +105,7 @@ def is_provenance(q: Quad) -> bool:
         return False
     name = q.predicate.value[len(vocab.KGC):] if q.predicate.value.startswith(vocab.KGC) else None
     if name == "status":
-        return q.object.value == INTERRUPTED
+        return isinstance(q.object, Literal) and q.object.value == INTERRUPTED
     return name not in _JOURNAL
 
 

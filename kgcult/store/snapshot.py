@@ -217,6 +217,7 @@ def read_manifest(directory: str | os.PathLike) -> dict:
                             f"not {_json_type(manifest)}")
     if manifest.get("format") != FORMAT:
         raise SnapshotError(f"{path}: unsupported snapshot format {manifest.get('format')!r} (expected {FORMAT})")
+    kind: type
     for field, kind in (("content_sha256", str), ("triples", int)):
         if field not in manifest:
             raise SnapshotError(f"{path}: lacks field {field!r}")
