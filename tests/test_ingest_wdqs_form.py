@@ -265,7 +265,6 @@ def test_json_truthy_nt_and_wdqs_endpoint_give_one_graph(tmp_path, oxigraph_serv
 
 
 def test_truthy_dump_without_sitelinks_says_so(tmp_path):
-    from kgcult.acquire import subgraphs
     from tests.conftest import run_cli
 
     entities, spec_path, dump, nt, wdqs, counts = _three_sources(tmp_path)

@@ -3,7 +3,6 @@
 files a killed bulk load leaves, and -q."""
 from __future__ import annotations
 
-import io
 import os
 import signal
 import subprocess

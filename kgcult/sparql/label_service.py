@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import AbstractSet
 
 from kgcult import vocab
 from kgcult.errors import KgcultError
@@ -118,12 +119,12 @@ def _body(body: list[Token], resolve, default_language: str):
         if predicate is None:
             raise KgcultError(f"the label service's predicate {p.text} is not an IRI")
         if s.kind == "var":
-            subject = s.text
+            target = s.text
         elif resolve(s) is not None:
-            subject = f"<{resolve(s)}>"
+            target = f"<{resolve(s)}>"
         else:
             raise KgcultError(f"the label service's subject {s.text} is neither a variable nor an IRI")
-        explicit.append(Resolution(subject, predicate, o.text[1:]))
+        explicit.append(Resolution(target, predicate, o.text[1:]))
     if not found_param:
         raise KgcultError("the label service needs a language: SERVICE wikibase:label { bd:serviceParam "
                           'wikibase:language "en" } (WDQS: "You must provide the label service a list of '
@@ -142,7 +143,7 @@ def _body(body: list[Token], resolve, default_language: str):
 def _automatic(tokens: list[Token], group: int) -> list[Resolution]:
     """The resolutions WDQS infers from the projection of the (sub)query the service lies
     in: each plain projected ?fooAltLabel, ?fooLabel, ?fooDescription."""
-    b = group
+    b: int | None = group
     while b is not None:
         select = _select_of(tokens, b)
         if select is not None:
@@ -154,6 +155,7 @@ def _automatic(tokens: list[Token], group: int) -> list[Resolution]:
             return []
         names = _names([t for t in tokens if t.kind == "var"])
     else:
+        assert select is not None  # the walk up stopped at this SELECT
         head = tokens[select + 1:b]
         if any(t.is_punct("*") for t in head):
             names = _names([t for t in tokens[b:matching_close(tokens, b)] if t.kind == "var"])
@@ -257,7 +259,8 @@ def _dependent_binds(query, tokens, group, group_close, targets, service_span):
     return moved, out, skip
 
 
-def _own_bindings(tokens, group, group_close, targets, service_span, skip):
+def _own_bindings(tokens: list[Token], group: int, group_close: int, targets, service_span,
+                  skip) -> dict[str, list[Token]]:
     """{target: its tokens to rename} for each target the query binds itself in the group
     (it occurs outside the service, the moved BINDs and the FILTERs directly in the
     group). Those occurrences, FILTERs included (they read the query's own value, as on
@@ -302,7 +305,7 @@ def _always_bound(tokens: list[Token], group: int, group_close: int, service_spa
 
 
 def _block(wanted: list[Resolution], languages: list[str], n: int, own: set[str], lateral: bool,
-           bound: set[str] = frozenset()) -> str:
+           bound: AbstractSet[str] = frozenset()) -> str:
     parts: list[str] = []
     subjects: dict[str, str] = {}
     for r in wanted:

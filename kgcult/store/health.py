@@ -27,7 +27,8 @@ def partial_graphs(store) -> list[str]:
                            bindings={"m": _META, "run": _RUN})
         pairs = [(r["g"].value, r["r"].value) for r in rows]
     else:
-        pairs = [(q.subject.value, q.object.value) for q in store.ox.quads_for_pattern(None, _RUN, None, _META)]
+        pairs = [(vocab.value(q.subject), vocab.value(q.object))
+                 for q in store.ox.quads_for_pattern(None, _RUN, None, _META)]
     return sorted(g for g, run in pairs if run.startswith(PARTIAL))
 
 
@@ -35,7 +36,7 @@ def partial_graphs(store) -> list[str]:
 def _closure_predicates() -> re.Pattern:
     """The closure's derived properties (ontology/closures.ttl) as they appear in a query:
     ``kgc:typedAs`` or the full IRI."""
-    iris = sorted({q.object.value for q in ontology.read("closures.ttl")
+    iris = sorted({vocab.value(q.object) for q in ontology.read("closures.ttl")
                    if q.predicate.value == vocab.KGC + "derivedProperty"})
     names = [i[len(vocab.KGC):] for i in iris if i.startswith(vocab.KGC)]
     return re.compile(r"(?:\bkgc:|" + re.escape(vocab.KGC) + r")(?:" + "|".join(map(re.escape, names)) + r")\b")

@@ -175,7 +175,7 @@ def _not_carried(kind, plan, todo, reports, carried, sitelinks) -> dict[str, str
     the report): the sitelink counts of a labels subgraph from an N-Triples dump that has
     none (the truthy dump never has: Wikibase writes them as page properties of the full
     dump only) and no ``--sitelinks`` file."""
-    out = {}
+    out: dict[str, str] = {}
     if kind != "ntriples" or not plan.sitelinks or carried.get("sitelinks") is None:
         return out
     if carried["sitelinks"] == 0 and sitelinks is None:

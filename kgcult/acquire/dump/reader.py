@@ -114,7 +114,7 @@ class DumpReader:
         self._errors: list[BaseException] = []
         self._proc: subprocess.Popen[bytes] | None = None
         self._closers: list = []
-        self.stream: io.BufferedIOBase | zstandard.ZstdDecompressionReader
+        self.stream: io.BufferedIOBase
 
     def __enter__(self) -> "DumpReader":
         comp = compression(self.path) or ""  # "" for a file stored as it is
