@@ -17,6 +17,7 @@ and the unmatched rates, the two side by side.
 """
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -36,7 +37,7 @@ def _prf(tp: int, fp: int, pos: int) -> dict:
             "tp": tp, "fp": fp, "positives": pos}
 
 
-def read_gold(path: str | Path, on_error: str = "fail") -> list[dict]:
+def read_gold(path: str | os.PathLike, on_error: str = "fail") -> list[dict]:
     """The gold rows of a JSONL file, each with its line number as ``_line``."""
     rows = []
     for lineno, obj in iter_jsonl(path, on_error=on_error):

@@ -203,6 +203,7 @@ def check_file(path: str, fmt: RdfFormat, on_quad=None) -> int:
     n)`` (n: the quad's 1-based position) may raise to refuse it. Returns the quad count."""
     n = 0
     err: SyntaxError | None
+    too_long: KgcultError | None
     with decompressing_pipe(path) as stream:
         try:
             for quad in pyoxigraph.parse(input=stream, format=fmt):

