@@ -82,7 +82,7 @@ def spec_options(f):
 def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth, refresh, user_agent,
                    concurrency, timeout, batch_size, class_batch_size, page_size, max_attempts,
                    retry_budget, backoff, max_backoff, max_retry_after, construct_format, checkpoint,
-                   progress, max_members, plan_only):
+                   progress, max_members, plan_only) -> None:
     """Mirror Wikidata subgraphs (all, or those named) from a SPARQL endpoint.
 
     Each subgraph goes to its own named graph (https://w3id.org/kgcult/graph/<name>).

@@ -102,7 +102,7 @@ class EndpointBackend:
         self.pool, self.config, self.bar = pool, config, bar
         self.tpl = {n: template(n) for n in NAMES}
         self.planner = Planner(self.tpl, config.page_size, max_members)
-        self.counts: dict[str, object] = {}   # count query sha -> answer, for the whole run
+        self.counts: dict[str, int | dict[str, int]] = {}   # count query sha -> answer, for the whole run
         self.spec: SubgraphSpec | None = None
         self.memo: dict[str, str] = {}
         self.keys: list[str] = []
@@ -146,7 +146,9 @@ class EndpointBackend:
             self.counts[key] = json.loads(memo) if memo is not None else self.client.count(query, what)
             self.queries += memo is None
         self._remember(key)
-        return self.counts[key]
+        n = self.counts[key]
+        assert isinstance(n, int)  # a count query's answer (count_rows' are dicts)
+        return n
 
     def count_rows(self, query: str, what: str) -> dict[str, int]:
         key = "count:" + sha(query)
@@ -155,7 +157,9 @@ class EndpointBackend:
             self.counts[key] = json.loads(memo) if memo is not None else grouped_counts(self.client, query, what)
             self.queries += memo is None
         self._remember(key)
-        return self.counts[key]
+        rows = self.counts[key]
+        assert isinstance(rows, dict)  # a grouped count query's answer
+        return rows
 
     def _remember(self, key: str) -> None:
         if self.spec is not None and key not in self.memo:
@@ -276,7 +280,7 @@ def mirror(store, names=None, *, config: MirrorConfig | None = None, specs=None,
     client = EndpointClient(config)
     bar = progress_bar(total=0, unit="query", desc="mirror", dynamic_ncols=True, leave=True,
                        disable=None if progress is None else not progress)
-    reports = []
+    reports: list[SubgraphReport] = []
     try:
         with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="kgcult-mirror") as pool:
             backend = EndpointBackend(store, specs, client, cp, pool, config, bar, max_members)

@@ -175,6 +175,6 @@ POINTER = ("too large to mirror from an endpoint within its limits; take it from
 
 def refuse(estimates: list[Estimate]) -> None:
     """Raise :class:`PlanRefused` naming every refused spec, with its number and the pointer."""
-    bad = [e for e in estimates if e.refused]
-    if bad:
-        raise PlanRefused("; ".join(e.refused for e in bad) + ": " + POINTER)
+    reasons = [e.refused for e in estimates if e.refused]
+    if reasons:
+        raise PlanRefused("; ".join(reasons) + ": " + POINTER)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
 from pyoxigraph import Literal, NamedNode
 
@@ -43,7 +44,7 @@ def _ids(var: str, entities: list[str]) -> tuple:
 
 
 def members_query(tpl: str, classes: list[str], prop: str, pattern: str = "", *, scope: str = "",
-                  values: list[str] = (), value: str = "") -> str:
+                  values: Sequence[str] = (), value: str = "") -> str:
     """The entities one member property ``prop`` below ``classes`` (members.rq), within a
     scope (members-scoped.rq: ``scope`` with any of ``values``; members-partition.rq: with
     the one ``value``), whose IRI matches ``pattern`` (a suffix split; "" for all)."""
