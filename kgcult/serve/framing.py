@@ -21,7 +21,7 @@ SINGLE = (b"Content-Length", b"Transfer-Encoding", b"Host")
 
 
 class _Counting(dict):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.sets: Counter = Counter()
 

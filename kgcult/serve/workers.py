@@ -224,7 +224,9 @@ class QueryPool:
             granted.set()
 
     def _next_waiting(self) -> int:
-        now, ahead, keys = time.monotonic(), {}, []
+        now = time.monotonic()
+        ahead: dict[str, int] = {}
+        keys: list = []
         for t in sorted(self._waiting):
             c, _, since = self._waiting[t]
             rank = self._busy.get(c, 0) + ahead.get(c, 0)
