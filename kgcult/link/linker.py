@@ -52,10 +52,12 @@ class Linker:
                  embed_min: float = EMBED_MIN, embed_margin: float = EMBED_MARGIN,
                  tokens_min: float = TOKENS_MIN, tokens_margin: float = TOKENS_MARGIN,
                  semantic_min: float = SEMANTIC_MIN, semantic_margin: float = SEMANTIC_MARGIN,
-                 semantic_agree_min: float = SEMANTIC_AGREE_MIN):
+                 semantic_agree_min: float = SEMANTIC_AGREE_MIN,
+                 limits: mention_rows.Limits = mention_rows.LIMITS):
         """``store``: the open store of ``index``; or ``location``, the directory of an
         embedded store that is opened only if :attr:`store` is asked for (by ``opener``,
-        else read-only)."""
+        else read-only). ``limits``: the length cap on the mentions of dict rows
+        (``mention_rows.Limits``)."""
         self.ix = index
         self._store = store
         self._location = location
@@ -76,6 +78,7 @@ class Linker:
         self.semantic_min = semantic_min
         self.semantic_margin = semantic_margin
         self.semantic_agree_min = semantic_agree_min
+        self.limits = limits
         self._facts = disambiguate.GraphFacts(index)
         self.lexical = LexicalStages(index)  # the fuzzy and token pools (tokens, semantic)
         self._stage_objects: dict[str, Stage] = {}  # name -> the stage (self.stage)
@@ -95,7 +98,7 @@ class Linker:
         the store is not opened at all (until :attr:`store` is asked for), else it is
         opened by ``opener`` (default: read-only). ``thresholds``: embed_min,
         embed_margin, tokens_min, tokens_margin, semantic_min, semantic_margin,
-        semantic_agree_min."""
+        semantic_agree_min, and ``limits`` (as for the constructor)."""
         if isinstance(store, (str, os.PathLike)):
             location = store
             ix = None if rebuild else open_unopened(location)
@@ -195,7 +198,7 @@ class Linker:
         """The state of an input row: a dict is checked here, a ``Mention`` was checked
         when it was read (against the topics, which must be this linker's)."""
         if row.__class__ is not Mention:
-            return State.of(mention_rows.check(row, self._topic_bits))
+            return State.of(mention_rows.check(row, self._topic_bits, self.limits))
         if row.topic is not None and row.topic not in self._topic_bits:
             raise KgcultError(f"unknown topic {row.topic!r}: one of {', '.join(sorted(self._topic_bits))}")
         return State.of(row)
@@ -218,6 +221,9 @@ class Linker:
             self._run(whole, reach, always=True)
         out = [self._finish(s) for s in states]
         self._coherence(states, out)
+        ran = ",".join(self.stages)  # what linked these rows (a missing extra drops stages)
+        for r in out:
+            r["stages"] = ran
         return out
 
     def _run(self, stages: list[Stage], todo: list[State], always: bool = False) -> list[State]:

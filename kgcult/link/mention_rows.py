@@ -24,13 +24,49 @@ class Mention:
     group: str | int | None
 
 
-def check(row: dict, topics: Collection[str]) -> Mention:
-    """The row checked against the linker's ``topics``: ``mention`` a string, ``lang`` a
-    string (default ``en``), ``topic`` one of ``topics`` or empty, ``group`` (else
-    ``source_id``) a string or an integer. Raises :class:`KgcultError` naming the field."""
+# The longest mention linked (docs/link.md, "Input"): MakiEval's mentions are entity names
+# (a few words, at most ~100 characters in its extractions); a longer text is not a name.
+MAX_CHARS = 1_000
+MAX_WORDS = 64
+
+
+@dataclass(slots=True, frozen=True)
+class Limits:
+    """The length cap on a mention: ``chars`` characters and ``words`` words (0: none)."""
+    chars: int = MAX_CHARS
+    words: int = MAX_WORDS
+
+    def fits(self, mention: str) -> bool:
+        """Whether ``mention`` is within the cap."""
+        try:
+            self.check(mention)
+        except KgcultError:
+            return False
+        return True
+
+    def check(self, mention: str) -> None:
+        if self.chars and len(mention) > self.chars:
+            raise KgcultError(f"mention of {len(mention):,} characters is longer than the cap of "
+                              f"{self.chars:,} (--max-mention-chars; 0 for none)")
+        if self.words:
+            n = len(mention.split(None, self.words))  # at most words + 1 pieces
+            if n > self.words:
+                raise KgcultError(f"mention of more than {self.words:,} words is longer than the cap "
+                                  f"(--max-mention-words; 0 for none)")
+
+
+LIMITS = Limits()
+
+
+def check(row: dict, topics: Collection[str], limits: Limits = LIMITS) -> Mention:
+    """The row checked against the linker's ``topics``: ``mention`` a string no longer than
+    ``limits``, ``lang`` a string (default ``en``), ``topic`` one of ``topics`` or empty,
+    ``group`` (else ``source_id``) a string or an integer. Raises :class:`KgcultError`
+    naming the field."""
     mention = row.get("mention")
     if not isinstance(mention, str):
         raise KgcultError(f"mention must be a string, got {type(mention).__name__}")
+    limits.check(mention)
     lang = row.get("lang") or "en"
     if not isinstance(lang, str):
         raise KgcultError(f"lang must be a string, got {type(lang).__name__}")
@@ -84,23 +120,25 @@ def mention_rows(obj: dict, lineno: int, default_lang: str, default_topic: str |
 class MentionFile:
     """The checked mentions of a JSONL file (a path, or a text stream such as stdin), in
     order; iterate once. ``lang``, ``topic``, ``country``: defaults for rows without them;
-    ``topics``: the linker's. A bad line raises ``WHERE:LINE: ...`` (``on_error="fail"``)
+    ``topics``: the linker's; ``limits``: the length cap on a mention (:class:`Limits`). A bad line raises ``WHERE:LINE: ...`` (``on_error="fail"``)
     or is logged and skipped. ``rows`` counts the lines that gave mentions."""
 
     def __init__(self, src, topics: Collection[str], *, lang: str = "en", topic: str | None = None,
-                 country: str | None = None, on_error: str = "fail", where: str | None = None):
+                 country: str | None = None, on_error: str = "fail", where: str | None = None,
+                 limits: Limits = LIMITS):
         self.src = src
         self.where = where or (os.fspath(src) if isinstance(src, (str, os.PathLike))
                                else getattr(src, "name", "input"))
         self.topics = topics
         self.lang, self.topic, self.country = lang, topic, country
         self.on_error = on_error
+        self.limits = limits
         self.rows = 0
 
     def __iter__(self) -> Iterator[Mention]:
         for lineno, obj in iter_jsonl(self.src, on_error=self.on_error):
             try:
-                ms = [check(r, self.topics) for r in self._rows(obj, lineno)]
+                ms = [check(r, self.topics, self.limits) for r in self._rows(obj, lineno)]
             except KgcultError as e:
                 reject(f"{self.where}:{lineno}: {e}", self.on_error)
                 continue

@@ -43,6 +43,27 @@ def default_stages(embeddings: bool = False) -> tuple[str, ...]:
                  if (embeddings and cls is Embedding) or (not cls.opt_in and cls.available()))
 
 
+def missing_defaults() -> dict[str, list[str]]:
+    """The default stages left out because their packages are missing, by the extra that
+    brings them (in pipeline order)."""
+    out: dict[str, list[str]] = {}
+    for cls in REGISTRY:
+        if not cls.opt_in and not cls.available():
+            out.setdefault(cls.extra, []).append(cls.name)
+    return out
+
+
+def missing_note() -> str | None:
+    """What to tell the user when default stages are off (None when none is): which, and
+    the extra that brings them; results then differ from those of a full install."""
+    missing = missing_defaults()
+    if not missing:
+        return None
+    parts = [f"{','.join(names)} (pip install 'kgcult[{extra}]')" for extra, names in missing.items()]
+    return ("default linking stages off, their packages are not installed: " + "; ".join(parts)
+            + "; results differ from a full install (each row's \"stages\" says what ran)")
+
+
 def checked(stages: Iterable[str]) -> tuple[str, ...]:
     """``stages`` checked and in pipeline order; a stage whose package is missing stops
     here, naming the extra to install."""

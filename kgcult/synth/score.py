@@ -44,6 +44,9 @@ def score_answers(store, questions: Iterable[dict], answers: Iterable[dict], lin
       (kgc:broader (P31|P279|P361)+, kgc:locatedIn P131+), e.g. "noodle soup" for a ramen;
     * miss: none of these. Unanswered questions count as misses.
 
+    A span longer than the linker's mention cap (``mention_rows.Limits``: 1,000 characters,
+    64 words) is not linked: a long answer as a whole names nothing.
+
     Returns overall figures and the same per topic, language and country."""
     by_id = {}
     for q in questions:
@@ -82,6 +85,8 @@ def _classify(store, linker, q: dict, text: str, cache: GraphCache) -> dict:
     linked = []
     best = "miss"
     for span in _spans(text):
+        if not linker.limits.fits(span):  # a long answer as a whole is no name (kgcult/link/mention_rows.py)
+            continue
         res = linker.link(span, lang=q.get("lang", "en"))
         cands = []
         if res.get("qid"):

@@ -216,10 +216,21 @@ class PartRows:
             "SELECT eid, text FROM part WHERE pid = ? ORDER BY seq", (self.pid,)))
 
 
+LONG_KEY = 64  # a longer fuzzy key is first compared with the longest name of the parts
+
+
+def longest_folded(con, pids) -> int:
+    """The length of the longest folded name in parts ``pids``."""
+    ph = ",".join("?" * len(pids))
+    return con.execute(f"SELECT coalesce(max(length(f)), 0) FROM part WHERE pid IN ({ph})", tuple(pids)).fetchone()[0]
+
+
 def fuzzy_rows(con, pids, key: str):
     """(eid, part id, name, folded name) of the names in parts ``pids`` that share a
     deletion variant with ``key`` (the stored deletion index): the candidates a fuzzy
     search ranks by edit distance."""
+    if len(key) > LONG_KEY and len(key) - 1 > longest_folded(con, pids):
+        return  # no name shares a deletion variant with it: not its n variants of n characters
     variants = list(deletion_variants(key))
     step = max(1, MAX_PARAMS - len(pids))
     ph = ",".join("?" * len(pids))
@@ -322,9 +333,15 @@ class StoredTokenPool:
             consider(self.con.execute(self._q_post, (*self.pids, min(m, key=lambda t: (dfs[t], t)))))
         best: dict = {}
         idf = self.idf
+        whole = None  # the mention's weight: the union with a name it contains (m | toks is m)
         for (eid, toks), (_pos, lg, name) in found.items():
             shared = sum(idf(w) for w in m & toks)
-            union = sum(idf(w) for w in m | toks)
+            if toks <= m:  # not a pass over every word of a long mention per name
+                if whole is None:
+                    whole = sum(idf(w) for w in m | toks)
+                union = whole
+            else:
+                union = sum(idf(w) for w in m | toks)
             sc = shared / union if union else 0.0
             cur = best.get(eid)
             if cur is None or (sc, lg, name) > (cur[0], cur[1], cur[2]):

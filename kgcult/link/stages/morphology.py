@@ -92,33 +92,79 @@ def stem_key(text: str, lang: str) -> str:
     return " ".join(sorted(w for w in stems(words(text), lang) if w))
 
 
-def split_word(word: str, vocab: Container[str]) -> list[str]:
-    """``word`` as two or more known words (longest head first, then recursively the
-    rest), else ``[word]`` (a known word is split too, so both sides split alike). Parts of MIN_PART characters or more; a linking element
-    may sit between them."""
-    if len(word) < 2 * MIN_PART:
+def max_word_len(vocab) -> int:
+    """The length of the longest word of ``vocab`` (its ``maxlen`` when it keeps one)."""
+    n = getattr(vocab, "maxlen", None)
+    return n if n is not None else max(map(len, vocab), default=0)
+
+
+def split_word(word: str, vocab, maxlen: int | None = None) -> list[str]:
+    """``word`` as two or more known words (longest head first, then the rest split
+    alike), else ``[word]`` (a known word is split too, so both sides split alike). Parts
+    of MIN_PART characters or more; a linking element may sit between them.
+
+    ``maxlen``: the longest word of ``vocab`` (:func:`max_word_len` when not given). The
+    search is the recursive one it always was (the same answer), run on an explicit stack
+    with each prefix's answer remembered: a part is a word of ``vocab``, so only the last
+    ``maxlen`` positions can start one, and the work and memory grow linearly with the
+    word (a 220,000-letter ``Apfelkuchen...`` ran out of recursion depth)."""
+    n = len(word)
+    if n < 2 * MIN_PART:
         return [word]
-    for i in range(len(word) - MIN_PART, MIN_PART - 1, -1):  # the head is the last part
-        tail = word[i:]
-        if tail not in vocab:
+    if maxlen is None:
+        maxlen = max_word_len(vocab)
+    found: dict[int, tuple | None] = {}  # prefix length -> (head's end, tail's start, head known) or None
+
+    def search(end: int):
+        """The split of ``word[:end]``: yields the prefix lengths whose split it needs."""
+        if end < 2 * MIN_PART:
+            return None
+        for i in range(end - MIN_PART, max(MIN_PART, end - maxlen) - 1, -1):  # the head is the last part
+            if word[i:end] not in vocab:
+                continue
+            for link in LINKERS:
+                m = i - len(link)
+                if link and word[m:i] != link:
+                    continue
+                if m < MIN_PART:
+                    continue
+                if m <= maxlen and word[:m] in vocab:
+                    return (m, i, True)
+                if (yield m) is not None:
+                    return (m, i, False)
+        return None
+
+    stack = [(n, search(n))]
+    sent = None
+    while stack:
+        end, gen = stack[-1]
+        try:
+            need = gen.send(sent)
+        except StopIteration as stop:
+            found[end] = sent = stop.value
+            stack.pop()
             continue
-        left = word[:i]
-        for link in LINKERS:
-            if link and not left.endswith(link):
-                continue
-            first = left[:len(left) - len(link)] if link else left
-            if len(first) < MIN_PART:
-                continue
-            if first in vocab:
-                return [first, tail]
-            parts = split_word(first, vocab)
-            if len(parts) > 1:
-                return parts + [tail]
-    return [word]
+        if need in found:
+            sent = found[need]
+        else:
+            stack.append((need, search(need)))
+            sent = None
+    if found[n] is None:
+        return [word]
+    parts, end = [], n
+    while True:
+        m, i, known = found[end]
+        parts.append(word[i:end])
+        if known:
+            parts.append(word[:m])
+            return parts[::-1]
+        end = m
 
 
-def compound_key(text: str, lang: str, vocab: Container[str]) -> str:
-    parts = [p for w in words(text) for p in split_word(w, vocab)]
+def compound_key(text: str, lang: str, vocab, maxlen: int | None = None) -> str:
+    if maxlen is None:
+        maxlen = max_word_len(vocab)
+    parts = [p for w in words(text) for p in split_word(w, vocab, maxlen)]
     return " ".join(sorted(p for p in stems(parts, lang) if p))
 
 
@@ -130,6 +176,7 @@ class KeyPool:
         self.lang = lang
         self.vocab = frozenset(w for _e, _l, name in rows for w in words(name)
                                if len(w) >= MIN_PART) if compound else frozenset()
+        self.maxlen = max_word_len(self.vocab)
         self.keys: dict[str, dict] = {}
         for eid, lg, name in rows:
             k = self.key(name)
@@ -140,7 +187,7 @@ class KeyPool:
 
     def key(self, text: str) -> str:
         if self.vocab:
-            return compound_key(text, self.lang, self.vocab)
+            return compound_key(text, self.lang, self.vocab, self.maxlen)
         return stem_key(text, self.lang)
 
     def search(self, text: str) -> dict:

@@ -27,6 +27,8 @@ class _Vocab:
     def __init__(self, con: sqlite3.Connection):
         self.con = con
         self.memo = memo.Memo(memo.PER_PART)
+        # the longest word (``morphology.split_word`` looks no further back for a part)
+        self.maxlen = con.execute("SELECT coalesce(max(length(word)), 0) FROM vocab").fetchone()[0]
 
     def __contains__(self, word) -> bool:
         v = self.memo.get(word)
