@@ -11,7 +11,9 @@ Each result has: qid (or None), label (mention's language), label_en, match, lan
 candidates (with scores), evidence (path of [subject, property, object] to a topic root),
 granularity (+ granularity_score), country (QIDs: origin, else country, else
 nationality), description, status (resolved | unresolved | ambiguous; ``tied`` lists the
-QIDs of an ambiguous result; ``decided_by`` the graph criteria that settled a tie).
+QIDs of an ambiguous result; ``decided_by`` the graph criteria that settled a tie),
+stages (the stages that ran, comma-separated in pipeline order). A mention longer than
+``mention_rows.Limits`` (1,000 characters, 64 words by default) is refused as a bad row.
 
 The rooms:
 
@@ -21,7 +23,7 @@ The rooms:
   ``disambiguate`` (ties settled by the graph), ``record`` (the result record),
   ``topics`` (``ontology/topics.ttl``), ``normalize`` (name keys), ``matching`` (fuzzy and
   token primitives), ``memo`` (bounded memos and open-pool caches), ``mention_rows``
-  (input rows: the one check, JSONL files);
+  (input rows: the one check, the length cap, JSONL files);
 * ``index/``: the label index beside the store (``reader``, ``build``, ``encoding``,
   ``layout``, ``name_pools``);
 * ``stages/``: the candidate stages (``base``: what a stage is; ``lexical``: exact ...
