@@ -104,9 +104,13 @@ def test_core_install_has_no_torch_and_names_the_extra(installed):
     _run([kgcult, "--store", store, "closure"], cwd=tmp)
     linked = _run([kgcult, "--store", store, "link", "sushi", "--lang", "en"], cwd=tmp)  # no model stack needed
     assert json.loads(linked.stdout)["qid"] == "Q46383"
+    # the core install lacks [link]: the stages it leaves out are named, and recorded
+    assert "stem,compound,semantic (pip install 'kgcult[link]')" in linked.stderr
+    assert json.loads(linked.stdout)["stages"] == "exact,normalized,english,any,fuzzy,anyfuzzy,tokens"
     r = subprocess.run([str(kgcult), "--store", str(store), "link", "sushi", "--embeddings"],
                        capture_output=True, text=True, cwd=tmp, env=OUTSIDE)
-    assert r.returncode == 1 and "pip install 'kgcult[link]'" in r.stderr and "Traceback" not in r.stderr
+    assert (r.returncode == 1 and "pip install 'kgcult[link-embeddings]'" in r.stderr
+            and "Traceback" not in r.stderr)
 
 
 def test_the_wheel_ships_py_typed(installed):

@@ -38,13 +38,14 @@ def _linker(obj, embeddings=False, model=None, stages=None,
         st = [s.strip() for s in stages.split(",") if s.strip()]
         if embeddings and "embedding" not in st:
             st.append("embedding")
+    # the store is opened (with a fresh closure) only when its index is not known
+    linker = Linker.open(obj.location, model=model, embeddings=embeddings, stages=st,
+                         opener=lambda: obj.reader(closure=True), limits=limits)
     if st is None:
         note = pipeline.missing_note()
         if note:
             log.warning(note)
-    # the store is opened (with a fresh closure) only when its index is not known
-    return Linker.open(obj.location, model=model, embeddings=embeddings, stages=st,
-                       opener=lambda: obj.reader(closure=True), limits=limits)
+    return linker
 
 
 _VALUE_OPTS = {"-i", "--input", "-o", "--output", "--lang", "--topic", "--country", "--format",
