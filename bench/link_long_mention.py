@@ -1,0 +1,86 @@
+"""One long mention: does `kgcult link` stay linear in the mention's length with the length
+cap lifted (issue 30: `lemon ` x 100,000 reached 23.8 GB, a 1 MB one-word mention never
+returned, `Apfelkuchen` x 20,000 raised RecursionError)?
+
+On the hand-written test graph (tests/fixtures/link/graph.ttl, loaded into a scratch
+store), one fresh `kgcult link -i` process per (kind, size), with ``--max-mention-chars 0
+--max-mention-words 0`` and the stages without semantic (its transformer encoder is
+quadratic in the mention's pieces; the default cap bounds it, docs/link.md), side by side
+with the same process linking a one-word mention (the baseline: start-up, index and
+pools). Recorded per kind: wall and CPU seconds and peak RSS at N and 4N, and the ratio of
+the costs above the baseline (4N over N: about 4 when linear, 16 when quadratic).
+
+Writes bench/results/link_long_mention.{json,md}. Scratch: $KGCULT_BENCH_DIR/link-long-mention.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import ROOT, WORK, child_env, save  # noqa: E402
+from bench.link_scale import log, measured  # noqa: E402
+
+KGCULT = [sys.executable, "-m", "kgcult"]
+STAGES = "exact,normalized,english,any,stem,compound,fuzzy,anyfuzzy,tokens"
+KINDS = {  # kind -> (the mention at size n, language, sizes)
+    "repeated word": (lambda n: "lemon " * n, "en", (100_000, 400_000)),
+    "one word": (lambda n: "a" * n, "en", (1_000_000, 4_000_000)),
+    "compound": (lambda n: "Apfelkuchen" * n, "de", (20_000, 80_000)),
+}
+
+
+def store(work: Path) -> Path:
+    path = work / "store"
+    if not (path / ".ready").exists():
+        shutil.rmtree(path, ignore_errors=True)
+        code = ("import sys; from tests.test_link import make_store; "
+                "make_store(sys.argv[1]).close()")
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True, cwd=ROOT, env=child_env())
+        subprocess.run(KGCULT + ["--store", str(path), "link", "index"], check=True, env=child_env(),
+                       capture_output=True)
+        (path / ".ready").touch()
+    return path
+
+
+def run(st: Path, work: Path, mention: str, lang: str) -> dict:
+    src = work / "in.jsonl"
+    src.write_text(json.dumps({"mention": mention, "lang": lang, "topic": "food"}) + "\n")
+    wall, rss, _ = measured(KGCULT + ["--store", str(st), "link", "-i", str(src), "-o", str(work / "out.jsonl"),
+                                      "--max-mention-chars", "0", "--max-mention-words", "0",
+                                      "--stages", STAGES])
+    return {"chars": len(mention), "wall_s": round(wall, 2), "cpu_s": round(measured.cpu, 2),
+            "rss_peak_mib": round(rss, 1)}
+
+
+def main() -> None:
+    work = WORK / "link-long-mention"
+    work.mkdir(parents=True, exist_ok=True)
+    st = store(work)
+    base = run(st, work, "lemonade", "en")
+    log(f"baseline {base}")
+    rows = {}
+    for kind, (make, lang, sizes) in KINDS.items():
+        got = [run(st, work, make(n), lang) for n in sizes]
+        log(f"{kind}: {got}")
+        over = [max(g["cpu_s"] - base["cpu_s"], 0.01) for g in got]
+        rss = [max(g["rss_peak_mib"] - base["rss_peak_mib"], 0.1) for g in got]
+        rows[kind] = {"sizes": list(sizes), "runs": got, "cpu_ratio_4x": round(over[1] / over[0], 2),
+                      "rss_ratio_4x": round(rss[1] / rss[0], 2)}
+    md = ["One long mention, cap off, stages without semantic; a fresh `kgcult link -i` per run.",
+          f"Baseline (a one-word mention): {base['cpu_s']} s CPU, {base['rss_peak_mib']} MiB peak.", "",
+          "| mention | N | 4N | chars at 4N | CPU s (N, 4N) | peak MiB (N, 4N) | CPU over baseline, 4N/N | RSS over baseline, 4N/N |",
+          "|---|---|---|---|---|---|---|---|"]
+    for kind, r in rows.items():
+        a, b = r["runs"]
+        md.append(f"| {kind} | {r['sizes'][0]:,} | {r['sizes'][1]:,} | {b['chars']:,} | {a['cpu_s']}, {b['cpu_s']} "
+                  f"| {a['rss_peak_mib']}, {b['rss_peak_mib']} | {r['cpu_ratio_4x']} | {r['rss_ratio_4x']} |")
+    md += ["", "Linear: 4N/N about 4 (or less, while fixed costs dominate); quadratic would be 16."]
+    save("link_long_mention", {"baseline": base, "kinds": rows}, "\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
