@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import ROOT, WORK, child_env, save  # noqa: E402
-from bench.link_scale import log, measured  # noqa: E402
+from bench.common import ROOT, WORK, child_env, save
+from bench.link_scale import log, measured
 
 KGCULT = [sys.executable, "-m", "kgcult"]
 STAGES = "exact,normalized,english,any,stem,compound,fuzzy,anyfuzzy,tokens"

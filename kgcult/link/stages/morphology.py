@@ -19,7 +19,6 @@ Stemmers come from the PyPI package ``snowballstemmer`` (the ``link`` extra).
 """
 from __future__ import annotations
 
-from typing import Container
 
 from kgcult import extras
 from kgcult.link import memo, normalize
@@ -153,7 +152,9 @@ def split_word(word: str, vocab, maxlen: int | None = None) -> list[str]:
         return [word]
     parts, end = [], n
     while True:
-        m, i, known = found[end]
+        step = found[end]
+        assert step is not None  # a split of word[:end] led here, so word[:m] has one
+        m, i, known = step
         parts.append(word[i:end])
         if known:
             parts.append(word[:m])
