@@ -6,6 +6,7 @@ missing extra is named on stderr; ``[link]`` brings no torch."""
 from __future__ import annotations
 
 import configparser
+import re
 import json
 import random
 import tracemalloc
@@ -169,7 +170,10 @@ def test_missing_extra_is_named_and_recorded(cli_store, monkeypatch):
 def _extras() -> dict[str, set[str]]:
     cfg = configparser.ConfigParser()
     cfg.read(ROOT / "setup.cfg")
-    return {k: {line.strip() for line in v.splitlines() if line.strip()}
+    def name(requirement: str) -> str:  # "pkg==1.2" -> "pkg"
+        return re.split(r"[<>=!~\[; ]", requirement.strip(), maxsplit=1)[0]
+    return {k: {name(line) if not line.strip().startswith("kgcult[") else line.strip()
+                for line in v.splitlines() if line.strip()}
             for k, v in cfg["options.extras_require"].items()}
 
 
