@@ -35,7 +35,7 @@ def graph_triples(store, name) -> set[str]:
 
 def fast_config(url, **kw) -> m.MirrorConfig:
     base = dict(endpoint=url, timeout=10, backoff=0.01, max_backoff=0.05, max_attempts=8,
-                retry_budget=500, seed=1, batch_size=4, class_batch_size=3, page_size=3)
+                retry_budget=500, seed=1, batch_size=4, class_batch_size=3, page_size=3, throttle_floor=0.01)
     base.update(kw)
     return m.MirrorConfig(**base)
 
@@ -247,12 +247,16 @@ def test_retry_budget(fixture_server, tmp_path):
 
 
 def test_retry_after_is_honoured(fixture_server):
+    """A 429's Retry-After is waited by the client-wide throttle; 429s spend neither the
+    query's tries nor the retry budget, and the client stops at its limit of 429s."""
     slept = []
     with FaultProxy(fixture_server.url, always="429", retry_after="2") as p:
-        client = EndpointClient(fast_config(p.url, max_attempts=3, sleep=slept.append))
-        with pytest.raises(m.MirrorError, match="HTTP 429"):
+        client = EndpointClient(fast_config(p.url, max_attempts=3, retry_budget=1, sleep=slept.append,
+                                            throttle_slow_at=6, throttle_stop_at=6))
+        with pytest.raises(m.MirrorError, match=r"HTTP 429.*6 HTTP 429 .*answers within 20 minutes"):
             client.select_iris("SELECT ?x WHERE { ?x ?p ?o } LIMIT 1", "x", "probe")
-    assert slept == [2.0, 2.0]
+    assert slept == pytest.approx([2.0] * 5, abs=0.05) and p.requests == 6
+    assert client.retries == 0 and client.throttled == 6
 
 
 def test_user_agent_and_fractional_retry_after(fixture_server):

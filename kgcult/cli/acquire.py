@@ -8,7 +8,7 @@ from kgcult.acquire import subgraphs
 from kgcult.acquire.dump.ingest import ingest
 from kgcult.acquire.endpoint.mirror import mirror
 from kgcult.acquire.endpoint.plan import DEFAULT_MAX_MEMBERS
-from kgcult.acquire.endpoint.client import DEFAULT_USER_AGENT, WDQS, MirrorConfig
+from kgcult.acquire.endpoint.client import WDQS, MirrorConfig
 from kgcult.errors import KgcultError
 
 STALE = "the hierarchy closure is now stale: run `kgcult closure` (commands that need it rebuild it)"
@@ -52,9 +52,13 @@ def spec_options(f):
               help="WDQS-compatible SPARQL endpoint (default https://query.wikidata.org/sparql).")
 @spec_options
 @click.option("--refresh", is_flag=True, help="Re-pull subgraphs already mirrored and swap them in atomically.")
+@click.option("--contact", envvar="KGCULT_CONTACT", default=None, metavar="EMAIL|URL",
+              help="Your contact, sent in kgcult's User-Agent (required on public endpoints such as WDQS: "
+                   "Wikimedia's User-Agent policy). Env KGCULT_CONTACT.")
 @click.option("--user-agent", envvar="KGCULT_USER_AGENT", default=None,
-              help="User-Agent header (WDQS policy: name the tool and a contact). Env KGCULT_USER_AGENT.")
-@click.option("--concurrency", type=int, default=2, show_default=True, help="Parallel requests.")
+              help="A whole User-Agent instead (`tool/version (contact) lib/version`). Env KGCULT_USER_AGENT.")
+@click.option("--concurrency", type=int, default=None,
+              help="Parallel requests (default: 1 on public endpoints such as WDQS, 2 elsewhere).")
 @click.option("--timeout", type=float, default=90.0, show_default=True, help="Seconds per request.")
 @click.option("--batch-size", type=int, default=250, show_default=True, help="Entity ids per CONSTRUCT.")
 @click.option("--class-batch-size", type=int, default=250, show_default=True, help="Classes per enumeration query.")
@@ -79,7 +83,7 @@ def spec_options(f):
               help="Checkpoint file (default <store>.mirror-checkpoint.sqlite).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.pass_obj
-def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth, refresh, user_agent,
+def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth, refresh, contact, user_agent,
                    concurrency, timeout, batch_size, class_batch_size, page_size, max_attempts,
                    retry_budget, backoff, max_backoff, max_retry_after, construct_format, checkpoint,
                    progress, max_members, plan_only) -> None:
@@ -90,13 +94,14 @@ def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth,
 
     \b
     Examples:
-      kgcult mirror --user-agent 'my-lab-mirror/1.0 (me@example.org)'
+      kgcult mirror --contact me@example.org
+      kgcult mirror --user-agent 'my-lab-mirror/1.0 (me@example.org) kgcult/1.0'
       kgcult mirror dishes labels --endpoint http://127.0.0.1:7878/query --lang en,ja
       kgcult mirror countries --refresh
     """
     specs = _specs(specs_path, languages, roots, depth)
     cfg = MirrorConfig(
-        endpoint=endpoint or WDQS, user_agent=user_agent or DEFAULT_USER_AGENT, timeout=timeout,
+        endpoint=endpoint or WDQS, user_agent=user_agent, contact=contact, timeout=timeout,
         concurrency=concurrency, batch_size=batch_size, class_batch_size=class_batch_size,
         page_size=page_size, max_attempts=max_attempts, retry_budget=retry_budget, backoff=backoff,
         max_backoff=max_backoff, max_retry_after=max_retry_after, construct_format=construct_format,

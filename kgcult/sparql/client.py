@@ -12,9 +12,22 @@ request past ``timeout``. A server's ``Retry-After`` is obeyed (up to ``max_retr
 otherwise the wait grows exponentially with jitter. A request gets at most ``attempts``
 tries, the client at most ``retry_budget`` retries in all. What cannot be had raises
 :class:`RemoteError`, naming the endpoint, the status or problem, and the tries.
+
+HTTP 429 is the endpoint's rate limit, not a failure of the query: it goes to the client's
+one :class:`~kgcult.sparql.throttle.Throttle`, which holds every worker back for
+``max(Retry-After, floor)`` and stops the client before a ban, and spends neither the
+request's tries nor the retry budget (QLever's 429 for a query past its deadline, whose
+body says so, is a timeout and does count). An answer cut by the endpoint's deadline and
+sent with status 200 (Blazegraph appends ``SPARQL-QUERY: queryStr=...`` and a
+``java.util.concurrent.TimeoutException`` stack trace to the part already written) is a
+failed try, as is a 5xx. Redirects (301, 302, 303, 307, 308) are followed, at most
+``MAX_REDIRECTS``, by sending the same POST to the new address (never from https to
+http; headers other than the protocol's own are dropped on a change of host); a permanent
+one (301, 308) is remembered for the client's later requests.
 """
 from __future__ import annotations
 
+import logging
 import random
 import re
 import threading
@@ -33,13 +46,36 @@ from urllib3.util import Retry, Timeout
 
 from kgcult.errors import KgcultError
 from kgcult.safe_text import printable
+from kgcult.sparql.throttle import Throttle, ThrottledTooOften
 from kgcult.version import __version__
+
+log = logging.getLogger(__name__)
 
 USER_AGENT = f"kgcult/{__version__} (https://w3id.org/kgcult; research mirror client)"
 RETRY_STATUS = frozenset({408, 429, *range(500, 600)})  # busy, throttled, or a server-side failure
 _CHUNK = 1 << 16
 _POOL_PREFIX = re.compile(r"^HTTPS?Connection(?:Pool)?\([^)]*\): ")
 _TIMEOUT_NOTE = re.compile(r"\s*\((?:read|connect) timeout=[^)]*\)")
+MAX_REDIRECTS = 5
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_PROTOCOL_HEADERS = frozenset({"user-agent", "accept", "accept-encoding", "content-type"})
+# what Blazegraph writes after an answer its deadline cut (WDQS): the query, then the trace
+_QUERY_MARK = b"SPARQL-QUERY: queryStr="
+_TIMEOUT_MARK = b"java.util.concurrent.TimeoutException"
+# QLever answers a query cancelled at its deadline with 429 and a JSON error saying so
+_QLEVER_TIMEOUT = re.compile(rb"(?i)timed?[ -]?out|time limit|deadline|cancel")
+
+
+def deadline_cut(body: bytes) -> int | None:
+    """Where the endpoint's timeout report starts in ``body`` (an answer cut by its
+    deadline and sent with status 200), or None."""
+    i = body.rfind(_TIMEOUT_MARK)
+    if i < 0:
+        return None
+    j = body.rfind(_QUERY_MARK, 0, i)
+    if j >= 0:
+        return j
+    return i if b"\tat " in body[i:i + 400] else None
 
 
 class RemoteError(KgcultError):
@@ -181,32 +217,45 @@ class _Watchdog:
 class _Failed(Exception):
     """One failed attempt: what to report, and what the Retry policy counts."""
 
-    def __init__(self, problem: str, *, error: Exception | None = None, response=None):
+    def __init__(self, problem: str, *, error: Exception | None = None, response=None, timeout: bool = False):
         super().__init__(problem)
-        self.problem, self.error, self.response = problem, error, response
+        self.problem, self.error, self.response, self.timeout = problem, error, response, timeout
 
 
 class SparqlClient:
     """Queries to one SPARQL endpoint; thread-safe (the mirror shares one among its
-    workers). ``requests``, ``retries`` and ``bytes`` count what it has done."""
+    workers). ``requests``, ``retries``, ``bytes``, ``throttled`` (429s),
+    ``deadline_cuts`` (answers cut by the endpoint's deadline) and ``redirects`` count what
+    it has done; ``url`` is where it sends queries now (``endpoint`` after a permanent
+    redirect). ``throttle``: shared by every worker (default: one of ``parallel``
+    requests at a time, no limit when None, on ``clock`` and ``sleep``)."""
 
     def __init__(self, endpoint: str, *, user_agent: str = USER_AGENT, headers: dict | None = None,
                  timeout: float = 60.0, attempts: int = 3, backoff: float = 0.5, max_backoff: float = 120.0,
                  max_retry_after: float = 600.0, retry_reads: bool = True, retry_budget: int | None = None,
                  retry_status: frozenset[int] = RETRY_STATUS,
-                 sleep: Callable[[float], None] = time.sleep, seed: int | None = None, pool_size: int = 4):
+                 sleep: Callable[[float], None] = time.sleep, seed: int | None = None, pool_size: int = 4,
+                 throttle: Throttle | None = None, parallel: int | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.endpoint, self.timeout, self.retry_budget, self._sleep = endpoint, timeout, retry_budget, sleep
+        self.url = endpoint
         # retry_reads=False: a request whose answer had started (or timed out) is not sent again
         self.policy = Backoff(total=attempts - 1, read=None if retry_reads else 0, allowed_methods={"POST"},
                               status_forcelist=retry_status, backoff_factor=backoff, backoff_max=max_backoff,
                               backoff_jitter=0.5, rng=random.Random(seed))
         self.max_retry_after = max_retry_after
+        self.throttle = throttle or Throttle(parallel=parallel or 1 << 16, clock=clock, sleep=sleep)
         # sent with every request (urllib3 replaces a pool's headers by a request's own)
         self._headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", **(headers or {})}
         self._pool = urllib3.PoolManager(maxsize=pool_size)
         self._pool.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
         self._lock = threading.Lock()
         self.requests = self.retries = self.bytes = 0
+        self.deadline_cuts = self.redirects = 0
+
+    @property
+    def throttled(self) -> int:
+        return self.throttle.throttled
 
     def query(self, text: str, accept: str, *, params=(), check: Callable[[Reply], object] | None = None):
         """POST ``text`` as the ``query`` field after ``params`` (name, value pairs); return
@@ -222,6 +271,14 @@ class SparqlClient:
                 failed = _Failed(str(e), error=e)
             except _Failed as e:
                 failed = e
+            if failed.response is not None and failed.response.status == 429 and not failed.timeout:
+                # the endpoint's rate limit: every worker waits; no try, no retry is spent
+                try:
+                    self.throttle.throttled_by(self._retry_after(retry, failed.response), self.endpoint)
+                except ThrottledTooOften as e:
+                    raise RemoteError(self.endpoint, f"{failed.problem}; {e.args[0].split(': ', 1)[1]}",
+                                      status=429) from None
+                continue
             try:
                 retry = retry.increment("POST", self.endpoint, response=failed.response, error=failed.error)
             except MaxRetryError:
@@ -239,11 +296,41 @@ class SparqlClient:
         self._pool.clear()
 
     def _attempt(self, body: bytes, headers: dict, retry: Retry) -> Reply:
+        url, hops = self.url, 0
+        while True:
+            with self.throttle:
+                resp, data = self._send(url, body, headers)
+            if resp.status not in REDIRECTS or not resp.headers.get("Location"):
+                break
+            url, headers, hops = self._redirect(url, resp, headers, hops)
+        if resp.status >= 300:
+            text = data[:600].decode("utf-8", "replace").strip()
+            problem = printable(f"HTTP {resp.status} {resp.reason}: {text or '(empty body)'}")
+            timeout = deadline_cut(data) is not None or (
+                resp.status == 429 and not resp.headers.get("Retry-After") and bool(_QLEVER_TIMEOUT.search(data[:2000])))
+            if timeout:
+                with self._lock:
+                    self.deadline_cuts += 1
+                problem = f"the query ran past the endpoint's deadline (HTTP {resp.status})"
+            if retry.is_retry("POST", resp.status, bool(resp.headers.get("Retry-After"))):
+                raise _Failed(problem, response=resp, timeout=timeout)
+            raise RemoteError(self.endpoint, problem, status=resp.status)
+        cut = deadline_cut(data)
+        if cut is not None:
+            with self._lock:
+                self.deadline_cuts += 1
+            raise _Failed(f"the query ran past the endpoint's deadline: HTTP {resp.status} with the answer cut "
+                          f"after {cut} bytes and a TimeoutException appended",
+                          error=ReadTimeoutError(None, self.endpoint, "deadline"))
+        ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        return Reply(resp.status, ctype, resp.headers, data)
+
+    def _send(self, url: str, body: bytes, headers: dict):
         deadline = time.monotonic() + self.timeout
         late = f"timeout: no complete answer within {self.timeout:g} s"
         with _Watchdog(self.timeout) as watchdog:
             try:
-                resp = self._pool.request("POST", self.endpoint, body=body, headers=headers, retries=False,
+                resp = self._pool.request("POST", url, body=body, headers=headers, retries=False,
                                           redirect=False, preload_content=False, timeout=Timeout(total=self.timeout))
             except HTTPError as e:
                 if watchdog.fired:
@@ -262,14 +349,34 @@ class SparqlClient:
         with self._lock:
             self.requests += 1
             self.bytes += len(data)
-        if resp.status >= 300:
-            text = data[:600].decode("utf-8", "replace").strip()
-            problem = printable(f"HTTP {resp.status} {resp.reason}: {text or '(empty body)'}")
-            if retry.is_retry("POST", resp.status, bool(resp.headers.get("Retry-After"))):
-                raise _Failed(problem, response=resp)
-            raise RemoteError(self.endpoint, problem, status=resp.status)
-        ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        return Reply(resp.status, ctype, resp.headers, data)
+        return resp, data
+
+    def _redirect(self, url: str, resp, headers: dict, hops: int):
+        """The next address of a redirect, with the headers to send there."""
+        target = urllib.parse.urljoin(url, resp.headers["Location"])
+        old, new = urllib.parse.urlsplit(url), urllib.parse.urlsplit(target)
+        if hops >= MAX_REDIRECTS:
+            raise RemoteError(self.endpoint, f"more than {MAX_REDIRECTS} redirects (last to {target})",
+                              status=resp.status)
+        if new.scheme not in ("http", "https") or (old.scheme == "https" and new.scheme == "http"):
+            raise RemoteError(self.endpoint, f"HTTP {resp.status} redirect to {target} refused "
+                                             "(not http(s), or from https to http)", status=resp.status)
+        if new.hostname != old.hostname:
+            headers = {k: v for k, v in headers.items() if k.lower() in _PROTOCOL_HEADERS}
+        with self._lock:
+            self.redirects += 1
+            if resp.status in (301, 308) and self.url != target:
+                log.warning("%s has moved permanently to %s (HTTP %d); following it (pass --endpoint %s)",
+                            self.url, target, resp.status, target)
+                self.url = target
+        return target, headers, hops + 1
+
+    def _retry_after(self, retry: Retry, response) -> float | None:
+        try:
+            after = retry.get_retry_after(response)
+        except InvalidHeader:
+            return None
+        return None if after is None else min(after, self.max_retry_after)
 
     def _deadline_error(self) -> ReadTimeoutError:
         """The error a missed deadline hands to urllib3's Retry, which counts it as a read error."""
@@ -278,12 +385,9 @@ class SparqlClient:
     def _wait(self, retry: Retry, response) -> float:
         """Seconds before the next try: the server's Retry-After (capped), else the backoff."""
         if response is not None:
-            try:
-                after = retry.get_retry_after(response)
-            except InvalidHeader:
-                after = None
+            after = self._retry_after(retry, response)
             if after is not None:
-                return min(after, self.max_retry_after)
+                return after
         return retry.get_backoff_time()
 
     def _read(self, resp, deadline: float) -> bytes:
