@@ -14,6 +14,7 @@ import pytest
 from kgcult.acquire.endpoint import mirror as m
 from kgcult.acquire.endpoint.client import WDQS, EndpointClient, MirrorConfig
 from kgcult.sparql.client import RemoteError, SparqlClient
+from kgcult.sparql.throttle import Throttle, ThrottledTooOften
 from kgcult.store import Store
 from tests.conftest import run_cli
 from tests.test_mirror import FIXTURE, data_quads, fast_config
@@ -124,8 +125,7 @@ def test_retry_after_zero_is_floored(server):
         stamps = []
         orig = p._handle
         p._handle = lambda h, body: (stamps.append(time.monotonic()), orig(h, body))
-        client = SparqlClient(p.url, attempts=2)
-        client.throttle.floor, client.throttle.stop_at = 0.2, 4
+        client = SparqlClient(p.url, attempts=2, throttle=Throttle(floor=0.2, stop_at=4))
         with pytest.raises(RemoteError, match="4 HTTP 429"):
             client.query(COUNT, "application/sparql-results+json")
     assert len(stamps) == 4 and client.retries == 0
@@ -205,3 +205,25 @@ def test_redirect_to_another_scheme_is_refused(server):
     with Away(server.url) as p:
         with pytest.raises(RemoteError, match="redirect to ftp://127.0.0.1/x refused"):
             SparqlClient(p.url).query(COUNT, "application/sparql-results+json")
+
+
+def test_throttle_slows_down_then_stops_well_before_a_ban():
+    now, slept = [0.0], []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    t = Throttle(parallel=3, floor=1.0, slow_at=3, slow_wait=60.0, stop_at=5, clock=lambda: now[0], sleep=sleep)
+    assert t.throttled_by(0) == 1.0          # Retry-After: 0 waits the floor
+    assert t.throttled_by(None) == 60.0      # no Retry-After: a refill period
+    assert t._limit() == 3
+    assert t.throttled_by(5) == 60.0         # the third in the window: slowed, one at a time
+    assert t.slowed and t._limit() == 1
+    with t:
+        assert slept and slept[-1] == pytest.approx(60.0)  # the gate held until the window passed
+    t.throttled_by(2)
+    with pytest.raises(ThrottledTooOften, match="5 HTTP 429"):
+        t.throttled_by(2)
+    now[0] += 20 * 60 + 1                    # the window slides: the count starts again
+    assert t.recent() == 0 and not t.slowed

@@ -227,8 +227,8 @@ class SparqlClient:
     workers). ``requests``, ``retries``, ``bytes``, ``throttled`` (429s),
     ``deadline_cuts`` (answers cut by the endpoint's deadline) and ``redirects`` count what
     it has done; ``url`` is where it sends queries now (``endpoint`` after a permanent
-    redirect). ``throttle``: shared by every worker (default: one of ``parallel``
-    requests at a time, no limit when None, on ``clock`` and ``sleep``)."""
+    redirect). ``throttle``: shared by every worker, it takes the 429s (without one, a
+    429 is a failed try as any other, and at most ``parallel`` requests go at a time)."""
 
     def __init__(self, endpoint: str, *, user_agent: str = USER_AGENT, headers: dict | None = None,
                  timeout: float = 60.0, attempts: int = 3, backoff: float = 0.5, max_backoff: float = 120.0,
@@ -244,6 +244,7 @@ class SparqlClient:
                               status_forcelist=retry_status, backoff_factor=backoff, backoff_max=max_backoff,
                               backoff_jitter=0.5, rng=random.Random(seed))
         self.max_retry_after = max_retry_after
+        self._rate_limited = throttle is not None
         self.throttle = throttle or Throttle(parallel=parallel or 1 << 16, clock=clock, sleep=sleep)
         # sent with every request (urllib3 replaces a pool's headers by a request's own)
         self._headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", **(headers or {})}
@@ -271,13 +272,13 @@ class SparqlClient:
                 failed = _Failed(str(e), error=e)
             except _Failed as e:
                 failed = e
-            if failed.response is not None and failed.response.status == 429 and not failed.timeout:
+            if (self._rate_limited and failed.response is not None and failed.response.status == 429
+                    and not failed.timeout):
                 # the endpoint's rate limit: every worker waits; no try, no retry is spent
                 try:
-                    self.throttle.throttled_by(self._retry_after(retry, failed.response), self.endpoint)
+                    self.throttle.throttled_by(self._retry_after(retry, failed.response))
                 except ThrottledTooOften as e:
-                    raise RemoteError(self.endpoint, f"{failed.problem}; {e.args[0].split(': ', 1)[1]}",
-                                      status=429) from None
+                    raise RemoteError(self.endpoint, f"{failed.problem}; {e}", status=429) from None
                 continue
             try:
                 retry = retry.increment("POST", self.endpoint, response=failed.response, error=failed.error)

@@ -119,7 +119,7 @@ class Throttle:
     def __exit__(self, *exc) -> None:
         self.release()
 
-    def throttled_by(self, retry_after: float | None, endpoint: str = "the endpoint") -> float:
+    def throttled_by(self, retry_after: float | None) -> float:
         """Record a 429 that said ``Retry-After: retry_after`` (None: no header); close the
         gate for every worker; return the wait. Raises :class:`ThrottledTooOften` at
         ``stop_at`` 429s in the window."""
@@ -131,7 +131,7 @@ class Throttle:
             n = len(self._recent)
             if n >= self.stop_at:
                 raise ThrottledTooOften(
-                    f"{endpoint}: {n} HTTP 429 (Too Many Requests) answers within {self.window / 60:g} minutes; "
+                    f"{n} HTTP 429 (Too Many Requests) answers within {self.window / 60:g} minutes; "
                     f"stopping before the endpoint's ban (WDQS bans a client for 24 h past {BAN_AT} in 20 "
                     "minutes); re-run the same command later to resume")
             wait = self.default_wait if retry_after is None else retry_after
