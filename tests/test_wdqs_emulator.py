@@ -17,7 +17,7 @@ from kgcult.sparql.client import RemoteError, SparqlClient
 from kgcult.sparql.throttle import Throttle, ThrottledTooOften
 from kgcult.store import Store
 from tests.conftest import run_cli
-from tests.test_mirror import FIXTURE, data_quads, fast_config
+from tests.test_mirror import data_quads, fast_config
 from tests.test_mirror_faults import clean, server  # noqa: F401 (fixtures)
 from tests.test_mirror_proxy import FaultProxy
 from tests.wdqs_emulator import Emulator

@@ -48,7 +48,6 @@ import json
 import random
 import re
 import socket
-import threading
 import time
 import urllib.parse
 from datetime import datetime, timedelta, timezone

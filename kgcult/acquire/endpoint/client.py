@@ -22,17 +22,17 @@ from dataclasses import dataclass
 from typing import Callable
 
 import pyoxigraph as ox
+import urllib3
 from pyoxigraph import NamedNode
 
 from kgcult.acquire.endpoint.queries import count_query
 from kgcult.errors import KgcultError
 from kgcult.sparql import etiquette, throttle
 from kgcult.sparql.client import BadResponse, RemoteError, Reply, RetriesExhausted, RetryBudgetExhausted, SparqlClient
-from kgcult.version import __version__
 
 log = logging.getLogger(__name__)
 WDQS = "https://query.wikidata.org/sparql"
-LIBRARY = f"urllib3/{__import__('urllib3').__version__}"
+LIBRARY = f"urllib3/{urllib3.__version__}"
 DEFAULT_USER_AGENT = etiquette.user_agent_for(None, LIBRARY)  # private endpoints only
 PRIVATE_CONCURRENCY = 2
 
