@@ -222,7 +222,7 @@ def main() -> int:
                 times[name].append(secs)
                 per_cfg[name] = p
                 if per is None:
-                    per = p
+                    per = {k: dict(v) for k, v in p.items()}
                 elif {k: v["triples"] for k, v in p.items()} != {k: v["triples"] for k, v in per.items()}:
                     raise SystemExit(f"{name}: a run gave different triple counts")
             # the transfer limit, same endpoint, same format, between the mirror runs
