@@ -322,7 +322,7 @@ class SparqlClient:
                 self.deadline_cuts += 1
             raise _Failed(f"the query ran past the endpoint's deadline: HTTP {resp.status} with the answer cut "
                           f"after {cut} bytes and a TimeoutException appended",
-                          error=ReadTimeoutError(None, self.endpoint, "deadline"))
+                          error=ReadTimeoutError(None, self.endpoint, "deadline"))  # type: ignore[arg-type]
         ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
         return Reply(resp.status, ctype, resp.headers, data)
 

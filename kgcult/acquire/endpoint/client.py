@@ -119,6 +119,7 @@ class EndpointClient:
         self.config = config
         if config.concurrency is None or config.user_agent is None:
             config.validate()
+        assert config.concurrency is not None and config.user_agent is not None  # validate() sets both
         gate = throttle.Throttle(parallel=config.concurrency, floor=config.throttle_floor,
                                  slow_at=config.throttle_slow_at, stop_at=config.throttle_stop_at,
                                  clock=config.clock, sleep=config.sleep)
