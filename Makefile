@@ -7,14 +7,19 @@ KG     := $(VENV)/bin/kgcult
 STORE  ?= .kgcult/store
 DEMO_OUT ?= build/demo
 
-.PHONY: install demo lint test test-all bench seed clean
+.PHONY: install vendor demo lint test test-all bench seed clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-install: $(PY)
+install: $(PY) vendor
 	$(PIP) install -q -c constraints.txt torch==2.13.0
 	$(PIP) install -q -c constraints.txt -e '.[all,test,lint]'
+
+# YASGUI for the query page of `kgcult serve`, from npm into kgcult/serve/web/vendor/
+# (git-ignored, package data of the wheel); without npm the page is the plain one.
+vendor:
+	tools/vendor-yasgui.sh
 
 demo:
 	@test -x $(KG) || { echo "run 'make install' first" >&2; exit 1; }

@@ -14,7 +14,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from kgcult import inspection
+from kgcult import inspection, resources
 from kgcult.serve.config import ServeConfig, check_config, is_loopback
 from kgcult.serve.protocol import parse_accept
 from kgcult.sparql.query_text import classify, first_keyword
@@ -422,27 +422,54 @@ def test_request_body_limit(make_server):
 
 # -- the page, the entity page and the examples ------------------------------------------------
 
-def test_query_page_is_self_contained(server):
-    status, headers, body = http(server.url + "/")
+def _self_contained(server, path, assets):
+    status, headers, body = http(server.url + path)
     assert status == 200 and headers["Content-Type"].startswith("text/html")
     html = body.decode()
-    assert 'src="/static/app.js"' in html and 'href="/static/style.css"' in html
-    for name in ("app.js", "style.css"):
+    for name in assets:
+        assert f'"/static/{name}"' in html, name
         status, _, asset = http(server.url + "/static/" + name)
         assert status == 200 and asset
-        html += asset.decode()
+        if not name.startswith("vendor/"):  # YASGUI's bundle names docs sites in its help texts
+            html += asset.decode()
     # no CDN, no external fonts or scripts: nothing is fetched from another origin
-    import re
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "fetch(\"http" not in html and "import(" not in html
+    return html
+
+
+def test_query_page_is_self_contained(server):
+    from kgcult.serve import pages
+
+    _self_contained(server, "/plain", ("app.js", "style.css"))
+    if pages.vendored():  # YASGUI from npm (make vendor): the page and its bundle come from here
+        html = _self_contained(server, "/", ("vendor/yasgui.min.js", "vendor/yasgui.min.css", "yasr-plugins.js",
+                                             "yasgui-page.js", "style.css"))
+        assert "lov.linkeddata" not in html and '"variables", "prefixes"' in html  # no online completers
+    else:  # without npm at build time: the plain page
+        _self_contained(server, "/", ("app.js", "style.css"))
+    assert http(server.url + "/static/vendor/nothing.js")[0] == 404
     assert http(server.url + "/static/../serve.py")[0] == 404
+    prefixes = json.loads(http(server.url + "/api/prefixes")[2])
+    assert prefixes["wd"] == WD and prefixes["geo"] == "http://www.opengis.net/ont/geosparql#"
+
+
+def test_page_falls_back_to_the_plain_page_without_yasgui(server, monkeypatch, tmp_path):
+    """A build without npm has no web/vendor/: `/` is the plain page, the bundle a clear 404."""
+    from kgcult.serve import pages
+
+    monkeypatch.setattr(pages, "VENDOR_DIR", tmp_path / "no-vendor")
+    status, _, body = http(server.url + "/")
+    assert status == 200 and b'src="/static/app.js"' in body and b"yasgui" not in body.lower()
+    status, _, body = http(server.url + "/static/vendor/yasgui.min.js")
+    assert status == 404 and b"make vendor" in body
 
 
 def test_examples_run_and_use_closures(server):
     status, _, body = http(server.url + "/api/examples")
     examples = json.loads(body)
-    assert {e["id"] for e in examples} == {"dishes-per-country", "dish-card", "food-hierarchy", "labels-all-languages",
-                                           "wdqs-label-service"}
+    assert {e["id"] for e in examples} == {p.stem.split("-", 1)[1] for p in resources.queries("examples").glob("*.rq")}
+    assert len(examples) >= 10 and {"map-of-capitals", "dish-images", "most-used-ingredients"} <= {e["id"] for e in examples}
     for ex in examples:
         if ex["id"] == "wdqs-label-service":  # written as for WDQS: tests/test_wdqs.py runs it
             continue
@@ -459,6 +486,14 @@ def test_examples_run_and_use_closures(server):
             assert depth == {WD + "Q41415": 1, WD + "Q9100002": 1, WD + "Q177": 1, WD + "Q9100001": 2}
         if ex["id"] == "labels-all-languages":
             assert len(rows) == 7
+        if ex["id"] == "map-of-capitals":  # WKT points as WDQS writes P625
+            got = {b["capitalLabel"]["value"]: b["coord"] for b in rows}
+            assert set(got) == {"Tokyo", "Seoul", "Rome"}
+            assert got["Tokyo"] == {"type": "literal", "value": "Point(139.69171 35.6895)",
+                                    "datatype": "http://www.opengis.net/ont/geosparql#wktLiteral"}
+        if ex["id"] == "dlama-capitals":
+            assert {(b["countryLabel"]["value"], b["capitalLabel"]["value"]) for b in rows} == {
+                ("Italy", "Rome"), ("Japan", "Tokyo"), ("South Korea", "Seoul")}
 
 
 def test_entity_page_shows_the_card(server, store_path):

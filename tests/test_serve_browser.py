@@ -42,7 +42,7 @@ def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
 
 
 def test_page_runs_an_example_query(server, tmp_path):
-    url = server.url + "/#example=dishes-per-country"
+    url = server.url + "/plain#example=dishes-per-country"
     dom = chromium(["--dump-dom", url], tmp_path / "profile")
     assert dom.returncode == 0, dom.stderr[-2000:]
     page = dom.stdout
@@ -71,7 +71,7 @@ def test_page_query_from_a_link_and_the_entity_page(server, tmp_path):
     q = "SELECT ?dish WHERE { ?dish wdt:P495 wd:Q884 } ORDER BY ?dish"
     from urllib.parse import quote
 
-    dom = chromium(["--dump-dom", server.url + "/#query=" + quote(q)], tmp_path / "p1")
+    dom = chromium(["--dump-dom", server.url + "/plain#query=" + quote(q)], tmp_path / "p1")
     assert dom.returncode == 0
     assert "bibimbap" in dom.stdout and "kimchi jjigae" in dom.stdout
     card = chromium(["--dump-dom", server.url + "/entity/Q46383?lang=ja"], tmp_path / "p2")
@@ -235,7 +235,7 @@ def test_click_an_example_and_type_a_query(server, devtools, tmp_path):
 
     dt = devtools
     dt.call("Page.enable")
-    dt.call("Page.navigate", url=server.url + "/")
+    dt.call("Page.navigate", url=server.url + "/plain")
     dt.wait_for(f"document.querySelectorAll('#examples button').length === {len(EXAMPLES)}")
     # click the example's button, as a user does
     dt.eval("document.getElementById('example-dishes-per-country').click()")
@@ -267,3 +267,125 @@ def test_click_an_example_and_type_a_query(server, devtools, tmp_path):
     dt.eval("document.querySelector('#result-table a.entity[href^=\"/entity/Q17\"]').click()")
     dt.wait_for("location.pathname === '/entity/Q17' && document.readyState === 'complete'")
     assert "Japan" in dt.eval("document.querySelector('h1').innerText")
+
+
+# -- the YASGUI page (YASGUI from npm at build time: make vendor) ----------------------------------
+
+def _yasgui_or_skip():
+    from kgcult.serve import pages
+
+    if not pages.vendored():
+        pytest.skip("YASGUI is not vendored (make vendor needs npm): `kgcult serve` shows the plain page")
+
+
+@pytest.fixture(scope="module")
+def geo_server(tmp_path_factory):
+    with running_server(build_store(tmp_path_factory.mktemp("yasgui") / "store")) as srv:
+        yield srv
+
+
+def _open(dt, url: str) -> None:
+    dt.call("Page.enable")
+    dt.call("Page.navigate", url=url)
+    dt.wait_for("!!document.body && document.body.dataset.ready === 'true'")
+
+
+def _run_example(dt, ex_id: str) -> None:
+    dt.eval("document.body.dataset.state = ''")
+    dt.eval(f"document.getElementById('example-{ex_id}').click()")
+    dt.wait_for("document.body.dataset.state === 'done'")
+
+
+def test_yasgui_page_editor_table_labels_downloads_url(geo_server, devtools, tmp_path):
+    import base64
+    import json as _json
+    import urllib.parse
+
+    _yasgui_or_skip()
+    dt = devtools
+    _open(dt, geo_server.url + "/#example=dishes-per-country")
+    # the editor (YASQE on CodeMirror) holds the example, every example has a button
+    dt.wait_for("document.body.dataset.state === 'done'")
+    assert dt.eval("!!document.querySelector('#yasgui .yasqe .CodeMirror')")
+    assert "kgc:typedAs" in dt.eval("kgcult.yasgui.getTab().getYasqe().getValue()")
+    assert dt.eval("document.querySelectorAll('#examples button').length") == len(EXAMPLES) >= 10
+    # the predeclared prefixes are known to the editor's syntax check
+    assert dt.eval("kgcult.yasgui.getTab().getYasqe().queryValid") is True
+    # rows in YASR's table, entity cells labelled by kgcult and linked to the entity page
+    dt.wait_for("document.querySelectorAll('#yasgui .yasr a.entity .kg-label').length === 3")
+    rows = dt.eval("[...document.querySelectorAll('#yasgui .yasr table.dataTable tbody tr')]"
+                   ".map(tr => [...tr.cells].slice(1).map(td => td.innerText.trim()))")
+    assert sorted(map(tuple, rows)) == [("Italy Q38", '"2"^^xsd:integer'), ("Japan Q17", '"2"^^xsd:integer'),
+                                        ("South Korea Q884", '"2"^^xsd:integer')], rows
+    assert dt.eval("document.querySelector('#yasgui a.entity[href=\"/entity/Q17?lang=en\"]').innerText") == "Japan Q17"
+    # paged and sortable (YASR's table on DataTables)
+    assert "Showing 1 to 3 of 3 entries" in dt.eval("document.querySelector('#yasgui .yasr').innerText")
+    assert dt.eval("document.querySelectorAll('#yasgui .yasr table.dataTable thead th.sorting, "
+                   "#yasgui .yasr table.dataTable thead th[aria-sort], #yasgui .yasr thead th.dt-orderable-asc').length") >= 2
+    # the URL follows the query; the share link and the downloads carry it
+    query = dt.eval("kgcult.yasgui.getTab().getYasqe().getValue()")
+    assert urllib.parse.unquote(dt.eval("location.hash")) == "#query=" + query
+    assert dt.eval("document.getElementById('share').getAttribute('href')") == dt.eval("location.pathname + location.hash")
+    for fmt, head in (("csv", "country,dishes"), ("tsv", "?country\t?dishes"), ("json", '"vars"')):
+        href = dt.eval(f"document.getElementById('download-{fmt}').getAttribute('href')")
+        assert href.startswith("/query?") and f"format={fmt}" in href
+        body = dt.eval(f"fetch(document.getElementById('download-{fmt}').href).then(r => r.text())")
+        assert head in body and "http://www.wikidata.org/entity/Q17" in body, (fmt, body[:300])
+    shot = tmp_path / "yasgui-page.png"
+    shot.write_bytes(base64.b64decode(dt.call("Page.captureScreenshot", format="png")["data"]))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20000
+    print(f"screenshot: {shot}")
+
+    # a query typed into the editor and run with YASQE's button: the URL follows it
+    q = "SELECT ?dish WHERE { ?dish wdt:P495 wd:Q884 } ORDER BY ?dish"
+    dt.eval("document.body.dataset.state = ''")
+    dt.eval(f"kgcult.yasgui.getTab().getYasqe().setValue({_json.dumps(q)}); "
+            "document.querySelector('#yasgui .yasqe_queryButton').click()")
+    dt.wait_for("document.body.dataset.state === 'done'")
+    assert urllib.parse.unquote(dt.eval("location.hash")) == "#query=" + q
+    dt.wait_for("document.querySelectorAll('#yasgui .yasr a.entity .kg-label').length === 2")
+    assert dt.eval("[...document.querySelectorAll('#yasgui .yasr a.entity')].map(a => a.innerText)") == [
+        "bibimbap Q9100021", "kimchi jjigae Q9100022"]
+    # the history lists it; nothing was fetched from another origin (the page works offline)
+    assert "wdt:P495 wd:Q884" in dt.eval("document.getElementById('history').innerText")
+    assert dt.eval("performance.getEntriesByType('resource').filter(e => !e.name.startsWith(location.origin))"
+                   ".map(e => e.name)") == []
+
+
+def test_yasgui_page_map_chart_and_link(geo_server, devtools, tmp_path):
+    import base64
+    from urllib.parse import quote
+
+    _yasgui_or_skip()
+    dt = devtools
+    _open(dt, geo_server.url + "/")
+    # #defaultView:Map: the capitals as points (P625 WKT literals), named by their labels
+    _run_example(dt, "map-of-capitals")
+    dt.wait_for("document.querySelectorAll('#yasgui svg.kg-map circle.kg-point').length === 3")
+    names = dt.eval("[...document.querySelectorAll('#yasgui .kg-point title')].map(t => t.textContent)")
+    assert sorted(n.split(" (")[0] for n in names) == ["Rome", "Seoul", "Tokyo"]
+    # Tokyo at (139.69 E, 35.69 N) on the 960x480 plate carree
+    tokyo = dt.eval("(() => { const c = [...document.querySelectorAll('#yasgui .kg-point')]"
+                    ".find(c => c.textContent.startsWith('Tokyo')); return [+c.getAttribute('cx'), +c.getAttribute('cy')] })()")
+    assert abs(tokyo[0] - (139.69171 + 180) / 360 * 960) < 0.1 and abs(tokyo[1] - (90 - 35.6895) / 180 * 480) < 0.1
+    shot = tmp_path / "yasgui-map.png"
+    shot.write_bytes(base64.b64decode(dt.call("Page.captureScreenshot", format="png")["data"]))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    print(f"screenshot: {shot}")
+    # #defaultView:BarChart: one bar per ingredient, rice and nori and mozzarella once each
+    _run_example(dt, "most-used-ingredients")
+    dt.wait_for("document.querySelectorAll('#yasgui svg.kg-chart rect.kg-bar').length > 0")
+    labels = dt.eval("[...document.querySelectorAll('#yasgui .kg-bar-label')].map(t => t.textContent)")
+    assert {"rice", "nori", "mozzarella"} <= set(labels), labels
+    # #defaultView:ImageGrid: P18 files as a grid (the images themselves need Commons)
+    _run_example(dt, "dish-images")
+    dt.wait_for("document.querySelectorAll('#yasgui .kg-images figure').length === 2")
+    assert sorted(dt.eval("[...document.querySelectorAll('#yasgui .kg-images figcaption')].map(f => f.textContent)")) == [
+        "bibimbap", "ramen"]
+    # a WDQS-style link (/#<query>) runs its query
+    q = "SELECT ?capital WHERE { wd:Q38 wdt:P36 ?capital }"
+    dt.eval("document.body.dataset.state = ''")
+    dt.call("Page.navigate", url=geo_server.url + "/#" + quote(q))  # same page: a hash change
+    dt.wait_for("document.body.dataset.state === 'done' && "
+                "document.querySelectorAll('#yasgui .yasr a.entity .kg-label').length === 1")
+    assert dt.eval("document.querySelector('#yasgui .yasr a.entity').innerText") == "Rome Q220"

@@ -4,9 +4,10 @@ which runs it on cheroot's WSGI server (a thread pool, per-connection read timeo
 request body limit).
 
 Paths: ``/query`` (also ``/sparql``; GET, POST form, POST ``application/sparql-query``),
-``/update`` (POST, with ``writable`` and a bearer token only), ``/`` the query page,
-``/static/NAME`` its files, ``/entity/Q123`` an entity page, ``/api/entity/Q123`` its
-card as JSON, ``/api/examples``, ``/api/status``.
+``/update`` (POST, with ``writable`` and a bearer token only), ``/`` the query page
+(YASGUI when vendored), ``/plain`` the plain page, ``/static/NAME`` and
+``/static/vendor/NAME`` their files, ``/entity/Q123`` an entity page, ``/api/entity/Q123``
+its card as JSON, ``/api/examples``, ``/api/prefixes``, ``/api/status``.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from kgcult.serve.framing import StrictHeaderReader, length_problem
 from kgcult.serve.endpoint import SparqlApp
 from kgcult.serve.protocol import HttpError, Reply
 from kgcult.serve.read_deadline import ReadDeadline
+from kgcult.sparql import wdqs
 from kgcult.store import readers
 from kgcult.version import __version__
 
@@ -43,10 +45,13 @@ URLS = Map([
     Rule("/update", endpoint="update", methods=["POST"]),
     Rule("/", endpoint="page", methods=["GET"]),
     Rule("/index.html", endpoint="page", methods=["GET"]),
+    Rule("/plain", endpoint="plain_page", methods=["GET"]),
     Rule("/static/<name>", endpoint="static", methods=["GET"]),
+    Rule("/static/vendor/<name>", endpoint="vendor", methods=["GET"]),
     Rule("/entity/<qid>", endpoint="entity_page", methods=["GET"]),
     Rule("/api/entity/<qid>", endpoint="entity_json", methods=["GET"]),
     Rule("/api/examples", endpoint="examples", methods=["GET"]),
+    Rule("/api/prefixes", endpoint="prefixes", methods=["GET"]),
     Rule("/api/status", endpoint="status", methods=["GET"]),
 ], merge_slashes=False)
 
@@ -123,17 +128,23 @@ class WsgiApp:
             self.sparql.refuse_update()
         query = protocol.query_request(request, fields)
         if query is None:  # a browser opening /query: the page
-            return pages.static("index.html")
+            return pages.page()
         return self.sparql.query(query)
 
     def on_update(self, request: Request) -> Reply:
         return self.sparql.update(protocol.update_request(request, protocol.params(request)))
 
     def on_page(self, request: Request) -> Reply:
+        return pages.page()
+
+    def on_plain_page(self, request: Request) -> Reply:
         return pages.static("index.html")
 
     def on_static(self, request: Request, name: str) -> Reply:
         return pages.static(name)
+
+    def on_vendor(self, request: Request, name: str) -> Reply:
+        return pages.vendor(name)
 
     def on_entity_page(self, request: Request, qid: str) -> Reply:
         lang = self._lang(request)
@@ -147,6 +158,9 @@ class WsgiApp:
 
     def on_examples(self, request: Request) -> Reply:
         return _json(pages.EXAMPLES)
+
+    def on_prefixes(self, request: Request) -> Reply:
+        return _json(wdqs.PREFIXES)
 
     def on_status(self, request: Request) -> Reply:
         return _json(self.sparql.status())

@@ -1,85 +1,63 @@
-"""The HTML side of the server: the query page's files (``kgcult/serve/web/``), its
-example queries, and the entity page (the card of ``kgcult show`` as HTML)."""
+"""The HTML side of the server: the query page's files (``kgcult/serve/web/``: YASGUI from
+``web/vendor/`` when ``make vendor`` put it there, else the plain page), its example queries
+(``queries/examples/``), and the entity page (the card of ``kgcult show`` as HTML)."""
 from __future__ import annotations
 
 import html
+import re
 from importlib.resources import files
 
-from kgcult import ids
+from kgcult import ids, resources
+from kgcult.errors import KgcultError
 from kgcult.serve.protocol import HttpError, Reply
 
 WEB_DIR = files("kgcult.serve") / "web"
-_STATIC = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-           "style.css": "text/css; charset=utf-8"}
+VENDOR_DIR = WEB_DIR / "vendor"
+_JS, _HTML = "text/javascript; charset=utf-8", "text/html; charset=utf-8"
+_STATIC = {"index.html": _HTML, "yasgui.html": _HTML, "app.js": _JS, "yasgui-page.js": _JS,
+           "yasr-plugins.js": _JS, "style.css": "text/css; charset=utf-8"}
+_VENDOR = {"yasgui.min.js": _JS, "yasgui.min.css": "text/css; charset=utf-8"}
 
-# Example queries of the query page. They read the kgc: closure graphs (built by
-# `kgcult closure`); the WDQS-style one writes the path, which kgcult answers from them.
-EXAMPLES = [
-    {
-        "id": "dishes-per-country",
-        "title": "Dishes per country",
-        "query": """# Dishes (anything typed as a dish through the closure) per country of origin
-SELECT ?country (COUNT(DISTINCT ?dish) AS ?dishes) WHERE {
-  ?dish kgc:typedAs wd:Q746549 ;
-        wdt:P495 ?country .
-}
-GROUP BY ?country
-ORDER BY DESC(?dishes) ?country
-LIMIT 50""",
-    },
-    {
-        "id": "wdqs-label-service",
-        "title": "WDQS style: Japanese dishes with the label service",
-        "query": """# A query as written for query.wikidata.org runs unchanged: WDQS prefixes are
-# predeclared, the label service is answered locally (languages in order, the id last),
-# and the (wdt:P31|wdt:P279)+ path is read from the closure graph (docs/wdqs.md)
-SELECT ?dish ?dishLabel ?dishDescription WHERE {
-  ?dish wdt:P495 wd:Q17 ;
-        (wdt:P31|wdt:P279)+ wd:Q746549 .
-  SERVICE wikibase:label { bd:serviceParam wikibase:language "[AUTO_LANGUAGE],ja". }
-}
-ORDER BY ?dishLabel
-LIMIT 100""",
-    },
-    {
-        "id": "dish-card",
-        "title": "A dish card (sushi)",
-        "query": """# Everything said about one dish (wd:Q46383 sushi): labels, origin, ingredients, types
-SELECT ?property ?value WHERE {
-  wd:Q46383 ?property ?value .
-  FILTER(?property IN (rdfs:label, schema:description, wdt:P31, wdt:P279,
-                       wdt:P495, wdt:P527, wdt:P2012, wdt:P361))
-  FILTER(!isLiteral(?value) || LANG(?value) IN ("en", "ja", ""))
-}
-ORDER BY ?property ?value""",
-    },
-    {
-        "id": "food-hierarchy",
-        "title": "Food hierarchy under a class (dish)",
-        "query": """# Subclasses of dish (wd:Q746549) at any depth, read from the closure graph;
-# depth 1 = a direct subclass
-SELECT ?class ?label (COUNT(DISTINCT ?above) + 1 AS ?depth) WHERE {
-  ?class kgc:subclassOf wd:Q746549 .
-  OPTIONAL { ?class rdfs:label ?label FILTER(LANG(?label) = "en") }
-  OPTIONAL { ?class kgc:subclassOf ?above . ?above kgc:subclassOf wd:Q746549 }
-}
-GROUP BY ?class ?label
-ORDER BY ?depth ?label
-LIMIT 200""",
-    },
-    {
-        "id": "labels-all-languages",
-        "title": "Labels of an entity in all languages",
-        "query": """# rdfs:label and skos:altLabel of wd:Q46383 (sushi) in every language
-SELECT ?lang ?label ?kind WHERE {
-  { wd:Q46383 rdfs:label ?label BIND("label" AS ?kind) }
-  UNION
-  { wd:Q46383 skos:altLabel ?label BIND("alias" AS ?kind) }
-  BIND(LANG(?label) AS ?lang)
-}
-ORDER BY ?lang ?kind ?label""",
-    },
-]
+# The example queries of the query page: queries/examples/NN-ID.rq, in file-name order, each
+# opening with "# title: ...". They read the kgc: closure graphs (built by `kgcult closure`).
+_TITLE = re.compile(r"\A#\s*title:\s*(.+)\n")
+
+
+def _examples() -> list[dict]:
+    out = []
+    for path in sorted(resources.queries("examples").glob("*.rq")):
+        text = path.read_text(encoding="utf-8")
+        m = _TITLE.match(text)
+        if not m:
+            raise KgcultError(f"{resources.recorded_path(path)}:1: an example query opens with '# title: ...'")
+        out.append({"id": re.sub(r"^\d+-", "", path.stem), "title": m.group(1).strip(),
+                    "query": text[m.end():].rstrip("\n")})
+    return out
+
+
+EXAMPLES = _examples()
+
+
+def vendored() -> bool:
+    """Whether the wheel or checkout carries YASGUI (``make vendor``, tools/vendor-yasgui.sh)."""
+    return all(VENDOR_DIR.joinpath(n).is_file() for n in _VENDOR)
+
+
+def page() -> Reply:
+    """The query page: YASGUI when it is vendored, else the plain page."""
+    return static("yasgui.html" if vendored() else "index.html")
+
+
+def vendor(name: str) -> Reply:
+    """One of YASGUI's dist files."""
+    if name not in _VENDOR:
+        raise HttpError(404, f"no such file: vendor/{name}")
+    try:
+        data = VENDOR_DIR.joinpath(name).read_bytes()
+    except OSError:
+        raise HttpError(404, "YASGUI is not installed with kgcult (run `make vendor`, which needs npm)") from None
+    # the file names carry no version: a changed bundle comes with a changed VERSION file
+    return Reply(200, _VENDOR[name], data, {"Cache-Control": "no-cache"})
 
 
 def static(name: str) -> Reply:
