@@ -139,7 +139,8 @@ def test_value_types_as_wdqs_writes_them():
     got = {str(p): str(o) for p, o in ing.truthy_claims(e, None) if p in ("P1082", "P571", "P625", "P1448")}
     assert got["P1082"] == f'"68000000"^^<{vocab.XSD}decimal>'
     assert got["P571"] == f'"0843-01-01T00:00:00Z"^^<{vocab.XSD}dateTime>'
-    assert got["P625"] == '"Point(2.0 47.0)"^^<http://www.opengis.net/ont/geosparql#wktLiteral>'
+    # WDQS writes the JSON's 47.0 as PHP does: "47" (Wikibase's RDF), not "47.0"
+    assert got["P625"] == '"Point(2 47)"^^<http://www.opengis.net/ont/geosparql#wktLiteral>'
     assert got["P1448"] == '"République française"@fr'
     img = dict(ing.truthy_claims(ENTITIES[6], {"P18"}))["P18"]
     # as WDQS writes it (wikidata-query-rdf's Q42-munged.ttl: "Douglas%20Adams%20signature.svg")

@@ -390,3 +390,19 @@ def test_real_year_precision_dates_lose_month_and_day():
                         assert got[1:11] != v["time"].lstrip("+")[:10], (e["id"], pid, v, got)  # converted
                         seen += 1
     assert seen > 30
+
+
+def test_coordinates_are_written_as_wdqs_writes_them():
+    """P625 as WDQS serves it: "Point(lon lat)" with PHP's float form (Wikibase's RDF builder
+    interpolates the floats: 14 significant digits, whole numbers without ".0"); the expected
+    strings for Everest are WDQS's own (reference/wikidata-query-rdf, Q513-munged.ttl)."""
+    def point(lat, lon, globe="http://www.wikidata.org/entity/Q2"):
+        return truthy.snak_nt("value", "globe-coordinate", {"type": "globecoordinate", "value": {
+            "latitude": lat, "longitude": lon, "globe": globe, "precision": 0.0001}})
+
+    assert point(27.988055555556, 86.925277777778) == f'"Point(86.925277777778 27.988055555556)"^^<{WKT}>'
+    assert point(47.0, 2.0) == f'"Point(2 47)"^^<{WKT}>'
+    assert point(35.68972222222222, 139.69171) == f'"Point(139.69171 35.689722222222)"^^<{WKT}>'
+    assert point(0.00001, -0.5) == f'"Point(-0.5 1.0E-5)"^^<{WKT}>'
+    assert point(1.5, 2.5, "http://www.wikidata.org/entity/Q405") == (
+        f'"<http://www.wikidata.org/entity/Q405> Point(2.5 1.5)"^^<{WKT}>')

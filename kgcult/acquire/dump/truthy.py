@@ -11,7 +11,8 @@ The mapping follows WDQS's RDF (wikidata/query/rdf, "munged" form):
   times ``xsd:dateTime`` as Wikibase's RDF writes them (:mod:`kgcult.acquire.dump.wbtime`:
   precision, BCE years in XSD 1.1 numbering, Julian dates converted to Gregorian; year 0
   a plain string);
-  coordinates ``"Point(lon lat)"^^geo:wktLiteral`` (another globe's IRI in front);
+  coordinates ``"Point(lon lat)"^^geo:wktLiteral`` (another globe's IRI in front; the
+  numbers as PHP writes floats: :func:`php_float`);
   commons media ``<http://commons.wikimedia.org/wiki/Special:FilePath/A%20b.jpg>``
   (the file name percent-encoded, spaces as ``%20``); urls IRIs;
 * somevalue ("unknown value") as WDQS serves it: the skolem IRI
@@ -106,7 +107,7 @@ def snak_nt(snaktype: str | None, datatype: str | None, datavalue: dict | None) 
         s = wbtime.clean(v["time"], v.get("precision"), v.get("calendarmodel"))
         return literal(v["time"]) if s is None else literal(s) + "^^" + _DT
     if t == "globecoordinate":
-        point = f"Point({v['longitude']} {v['latitude']})"
+        point = f"Point({php_float(v['longitude'])} {php_float(v['latitude'])})"
         globe = v.get("globe") or ""
         if globe and not globe.endswith("/Q2"):
             point = f"<{globe}> {point}"
@@ -142,7 +143,19 @@ def statement_nt(snak: dict, pid: str, statement_id: str | None) -> str | None:
     return value_nt(snak)
 
 
+def php_float(x: float | int | str) -> str:
+    """A coordinate as Wikibase's RDF writes it, and so WDQS: PHP's string form of a float
+    (14 significant digits, no ".0" on whole numbers, "1.0E-5" for small ones), which is not
+    always the JSON dump's form of the same value (``47.0`` in JSON, ``47`` in WDQS)."""
+    s = "%.14G" % float(x)
+    if "E" in s:
+        mantissa, exp = s.split("E")
+        s = f"{mantissa if '.' in mantissa else mantissa + '.0'}E{int(exp):+d}"
+    return s
+
+
 def best_statements(stmts: Sequence[dict]) -> list:
+
     """A property's truthy statements: preferred ones if any, else normal ones."""
     preferred = [s for s in stmts if s.get("rank") == "preferred"]
     return preferred or [s for s in stmts if s.get("rank") != "deprecated"]
