@@ -155,7 +155,9 @@ def test_content_restricted_to_spec(fixture_server, tmp_path):
         assert f"<{WD}Q102> <{vocab.WDT}P31> <{WD}Q12>" in dishes
         assert f"<{WD}Q103> <{vocab.WDT}P279> <{WD}Q13>" in dishes
         # properties outside the spec are not fetched; unrelated entities are not selected
-        assert not any("/P18>" in t or "/P1082>" in t or "Q900>" in t for t in dishes | labels)
+        assert not any("/P1082>" in t or "Q900>" in t for t in dishes | labels)
+        # the dish's image (P18) is in the spec (the query page's image grid)
+        assert f"<{WD}Q100> <{vocab.WDT}P18> <http://commons.wikimedia.org/wiki/Special:FilePath/X.jpg>" in dishes
         # languages outside the list are not fetched; tricky literals survive intact
         assert not any('"@nl' in t for t in labels)
         assert f'<{WD}Q100> <{vocab.RDFS}label> "bouillabaisse"@fr' in labels
