@@ -43,7 +43,7 @@ test-all:
 	$(PY) -m pytest -q -m "slow or not slow"
 
 # Each benchmark records bench/results/<name>.{json,md}; report.py assembles BENCHMARKS.md.
-BENCHES ?= load closure closure_rebuild closure_query mirror mirror_projection views build_repeat link link_scale link_long probe serve serve_runaway synth wdqs ingest
+BENCHES ?= load closure closure_rebuild closure_query mirror mirror_projection views build_repeat link link_scale link_long probe serve page serve_runaway synth wdqs ingest
 # A stand-in store with its closure, shared by the benchmarks that only read (serve, synth).
 export KGCULT_BENCH_STORE ?= /tmp/kgcult-bench/standin-store
 $(KGCULT_BENCH_STORE):

@@ -18,7 +18,10 @@ if ! command -v npm >/dev/null 2>&1; then
   exit 0
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent "@zazuko/yasgui@$VERSION" >/dev/null && tar xzf zazuko-yasgui-*.tgz)
+if ! (cd "$tmp" && npm pack --silent "@zazuko/yasgui@$VERSION" >/dev/null && tar xzf zazuko-yasgui-*.tgz); then
+  echo "note: npm could not fetch @zazuko/yasgui@$VERSION: the query page falls back to the plain page" >&2
+  exit 0
+fi
 mkdir -p "$dest"
 cp "$tmp/package/build/yasgui.min.js" "$tmp/package/build/yasgui.min.css" "$dest/"
 license=$(cd "$tmp/package" && node -e 'process.stdout.write(require("./package.json").license)' 2>/dev/null || echo MIT)
