@@ -389,3 +389,7 @@ def test_yasgui_page_map_chart_and_link(geo_server, devtools, tmp_path):
     dt.wait_for("document.body.dataset.state === 'done' && "
                 "document.querySelectorAll('#yasgui .yasr a.entity .kg-label').length === 1")
     assert dt.eval("document.querySelector('#yasgui .yasr a.entity').innerText") == "Rome Q220"
+    # another label language relabels the rows on screen: no French label, so mul before English
+    dt.eval("const l = document.getElementById('lang'); l.value = 'fr'; l.dispatchEvent(new Event('change'))")
+    dt.wait_for("document.querySelector('#yasgui .yasr a.entity').innerText === 'Roma Q220'")
+    assert dt.eval("document.querySelector('#yasgui .yasr a.entity').getAttribute('href')") == "/entity/Q220?lang=fr"

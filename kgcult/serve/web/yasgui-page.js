@@ -16,18 +16,19 @@
   }
   function message(text, isError) { $("message").textContent = text; $("message").className = isError ? "error" : ""; }
 
-  // -- labels: one VALUES query per batch of unlabelled entities on screen ------------------
+  // -- labels: one VALUES query per batch of unlabelled entities on screen, in the chosen
+  // language, else mul (Wikidata's language-independent label), else English --------------
   async function fetchLabels(iris, l) {
     // the IRIs passed the ENTITY pattern and the language the lang() pattern: nothing else
     // reaches the query text
     const q = "SELECT ?x ?l WHERE { VALUES ?x { " + iris.map((i) => "<" + i + ">").join(" ") +
-      " } ?x rdfs:label ?l FILTER(LANG(?l) = \"" + l + "\" || LANG(?l) = \"en\") }";
+      " } ?x rdfs:label ?l FILTER(LANG(?l) = \"" + l + "\" || LANG(?l) = \"mul\" || LANG(?l) = \"en\") }";
     const resp = await fetch("/query", { method: "POST", body: new URLSearchParams({ query: q }),
       headers: { "Accept": "application/sparql-results+json" } });
     if (!resp.ok) return;
     const best = {};
     for (const b of (await resp.json()).results.bindings) {
-      const rank = b.l["xml:lang"] === l ? 0 : 1;
+      const rank = b.l["xml:lang"] === l ? 0 : b.l["xml:lang"] === "mul" ? 1 : 2;
       if (!(b.x.value in best) || rank < best[b.x.value][0]) best[b.x.value] = [rank, b.l.value];
     }
     for (const i of iris) labels.set(l + "|" + i, best[i] ? best[i][1] : "");
