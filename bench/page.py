@@ -30,9 +30,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import save  # noqa: E402
+from common import save
 
-from tests.test_serve_browser import CHROMIUM, DevTools  # noqa: E402  (the tests' CDP client)
+from tests.test_serve_browser import CHROMIUM, DevTools  # the tests' CDP client
 
 QUERY = "SELECT ?item ?label WHERE {{ ?item rdfs:label ?label }} LIMIT {rows}"
 
