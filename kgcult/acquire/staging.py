@@ -5,6 +5,11 @@ A graph with nothing to keep (new, or the partial load of an interrupted run) is
 directly and marked ``partial:<run>`` until complete; a graph with content is rebuilt in a
 staging graph that replaces it in one SPARQL Update transaction (:func:`swap`), so readers
 see the old graph until the new one is whole.
+
+The default graph (the set of every graph's triples, :mod:`kgcult.store.setgraph`): a graph
+written directly gets its triples into the default graph as it is written (the writers load
+them there too) and is marked pending until :func:`finish`; a staging graph is not in the
+set, and :func:`swap` moves its triples in and the replaced graph's out in its transaction.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from pyoxigraph import Literal, NamedNode
 from kgcult import vocab
 from kgcult.acquire.subgraphs import SubgraphSpec
 from kgcult.errors import KgcultError
+from kgcult.store import setgraph
 
 PARTIAL = "partial:"
 _META = NamedNode(vocab.META_GRAPH)
@@ -31,13 +37,12 @@ def is_complete(value: str | None) -> bool:
     return value is not None and not value.startswith(PARTIAL)
 
 
-def set_marker(store, graph: str, value: str) -> None:
-    """Record (atomically) which run wrote ``graph``."""
+def set_marker(store, graph: str, value: str, set_ops: list[str] = ()) -> None:
+    """Record (atomically, with ``set_ops``) which run wrote ``graph``."""
     g = NamedNode(graph)
-    store.ox.update(
-        f"DELETE WHERE {{ GRAPH {_META} {{ {g} {_RUN} ?r }} }} ;\n"
-        f"INSERT DATA {{ GRAPH {_META} {{ {g} {_RUN} {Literal(value)} }} }}"
-    )
+    store.ox.update(" ;\n".join([
+        f"DELETE WHERE {{ GRAPH {_META} {{ {g} {_RUN} ?r }} }}",
+        f"INSERT DATA {{ GRAPH {_META} {{ {g} {_RUN} {Literal(value)} }} }}", *set_ops]))
 
 
 def swap(store, spec: SubgraphSpec, run_id: str) -> None:
@@ -46,13 +51,14 @@ def swap(store, spec: SubgraphSpec, run_id: str) -> None:
     for iri in (t, s):
         if any(c in iri for c in '<>"{}|\\^` \n'):
             raise KgcultError(f"graph IRI {iri!r} is not usable")
-    store.ox.update(
-        f"DROP SILENT GRAPH <{t}> ;\n"
-        f"ADD SILENT GRAPH <{s}> TO GRAPH <{t}> ;\n"
-        f"DROP SILENT GRAPH <{s}> ;\n"
-        f"DELETE WHERE {{ GRAPH <{m}> {{ <{t}> <{_RUN.value}> ?r }} }} ;\n"
-        f"INSERT DATA {{ GRAPH <{m}> {{ <{t}> <{_RUN.value}> {Literal(run_id)} }} }}"
-    )
+    # the old graph's triples leave the default graph unless another graph holds them;
+    # the new one's join it
+    store.ox.update(" ;\n".join(setgraph.drop_ops(t) + [
+        f"ADD SILENT GRAPH <{s}> TO GRAPH <{t}>",
+        f"ADD SILENT GRAPH <{s}> TO DEFAULT",
+        f"DROP SILENT GRAPH <{s}>",
+        f"DELETE WHERE {{ GRAPH <{m}> {{ <{t}> <{_RUN.value}> ?r }} }}",
+        f"INSERT DATA {{ GRAPH <{m}> {{ <{t}> <{_RUN.value}> {Literal(run_id)} }} }}"]))
 
 
 def begin(store, spec: SubgraphSpec, run_id: str) -> str:
@@ -63,13 +69,13 @@ def begin(store, spec: SubgraphSpec, run_id: str) -> str:
         store.clear_graph(spec.graph)
     if store.triple_count(spec.graph):
         return spec.staging_graph
-    set_marker(store, spec.graph, PARTIAL + run_id)
+    set_marker(store, spec.graph, PARTIAL + run_id, setgraph.mark_pending_ops([spec.graph]))
     return spec.graph
 
 
 def finish(store, spec: SubgraphSpec, run_id: str, written: str) -> None:
     """Make the graph :func:`begin` gave (``written``) the complete version of ``spec``."""
     if written == spec.graph:
-        set_marker(store, spec.graph, run_id)
+        set_marker(store, spec.graph, run_id, setgraph.unmark_pending_ops([spec.graph]))
     else:
         swap(store, spec, run_id)

@@ -21,6 +21,7 @@ import numpy as np
 from pyoxigraph import NamedNode, RdfFormat
 
 from kgcult import vocab
+from kgcult.store import setgraph
 
 MARK = 0xFFFFFFFF
 # Pairs per partition of the difference: each side's partition is sorted in memory as int64
@@ -116,9 +117,12 @@ def apply_difference(store, graph: str, new: Partitions, old: Partitions, terms:
         fresh = a[~np.isin(a, b, assume_unique=True)]
         del a, b
         for text in chunks(lines(gone, terms, derived, mark), DELETE_LINES):
-            store.ox.update(f"DELETE DATA {{ GRAPH {g} {{ {text.decode()} }} }}")
+            # out of the graph and, unless another graph holds it, out of the default graph
+            rows = " ".join(f"({line[:-2]})" for line in text.decode().splitlines())
+            store.ox.update(" ;\n".join(setgraph.delete_ops(graph, rows)))
         for text in chunks(lines(fresh, terms, derived, mark), load_lines):
             store.ox.bulk_load(input=text, format=RdfFormat.N_TRIPLES, to_graph=g, lenient=True)
+            setgraph.load_default(store.ox, input=text, format=RdfFormat.N_TRIPLES, lenient=True)
         deleted += len(gone)
         added += len(fresh)
     return deleted, added

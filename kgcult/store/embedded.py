@@ -1,8 +1,9 @@
 """The store: an embedded, on-disk pyoxigraph store holding Wikidata subgraphs in named
 graphs, derived closure graphs, and a metadata graph with provenance.
 
-Queries see the union of all graphs as their default graph (as a WDQS user expects);
-``graph=`` restricts them to one named graph.
+Queries see one set of triples as their default graph, as on WDQS: Oxigraph's real
+default graph, kept as the set of every data and closure graph's triples
+(:mod:`kgcult.store.setgraph`); ``graph=`` restricts them to one named graph.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import graphnames, health, journal, rdfio, readers
+from kgcult.store import graphnames, health, journal, rdfio, readers, setgraph
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.files import sha256_file
 from kgcult.sparql import nesting, wdqs
@@ -72,13 +73,18 @@ class Store(StoreReads):
             raise KgcultError(f"cannot open the store at {self.location}: {e}") from e
         if not read_only:
             # Only one writer holds the store: an unfinished journal entry is a killed writer's.
-            for message in journal.repair(self._ox):
+            for message in setgraph.migrate(self._ox) + journal.repair(self._ox) + setgraph.repair(self._ox):
                 log.warning("%s: %s", self.location, message)
             _remove_bulk_leftovers(self.location)
             for reader in readers.live(self.location):
                 log.warning("%s: %s (pid %s) reads this store and will not see what is written now; "
                             "restart it to serve the changes", self.location, reader.get("what", "a reader"),
                             reader["pid"])
+        self.is_set = setgraph.is_set(self._ox)
+        if not self.is_set:  # an older store opened read-only: the union, as it was written
+            log.warning("%s: this store was written by an older kgcult: queries see the union of its "
+                        "graphs (a triple once per graph that holds it) until it is opened for writing "
+                        "once (e.g. `kgcult closure`), which builds its default graph as a set", self.location)
 
     # -- querying ---------------------------------------------------------------------
 
@@ -95,8 +101,8 @@ class Store(StoreReads):
         bindings: dict | None = None,
         rows: tuple | None = None,
     ):
-        """Run a SPARQL query. The default graph is the union of all graphs unless
-        ``graph`` names one. ``bindings`` ({variable: term or str}) or ``rows``
+        """Run a SPARQL query. The default graph is the set of the triples of every data
+        and closure graph (each triple once) unless ``graph`` names one. ``bindings`` ({variable: term or str}) or ``rows``
         ((variables, rows)) bind values through a VALUES block (never format user text
         into the query string). Returns pyoxigraph's QuerySolutions, QueryBoolean or
         QueryTriples."""
@@ -106,7 +112,7 @@ class Store(StoreReads):
         kwargs: dict = {"prefixes": wdqs.PREFIXES}
         if graph:
             kwargs["default_graph"] = [NamedNode(graph)]
-        else:
+        elif not self.is_set:
             kwargs["use_default_graph_as_union"] = True
         # WDQS drop-in: label service, SERVICE refused, paths from the closure (docs/wdqs.md)
         prepared = wdqs.prepare(sparql, closure_fresh=None if graph else not self.closure_stale)
@@ -123,44 +129,49 @@ class Store(StoreReads):
     # -- graphs -----------------------------------------------------------------------
 
     def graph_counts(self) -> dict[str, int]:
-        """Triples per named graph (and ``""`` for the default graph if it has any)."""
+        """Triples per named graph (and ``""`` for the default graph if it has any while it
+        is not the set: an older store's)."""
         counts: dict[str, int] = {}
         for row in _solutions(self._ox.query(
             "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"
         )):
             counts[row["g"].value] = int(row["n"].value)
-        default = next(
-            iter(_solutions(self._ox.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"))), None
-        )
-        if default is not None and int(default["n"].value):
-            counts[""] = int(default["n"].value)
+        if not self.is_set:
+            default = next(iter(_solutions(self._ox.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"))), None)
+            if default is not None and int(default["n"].value):
+                counts[""] = int(default["n"].value)
         return dict(sorted(counts.items()))
 
     def triple_count(self, graph: str | None = None) -> int:
+        """Triples in ``graph``, or in the default graph (each triple once)."""
         if graph:
             rows = self._ox.query(bind_values(
                 "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }", {"g": NamedNode(graph)}))
         else:
-            rows = self._ox.query(
-                "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", use_default_graph_as_union=True
-            )
+            rows = self._ox.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }",
+                                  use_default_graph_as_union=not self.is_set)
         return int(next(iter(_solutions(rows)))["n"].value)
 
     def clear_graph(self, graph: str) -> None:
-        g = NamedNode(graph)
-        if self._ox.contains_named_graph(g):
-            self._ox.remove_graph(g)
+        """Remove a named graph; its triples leave the default graph unless another graph
+        holds them (a batch per transaction: see ``setgraph.drop``)."""
+        setgraph.drop(self._ox, graph)
 
     def replace_graph(self, graph: str, triples: Iterable) -> int:
         """Replace a (derived) graph's content with ``triples`` (Triple or 3-tuples of terms)."""
         g = NamedNode(graph)
         self.clear_graph(graph)
-        quads = (
+        setgraph.mark_pending(self._ox, [graph])
+        quads = [
             Quad(t[0], t[1], t[2], g) if isinstance(t, tuple) else Quad(t.subject, t.predicate, t.object, g)
             for t in triples
-        )
+        ]
         self._ox.bulk_extend(quads)
         self._ox.flush()
+        if setgraph.visible(graph):
+            self._ox.bulk_extend(Quad(q.subject, q.predicate, q.object, setgraph.DEFAULT) for q in quads)
+            self._ox.flush()
+        setgraph.unmark_pending(self._ox, [graph])
         return self.triple_count(graph)
 
     # -- loading ----------------------------------------------------------------------
@@ -201,62 +212,88 @@ class Store(StoreReads):
                     raise KgcultError(
                         f"{p}: --graph cannot be used with N-Quads/TriG files, which name their own graphs"
                     )
-                target = None
+                target = None  # the file's graphs: collected while it is validated
             elif graph:
                 target = vocab.graph_iri(graph)
                 graphnames.check_user_graph(target, f"--graph {graph!r}")
             else:
                 target = vocab.graph_iri(_stem(p))
                 graphnames.check_user_graph(target, f"{p}: the graph named after the file (give --graph)")
-            plans.append((p, fmt, target))
+            plans.append([p, fmt, target, {target} if target else set()])
 
         # A single triple file is loaded atomically by Oxigraph's bulk loader. Quad files are
-        # parsed first to refuse quads for kgcult's own graphs; with several files, all are
-        # parsed first so that a bad last file cannot leave the first ones in.
-        for p, fmt, _ in plans:
+        # parsed first to refuse quads for kgcult's own graphs and in the default graph (and
+        # to know which graphs they write); with several files, all are parsed first so that
+        # a bad last file cannot leave the first ones in.
+        for plan in plans:
+            p, fmt = plan[0], plan[1]
             if len(plans) > 1 or fmt in rdfio.QUAD_FORMATS:
-                self._validate(p, fmt)
+                self._validate(p, fmt, plan[3])
 
         reports = []
-        for p, fmt, target in plans:
-            reports.append(self._load_one(p, fmt, target, kind, progress))
+        for p, fmt, target, graphs in plans:
+            reports.append(self._load_one(p, fmt, target, sorted(graphs), kind, progress))
         return reports
 
-    def _load_one(self, path: str, fmt, target: str | None, kind: str, progress) -> LoadReport:
+    def _load_one(self, path: str, fmt, target: str | None, graphs: list[str], kind: str,
+                  progress) -> LoadReport:
+        """Load one file into its graph(s), then the same triples into the default graph
+        (the set; a second bulk load of the file). The graphs are journaled pending until
+        the second load is done (``setgraph``)."""
         t0 = time.perf_counter()
         before = journal.size(self._ox, target)
         empty = target is not None and before == 0
         digest = sha256_file(path)
         state = journal.saved_state(self._ox)
         node = journal.begin_load(self._ox, kind=kind, source=_display_path(path), sha256=digest,
-                                  graph=target, before=before, target_empty=empty)
+                                  graph=target, before=before, target_empty=empty, pending=graphs)
         # counted after the journal record is written, so that its quads are not counted as loaded
         store_before = (len(self._ox) if target is None or _cheaper_to_count_store(self.location, path)
                         else None)
         try:
             self._bulk_load(path, fmt, target, progress)
         except BaseException:
-            if empty and target is not None and self._ox.contains_named_graph(NamedNode(target)):
-                self._ox.remove_graph(NamedNode(target))
-            journal.abort_load(self._ox, node, state)
+            if empty and target is not None:
+                setgraph.drop(self._ox, target)
+            journal.abort_load(self._ox, node, state, pending=graphs)
             _remove_bulk_leftovers(self.location)  # a failed (e.g. disk-full) load's files
             raise
         if store_before is not None:  # nothing but the bulk load wrote in between
             added = len(self._ox) - store_before
         else:
             added = journal.size(self._ox, target) - before
-        journal.finish_load(self._ox, node, added)
+        try:
+            self._load_default(path, fmt)
+        except BaseException:
+            # the file's triples are in their graph(s): record the load, bring the set up to date
+            journal.finish_load(self._ox, node, added)
+            setgraph.repair(self._ox)
+            raise
+        journal.finish_load(self._ox, node, added, pending=graphs)
         self._ox.flush()
         return LoadReport(path, target, added, time.perf_counter() - t0, digest)
+
+    def _load_default(self, path: str, fmt) -> None:
+        """The file's triples into the default graph: a triple file by Oxigraph's bulk loader
+        again; a quad file (whose quads are in data graphs, checked) through the parser."""
+        if fmt in rdfio.QUAD_FORMATS:
+            with rdfio.decompressing_pipe(path) as stream:
+                self._ox.bulk_extend(Quad(q.subject, q.predicate, q.object, setgraph.DEFAULT)
+                                     for q in ox.parse(input=stream, format=fmt))
+            self._ox.flush()
+            return
+        self._bulk_load(path, fmt, setgraph.DEFAULT, None)
 
     def _size(self, graph: str | None) -> int:
         """Triples in ``graph`` (a scan of that graph only), or in the whole store."""
         return journal.size(self._ox, graph)
 
-    def _bulk_load(self, path: str, fmt, target: str | None, progress) -> None:
+    def _bulk_load(self, path: str, fmt, target, progress) -> None:
+        """Bulk-load one file into ``target`` (an IRI, the DefaultGraph, or None: a quad
+        file's own graphs)."""
         kwargs = {"format": fmt}
         if target:
-            kwargs["to_graph"] = NamedNode(target)
+            kwargs["to_graph"] = target if isinstance(target, ox.DefaultGraph) else NamedNode(target)
         _, compression = rdfio.split_name(path)
         try:
             if compression is None and progress is None and not rdfio.starts_with_bom(path):
@@ -283,14 +320,20 @@ class Store(StoreReads):
                               "nothing was loaded") from None
         self._ox.flush()
 
-    def _validate(self, path: str, fmt) -> None:
+    def _validate(self, path: str, fmt, graphs: set) -> None:
         """Parse a file completely without touching the store (streamed); quads for
-        kgcult's own graphs are refused."""
+        kgcult's own graphs or for the default graph (kgcult's set of all graphs' triples)
+        are refused. The graphs a quad file names are added to ``graphs``."""
         def check(quad, n):
             g = quad.graph_name
-            if isinstance(g, NamedNode) and graphnames.is_reserved(g.value):
+            if not isinstance(g, NamedNode):
+                raise KgcultError(f"{path}: quad {n} is in the default graph, which kgcult keeps as the "
+                                  "set of all named graphs' triples; put it in a named graph (or load a "
+                                  "triple file with --graph)")
+            if graphnames.is_reserved(g.value):
                 raise KgcultError(f"{path}: quad {n} is in graph {g.value}, which is reserved "
                                   "for kgcult's own data (metadata, closures, staging)")
+            graphs.add(g.value)
 
         rdfio.check_file(path, fmt, check if fmt in rdfio.QUAD_FORMATS else None)
 

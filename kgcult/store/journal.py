@@ -30,6 +30,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
 from kgcult.safe_text import strip_credentials
+from kgcult.store import setgraph
 
 META = NamedNode(vocab.META_GRAPH)
 STATE = NamedNode(vocab.KGC + "store")
@@ -44,6 +45,7 @@ _TYPE = NamedNode(vocab.RDF + "type")
 # imported snapshot (the store no longer holds just that), and the data version that keys
 # facts cached outside the store (kgcult.store.facts).
 _CACHE_STATES = ("closureStale", "contentSha256", "snapshotContentSha256", "dataVersion")
+_SAVED_STATES = _CACHE_STATES + ("defaultGraph",)  # put back by a load that failed cleanly
 _JOURNAL = ("status", "triplesBefore", "targetWasEmpty")  # fields of an unfinished record
 
 
@@ -114,7 +116,8 @@ def stale_ops() -> list[str]:
     new version."""
     return delete_fields(STATE, _CACHE_STATES) + [
         insert_data([Quad(STATE, vocab.kgc("closureStale"), _bool(True), META),
-                      Quad(STATE, vocab.kgc("dataVersion"), Literal(new_data_version()), META)])]
+                      Quad(STATE, vocab.kgc("dataVersion"), Literal(new_data_version()), META)]),
+        setgraph.flag_op()]
 
 
 def run(store: ox.Store, ops: Iterable[str]) -> None:
@@ -128,32 +131,35 @@ def run(store: ox.Store, ops: Iterable[str]) -> None:
 
 def saved_state(store: ox.Store) -> list[Quad]:
     """The state a data change invalidates, to put back if a load fails cleanly."""
-    return [q for name in _CACHE_STATES
+    return [q for name in _SAVED_STATES
             for q in store.quads_for_pattern(STATE, vocab.kgc(name), None, META)]
 
 
 def begin_load(store: ox.Store, *, kind: str, source: str, sha256: str, graph: str | None,
-               before: int, target_empty: bool) -> NamedNode:
-    """Journal a load about to start (closure stale + an in-progress record), atomically."""
+               before: int, target_empty: bool, pending: Iterable[str] = ()) -> NamedNode:
+    """Journal a load about to start (closure stale + an in-progress record + its graphs
+    pending for the default graph's set, see ``setgraph``), atomically."""
     node, quads = activity(kind=kind, source=source, sha256=sha256, graph=graph)
     k = vocab.kgc
     quads += [Quad(node, k("status"), Literal(IN_PROGRESS), META),
               Quad(node, k("triplesBefore"), _int(before), META),
               Quad(node, k("targetWasEmpty"), _bool(target_empty), META)]
-    run(store, stale_ops() + [insert_data(quads)])
+    run(store, stale_ops() + [insert_data(quads)] + setgraph.mark_pending_ops(pending))
     return node
 
 
-def finish_load(store: ox.Store, node: NamedNode, triples: int) -> None:
-    """Complete the record of a load whose data is committed."""
+def finish_load(store: ox.Store, node: NamedNode, triples: int, pending: Iterable[str] = ()) -> None:
+    """Complete the record of a load whose data is committed (and, with ``pending``, whose
+    triples are in the default graph too)."""
     run(store, delete_fields(node, _JOURNAL) + [
-        insert_data([Quad(node, vocab.kgc("tripleCount"), _int(triples), META)])])
+        insert_data([Quad(node, vocab.kgc("tripleCount"), _int(triples), META)])]
+        + setgraph.unmark_pending_ops(pending))
 
 
-def abort_load(store: ox.Store, node: NamedNode, state: list[Quad]) -> None:
+def abort_load(store: ox.Store, node: NamedNode, state: list[Quad], pending: Iterable[str] = ()) -> None:
     """Forget a load that failed and was rolled back: drop its record, restore the state."""
     run(store, [f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"]
-        + delete_fields(STATE, _CACHE_STATES) + [insert_data(state)])
+        + delete_fields(STATE, _SAVED_STATES) + [insert_data(state)] + setgraph.unmark_pending_ops(pending))
 
 
 # -- repair on open -----------------------------------------------------------------
@@ -183,8 +189,7 @@ def repair(store: ox.Store) -> list[str]:
     for rec in unfinished(store):
         node, graph = rec["node"], rec["graph"]
         if graph and rec["empty"]:
-            if store.contains_named_graph(NamedNode(graph)):
-                store.remove_graph(NamedNode(graph))  # idempotent if killed again here
+            setgraph.drop(store, graph)  # idempotent if killed again here
             run(store, stale_ops() + [f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"])
             messages.append(f"an interrupted load of {rec['source']} into {graph} was rolled back")
             continue
@@ -255,11 +260,13 @@ def _finish_swap(store: ox.Store, node: NamedNode) -> None:
         stage, target = (NamedNode(x) for x in vocab.value(q.object).split(" "))
         if not store.contains_named_graph(stage):
             continue  # this pair was done before the process died
-        if target.value != vocab.META_GRAPH and store.contains_named_graph(target):
-            store.remove_graph(target)
+        if target.value != vocab.META_GRAPH:
+            setgraph.drop(store, target.value)  # its triples leave the set unless held elsewhere
         store.bulk_extend(Quad(s.subject, s.predicate, s.object, target)
                           for s in store.quads_for_pattern(None, None, None, stage))
         store.flush()
+        if setgraph.visible(target.value):  # then into the set: the named copy is whole
+            setgraph.add_graph(store, target.value)
         store.remove_graph(stage)
     run(store, [f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"])
 

@@ -26,6 +26,7 @@ from kgcult.acquire.dump import truthy
 from kgcult.acquire.dump.selection import code, contains
 from kgcult.acquire.dump.reader import IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
+from kgcult.store import setgraph
 
 
 def member_filter(spec: SubgraphSpec):
@@ -234,7 +235,10 @@ class Writer:
     takes its place. Elsewhere the quads are spooled to a scratch file and loaded at
     :meth:`flush`. The graphs written are staging graphs or graphs
     marked partial (:mod:`kgcult.acquire.staging`), so a bulk load that does not commit as
-    one transaction changes nothing readers see."""
+    one transaction changes nothing readers see. Lines for a graph marked partial go to the
+    default graph too (kgcult's set of all graphs' triples: the same line without a graph
+    is an N-Quads line of the default graph); the graph is pending until the run ends, so a
+    writer killed in between is repaired on the next open (:mod:`kgcult.store.setgraph`)."""
 
     def __init__(self, store, tmpdir: str | None = None, loaders: int = 1):
         self.store, self.tmpdir, self.loaders = store, tmpdir, max(1, loaders)
@@ -293,6 +297,8 @@ class Writer:
             quads = data.replace(b" .\n", g)
         else:
             quads = b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x)
+        if setgraph.visible(graph.value):
+            quads += data if data.endswith(b"\n") else data + b"\n"
         if self.spool is not None:
             self.spool.write(quads)
         elif not self._pipe().write(quads):

@@ -18,6 +18,7 @@ import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
 from kgcult.files import atomic_write
+from kgcult.store import setgraph
 
 _SMALL = 64 << 20  # staged bytes loaded in one ordinary transaction; more go to the bulk loader
 
@@ -92,12 +93,17 @@ def load_batches(store, graph: str, files: list[Path]) -> None:
     files = [f for f in files if f.stat().st_size]
     if not files:
         return
+    # a graph in the default graph's set (not a staging graph) gets the triples there too,
+    # after its own copy (kgcult.store.setgraph; the graph is pending until the run ends)
+    targets = [NamedNode(graph)] + ([setgraph.DEFAULT] if setgraph.visible(graph) else [])
     if sum(f.stat().st_size for f in files) <= _SMALL:
         data = b"".join(f.read_bytes() for f in files)
-        store.ox.load(input=data, format=ox.RdfFormat.N_TRIPLES, to_graph=NamedNode(graph))
+        for target in targets:
+            store.ox.load(input=data, format=ox.RdfFormat.N_TRIPLES, to_graph=target)
     else:
-        with _ChainedFiles(files) as stream:
-            store.ox.bulk_load(input=stream, format=ox.RdfFormat.N_TRIPLES, to_graph=NamedNode(graph))
+        for target in targets:
+            with _ChainedFiles(files) as stream:
+                store.ox.bulk_load(input=stream, format=ox.RdfFormat.N_TRIPLES, to_graph=target)
 
 
 class _ChainedFiles(io.RawIOBase):

@@ -24,6 +24,7 @@ from kgcult.link.index import name_pools as pools
 from kgcult.link.index import layout
 from kgcult.link.index.encoding import FORMAT, LANG_BITS, qnum_of
 from kgcult.link.topics import Topic, load_topics
+from kgcult.store import setgraph
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,13 @@ def _local(term) -> str | None:
 
 def _data_quads(store, pred):
     """Quads of ``pred`` outside the derived and meta graphs (``store``: a kgcult store or
-    a pyoxigraph one)."""
-    for q in getattr(store, "ox", store).quads_for_pattern(None, pred, None, None):
+    a pyoxigraph one): the default graph where it is the set of the data graphs (each
+    triple once, see ``kgcult.store.setgraph``), else every named graph's."""
+    handle = getattr(store, "ox", store)
+    if setgraph.is_set(handle):
+        yield from handle.quads_for_pattern(None, pred, None, setgraph.DEFAULT)
+        return
+    for q in handle.quads_for_pattern(None, pred, None, None):
         g = q.graph_name
         if isinstance(g, NamedNode) and (vocab.is_derived_graph(g.value) or g.value == vocab.META_GRAPH):
             continue

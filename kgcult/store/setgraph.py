@@ -1,0 +1,219 @@
+"""The default graph as a set, as WDQS has it: Oxigraph's real default graph holds each
+triple of the *visible* named graphs (data graphs and closure graphs; not the metadata
+graph, not staging graphs) exactly once, and queries read it instead of Oxigraph's union
+of named graphs, which counts a triple once per graph that holds it.
+
+Every write path keeps the invariant ``default == union of the visible graphs`` (as sets):
+
+- additions go to the named graph first, then to the default graph (adding a triple the
+  default graph holds is a no-op);
+- removals take a triple out of the default graph in the same transaction that takes it
+  out of its named graph, and only when no other visible graph holds it (:func:`drop`,
+  :func:`delete_ops`);
+- a write that is not one transaction (a bulk load) first marks its graph *pending*
+  (``kgc:store kgc:setPending <graph>`` in the metadata graph, in the transaction that
+  journals it) and unmarks it once the default graph holds its triples. A writer killed in
+  between leaves the mark; the next writable open (:func:`repair`) copies each pending
+  graph into the default graph and removes default triples that no visible graph holds.
+
+A store written before this existed has no ``kgc:defaultGraph "set"`` state: a writable
+open builds the set once (:func:`migrate`); a read-only open queries the union as before
+(with a notice). docs/store.md ("The default graph is a set") says what it costs.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+import pyoxigraph as ox
+from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad
+
+from kgcult import vocab
+
+log = logging.getLogger(__name__)
+
+META = NamedNode(vocab.META_GRAPH)
+STATE = NamedNode(vocab.KGC + "store")
+_FLAG = NamedNode(vocab.KGC + "defaultGraph")
+_PENDING = NamedNode(vocab.KGC + "setPending")
+_MIGRATING = NamedNode(vocab.KGC + "defaultGraphMigrating")
+SET = Literal("set")
+DEFAULT = DefaultGraph()
+BATCH = 100_000  # quads per removal transaction (Oxigraph holds one in memory: ~1.4 KB a quad)
+# where a store written before the set keeps the triples it had in its default graph
+LEGACY_DEFAULT = vocab.GRAPH + "default"
+
+
+def visible(iri: str) -> bool:
+    """Whether a named graph's triples are in the default graph: data and closure graphs."""
+    return vocab.is_data_graph(iri) or vocab.is_derived_graph(iri)
+
+
+def visible_filter(var: str) -> str:
+    """A SPARQL FILTER true when graph variable ``var`` names a visible graph."""
+    return f'FILTER({var} != {META} && !STRSTARTS(STR({var}), "{vocab.STAGING_GRAPH}"))'
+
+
+def is_set(store: ox.Store) -> bool:
+    """Whether the store (a pyoxigraph one: a remote endpoint's default graph is its own
+    business) keeps its default graph as the set (else: an older store)."""
+    if not isinstance(store, ox.Store):
+        return False
+    return (any(True for _ in store.quads_for_pattern(STATE, _FLAG, SET, META))
+            or next(iter(store.quads_for_pattern(None, None, None, None)), None) is None)  # empty
+
+
+def flag_op() -> str:
+    """The update operation recording that the store keeps the set; every write path's
+    first transaction carries it (a new store is written nothing before its first write)."""
+    return f"INSERT DATA {{ GRAPH {META} {{ {STATE} {_FLAG} {SET} }} }}"
+
+
+# -- pending marks ----------------------------------------------------------------------
+
+def pending_quads(graphs: Iterable[str]) -> list[Quad]:
+    return [Quad(STATE, _PENDING, NamedNode(g), META) for g in sorted(set(graphs)) if visible(g)]
+
+
+def mark_pending_ops(graphs: Iterable[str]) -> list[str]:
+    """Update operations that mark ``graphs`` pending (for one transaction with a journal)."""
+    quads = pending_quads(graphs)
+    if not quads:
+        return []
+    body = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
+    return [flag_op(), f"INSERT DATA {{ GRAPH {META} {{ {body} }} }}"]
+
+
+def unmark_pending_ops(graphs: Iterable[str]) -> list[str]:
+    return [f"DELETE DATA {{ GRAPH {META} {{ {q.subject} {q.predicate} {q.object} }} }}"
+            for q in pending_quads(graphs)]
+
+
+def mark_pending(store: ox.Store, graphs: Iterable[str]) -> None:
+    ops = mark_pending_ops(graphs)
+    if ops:
+        store.update(" ;\n".join(ops))
+
+
+def unmark_pending(store: ox.Store, graphs: Iterable[str]) -> None:
+    ops = unmark_pending_ops(graphs)
+    if ops:
+        store.update(" ;\n".join(ops))
+
+
+def pending(store: ox.Store) -> list[str]:
+    return sorted(q.object.value for q in store.quads_for_pattern(STATE, _PENDING, None, META))
+
+
+# -- copying into and removing from the default graph ------------------------------------
+
+def add_graph(store: ox.Store, graph: str) -> None:
+    """Put every triple of ``graph`` into the default graph (idempotent), streamed."""
+    g = NamedNode(graph)
+    store.bulk_extend(Quad(q.subject, q.predicate, q.object, DEFAULT)
+                      for q in store.quads_for_pattern(None, None, None, g))
+    store.flush()
+
+
+def load_default(store: ox.Store, **bulk_load_args) -> None:
+    """Bulk-load RDF (the same input just loaded into a visible named graph) into the
+    default graph: Oxigraph's own parser and loader, nothing through Python objects."""
+    store.bulk_load(to_graph=DEFAULT, **bulk_load_args)
+
+
+def _held_elsewhere(graph: NamedNode) -> str:
+    return (f"EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} FILTER(?h_ != {graph}) "
+            f"{visible_filter('?h_')} }}")
+
+
+def drop_op(graph: NamedNode, limit: int | None = BATCH) -> str:
+    """One update removing (up to ``limit``) triples of ``graph`` and, in the same
+    transaction, each from the default graph unless another visible graph holds it."""
+    inner = f"SELECT ?s ?p ?o WHERE {{ GRAPH {graph} {{ ?s ?p ?o }} }}" + (f" LIMIT {limit}" if limit else "")
+    default = f"BIND(IF({_held_elsewhere(graph)}, ?unbound_, ?o) AS ?d_)" if visible(graph.value) else ""
+    return (f"DELETE {{ GRAPH {graph} {{ ?s ?p ?o }} ?s ?p ?d_ }} "
+            f"WHERE {{ {{ {inner} }} {default} }}")
+
+
+def drop(store: ox.Store, graph: str) -> None:
+    """Remove a named graph, keeping the set: a batch of its triples per transaction,
+    each leaving the default graph only when no other visible graph holds it."""
+    g = NamedNode(graph)
+    if not store.contains_named_graph(g):
+        return
+    while store.query(f"ASK {{ GRAPH {g} {{ ?s ?p ?o }} }}"):
+        store.update(drop_op(g))
+    store.remove_graph(g)  # the (now empty) graph name itself
+
+
+def drop_ops(graph: str) -> list[str]:
+    """``drop`` as update operations for one bigger transaction (a swap), unbatched."""
+    g = NamedNode(graph)
+    return [drop_op(g, None), f"DROP SILENT GRAPH {g}"]
+
+
+def delete_ops(graph: str, values: str) -> list[str]:
+    """Operations deleting triples (``values``: VALUES rows ``(<s> <p> <o>)``) from
+    ``graph`` and from the default graph unless another visible graph holds them."""
+    g = NamedNode(graph)
+    rows = f"VALUES (?s ?p ?o) {{ {values} }}"
+    return [f"DELETE {{ GRAPH {g} {{ ?s ?p ?o }} }} WHERE {{ {rows} }}",
+            f"DELETE {{ ?s ?p ?o }} WHERE {{ {rows} FILTER NOT {_held_elsewhere(g)} }}"]
+
+
+def remove_orphans(store: ox.Store) -> int:
+    """Remove default-graph triples that no visible graph holds (after a killed write);
+    returns how many. Scans the default graph."""
+    removed = 0
+    op = (f"DELETE {{ ?s ?p ?o }} WHERE {{ {{ SELECT ?s ?p ?o WHERE {{ ?s ?p ?o "
+          f"FILTER NOT EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} {visible_filter('?h_')} }} }} LIMIT {BATCH} }} }}")
+    while True:
+        before = len(store)
+        store.update(op)
+        gone = before - len(store)
+        removed += gone
+        if gone < BATCH:
+            return removed
+
+
+# -- repair and migration ----------------------------------------------------------------
+
+def repair(store: ox.Store) -> list[str]:
+    """Finish what a killed writer left pending: copy each pending graph into the default
+    graph, remove default triples no visible graph holds, unmark. Messages for the log."""
+    graphs = pending(store)
+    if not graphs:
+        return []
+    for graph in graphs:
+        if store.contains_named_graph(NamedNode(graph)):
+            add_graph(store, graph)
+    orphans = remove_orphans(store)
+    unmark_pending(store, graphs)
+    return [f"the default graph (the set of all graphs' triples) was brought up to date for "
+            f"{len(graphs)} graph(s) an interrupted write left pending ({orphans} stale triple(s) removed)"]
+
+
+def migrate(store: ox.Store) -> list[str]:
+    """Build the set in a store written before it existed; idempotent if killed."""
+    if is_set(store):
+        return []  # kept as the set, or empty (flagged by its first write)
+    messages = []
+    migrating = any(True for _ in store.quads_for_pattern(STATE, _MIGRATING, None, META))
+    if not migrating:
+        # triples an older kgcult left in the default graph (a quad file's default graph)
+        # keep their place as a named graph; one transaction with the migration mark
+        legacy = bool(store.query("ASK { ?s ?p ?o }"))
+        ops = [f"ADD SILENT DEFAULT TO {NamedNode(LEGACY_DEFAULT)}", "CLEAR SILENT DEFAULT"] if legacy else []
+        ops.append(f"INSERT DATA {{ GRAPH {META} {{ {STATE} {_MIGRATING} true }} }}")
+        store.update(" ;\n".join(ops))
+        if legacy:
+            messages.append(f"triples the store held in its default graph were moved to graph {LEGACY_DEFAULT}")
+    graphs = [g.value for g in store.named_graphs() if isinstance(g, NamedNode) and visible(g.value)]
+    for graph in graphs:
+        add_graph(store, graph)
+    store.update(f"DELETE WHERE {{ GRAPH {META} {{ {STATE} {_MIGRATING} ?x }} }} ;\n{flag_op()}")
+    store.flush()
+    if graphs:
+        messages.append(f"built the default graph as the set of the triples of {len(graphs)} graph(s) "
+                        "(a store written by an older kgcult; done once)")
+    return messages
