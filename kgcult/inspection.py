@@ -1,4 +1,9 @@
-"""Looking at the graph: ``show`` (an entity card) and ``stats`` (what the store holds)."""
+"""Looking at the graph: ``show`` (an entity card) and ``stats`` (what the store holds).
+
+Queries see each triple once however many graphs hold it (``kgcult.store.setgraph``), so
+two sources that agree print once. Where they disagree on a value Wikidata holds once
+(an entity's label or description in one language, its sitelink count), ``show`` and
+``stats`` say which graphs hold which value instead of keeping one silently."""
 from __future__ import annotations
 
 import re
@@ -10,6 +15,11 @@ from kgcult import ids, langtags, ontology, vocab
 from kgcult.acquire import subgraphs
 from kgcult.errors import KgcultError
 from kgcult.store import health
+
+# values Wikidata holds at most once per entity (and language): several are a disagreement
+SINGLE_VALUED = {vocab.RDFS + "label": "label", vocab.SCHEMA + "description": "description",
+                 vocab.WIKIBASE + "sitelinks": "sitelinks"}
+
 
 def property_label(iri: str) -> str:
     return ontology.labels("properties.ttl").get(iri, "")
@@ -83,6 +93,11 @@ def show(store, qid: str, lang: str = "en") -> dict:
         raise KgcultError(f"{card['qid']}: not in the store")
     for k in card["aliases"]:
         card["aliases"][k].sort()
+    card["disagreements"] = disagreements(store, node)
+    for d in card["disagreements"]:  # the card shows the first value; the rest are listed
+        field = {"label": "labels", "description": "descriptions"}.get(d["field"])
+        if field:
+            card[field][d["lang"]] = d["values"][0]["value"]
     card["labels"] = dict(sorted(card["labels"].items()))
     card["descriptions"] = dict(sorted(card["descriptions"].items()))
     card["label"] = _in_chain(card["labels"], lang)
@@ -106,6 +121,29 @@ def show(store, qid: str, lang: str = "en") -> dict:
     return card
 
 
+def _graph_name(iri: str) -> str:
+    return iri[len(vocab.GRAPH):] if iri.startswith(vocab.GRAPH) else iri
+
+
+def disagreements(store, node: NamedNode) -> list[dict]:
+    """Single-valued fields of one entity with several values in the data graphs:
+    ``[{field, lang, values: [{value, graphs}]}]`` sorted, values in order."""
+    rows = store.query(
+        "SELECT ?p ?o ?g WHERE { VALUES ?p { rdfs:label schema:description wikibase:sitelinks } "
+        "GRAPH ?g { ?x ?p ?o } }", bindings={"x": node})
+    found: dict[tuple[str, str], dict[str, set]] = {}
+    for r in rows:
+        g = r["g"].value
+        if not vocab.is_data_graph(g):
+            continue
+        o = r["o"]
+        key = (SINGLE_VALUED[r["p"].value], getattr(o, "language", None) or "")
+        found.setdefault(key, {}).setdefault(o.value, set()).add(_graph_name(g))
+    return [{"field": field, "lang": lang,
+             "values": [{"value": v, "graphs": sorted(gs)} for v, gs in sorted(values.items())]}
+            for (field, lang), values in sorted(found.items()) if len(values) > 1]
+
+
 def format_card(card: dict, lang: str = "en") -> str:
     out = [f"{card['qid']}  {card.get('label') or ''}".rstrip()]
     desc = _in_chain(card["descriptions"], lang)
@@ -125,6 +163,12 @@ def format_card(card: dict, lang: str = "en") -> str:
         name = f" ({c['property_label']})" if c["property_label"] else ""
         val = f"{c['value']} {c['value_label']}".rstrip()
         out.append(f"  {c['property']}{name}: {val}")
+    if card.get("disagreements"):
+        out.append("graphs disagree (the first value is shown above):")
+        for d in card["disagreements"]:
+            where = f"{d['field']}@{d['lang']}" if d["lang"] else d["field"]
+            said = "; ".join(f"{v['value']!r} in {', '.join(v['graphs'])}" for v in d["values"])
+            out.append(f"  {where}: {said}")
     if card["ancestors"]:
         out.append("ancestors (from the closure graphs):")
         for k, ys in card["ancestors"].items():
@@ -156,7 +200,33 @@ def stats(store) -> dict:
     result["labels_per_language"] = dict(sorted(langs.items(), key=lambda kv: (-kv[1], kv[0])))
     result["closure_stale"] = bool(getattr(store, "closure_stale", False))
     result["partial_graphs"] = health.partial_graphs(store)
+    result["disagreements"] = graph_disagreements(store, result["graphs"])
     return result
+
+
+def graph_disagreements(store, counts: dict[str, int]) -> list[dict]:
+    """Per pair of data graphs and single-valued field: how many (entity, language) pairs
+    the two hold different values for, with one example. The smaller graph of a pair is
+    read first; a store with one data graph has nothing to compare."""
+    graphs = sorted((g for g in counts if vocab.is_data_graph(g)), key=lambda g: (counts[g], g))
+    out = []
+    for i, small in enumerate(graphs):
+        for big in graphs[i + 1:]:
+            for pred, field in SINGLE_VALUED.items():
+                rows = store.query(
+                    "SELECT (COUNT(DISTINCT ?pair) AS ?n) (MIN(?pair) AS ?example) WHERE { "
+                    "GRAPH ?a { ?x ?p ?v } GRAPH ?b { ?x ?p ?w } "
+                    "FILTER(LANG(?v) = LANG(?w) && ?v != ?w) "
+                    "BIND(CONCAT(STR(?x), \" \", LANG(?v)) AS ?pair) }",
+                    bindings={"a": NamedNode(small), "b": NamedNode(big), "p": NamedNode(pred)})
+                r = next(iter(rows), None)
+                n = int(r["n"].value) if r is not None and r["n"] is not None else 0
+                if n:
+                    x, _, lang = r["example"].value.partition(" ")
+                    names = sorted([_graph_name(small), _graph_name(big)])
+                    out.append({"graphs": names, "field": field, "entities": n,
+                                "example": ids.shorten(x) + (f" ({lang})" if lang else "")})
+    return sorted(out, key=lambda d: (d["graphs"], d["field"]))
 
 
 def format_stats(s: dict) -> str:
@@ -172,6 +242,10 @@ def format_stats(s: dict) -> str:
         out.append(f"  {n:>10}  {l}")
     if len(langs) > 20:
         out.append(f"  … {len(langs) - 20} more")
+    if s.get("disagreements"):
+        out += ["", "graphs that disagree (values Wikidata holds once; `kgcult show QID` lists them):"]
+        for d in s["disagreements"]:
+            out.append(f"  {d['entities']:>10}  {d['field']}: {' vs '.join(d['graphs'])} (e.g. {d['example']})")
     if s["closure_stale"]:
         out += ["", "note: the closure is stale; run `kgcult closure` for up-to-date root counts"]
     for g in s.get("partial_graphs", []):
