@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
+from pyoxigraph import DefaultGraph, NamedNode
 from tests.conftest import run_cli
 from tests.test_mirror_proxy import FaultProxy
 
@@ -15,7 +16,7 @@ from kgcult.acquire.endpoint import mirror as m
 from kgcult.acquire import subgraphs
 from kgcult.acquire.endpoint.client import EndpointClient
 from kgcult.acquire.endpoint.queries import labels_query, template
-from kgcult.store import Store
+from kgcult.store import Store, setgraph
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mirror" / "graph.ttl"
 WD = vocab.WD
@@ -24,9 +25,19 @@ WD = vocab.WD
 # -- helpers shared by the mirror tests ------------------------------------------------------
 
 def data_quads(store) -> set[str]:
-    """The store's mirrored data as N-Quads lines (metadata graph left out)."""
+    """The store's mirrored data as N-Quads lines (metadata graph left out; the default
+    graph is the set of the named graphs' triples, checked by ``default_is_the_set``)."""
+    default_is_the_set(store)
     return {str(q) for q in store.ox.quads_for_pattern(None, None, None, None)
-            if q.graph_name.value != vocab.META_GRAPH}
+            if isinstance(q.graph_name, NamedNode) and q.graph_name.value != vocab.META_GRAPH}
+
+
+def default_is_the_set(store) -> None:
+    """The store's default graph holds exactly the triples of its data and closure graphs."""
+    union = {str(q.triple) for q in store.ox.quads_for_pattern(None, None, None, None)
+             if isinstance(q.graph_name, NamedNode) and setgraph.visible(q.graph_name.value)}
+    default = {str(q.triple) for q in store.ox.quads_for_pattern(None, None, None, DefaultGraph())}
+    assert default == union, (sorted(default - union)[:5], sorted(union - default)[:5])
 
 
 def graph_triples(store, name) -> set[str]:

@@ -221,6 +221,7 @@ def test_no_query_and_unknown_paths(server):
 # -- read-only by default ------------------------------------------------------------------
 
 INSERT = 'INSERT DATA { <http://example.org/x> <http://example.org/p> "smuggled" }'
+INSERT_NAMED = 'INSERT DATA { GRAPH <http://example.org/g> { <http://example.org/x> <http://example.org/p> "smuggled" } }'
 
 
 def _count_example(base) -> int:
@@ -277,7 +278,7 @@ def test_writable_with_token(make_server):
     token = "t0ken-for-the-test"
     srv = make_server(ServeConfig(port=0, writable=True, token=token), writable_store=True)
     u = srv.url
-    body = INSERT.encode()
+    body = INSERT_NAMED.encode()
     ctype = {"Content-Type": "application/sparql-update"}
     assert http(u + "/update", body, ctype)[0] == 401
     status, headers, _ = http(u + "/update", body, {**ctype, "Authorization": "Bearer wrong-token"})
@@ -287,11 +288,25 @@ def test_writable_with_token(make_server):
     assert http(u + "/update", body, {**ctype, "Authorization": "Bearer " + token})[0] == 204
     assert _count_example(u) == 1
     # a form update works too; an update sent to /query is pointed at /update
-    form = urllib.parse.urlencode({"update": 'INSERT DATA { <http://example.org/y> <http://example.org/p> "2" }'}).encode()
+    form = urllib.parse.urlencode({"update": 'INSERT DATA { GRAPH <http://example.org/g> { <http://example.org/y> '
+                                             '<http://example.org/p> "2" } }'}).encode()
     assert http(u + "/update", form, {"Content-Type": "application/x-www-form-urlencoded",
                                       "Authorization": "Bearer " + token})[0] == 204
     assert _count_example(u) == 2
     assert post_query(u, INSERT)[0] == 400
+    # the default graph is the set of the named graphs: an update writes named graphs only
+    auth = {**ctype, "Authorization": "Bearer " + token}
+    status, _, text = http(u + "/update", INSERT.encode(), auth)
+    assert status == 400 and b"INSERT DATA" in text and b"named graph" in text
+    assert _count_example(u) == 2
+    # a triple two graphs hold counts once; it stays until both have dropped it
+    other = INSERT_NAMED.replace("example.org/g>", "example.org/h>")
+    assert http(u + "/update", other.encode(), auth)[0] == 204
+    assert _count_example(u) == 2
+    assert http(u + "/update", b"DROP GRAPH <http://example.org/g>", auth)[0] == 204
+    assert _count_example(u) == 1
+    assert http(u + "/update", other.replace("INSERT", "DELETE").encode(), auth)[0] == 204
+    assert _count_example(u) == 0
     # the update made the closure stale and left a provenance record
     assert srv.app.store.closure_stale
     assert any(p.get("kind") == "update" for p in srv.app.store.provenance())
@@ -591,7 +606,7 @@ def test_cli_serve_process_writable_with_generated_token(tmp_path):
     try:
         assert "writable" in err
         token = re.search(r"Authorization: Bearer (\S+)", err).group(1)
-        body = INSERT.encode()
+        body = INSERT_NAMED.encode()
         ctype = {"Content-Type": "application/sparql-update"}
         assert http(url + "/update", body, ctype)[0] == 401
         assert http(url + "/update", body, {**ctype, "Authorization": "Bearer " + token})[0] == 204

@@ -52,14 +52,15 @@ class Answer:
 def evaluate_query(store, text: str, default_graphs=(), named_graphs=()):
     """Evaluate SPARQL query text on ``store`` (a kgcult Store); return pyoxigraph's live
     result and the :class:`kgcult.sparql.wdqs.Prepared` query (its notices). The default
-    graph is the union of all graphs unless ``default_graphs`` names some. Every query the
+    graph is the set of every data and closure graph's triples (each once, as on WDQS:
+    ``kgcult.store.setgraph``) unless ``default_graphs`` names some. Every query the
     server answers goes through here, and through the WDQS drop-in step first
     (docs/wdqs.md: prefixes, the label service, SERVICE refused, closure paths)."""
     kwargs: dict = {"prefixes": wdqs.PREFIXES}
     try:
         if default_graphs:
             kwargs["default_graph"] = [NamedNode(g) for g in default_graphs]
-        else:
+        elif not getattr(store, "is_set", False):  # an older store: the union it was written for
             kwargs["use_default_graph_as_union"] = True
         if named_graphs:
             kwargs["named_graphs"] = [NamedNode(g) for g in named_graphs]

@@ -176,6 +176,27 @@ def remove_orphans(store: ox.Store) -> int:
             return removed
 
 
+def add_missing(store: ox.Store) -> int:
+    """Add to the default graph every visible graph's triple it lacks (after a write that
+    did not keep the set, e.g. a SPARQL Update); returns how many. Scans the named graphs."""
+    added = 0
+    op = (f"INSERT {{ ?s ?p ?o }} WHERE {{ {{ SELECT DISTINCT ?s ?p ?o WHERE {{ GRAPH ?h_ {{ ?s ?p ?o }} "
+          f"{visible_filter('?h_')} FILTER NOT EXISTS {{ ?s ?p ?o }} }} LIMIT {BATCH} }} }}")
+    while True:
+        before = len(store)
+        store.update(op)
+        new = len(store) - before
+        added += new
+        if new < BATCH:
+            return added
+
+
+def sync(store: ox.Store) -> tuple[int, int]:
+    """Make the default graph the set again after named graphs changed in ways not tracked
+    (a SPARQL Update): (triples removed, triples added). Two scans of the store."""
+    return remove_orphans(store), add_missing(store)
+
+
 # -- repair and migration ----------------------------------------------------------------
 
 def repair(store: ox.Store) -> list[str]:

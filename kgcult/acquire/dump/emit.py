@@ -194,15 +194,16 @@ class _PipeLoad:
         except BaseException as e:  # noqa: BLE001 - raised by the Writer
             self.error = e
 
-    def write(self, quads: bytes) -> bool:
-        """False when the loader has stopped reading (it failed)."""
+    def write(self, quads: bytes, count: int | None = None) -> bool:
+        """False when the loader has stopped reading (it failed). ``count``: the quads the
+        budget counts (the named graph's; its default-graph copies ride along)."""
         assert self.file is not None  # not finished
         try:
             self.file.write(quads)
         except BrokenPipeError:
             return False
         self.bytes += len(quads)
-        self.quads += quads.count(b"\n")
+        self.quads += quads.count(b"\n") if count is None else count
         return True
 
     def finish(self, abort: bool = False) -> BaseException | None:
@@ -297,11 +298,12 @@ class Writer:
             quads = data.replace(b" .\n", g)
         else:
             quads = b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x)
+        named = quads.count(b"\n")
         if setgraph.visible(graph.value):
             quads += data if data.endswith(b"\n") else data + b"\n"
         if self.spool is not None:
             self.spool.write(quads)
-        elif not self._pipe().write(quads):
+        elif not self._pipe().write(quads, named):
             self.broken = True
 
     def flush(self) -> None:

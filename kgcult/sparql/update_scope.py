@@ -1,0 +1,40 @@
+"""Which graphs a SPARQL Update writes: kgcult's default graph is the set of its named
+graphs' triples (``kgcult.store.setgraph``), so an update may write named graphs only;
+:func:`default_graph_write` names the first operation that would write the default graph.
+The update is read with rdflib's SPARQL parser and algebra (not by patterns over its text).
+"""
+from __future__ import annotations
+
+from rdflib.plugins.sparql.algebra import translateUpdate
+from rdflib.plugins.sparql.parser import parseUpdate
+
+from kgcult.errors import KgcultError
+
+_WHOLE = ("DEFAULT", "ALL")
+
+
+def default_graph_write(text: str) -> str | None:
+    """The first operation of update ``text`` that writes the default graph (its SPARQL
+    form, e.g. ``INSERT DATA``), or None when every operation names its graph(s)."""
+    try:
+        update = translateUpdate(parseUpdate(text))
+    except Exception as e:  # noqa: BLE001 - rdflib raises pyparsing's and its own errors
+        raise KgcultError(f"SPARQL update syntax error: {e}") from None
+    for op in update.algebra:
+        name = op.name
+        if name in ("InsertData", "DeleteData", "DeleteWhere") and op.get("triples"):
+            return {"InsertData": "INSERT DATA", "DeleteData": "DELETE DATA", "DeleteWhere": "DELETE WHERE"}[name]
+        if name == "Modify" and op.get("withClause") is None:
+            for clause in ("delete", "insert"):
+                part = op.get(clause)
+                if part is not None and part.get("triples"):
+                    return f"{clause.upper()} {{ ... }} without GRAPH or WITH"
+        if name == "Load" and op.get("graphiri") is None:
+            return "LOAD without INTO GRAPH"
+        if name in ("Clear", "Drop") and op.get("graphiri") in _WHOLE:
+            return f"{name.upper()} {op.get('graphiri')}"
+        if name in ("Add", "Move", "Copy"):
+            source, target = op.get("graph")
+            if target == "DEFAULT" or (name == "Move" and source == "DEFAULT"):
+                return f"{name.upper()} ... DEFAULT"
+    return None
