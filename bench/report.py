@@ -6,7 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ["load", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "views", "build_repeat", "link", "link_scale", "link_long", "probe",
-         "serve", "page", "serve_runaway", "wdqs", "synth"]
+         "serve", "page", "serve_runaway", "wdqs", "setgraph", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
     "closure_query": "Closure graphs vs property paths (issue 2)",
@@ -26,6 +26,7 @@ TITLES = {
     "page": "The query page with a 100,000-row result (issue 31)",
     "serve_runaway": "Runaway queries against the endpoint (issue 12)",
     "wdqs": "WDQS queries unchanged: label service and closure paths (issue 13)",
+    "setgraph": "The default graph as a set, against the union (issue 28)",
 }
 
 

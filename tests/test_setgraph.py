@@ -213,11 +213,14 @@ def test_seed_and_standin_give_the_standins_rows(tmp_path):
     japan = "SELECT (COUNT(*) AS ?n) WHERE { ?dish kgc:typedAs wd:Q746549 ; wdt:P495 wd:Q17 }"
 
     def rows(loc, q):
+        # GROUP_CONCAT's order follows the engine's scan order, which differs between stores
         with Store(loc, read_only=True) as s:
-            return sorted(str(tuple(r)) for r in s.query(q))
+            return sorted(" | ".join(", ".join(sorted(t.value.split(", "))) if isinstance(t, ox.Literal) else str(t)
+                                     for t in r) for r in s.query(q))
 
     for name, q in queries.items():
-        assert rows(both, q) == rows(merged, q), name
+        a, b = rows(both, q), rows(merged, q)
+        assert a == b, (name, len(a), len(b), sorted(set(a) ^ set(b))[:4])
     assert rows(both, japan) == rows(alone, japan) == rows(merged, japan)
     assert rows(both, queries["labels"]) == rows(alone, queries["labels"])
     with Store(both, read_only=True) as s:

@@ -53,7 +53,7 @@ def rows(result) -> list[dict]:
 
 def as_written(store: Store, query: str) -> Counter:
     """The query evaluated by Oxigraph exactly as written (paths walked, no closure)."""
-    res = store.ox.query(query, prefixes=wdqs.PREFIXES, use_default_graph_as_union=True)
+    res = store.ox.query(query, prefixes=wdqs.PREFIXES)  # the default graph: the set of all graphs
     return Counter(tuple(str(t) for t in r) for r in res)
 
 
@@ -225,7 +225,7 @@ def test_closure_paths_give_the_answers_of_the_path_as_written(labels_store, see
     assert "https://w3id.org/kgcult/ns#" in text, text  # answered from a closure graph
     if query.startswith("ASK"):
         assert bool(labels_store.query(query)) is bool(labels_store.ox.query(
-            query, prefixes=wdqs.PREFIXES, use_default_graph_as_union=True))
+            query, prefixes=wdqs.PREFIXES))
         return
     assert through_kgcult(labels_store, query) == as_written(labels_store, query)
     with Store(seed_path, read_only=True) as seed:
@@ -322,7 +322,7 @@ def test_seed_paper_queries_through_serve_give_the_views_rows(seed_path):
             query = FMLAMA_DISHES.replace("COUNTRY", qid)
             got = _sparqlwrapper(url, query)
             walked = s.ox.query(wdqs.prepare(query, closure_fresh=None).text,  # paths walked, unions as written
-                                prefixes=wdqs.PREFIXES, use_default_graph_as_union=True)
+                                prefixes=wdqs.PREFIXES)
             assert Counter(_unordered(r) for r in got) == Counter(
                 _unordered({v.value: r[v].value for v in walked.variables if r[v] is not None}) for r in walked)
             view_dishes = {r["dish"].value for r in s.query(origins_rq, bindings={
@@ -334,7 +334,7 @@ def test_seed_paper_queries_through_serve_give_the_views_rows(seed_path):
         dlama = _sparqlwrapper(url, DLAMA_CAPITALS)
         assert dlama and Counter(tuple(sorted(r.items())) for r in dlama) == Counter(
             tuple(sorted((v.value, r[v].value) for v in res.variables))
-            for res in [s.ox.query(DLAMA_CAPITALS, prefixes=wdqs.PREFIXES, use_default_graph_as_union=True)]
+            for res in [s.ox.query(DLAMA_CAPITALS, prefixes=wdqs.PREFIXES)]
             for r in res)
         labelled = _sparqlwrapper(url, """SELECT ?dish ?dishLabel WHERE { ?dish wdt:P495 wd:Q38 .
             SERVICE wikibase:label { bd:serviceParam wikibase:language "[AUTO_LANGUAGE],en". } }""")

@@ -39,7 +39,7 @@ class StoreReads:
         return [{n: sol[n] for n in names if sol[n] is not None} for sol in res]
 
     def quads(self, graph: str | None = None) -> Iterator[Quad]:
-        """Every quad of ``graph`` (or of all graphs)."""
+        """Every quad of ``graph`` (or of all graphs, the default graph's set included)."""
         return self.ox.quads_for_pattern(None, None, None, NamedNode(graph) if graph else None)
 
     def data_graphs(self) -> list[str]:
