@@ -78,7 +78,7 @@ def expected(store: Store, name: str) -> Counter:
     """Oxigraph's answer to the query written without the WDQS features."""
     text = (COMPAT / f"{name}.explicit.rq").read_text(encoding="utf-8")
     assert "SERVICE" not in text and "hint:" not in text and "INCLUDE" not in text
-    return ox_rows(store.ox.query(text, prefixes=wdqs.PREFIXES, use_default_graph_as_union=True))
+    return ox_rows(store.ox.query(text, prefixes=wdqs.PREFIXES))  # the default graph: the set
 
 
 def wdqs_query(name: str) -> str:
