@@ -142,7 +142,7 @@ def start_oxigraph(store: Path, port: int) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("oxigraph")
     return subprocess.Popen(
         [str(exe), "serve-read-only", "--location", str(store), "--bind", f"127.0.0.1:{port}",
-         "--union-default-graph", "--timeout-s", str(TIMEOUT_S)],
+         "--timeout-s", str(TIMEOUT_S)],  # the store's default graph is the set (docs/store.md)
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -287,7 +287,7 @@ def main() -> None:
         f"(weights: {', '.join(f'{c} {w}' for c, w, _ in MIX)}), one sends a deliberately too-expensive query "
         f"every {SLOW_EVERY_S:g} s; server timeout {TIMEOUT_S} s, default settings otherwise (8 query worker processes, "
         "at most 4 queries in flight per client address; each client has its own loopback address). Baselines: "
-        "Oxigraph's own Rust server (`oxigraph serve-read-only --union-default-graph`, same version, same store, "
+        "Oxigraph's own Rust server (`oxigraph serve-read-only` over the store's default graph, same version, same store, "
         "same workload) and `kgcult serve` as it was before this branch (the package at the merge base with "
         "main, run the same way). "
         "Clients run in one Python process on the same 2 cores, which other engineers' jobs share "

@@ -228,8 +228,10 @@ def main() -> None:
         return
     port = free_port()
     oxigraph = str(Path(sys.executable).with_name("oxigraph"))
-    ox = subprocess.Popen([oxigraph, "serve-read-only", "--location", str(loc), "--bind", f"127.0.0.1:{port}",
-                           "--union-default-graph"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # the store's default graph is the set of its graphs' triples (docs/store.md): served as
+    # it is; --union-default-graph would add each named graph's copy to it
+    ox = subprocess.Popen([oxigraph, "serve-read-only", "--location", str(loc), "--bind", f"127.0.0.1:{port}"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ox_url = f"http://127.0.0.1:{port}/query"
     store = Store(loc, read_only=True)
     srv = Server(store, ServeConfig(port=0, timeout=OX_TIMEOUT)).start()

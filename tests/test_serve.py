@@ -191,7 +191,7 @@ def test_request_line_limit(server):
 
 
 def test_union_default_graph_and_dataset_parameters(server):
-    # default: the union of all graphs, closures included
+    # default: the set of all graphs' triples, closures included
     status, _, body = post_query(server.url, "SELECT (COUNT(*) AS ?n) WHERE { ?s kgc:typedAs ?o }")
     assert int(json.loads(body)["results"]["bindings"][0]["n"]["value"]) > 0
     # default-graph-uri narrows the default graph to the food data graph
