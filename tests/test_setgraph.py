@@ -96,6 +96,7 @@ def test_show_and_stats_say_which_graphs_disagree(two):
 
 
 def test_dropping_a_graph_keeps_what_another_holds(two):
+    assert count(two, COUNT_DISHES) == 2
     two.clear_graph(vocab.GRAPH + "b")
     assert count(two, COUNT_DISHES) == 1  # sushi stays (graph a holds it), ramen is gone
     assert count(two, "SELECT (COUNT(*) AS ?n) WHERE { wd:Q177 ?p ?o }") == 0
@@ -106,12 +107,14 @@ def test_dropping_a_graph_keeps_what_another_holds(two):
 def test_replacing_a_graph_by_a_snapshot_import(two, tmp_path):
     # a new version of graph b: no sushi origin any more, ramen renamed
     other = Store(tmp_path / "other")
-    (tmp_path / "b2.ttl").write_text(PRE + 'wd:Q177 rdfs:label "rāmen"@en ; wdt:P495 wd:Q17 .\n', encoding="utf-8")
+    (tmp_path / "b2.ttl").write_text(PRE + 'wd:Q177 rdfs:label "rāmen"@en ; wdt:P31 wd:Q746549 ; wdt:P495 wd:Q17 .\n'
+                                     'wd:Q46383 wdt:P31 wd:Q746549 .\n', encoding="utf-8")
     other.load([tmp_path / "b2.ttl"], graph="b")
     snapshot.export(other, tmp_path / "snap")
     other.close()
     snapshot.import_(two, tmp_path / "snap", replace=True)
     default_is_the_set(two)
+    assert count(two, COUNT_DISHES) == 2  # sushi (its type in a and b, its origin in a), ramen
     assert count(two, "SELECT (COUNT(*) AS ?n) WHERE { wd:Q46383 wdt:P495 wd:Q17 }") == 1  # graph a's
     labels = two.select("SELECT ?l WHERE { wd:Q177 rdfs:label ?l }")
     assert [r["l"].value for r in labels] == ["rāmen"]
