@@ -21,10 +21,10 @@ from kgcult.cli.main import Context, info
 @click.option("-f", "--file", "query_file", type=click.File("rb"),
               help="Read the query from a file ('-' for stdin).")
 @click.option("--format", "fmt", type=click.Choice(results.FORMATS), default="table", show_default=True)
-@click.option("--graph", metavar="IRI", help="Query only this named graph (default: union of all graphs).")
+@click.option("--graph", metavar="IRI", help="Query only this named graph (default: every graph's triples, each once).")
 @click.pass_obj
 def sparql(obj: Context, query, query_file, fmt, graph):
-    """Run a SPARQL query over the union of all graphs.
+    """Run a SPARQL query over every graph's triples, each once (as on WDQS).
 
     Common prefixes (wd, wdt, rdfs, skos, schema, wikibase, kgc, ...) are predeclared.
     CONSTRUCT and DESCRIBE print N-Triples.

@@ -48,7 +48,7 @@ def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, worker
           per_client_connections, worker_memory, allow_hosts, cors, quiet):
     """SPARQL 1.1 endpoint over the store, with a query page at /.
 
-    Queries (GET/POST) at /query see the union of all graphs; updates at /update only with
+    Queries (GET/POST) at /query see every graph's triples, each once; updates at /update only with
     --writable and `Authorization: Bearer TOKEN`. Read-only by default.
 
     \b

@@ -10,10 +10,13 @@ result objects (parsed from SPARQL results JSON / N-Triples), so the views, the 
 ``show`` and ``stats`` run unchanged against QLever, a WDQS mirror, ``oxigraph serve`` or
 ``kgcult serve``.
 
-Default graph: kgcult queries expect the union of all graphs. ``kgcult serve`` gives that by
-default; ``oxigraph serve`` needs ``--union-default-graph`` (or ``?union-default-graph``
-in the store URL); QLever and WDQS have no named graphs to unite. Query parameters in the
-store URL are sent with every request, which is how such endpoint options are passed.
+Default graph: kgcult queries expect one default graph holding every triple once (as
+WDQS's). Queries are sent as written, so the default graph is the endpoint's: QLever and
+WDQS serve one graph, a set; ``kgcult serve`` serves its store's set; ``oxigraph serve``
+over a kgcult store directory serves that set as its default graph (with
+``--union-default-graph`` it would add every named graph's copy: duplicates kgcult cannot
+remove, docs/store.md). Query parameters in the store URL are sent with every request,
+which is how endpoint options are passed.
 
 The closure graphs (``kgc:typedAs``, ``kgc:subclassOf``, ...) are not computed here: the
 endpoint must hold them (serve a kgcult store, or load the closure graphs exported from
