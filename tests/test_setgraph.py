@@ -241,3 +241,21 @@ def test_seed_and_standin_give_the_standins_rows(tmp_path):
                                      if p.is_file() and p.name != "MANIFEST.json")
     for f in files:
         assert (built["both"] / f).read_bytes() == (built["merged"] / f).read_bytes(), f
+
+
+@pytest.mark.parametrize("update,refused", [
+    ('INSERT DATA { <http://a/s> <http://a/p> "o" }', "INSERT DATA"),
+    ('INSERT DATA { GRAPH <http://a/g> { <http://a/s> <http://a/p> "o" } }', None),
+    ("DELETE WHERE { ?s wdt:P31 ?o }", "DELETE WHERE"),
+    ("WITH <http://a/g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", None),
+    ("DELETE { GRAPH <http://a/g> { ?s ?p ?o } } INSERT { ?s ?p ?o } WHERE { ?s ?p ?o }", "INSERT { ... } without GRAPH or WITH"),
+    ("LOAD <http://a/f.nt>", "LOAD without INTO GRAPH"),
+    ("LOAD <http://a/f.nt> INTO GRAPH <http://a/g>", None),
+    ("CLEAR DEFAULT", "CLEAR DEFAULT"), ("DROP ALL", "DROP ALL"), ("DROP GRAPH <http://a/g>", None),
+    ("ADD <http://a/g> TO DEFAULT", "ADD ... DEFAULT"), ("COPY DEFAULT TO <http://a/g>", None),
+    ("MOVE DEFAULT TO <http://a/g>", "MOVE ... DEFAULT"),
+])
+def test_updates_that_would_write_the_default_graph_are_named(update, refused):
+    from kgcult.sparql import update_scope
+
+    assert update_scope.default_graph_write(update, vocab.PREFIXES) == refused

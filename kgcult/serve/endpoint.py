@@ -98,7 +98,7 @@ class SparqlApp:
             try:
                 wdqs.refuse_services(req.text)  # no request on a query's behalf (docs/wdqs.md)
                 service_guard.refuse_services(req.text, "update")  # as the engine reads it
-                refused = update_scope.default_graph_write(vocab.prefix_block() + req.text)
+                refused = update_scope.default_graph_write(req.text, vocab.PREFIXES)
                 if refused:
                     raise HttpError(400, f"{refused}: kgcult's default graph is the set of its named graphs' "
                                          "triples (each once, as on WDQS); write to a named graph "

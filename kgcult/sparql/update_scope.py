@@ -13,28 +13,30 @@ from kgcult.errors import KgcultError
 _WHOLE = ("DEFAULT", "ALL")
 
 
-def default_graph_write(text: str) -> str | None:
-    """The first operation of update ``text`` that writes the default graph (its SPARQL
-    form, e.g. ``INSERT DATA``), or None when every operation names its graph(s)."""
+def default_graph_write(text: str, prefixes: dict[str, str] | None = None) -> str | None:
+    """The first operation of update ``text`` (``prefixes`` predeclared) that writes the
+    default graph (its SPARQL form, e.g. ``INSERT DATA``), or None when every operation
+    names its graph(s)."""
+    prologue = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in (prefixes or {}).items())
     try:
-        update = translateUpdate(parseUpdate(text))
+        update = translateUpdate(parseUpdate(prologue + text))
     except Exception as e:  # noqa: BLE001 - rdflib raises pyparsing's and its own errors
         raise KgcultError(f"SPARQL update syntax error: {e}") from None
     for op in update.algebra:
-        name = op.name
-        if name in ("InsertData", "DeleteData", "DeleteWhere") and op.get("triples"):
+        name, fields = op.name, dict(op)  # CompValue.get() is not dict.get()
+        if name in ("InsertData", "DeleteData", "DeleteWhere") and fields.get("triples"):
             return {"InsertData": "INSERT DATA", "DeleteData": "DELETE DATA", "DeleteWhere": "DELETE WHERE"}[name]
-        if name == "Modify" and op.get("withClause") is None:
+        if name == "Modify" and fields.get("withClause") is None:
             for clause in ("delete", "insert"):
-                part = op.get(clause)
-                if part is not None and part.get("triples"):
+                part = fields.get(clause)
+                if part is not None and dict(part).get("triples"):
                     return f"{clause.upper()} {{ ... }} without GRAPH or WITH"
-        if name == "Load" and op.get("graphiri") is None:
+        if name == "Load" and fields.get("graphiri") is None:
             return "LOAD without INTO GRAPH"
-        if name in ("Clear", "Drop") and op.get("graphiri") in _WHOLE:
-            return f"{name.upper()} {op.get('graphiri')}"
+        if name in ("Clear", "Drop") and fields.get("graphiri") in _WHOLE:
+            return f"{name.upper()} {fields.get('graphiri')}"
         if name in ("Add", "Move", "Copy"):
-            source, target = op.get("graph")
+            source, target = fields.get("graph")
             if target == "DEFAULT" or (name == "Move" and source == "DEFAULT"):
                 return f"{name.upper()} ... DEFAULT"
     return None
