@@ -25,7 +25,7 @@ import pyoxigraph as ox
 from common import ROOT, STANDIN, WORK, child_env, require, save
 
 sys.path.insert(0, str(ROOT))
-from kgcult.sparql import wdqs  # noqa: E402
+from kgcult.sparql import wdqs
 
 BASE = "e7dd7d631da70d0878ac5a569ea80e3ac7b0a34f"  # main before the set (issue 28)
 REPEAT = 5

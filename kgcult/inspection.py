@@ -221,7 +221,7 @@ def graph_disagreements(store, counts: dict[str, int]) -> list[dict]:
                     bindings={"a": NamedNode(small), "b": NamedNode(big), "p": NamedNode(pred)})
                 r = next(iter(rows), None)
                 n = int(r["n"].value) if r is not None and r["n"] is not None else 0
-                if n:
+                if n and r is not None:
                     x, _, lang = r["example"].value.partition(" ")
                     names = sorted([_graph_name(small), _graph_name(big)])
                     out.append({"graphs": names, "field": field, "entities": n,

@@ -37,7 +37,7 @@ def is_complete(value: str | None) -> bool:
     return value is not None and not value.startswith(PARTIAL)
 
 
-def set_marker(store, graph: str, value: str, set_ops: list[str] = ()) -> None:
+def set_marker(store, graph: str, value: str, set_ops: tuple[str, ...] | list[str] = ()) -> None:
     """Record (atomically, with ``set_ops``) which run wrote ``graph``."""
     g = NamedNode(graph)
     store.ox.update(" ;\n".join([

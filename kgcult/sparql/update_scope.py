@@ -36,7 +36,7 @@ def default_graph_write(text: str, prefixes: dict[str, str] | None = None) -> st
         if name in ("Clear", "Drop") and fields.get("graphiri") in _WHOLE:
             return f"{name.upper()} {fields.get('graphiri')}"
         if name in ("Add", "Move", "Copy"):
-            source, target = fields.get("graph")
+            source, target = fields.get("graph") or (None, None)
             if target == "DEFAULT" or (name == "Move" and source == "DEFAULT"):
                 return f"{name.upper()} ... DEFAULT"
     return None

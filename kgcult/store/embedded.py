@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import pyoxigraph as ox
-from pyoxigraph import Literal, NamedNode, Quad
+from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
 
 from kgcult import vocab
 from kgcult.store import graphnames, health, journal, rdfio, readers, setgraph
@@ -201,9 +201,9 @@ class Store(StoreReads):
         del threads
         if self.read_only:
             raise KgcultError(f"{self.location}: the store is open read-only; cannot load into it")
-        plans = []
-        for p in paths:
-            p = str(p)
+        plans: list[tuple[str, RdfFormat, str | None, set[str]]] = []
+        for path in paths:
+            p = str(path)
             if not os.path.isfile(p):
                 raise KgcultError(f"{p}: no such file")
             fmt, _ = rdfio.split_name(p)
@@ -219,16 +219,15 @@ class Store(StoreReads):
             else:
                 target = vocab.graph_iri(_stem(p))
                 graphnames.check_user_graph(target, f"{p}: the graph named after the file (give --graph)")
-            plans.append([p, fmt, target, {target} if target else set()])
+            plans.append((p, fmt, target, {target} if target else set()))
 
         # A single triple file is loaded atomically by Oxigraph's bulk loader. Quad files are
         # parsed first to refuse quads for kgcult's own graphs and in the default graph (and
         # to know which graphs they write); with several files, all are parsed first so that
         # a bad last file cannot leave the first ones in.
-        for plan in plans:
-            p, fmt = plan[0], plan[1]
+        for p, fmt, _, graphs in plans:
             if len(plans) > 1 or fmt in rdfio.QUAD_FORMATS:
-                self._validate(p, fmt, plan[3])
+                self._validate(p, fmt, graphs)
 
         reports = []
         for p, fmt, target, graphs in plans:

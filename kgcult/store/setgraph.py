@@ -102,7 +102,7 @@ def unmark_pending(store: ox.Store, graphs: Iterable[str]) -> None:
 
 
 def pending(store: ox.Store) -> list[str]:
-    return sorted(q.object.value for q in store.quads_for_pattern(STATE, _PENDING, None, META))
+    return sorted(vocab.value(q.object) for q in store.quads_for_pattern(STATE, _PENDING, None, META))
 
 
 # -- copying into and removing from the default graph ------------------------------------
