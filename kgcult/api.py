@@ -214,12 +214,17 @@ class KG:
         lang="en", topic="food")`` gives one result dict."""
         return Linker.open(self.store, **options)
 
-    def link_index(self, *, rebuild: bool = False) -> dict:
-        """Build (or check) the label index beside the store (``kgcult link index``); its
-        summary: path, content hash, entities, languages, names, seconds, bytes, topics."""
+    def link_index(self, *, rebuild: bool = False, all_caches: bool = False,
+                   model: str | None = None) -> dict:
+        """Build (or check) the label index beside the store and every cache a link with
+        the default stages reads (``kgcult link index``; ``all_caches``: the lazy ones too,
+        ``model`` the embedding stage's); its summary: path, content hash, entities,
+        languages, names, seconds, bytes, topics, caches."""
         t0 = time.perf_counter()
         ix = link_index.load_or_build(self.store, rebuild=rebuild)
-        return link_index.summary(self.store, ix, time.perf_counter() - t0)
+        out = link_index.summary(self.store, ix, time.perf_counter() - t0)
+        out["caches"] = Linker(ix, store=self.store, model=model).build_caches(all_caches=all_caches)
+        return out
 
     def link_eval(self, gold: str | os.PathLike, *, stage_gain: bool = True,
                   count_ambiguous: bool = True, makieval: bool = True, on_error: str = "fail",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from kgcult.errors import KgcultError
-from kgcult.link import disambiguate, memo, mention_rows, normalize, pipeline, rank, ties
+from kgcult.link import caches, disambiguate, memo, mention_rows, normalize, pipeline, rank, ties
 from kgcult.link.index.reader import LabelIndex, index_dir, index_dir_of, load_or_build, open_unopened
 from kgcult.link.mention_rows import Mention
 from kgcult.link.record import Records
@@ -125,6 +125,13 @@ class Linker:
         if self._store is None and self._location is not None:
             self._store = self._opener() if self._opener is not None else open_store(self._location, read_only=True)
         return self._store
+
+    def build_caches(self, all_caches: bool = False) -> dict:
+        """Every on-disk cache the linker's stages read, made ready beside the label index
+        (``kgcult link index``; :mod:`kgcult.link.caches`): a first link then reads them
+        instead of building them. ``all_caches``: those of every installed stage, the
+        lazy ones (``embedding``) included. Per stage, what was built."""
+        return caches.build(self, all_caches=all_caches)
 
     def with_stages(self, stages: Iterable[str]) -> "Linker":
         """The same linker with other stages, sharing this one's model, pools and caches

@@ -164,6 +164,12 @@ def part_id(con, topic: str | None, lang: str) -> int | None:
     return r[0] if r else None
 
 
+def parts(con, topic: str | None) -> list[tuple[str, int]]:
+    """(language, size) of the topic's parts, by language."""
+    return [(lg, n) for lg, n in con.execute(
+        "SELECT lang, size FROM part_info WHERE topic = ? ORDER BY lang", (_topic_key(topic),))]
+
+
 def part_names(con, topic: str | None, lang: str) -> list[tuple[int, str, str]]:
     """(eid, lang, name) of a part, in the linker's order."""
     pid = part_id(con, topic, lang)

@@ -58,12 +58,14 @@ def label_chain(lang: str) -> tuple[str, ...]:
 
 
 class LabelIndex:
-    """An index directory opened read-only. Attributes keep the shape the in-memory index
+    """An index directory opened read-only (``fresh``: built by the call that opened it).
+    Attributes keep the shape the in-memory index
     had (``exact[lang].get(name)`` -> code(s), ``qids[eid]``, ``topic_bits[eid]``, ...);
     codes: exact/norm ``eid<<1 | alias``, anyl ``(eid<<LANG_BITS | lang)<<1 | alias``."""
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory)
+        self.fresh = False
         con = self.db = storage.connect(self.directory)
         meta = json.loads(con.execute("SELECT value FROM meta WHERE key = 'meta'").fetchone()[0])
         self.format = meta["format"]
@@ -153,6 +155,11 @@ class LabelIndex:
         """(eid, lang, name) of the names in ``lang`` of the topic's entities (None: of
         the entities of any topic), by entity then name: what the pools hold."""
         return pools.part_names(self.db, topic, lang)
+
+    def parts(self, topic: str | None) -> list[tuple[str, int]]:
+        """(language, number of names) of the topic's parts (None: of any topic's), by
+        language: every part a loose stage may search."""
+        return pools.parts(self.db, topic)
 
     def part_rows(self, topic: str | None, lang: str) -> pools.PartRows:
         """``part_names`` as a lazy sequence (rows read when indexed)."""
@@ -414,7 +421,9 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
             if old.is_file() and not old.name.startswith(f"{kind}-{chash[:16]}-") and ".tmp-" not in old.name:
                 old.unlink(missing_ok=True)
     _remember_listing(store, chash)
-    return LabelIndex(path)
+    ix = LabelIndex(path)
+    ix.fresh = True
+    return ix
 
 
 def summary(store, ix: LabelIndex, open_seconds: float | None = None) -> dict:

@@ -115,10 +115,21 @@ def fit_axes(mat: np.ndarray, n: int) -> np.ndarray:
     the vectors, as float32 columns."""
     picks = np.unique(np.linspace(0, n - 1, min(n, SAMPLE)).astype(np.int64))
     sample = read_rows(mat, picks).astype(np.float64)
-    _w, v = np.linalg.eigh(sample.T @ sample)  # ascending
-    axes = v[:, ::-1][:, :DIM]
+    dim = sample.shape[1]
+    if len(sample) < dim:
+        # fewer vectors than dimensions (most parts: a language's few names of a topic):
+        # the same top eigenvectors from the thin SVD of the sample, O(len² dim) instead of
+        # the O(dim³) eigendecomposition; fewer than DIM of them are completed by any
+        # orthonormal columns (the remainders are then zero: the bound is the cosine)
+        _u, _s, vt = np.linalg.svd(sample, full_matrices=False)  # descending
+        axes = vt[:DIM].T
+        if axes.shape[1] < DIM:
+            axes = np.hstack([axes, np.eye(dim)[:, :DIM]])
+    else:
+        _w, v = np.linalg.eigh(sample.T @ sample)  # ascending
+        axes = v[:, ::-1][:, :DIM]
     q, _r = np.linalg.qr(axes)  # orthonormal to float64 precision
-    return np.ascontiguousarray(q, dtype=np.float32)
+    return np.ascontiguousarray(q[:, :DIM], dtype=np.float32)
 
 
 def _reduced_blocks(mat: np.ndarray, n: int, axes: np.ndarray):

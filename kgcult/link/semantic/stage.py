@@ -123,15 +123,46 @@ class Semantic(Stage):
         return self._pools.get_or_open((topic, lg), lambda: self._open_part(topic, lg))
 
     def _open_part(self, topic: str, lg: str) -> semantic.SemanticPool:
+        return semantic.SemanticPool([self._part_files(topic, lg)])
+
+    def _cache(self, topic: str, lg: str):
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / (f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
+                                 f"{semantic.MODEL_ID}-{topic}-{lg}.npy")
+
+    def _part_files(self, topic: str, lg: str) -> tuple:
+        """(rows, name vectors, reduced vectors) of a part, read from its cache files or
+        encoded and written there."""
         rows = self.ix.part_rows(topic, lg)  # lazy: only the hits' rows are read
         enc = self.encoder()
-        cache = None
-        if self.cache_dir is not None:
-            cache = self.cache_dir / (
-                f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
-                f"{enc.id}-{topic}-{lg}.npy")
+        cache = self._cache(topic, lg)
         vecs = semantic.name_vectors(enc, rows, cache)
-        return semantic.SemanticPool([(rows, vecs, semantic_bound.reduced(vecs, len(rows), cache))])
+        # the axes' eigendecomposition on THREADS BLAS threads: on a busy machine a thread
+        # per core made it ten times slower
+        with semantic.blas_threads(semantic.THREADS):
+            return rows, vecs, semantic_bound.reduced(vecs, len(rows), cache)
+
+    # -- the caches (``kgcult link index``) -------------------------------------------
+
+    def caches(self) -> list:
+        """Every (topic, language) part a mention may reach: its name vectors and their
+        reduced form."""
+        if self.cache_dir is None:
+            return []
+        return [((t.name, lg), n) for t in self.ix.topics for lg, n in self.ix.parts(t.name) if n]
+
+    def prepare(self) -> None:
+        """The model's converted copy (``use_model.py``, its tokenizer buckets) written and
+        the encoder loaded."""
+        semantic.prepare()
+        self.encoder()
+
+    def build_cache(self, key) -> bool:
+        cache = self._cache(*key)
+        had = cache is not None and all(p.exists() for p in (cache, *semantic_bound.paths(cache)))
+        self._part_files(*key)  # checked against the part's size; rebuilt when it differs
+        return not had
 
     def _search(self, parts: dict, vec: dict, floor: float) -> dict:
         """Per (topic, language) part, the 10 best hits at or above ``floor`` of each of its

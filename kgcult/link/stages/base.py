@@ -54,7 +54,12 @@ class Stage:
       run on chunks of it; :meth:`ahead` sees each chunk as soon as they are done with it;
     * ``scored``: a stage function's ``detail`` is the order within the stage (``sub``);
     * ``own_name``: a hit means the mention is a name of that entity in its own language;
-    * ``closeness``: among its tied hits the closer name wins (``rank.closeness``).
+    * ``closeness``: among its tied hits the closer name wins (``rank.closeness``);
+    * ``lazy_cache``: why its on-disk caches are built on first use by design, not by
+      ``kgcult link index`` (which says so; ``--all-caches`` builds them anyway);
+    * :meth:`caches` / :meth:`build_cache`: the on-disk caches it reads beside the label
+      index, and how one is built: ``Linker.build_caches`` (``kgcult link index``) runs
+      them for every registered stage, so a first link reads them instead of building.
     """
 
     name: ClassVar[str]
@@ -68,6 +73,7 @@ class Stage:
     scored: ClassVar[bool] = False
     own_name: ClassVar[bool] = False
     closeness: ClassVar[bool] = False
+    lazy_cache: ClassVar[str] = ""
 
     def __init__(self, ctx: Context, rank: int):
         self.ctx = ctx
@@ -97,6 +103,20 @@ class Stage:
 
     def run(self, batch: list[State]) -> None:
         raise NotImplementedError
+
+    def caches(self) -> list[tuple[Any, int]]:
+        """The caches this stage reads from beside the label index, as (key, weight: the
+        names it covers) in the order :meth:`build_cache` builds them; none by default."""
+        return []
+
+    def build_cache(self, key) -> bool:
+        """Make the cache ``key`` of :meth:`caches` ready on disk (read, not built, when it
+        is there already); whether it was built now."""
+        return False
+
+    def prepare(self) -> None:
+        """What a first :meth:`build_cache` or link needs beyond the index (a model's
+        converted copy), made ready; nothing by default."""
 
     def ahead(self, chunk: list[State]) -> None:
         """A whole-batch stage: the mentions of a chunk that will reach it (before

@@ -167,6 +167,8 @@ class Embedding(Stage):
     opt_in = True
     whole_batch = True
     scored = True
+    lazy_cache = ("its name vectors are encoded on first use, with the model the run names "
+                  "(--model), for the parts its mentions reach")
 
     def __init__(self, ctx, rank: int):
         super().__init__(ctx, rank)
@@ -205,6 +207,28 @@ class Embedding(Stage):
                 if best >= ctx.embed_min and best - other >= ctx.embed_margin:
                     s.add(eid, self, 0, lg, -round(best, 6))
 
+    def caches(self) -> list:
+        """Every (topic, language) part's name vectors, for the linker's model."""
+        if self.ctx.cache_dir is None:
+            return []
+        return [((t.name, lg), n) for t in self.ctx.ix.topics for lg, n in self.ctx.ix.parts(t.name) if n]
+
+    def prepare(self) -> None:
+        if self.encoder is None:
+            self.encoder = Encoder(self.ctx.model)
+
+    def build_cache(self, key) -> bool:
+        self.prepare()
+        had = self._cache(*key).exists()
+        self._part(*key)
+        return not had
+
+    def _cache(self, topic: str, lg: str):
+        ctx = self.ctx
+        assert self.encoder is not None
+        return ctx.cache_dir / (f"emb-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-"
+                                f"{self.encoder.id}-{topic}-{lg}.npy")
+
     def _pool(self, topic: str, lang: str) -> EmbeddingPool:
         """The faiss pool of the topic's names in the mention's language and in English;
         the vectors of each (topic, language) part are cached on disk beside the label index."""
@@ -215,10 +239,5 @@ class Embedding(Stage):
     def _part(self, topic: str, lg: str) -> tuple:
         ctx = self.ctx
         rows = ctx.names(topic, {lg})
-        cache = None
-        if ctx.cache_dir is not None:
-            assert self.encoder is not None
-            cache = ctx.cache_dir / (
-                f"emb-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-"
-                f"{self.encoder.id}-{topic}-{lg}.npy")
+        cache = self._cache(topic, lg) if ctx.cache_dir is not None else None
         return rows, embed_rows(self.encoder, rows, cache)

@@ -44,15 +44,38 @@ class Stem(Stage):
                 return {eid: (0, nlg, None) for eid, (nlg, _name) in hits.items()}
         return {}
 
+    def _path(self, topic: str, lg: str):
+        ctx = self.ctx
+        if ctx.cache_dir is None:
+            return None
+        return ctx.cache_dir / (
+            f"morph-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-{self.name}-{topic}-{lg}"
+            f"-k{morphology.KEY_VERSION}.sqlite")
+
+    def caches(self) -> list:
+        """The pools :meth:`search` may open: per topic, each language with a stemmer
+        (a compounding one for ``compound``) that is its own base language."""
+        if self.ctx.cache_dir is None:
+            return []
+        return [((t.name, lg), n) for t in self.ctx.ix.topics for lg, n in self.ctx.ix.parts(t.name)
+                if n and lg == normalize.base_lang(lg) and morphology.stems_in(lg)
+                and (not self.compound or lg in morphology.COMPOUNDING)]
+
+    def build_cache(self, key) -> bool:
+        path = self._path(*key)
+        had = path is not None and path.exists()
+        pool = self._pool(*key)
+        close = getattr(pool, "close", None)
+        if close is not None:
+            close()
+        return not had
+
     def _pool(self, topic: str, lg: str) -> morphology.KeyPool | morph_store.StoredKeyPool:
         """The pool of the topic's names in ``lg``, read from beside the label index when
         saved there, else built and saved."""
         ctx = self.ctx
-        cache = None
-        if ctx.cache_dir is not None:
-            cache = ctx.cache_dir / (
-                f"morph-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-{self.name}-{topic}-{lg}"
-                f"-k{morphology.KEY_VERSION}.sqlite")
+        cache = self._path(topic, lg)
+        if cache is not None:
             stored = morph_store.open_pool(cache, lg) if cache.exists() else None
             if stored is not None:
                 return stored
