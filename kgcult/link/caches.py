@@ -8,9 +8,8 @@ of the label index itself).
 
 A stage whose caches are built on first use by design (``Stage.lazy_cache``: the opt-in
 embedding stage, whose vectors depend on the model a run names) is only reported, unless
-``all_caches``. Progress: one log line per stage when it starts and when it is done, a
-line every ``REPORT_SECONDS`` meanwhile, and a progress bar on a terminal
-(``kgcult.log.progress``).
+``all_caches``. Progress: one log line per stage when it starts and when it is done, and
+``kgcult.log.progress`` meanwhile (a bar on a terminal, else a line every few seconds).
 """
 from __future__ import annotations
 
@@ -21,9 +20,6 @@ from kgcult import log as kglog
 from kgcult.link import pipeline
 
 log = logging.getLogger(__name__)
-
-REPORT_SECONDS = 15.0  # a progress line at least this often during a long stage
-
 
 def build(linker, *, all_caches: bool = False) -> dict:
     """Make the caches of ``linker``'s stages ready beside its label index (with
@@ -65,19 +61,13 @@ def _build_stage(stage, items: list) -> dict:
     name = stage.name
     total = sum(n for _key, n in items)
     log.info("link index: %s: %d caches over %s names", name, len(items), f"{total:,}")
-    t0 = last = time.perf_counter()
+    t0 = time.perf_counter()
     stage.prepare()
-    built = done = 0
-    with kglog.progress(total=total, unit="names", desc=f"link index: {name}") as bar:
-        for i, (key, n) in enumerate(items, 1):
+    built = 0
+    with kglog.progress(total=total, unit=" names", desc=f"link index: {name}") as bar:
+        for key, n in items:
             built += bool(stage.build_cache(key))
-            done += n
             bar.update(n)
-            now = time.perf_counter()
-            if now - last >= REPORT_SECONDS and i < len(items):
-                last = now
-                log.info("link index: %s: %d/%d caches, %s/%s names (%.0f s)", name, i, len(items),
-                         f"{done:,}", f"{total:,}", now - t0)
     secs = time.perf_counter() - t0
     log.info("link index: %s: %d caches ready, %d built now (%.1f s)", name, len(items), built, secs)
     return {"caches": len(items), "built": built, "names": total, "seconds": round(secs, 2)}
