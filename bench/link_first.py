@@ -53,6 +53,7 @@ def run(tree: Path, env_extra: dict, args: list[str]) -> dict:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{args} failed:\n{err[-3000:]}")
     return {"seconds": round(secs, 2), "rss_peak_mib": round(usage.ru_maxrss / 1024, 1),
+            "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
             "load1": round(load, 1), "stdout": out, "stderr": err}
 
 
@@ -64,13 +65,14 @@ def one_round(tree: Path, label: str, store: Path, mentions: Path, scratch: Path
     n = sum(1 for line in mentions.open(encoding="utf-8") if line.strip())
     out: dict = {"tree": label}
     r = run(tree, env, ["--store", str(store), "link", "index", "--rebuild"])
-    out["index"] = {k: r[k] for k in ("seconds", "rss_peak_mib", "load1")}
+    out["index"] = {k: r[k] for k in ("seconds", "cpu_seconds", "rss_peak_mib", "load1")}
     out["index"]["progress_lines"] = [ln for ln in r["stderr"].splitlines() if ln.startswith("link index")]
     for step in ("first", "warm"):
         dest = scratch / f"{label}-{step}.jsonl"
         r = run(tree, env, ["--store", str(store), "link", "-i", str(mentions), "-o", str(dest)])
-        out[step] = {k: r[k] for k in ("seconds", "rss_peak_mib", "load1")}
+        out[step] = {k: r[k] for k in ("seconds", "cpu_seconds", "rss_peak_mib", "load1")}
         out[step]["mentions_per_s"] = round(n / r["seconds"], 1)
+        out[step]["mentions_per_cpu_s"] = round(n / max(r["cpu_seconds"], 1e-9), 1)
         out[step]["output"] = str(dest)
     out["mentions"] = n
     return out
@@ -83,14 +85,15 @@ def identical(paths: list[str]) -> bool:
 
 def summarize(rounds: list[dict]) -> dict:
     def med(label, step, key):
-        vals = [r[step][key] for r in rounds if r["tree"] == label]
+        vals = [r[step][key] for r in rounds if r["tree"] == label and key in r[step]]
         return statistics.median(vals) if vals else None
 
     s = {}
     for label in sorted({r["tree"] for r in rounds}):
         s[label] = {f"{step}_{key}": med(label, step, key)
                     for step in ("index", "first", "warm")
-                    for key in (("seconds", "rss_peak_mib") + (("mentions_per_s",) if step != "index" else ()))}
+                    for key in (("seconds", "cpu_seconds", "rss_peak_mib")
+                                + (("mentions_per_s", "mentions_per_cpu_s") if step != "index" else ()))}
     if "this" in s:
         t = s["this"]
         t["first_over_warm_speed"] = round(t["first_mentions_per_s"] / t["warm_mentions_per_s"], 3)
@@ -104,12 +107,14 @@ def markdown(res: dict) -> str:
     lines = ["# First `kgcult link -i` after `kgcult link index --rebuild` (issue 32)", "",
              f"{res['when']}; {res['mentions']} mixed mentions (`gen_mentions.py`); store {res['store']}; "
              f"{res['cores']} cores, shared (1-minute load average per run below).", "",
-             "| round | tree | index s | index MiB | first s | first /s | first MiB | warm s | warm /s | warm MiB | load (index/first/warm) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| round | tree | index s | index MiB | first s | first /s | first /CPU s | first MiB | warm s | warm /s | warm /CPU s | warm MiB | load (index/first/warm) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(res["rounds"], 1):
         lines.append(f"| {i} | {r['tree']} | {r['index']['seconds']} | {r['index']['rss_peak_mib']} | "
-                     f"{r['first']['seconds']} | {r['first']['mentions_per_s']} | {r['first']['rss_peak_mib']} | "
-                     f"{r['warm']['seconds']} | {r['warm']['mentions_per_s']} | {r['warm']['rss_peak_mib']} | "
+                     f"{r['first']['seconds']} | {r['first']['mentions_per_s']} | {r['first'].get('mentions_per_cpu_s', '')} | "
+                     f"{r['first']['rss_peak_mib']} | "
+                     f"{r['warm']['seconds']} | {r['warm']['mentions_per_s']} | {r['warm'].get('mentions_per_cpu_s', '')} | "
+                     f"{r['warm']['rss_peak_mib']} | "
                      f"{r['index']['load1']}/{r['first']['load1']}/{r['warm']['load1']} |")
     lines += ["", "Medians:", "", "```", json.dumps(res["summary"], indent=2), "```", ""]
     return "\n".join(lines)
