@@ -126,6 +126,7 @@ def main() -> None:
     ap.add_argument("--mentions", type=Path, required=True)
     ap.add_argument("--main", type=Path, default=None, help="checkout of the code before the change")
     ap.add_argument("--rounds", type=int, default=2, help="rounds of this checkout")
+    ap.add_argument("--append", action="store_true", help="keep the rounds of the last results file")
     ap.add_argument("--scratch", type=Path, default=Path("/tmp/kgcult-bench/link-first"))
     a = ap.parse_args()
     a.scratch.mkdir(parents=True, exist_ok=True)
@@ -133,6 +134,9 @@ def main() -> None:
     if a.main is not None:
         plan.insert(1 if a.rounds > 1 else 0, "main")
     rounds = []
+    last = ROOT / "bench" / "results" / f"{RESULT_NAME}.json"
+    if a.append and last.exists():
+        rounds = json.loads(last.read_text(encoding="utf-8"))["rounds"]
     for label in plan:  # the results are saved after each round
         tree = ROOT if label == "this" else a.main
         rounds.append(one_round(tree, label, a.store, a.mentions, a.scratch))
