@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, save  # noqa: E402
+from bench.common import ROOT, save
 
 RESULT_NAME = "link_first"  # bench/results/link_first.{json,md}
 

@@ -162,3 +162,17 @@ def test_all_caches_builds_the_lazy_embedding_vectors(tmp_path, model_cache):
     emb = json.loads(r.stdout)["caches"]["embedding"]
     assert emb["caches"] == emb["built"] > 0
     assert sum(n.startswith("emb-") for n in _files(index_dir_of(store))) == emb["caches"]
+
+
+@needs_semantic
+def test_api_link_index_builds_the_caches(tmp_path, model_cache):
+    import kgcult
+
+    make_store(tmp_path / "store").close()
+    kg = kgcult.open(tmp_path / "store")
+    try:
+        out = kg.link_index()
+        assert out["caches"]["semantic"]["built"] == out["caches"]["semantic"]["caches"] > 0
+        assert kg.link_index()["caches"]["semantic"]["built"] == 0  # there already
+    finally:
+        kg.close()
