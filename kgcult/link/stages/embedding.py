@@ -225,7 +225,7 @@ class Embedding(Stage):
 
     def _cache(self, topic: str, lg: str):
         ctx = self.ctx
-        assert self.encoder is not None
+        assert self.encoder is not None and ctx.cache_dir is not None  # only asked with a cache directory
         return ctx.cache_dir / (f"emb-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-"
                                 f"{self.encoder.id}-{topic}-{lg}.npy")
 
