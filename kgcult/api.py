@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import pyoxigraph as ox
 
-from kgcult import extras, inspection, views
+from kgcult import extras, inspection, spectral, views
 from kgcult.acquire.dump.ingest import ingest
 from kgcult.acquire.endpoint.client import MirrorConfig
 from kgcult.acquire.endpoint.mirror import mirror
@@ -31,11 +31,13 @@ from kgcult.eval import linking as link_eval
 from kgcult.ids import node as wd  # kgcult.wd("Q17"): an entity term to bind  # noqa: F401
 from kgcult.link import Linker
 from kgcult.link.index import reader as link_index
+from kgcult.probe import pipeline as probe_pipeline
 from kgcult.serve import Server, ServeConfig
 from kgcult.store import hierarchy
 from kgcult.store import open_store, resolve_location, snapshot
 from kgcult.store.embedded import LoadReport
 from kgcult.sparql.values import python_value
+from kgcult.synth import pipeline as synth_pipeline
 from kgcult.views import BuildResult
 
 
@@ -235,6 +237,41 @@ class KG:
         rows = link_eval.read_gold(gold, on_error=on_error)
         return link_eval.evaluate(self.linker(**options), rows, stage_gain=stage_gain,
                                   count_ambiguous=count_ambiguous, makieval=makieval)
+
+    def probe(self, task: str, model: str, out: str | os.PathLike, *, dataset: Sequence[str | os.PathLike] = (),
+              lang: str = "en", params: dict | Sequence[str] | None = None, **options) -> dict:
+        """Probe a language model with FmLAMA or DLAMA (``kgcult probe fmlama|dlama``):
+        ``task`` is ``"fmlama"`` or ``"dlama"``; the rows come from ``dataset`` files, else the
+        view built from this store with ``params``; results go to ``out`` (resumable) and the
+        report is returned. ``options`` as the command's (``kind=``, ``device=``,
+        ``batch_size=``, ``limit=``, ``subject_lang=``, ``context=``, ``embeddings=``, ...)."""
+        return probe_pipeline.probe(task, model, out, open_store=self._closed_store, location=str(self.location),
+                                    dataset_files=list(dataset), lang=lang, params=params, **options)
+
+    def spectral(self, out: str | os.PathLike, *, items: str | os.PathLike | None = None,
+                 models: Sequence[str] = (), **options) -> dict:
+        """Effective rank, spectral ratio and category of country × item matrices (``kgcult
+        spectral``): the items from a file or the spectral-items view, the graph's own matrix
+        and each model's; files written to ``out``; its result. ``options`` as the command's
+        (``domains=``, ``ground_truth=``, ``templates_path=``, ``plot=``, ...)."""
+        return spectral.spectral(out, items_file=items, open_store=self._closed_store, models=list(models),
+                                 **options)
+
+    def synth(self, topic: str, country: str, langs: Sequence[str] = ("en",), **options) -> list[dict]:
+        """Questions with gold answers from the graph's facts (``kgcult synth``): one dict per
+        question, as the command writes them. ``options`` as the command's (``setting=``,
+        ``versus=``, ``keywords=``, ``limit=``, ``seed=``, ``check=``, ``generator=``, ...)."""
+        return synth_pipeline.run(self.store, topic, country, langs, **options)
+
+    def knowledge(self, keyword: str, lang: str = "en", **options) -> dict:
+        """The knowledge point of a QID or free text (``kgcult synth knowledge``); ``options``:
+        ``topic=``, ``country=``, ``embeddings=``."""
+        return synth_pipeline.knowledge(self._closed_store(), keyword, lang, **options)
+
+    def _closed_store(self):
+        """The store with a fresh closure, as the probe and spectral views read it."""
+        hierarchy.ensure_closure(self.store)
+        return self.store
 
     def serve(self, *, port: int = 0, bind: str = "127.0.0.1", **options) -> Server:
         """A SPARQL endpoint over this store in a background thread, as a context manager:

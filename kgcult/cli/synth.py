@@ -7,19 +7,11 @@ import sys
 
 import click
 
-from kgcult import files, ids
+from kgcult import files
 from kgcult import synth as synth_lib
 from kgcult.cli.main import info
-from kgcult.errors import KgcultError
-from kgcult.store import hierarchy
+from kgcult.synth import pipeline
 from kgcult.synth import taxonomy as tax_lib
-
-
-def _langs(values) -> list[str]:
-    out: list[str] = []
-    for v in values:
-        out.extend(x.strip() for x in v.split(",") if x.strip())
-    return out
 
 
 # -- taxonomy -------------------------------------------------------------------------
@@ -44,15 +36,7 @@ def taxonomy_cmd(ctx, lang, anchored, fmt, path):
         return
     tax = tax_lib.load(path)
     if fmt == "json":
-        doc = []
-        for p in tax.primaries():
-            d = p.as_dict(lang)
-            d["children"] = [tax.topics[c].as_dict(lang) for c in p.children
-                             if not anchored or tax.topics[c].anchored]
-            if anchored and not d["children"]:
-                continue
-            doc.append(d)
-        click.echo(json.dumps(doc, ensure_ascii=False, indent=1))
+        click.echo(json.dumps(pipeline.taxonomy_doc(tax, lang, anchored), ensure_ascii=False, indent=1))
     else:
         click.echo(tax_lib.tree(tax, lang, anchored_only=anchored), nl=False)
 
@@ -76,13 +60,7 @@ def taxonomy_keywords(ctx, topic, country, lang, limit, fmt):
       kgcult taxonomy keywords food --country Q17 --lang ja
     """
     obj = ctx.find_root().obj
-    store = obj.reader(closure=True)
-    tax = tax_lib.load()
-    t = tax.resolve(topic)
-    if not t.primary and not t.anchored:
-        info(f"{t.notation} {t.label()} has no Wikidata anchor: no keywords from the graph")
-    hierarchy.ensure_closure(store)
-    kws = tax_lib.keywords(store, tax, t, country, lang=lang, limit=limit)
+    t, kws = pipeline.keywords(obj.reader(closure=True), topic, country, lang=lang, limit=limit)
     if fmt == "json":
         click.echo(json.dumps(kws, ensure_ascii=False, indent=1))
     elif fmt == "jsonl":
@@ -102,7 +80,7 @@ def taxonomy_keywords(ctx, topic, country, lang, limit, fmt):
 @click.option("--country", metavar="QID", help="Target country, e.g. Q17.")
 @click.option("--lang", "langs", multiple=True, help="Language(s) of the questions; repeat or comma-separate "
               "(default: en). Templates: ontology/synth-templates/<lang>.json.")
-@click.option("--setting", type=click.Choice(["unique", "different", "both"]), default="both", show_default=True,
+@click.option("--setting", type=click.Choice(pipeline.SETTING_CHOICES), default="both", show_default=True,
               help="CultureSynth knowledge setting.")
 @click.option("--versus", multiple=True, metavar="QID",
               help="Countries to contrast with in the 'different' setting (default: neighbours, P47).")
@@ -139,42 +117,18 @@ def synth_cmd(ctx, topic, country, langs, setting, versus, keyword_texts, keywor
     """
     if ctx.invoked_subcommand is not None:
         return
-    if not topic or not country:
-        raise KgcultError("synth needs --topic and --country (or a subcommand: eval, knowledge)")
-    obj = ctx.find_root().obj
-    store = obj.reader(closure=True)
-    hierarchy.ensure_closure(store)
-    tax = tax_lib.load()
-    settings = ("unique", "different") if setting == "both" else (setting,)
-    langs_ = _langs(langs) or ["en"]
-    given = None
+    pipeline.require_request(topic, country)  # before opening the store
     texts = list(keyword_texts) + ([l for l in keywords_file.read().splitlines()] if keywords_file else [])
-    if texts:
-        given, missed = synth_lib.link_keywords(store, texts, lang=langs_[0], country=country)
-        for m in missed:
-            info(f"keyword {m['mention']!r} not linked ({m['status']}): skipped")
-        if not given:
-            raise KgcultError("none of the keywords given could be linked to an entity")
-    qs = synth_lib.synthesize(store, tax, topic, country, langs_, settings=settings,
-                              versus=list(versus), limit=limit, seed=seed, keywords=given)
-    if check:
-        problems = synth_lib.check_questions(store, qs)
-        if problems:
-            raise KgcultError("questions not grounded in the graph: " + "; ".join(problems[:5]))
-    if generator_path:
-        gen = synth_lib.CausalLMGenerator(generator_path, gguf_file=gguf_file, max_new_tokens=max_new_tokens)
-        qs = synth_lib.rewrite(store, qs, gen, keep_rejected=not drop_rejected)
-        acc = sum(1 for q in qs if q.get("rewrite", {}).get("status") == "accepted")
-        info(f"generator: {acc} rewrite(s) accepted")
-    text = "".join(json.dumps(q, ensure_ascii=False, sort_keys=True) + "\n" for q in qs)
+    qs = pipeline.run(ctx.find_root().obj.reader(closure=True), topic, country, langs, setting=setting,
+                      versus=versus, keywords=texts, limit=limit, seed=seed, check=check,
+                      generator=generator_path, gguf_file=gguf_file, max_new_tokens=max_new_tokens,
+                      drop_rejected=drop_rejected)
+    text = pipeline.jsonl(qs)
     if out_path:
         files.atomic_write(out_path, text)
     else:
         sys.stdout.write(text)
-    by_lang: dict[str, int] = {}
-    for q in qs:
-        by_lang[q["lang"]] = by_lang.get(q["lang"], 0) + 1
-    info(f"{len(qs)} question(s): " + ", ".join(f"{k} {v}" for k, v in by_lang.items()))
+    info(pipeline.summary(qs))
 
 
 @synth_cmd.command("eval")
@@ -195,13 +149,7 @@ def synth_eval(ctx, answers, questions, fmt, items):
     Example:
       kgcult synth eval answers.jsonl --questions food-jp.jsonl --format json
     """
-    obj = ctx.find_root().obj
-    store = obj.reader(closure=True)
-    hierarchy.ensure_closure(store)
-    def records(path):  # each with its line number, for errors naming file:line
-        return [dict(rec, _line=n) for n, rec in files.iter_jsonl(path)]
-
-    report = synth_lib.score_answers(store, records(questions), records(answers), answers_path=answers)
+    report = pipeline.evaluate(ctx.find_root().obj.reader(closure=True), answers, questions)
     if fmt == "json":
         if not items:
             report.pop("items", None)
@@ -215,7 +163,8 @@ def synth_eval(ctx, answers, questions, fmt, items):
 @click.option("--lang", default="en", show_default=True)
 @click.option("--topic", "link_topic", help="Linker topic for a free-text keyword (food, beverage, ...).")
 @click.option("--country", metavar="QID", help="Country hint for linking a free-text keyword.")
-@click.option("--embeddings", is_flag=True, help="Let the linker fall back to nearest entities in the embedding index.")
+@click.option("--embeddings", is_flag=True, help="Let the linker fall back to nearest entities in the embedding index "
+              "(needs --topic: the index is searched per topic).")
 @click.pass_context
 def synth_knowledge(ctx, keyword, lang, link_topic, country, embeddings):
     """The knowledge point of a keyword: a QID, or free text linked with the entity linker.
@@ -224,12 +173,9 @@ def synth_knowledge(ctx, keyword, lang, link_topic, country, embeddings):
     Examples:
       kgcult synth knowledge Q46383 --lang ja
       kgcult synth knowledge sushi --lang en --topic food
+      kgcult synth knowledge "fermented cabbage" --topic food --embeddings
     """
     obj = ctx.find_root().obj
-    store = obj.reader(closure=True)
-    if ids.is_item(keyword.strip()):
-        kp = synth_lib.knowledge_point(store, keyword.strip(), lang)
-    else:
-        kp = synth_lib.knowledge_point_for_text(store, keyword, lang, topic=link_topic, country=country,
-                                                embeddings=embeddings)
+    kp = pipeline.knowledge(obj.reader(closure=True), keyword, lang, topic=link_topic, country=country,
+                            embeddings=embeddings)
     click.echo(json.dumps(kp, ensure_ascii=False, indent=1))

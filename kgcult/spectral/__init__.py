@@ -7,8 +7,8 @@ from kgcult.spectral.items import items_from_view, read_items
 from kgcult.spectral.matrices import ground_truth_matrix, model_matrix, softmax_rows
 from kgcult.spectral.measures import (adjacency, analyse, categorize, effective_rank, eigenvalues,
                                       spectral_ratio)
-from kgcult.spectral.run import run_spectral, write
+from kgcult.spectral.run import items_rows, run_spectral, spectral, write
 
 __all__ = ["adjacency", "analyse", "categorize", "effective_rank", "eigenvalues", "ground_truth_matrix",
-           "items_from_view", "model_matrix", "read_items", "run_spectral", "softmax_rows", "spectral_ratio",
-           "write"]
+           "items_from_view", "items_rows", "model_matrix", "read_items", "run_spectral", "softmax_rows", "spectral",
+           "spectral_ratio", "write"]

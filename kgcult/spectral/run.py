@@ -11,8 +11,10 @@ from pathlib import Path
 from kgcult import files
 from kgcult.errors import KgcultError
 from kgcult.probe import models as mdl
+from kgcult.probe.datasets import from_store
 from kgcult.probe import templates as tpl
 from kgcult.probe.run import make_scorer
+from kgcult.spectral.items import items_from_view, read_items
 from kgcult.spectral.matrices import ground_truth_matrix, model_matrix
 from kgcult.spectral.measures import analyse, categorize
 from kgcult.spectral.plots import heatmaps
@@ -89,3 +91,33 @@ def write(rows: list[dict], out_dir, plot: bool = True) -> None:
     files.atomic_write(d / "spectral.md", "\n".join(lines) + "\n")
     if plot:
         heatmaps(rows, d)
+
+
+def items_rows(items_file=None, *, open_store=None, domains=()) -> list[dict]:
+    """The (domain, country, item) rows ``kgcult spectral`` analyses: an items file, or the
+    spectral-items view built from the store (``open_store()`` gives it), kept to
+    ``domains`` when given."""
+    if items_file:
+        rows = read_items(items_file)
+    else:
+        built = from_store(open_store(), "spectral-items", {"languages": "en"}, extra=("countries.jsonl",))
+        assert isinstance(built, tuple)  # (rows, {name: rows}) when extra outputs are named
+        raw, extra = built
+        rows = items_from_view(raw, extra["countries.jsonl"], "en")
+        if not rows:
+            raise KgcultError("the spectral-items view gave no (domain, country, item) rows")
+    if domains:
+        rows = [r for r in rows if r["domain"] in set(domains)]
+        if not rows:
+            raise KgcultError(f"no items for domain(s) {', '.join(domains)}")
+    return rows
+
+
+def spectral(out_dir, *, items_file=None, open_store=None, domains=(), models=(), templates_path=None,
+             **options) -> dict:
+    """The whole ``kgcult spectral`` run: the items (:func:`items_rows`), the prompt file
+    (default queries/templates/spectral.jsonl), then :func:`run_spectral` (``options``:
+    ``ground_truth``, ``device``, ``batch_size``, ``kind``, ``plot``)."""
+    rows = items_rows(items_file, open_store=open_store, domains=domains)
+    tpls = tpl.spectral_templates(templates_path) if templates_path else None
+    return run_spectral(rows, out_dir, models=models, templates=tpls, **options)

@@ -2,7 +2,8 @@
 from the graph (:mod:`.taxonomy`), knowledge points (:mod:`.knowledge`), template QA
 synthesis (:mod:`.templates`, :mod:`.generate`, over :mod:`.graph`), an optional generator
 that rewrites template questions, verified against the gold facts (:mod:`.rewrite`), and
-scoring of a model's free-text answers with the entity linker (:mod:`.score`)."""
+scoring of a model's free-text answers with the entity linker (:mod:`.score`); a whole
+``kgcult synth`` run in one call (:mod:`.pipeline`)."""
 from kgcult.synth.generate import check_questions, synthesize
 from kgcult.synth.knowledge import knowledge_point, knowledge_point_for_text, link_keywords
 from kgcult.synth.rewrite import CausalLMGenerator, Generator, rewrite, verify

@@ -151,6 +151,14 @@ def parse_params(view: View, given: Iterable[str] | dict | None = None) -> dict:
     """Resolve parameters: ``given`` is ``["k=v", ...]`` (from --param) or a dict of text or
     Python values (lists for list types: ``{"languages": ["en", "ja"]}``); the rest take
     their declared defaults. Returns {name: converted value}."""
+    raw = param_items(view, given)
+    return {p.name: _convert(view, p, raw.get(p.name, p.default)) for p in view.parameters.values()}
+
+
+def param_items(view: View, given: Iterable[str] | dict | None = None) -> dict[str, str]:
+    """The parameters given, as text and unconverted: ``["k=v", ...]`` (the one parser of
+    ``--param NAME=VALUE``, for ``kgcult build`` and ``kgcult probe``) or a dict (lists
+    joined with commas). A malformed item or a name the view does not declare is refused."""
     raw: dict[str, str] = {}
     if isinstance(given, dict):
         raw = {k: (",".join(v) if isinstance(v, (list, tuple)) else str(v)) for k, v in given.items()}
@@ -165,7 +173,7 @@ def parse_params(view: View, given: Iterable[str] | dict | None = None) -> dict:
         if k not in view.parameters:
             raise ViewError(f"{view.path}:{view.line_of(PARAMS_KEY)}: view {view.name}: unknown parameter "
                             f"{k!r} (declared: {', '.join(view.parameters) or 'none'})")
-    return {p.name: _convert(view, p, raw.get(p.name, p.default)) for p in view.parameters.values()}
+    return raw
 
 
 def param_text(value) -> str:
