@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from typing import Callable, Sequence
 
 from kgcult import extras, files, views
