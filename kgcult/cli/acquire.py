@@ -101,7 +101,7 @@ def mirror_command(obj, subgraph, endpoint, specs_path, languages, roots, depth,
     """
     specs = _specs(specs_path, languages, roots, depth)
     cfg = MirrorConfig(
-        endpoint=endpoint or WDQS, user_agent=user_agent, contact=contact, timeout=timeout,
+        endpoint=WDQS if endpoint is None else endpoint, user_agent=user_agent, contact=contact, timeout=timeout,
         concurrency=concurrency, batch_size=batch_size, class_batch_size=class_batch_size,
         page_size=page_size, max_attempts=max_attempts, retry_budget=retry_budget, backoff=backoff,
         max_backoff=max_backoff, max_retry_after=max_retry_after, construct_format=construct_format,

@@ -24,12 +24,21 @@ failed try, as is a 5xx. Redirects (301, 302, 303, 307, 308) are followed, at mo
 ``MAX_REDIRECTS``, by sending the same POST to the new address (never from https to
 http; headers other than the protocol's own are dropped on a change of host); a permanent
 one (301, 308) is remembered for the client's later requests.
+
+Answers are bounded: the body is decoded (gzip) in chunks of at most 64 KiB and the client
+stops at ``max_answer`` decoded bytes (:data:`MAX_ANSWER`, 512 MiB, by default), so a small
+compressed bomb cannot fill the memory; an XML answer that declares a DOCTYPE or an ENTITY
+(the "billion laughs" expansion, which Oxigraph's RDF/XML parser performs) is refused before
+any parser sees it; :func:`json_answer` turns a JSON answer nested too deep for Python's
+parser into a :class:`RemoteError`. None of these is tried again.
 """
 from __future__ import annotations
 
+import json
 import logging
 import random
 import re
+import sys
 import threading
 import time
 import urllib.parse
@@ -54,6 +63,9 @@ log = logging.getLogger(__name__)
 USER_AGENT = f"kgcult/{__version__} (https://w3id.org/kgcult; research mirror client)"
 RETRY_STATUS = frozenset({408, 429, *range(500, 600)})  # busy, throttled, or a server-side failure
 _CHUNK = 1 << 16
+MAX_ANSWER = 512 << 20  # decoded bytes of one answer
+# an XML document type or entity declaration: entity expansion is refused, not performed
+_XML_DECLS = (b"<!DOCTYPE", b"<!ENTITY")
 _POOL_PREFIX = re.compile(r"^HTTPS?Connection(?:Pool)?\([^)]*\): ")
 _TIMEOUT_NOTE = re.compile(r"\s*\((?:read|connect) timeout=[^)]*\)")
 MAX_REDIRECTS = 5
@@ -97,6 +109,20 @@ class RetryBudgetExhausted(RemoteError):
     def __init__(self, endpoint: str, last: str, budget: int):
         super().__init__(endpoint, f"retry budget of {budget} exhausted (last error: {last})")
         self.last, self.budget = last, budget
+
+
+class AnswerRefused(RemoteError):
+    """An answer too large, or shaped to exhaust the parser; never asked for again."""
+
+
+def json_answer(body: bytes, endpoint: str):
+    """``body`` parsed as JSON; :class:`AnswerRefused` where it nests too deep for Python's
+    parser (a hostile answer nested 200,000 deep), ValueError where it is not JSON."""
+    try:
+        return json.loads(body.decode("utf-8"))
+    except RecursionError:
+        raise AnswerRefused(endpoint, f"JSON answer nested deeper than {sys.getrecursionlimit()} levels "
+                                      "refused") from None
 
 
 class BadResponse(Exception):
@@ -236,7 +262,8 @@ class SparqlClient:
                  retry_status: frozenset[int] = RETRY_STATUS,
                  sleep: Callable[[float], None] = time.sleep, seed: int | None = None, pool_size: int = 4,
                  throttle: Throttle | None = None, parallel: int | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, max_answer: int = MAX_ANSWER):
+        self.max_answer = max_answer
         self.endpoint, self.timeout, self.retry_budget, self._sleep = endpoint, timeout, retry_budget, sleep
         self.url = endpoint
         # retry_reads=False: a request whose answer had started (or timed out) is not sent again
@@ -324,6 +351,9 @@ class SparqlClient:
                           f"after {cut} bytes and a TimeoutException appended",
                           error=ReadTimeoutError(None, self.endpoint, "deadline"))  # type: ignore[arg-type]
         ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if "xml" in ctype and any(d in data for d in _XML_DECLS):
+            raise AnswerRefused(self.endpoint, f"{ctype} answer declares a DOCTYPE or ENTITY; "
+                                               "XML entity expansion is refused")
         return Reply(resp.status, ctype, resp.headers, data)
 
     def _send(self, url: str, body: bytes, headers: dict):
@@ -340,6 +370,9 @@ class SparqlClient:
                 raise _Failed(f"no answer ({_reason(e)}; timeout {self.timeout:g} s)", error=e) from None
             try:
                 data = self._read(resp, deadline)
+            except AnswerRefused:
+                resp.close()
+                raise
             except (ReadTimeoutError, HTTPError, OSError) as e:
                 resp.close()
                 if watchdog.fired or isinstance(e, ReadTimeoutError):
@@ -392,8 +425,12 @@ class SparqlClient:
         return retry.get_backoff_time()
 
     def _read(self, resp, deadline: float) -> bytes:
-        parts = []
-        while chunk := resp.read1(_CHUNK):
+        parts, size = [], 0
+        while chunk := resp.read1(_CHUNK):  # at most _CHUNK decoded bytes (urllib3 >= 2.6)
+            size += len(chunk)
+            if size > self.max_answer:
+                raise AnswerRefused(self.endpoint, f"answer larger than {self.max_answer} bytes decoded "
+                                                   "refused (the cap on one answer)")
             parts.append(chunk)
             if time.monotonic() > deadline:
                 raise self._deadline_error()

@@ -34,7 +34,7 @@ from pyoxigraph import NamedNode, Quad, QueryResultsFormat, RdfFormat
 from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.sparql import wdqs
-from kgcult.sparql.client import USER_AGENT, RemoteError, Reply, SparqlClient
+from kgcult.sparql.client import MAX_ANSWER, USER_AGENT, RemoteError, Reply, SparqlClient
 from kgcult.sparql.query_text import bind_values, first_keyword
 from kgcult.store.base import StoreReads
 
@@ -66,7 +66,7 @@ class RemoteStore(StoreReads):
     closure_stale = False
 
     def __init__(self, url: str, *, timeout: float | None = None, retries: int = 2,
-                 user_agent: str = USER_AGENT, headers: dict | None = None):
+                 user_agent: str = USER_AGENT, headers: dict | None = None, max_answer: int | None = None):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise KgcultError(f"not an http(s) SPARQL endpoint: {url!r} (use sparql+https://host/path)")
@@ -76,6 +76,11 @@ class RemoteStore(StoreReads):
         self.extra_params = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
         env_timeout = os.environ.get("KGCULT_REMOTE_TIMEOUT")
         self.timeout = float(timeout if timeout is not None else env_timeout or DEFAULT_TIMEOUT)
+        env_cap = os.environ.get("KGCULT_REMOTE_MAX_ANSWER")
+        try:
+            cap = int(max_answer if max_answer is not None else env_cap or MAX_ANSWER)
+        except ValueError:
+            raise KgcultError(f"KGCULT_REMOTE_MAX_ANSWER={env_cap!r} is not a number of bytes") from None
         headers = dict(headers or {})
         token = os.environ.get("KGCULT_REMOTE_TOKEN")
         if token:
@@ -84,7 +89,7 @@ class RemoteStore(StoreReads):
         # the endpoint's own timeout) is not run again: it would be as slow; busy answers are
         self.client = SparqlClient(self.url, user_agent=user_agent, headers=headers, timeout=self.timeout,
                                    attempts=retries + 1, max_retry_after=30.0, retry_reads=False,
-                                   retry_status=RETRY_STATUS)
+                                   retry_status=RETRY_STATUS, max_answer=cap)
         self._named: bool | None = None
 
     def __repr__(self) -> str:

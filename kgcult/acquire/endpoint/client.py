@@ -14,7 +14,6 @@ sent Turtle whatever the Accept header) is parsed as what the Content-Type says;
 and N-Triples are then checked against the endpoint's count of the batch."""
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -28,7 +27,8 @@ from pyoxigraph import NamedNode
 from kgcult.acquire.endpoint.queries import count_query
 from kgcult.errors import KgcultError
 from kgcult.sparql import etiquette, throttle
-from kgcult.sparql.client import BadResponse, RemoteError, Reply, RetriesExhausted, RetryBudgetExhausted, SparqlClient
+from kgcult.sparql.client import (MAX_ANSWER, BadResponse, RemoteError, Reply, RetriesExhausted, RetryBudgetExhausted,
+                                   SparqlClient, json_answer)
 
 log = logging.getLogger(__name__)
 WDQS = "https://query.wikidata.org/sparql"
@@ -67,6 +67,7 @@ class MirrorConfig:
     max_backoff: float = 120.0
     max_retry_after: float = 600.0   # cap on a server's Retry-After
     construct_format: str = "rdfxml"
+    max_answer: int = MAX_ANSWER     # decoded bytes of one answer; a larger one stops the run
     refresh: bool = False
     checkpoint: str | None = None    # default: <store>.mirror-checkpoint.sqlite
     throttle_floor: float = throttle.FLOOR        # least wait after a 429 (Retry-After: 0 included)
@@ -79,7 +80,9 @@ class MirrorConfig:
     def validate(self) -> None:
         """Check the settings and fill in the defaults that depend on the endpoint
         (``concurrency``, ``user_agent``)."""
-        if not re.match(r"^https?://[^\s]+$", self.endpoint or ""):
+        if not (self.endpoint or "").strip():
+            raise MirrorError("--endpoint is empty: give the SPARQL endpoint's URL (or leave the option out for WDQS)")
+        if not re.match(r"^https?://[^\s]+$", self.endpoint):
             raise MirrorError(f"--endpoint {self.endpoint!r} is not an http(s) URL")
         public = etiquette.is_public(self.endpoint)
         if self.concurrency is None:
@@ -127,7 +130,7 @@ class EndpointClient:
             config.endpoint, user_agent=config.user_agent, timeout=config.timeout, attempts=config.max_attempts,
             backoff=config.backoff, max_backoff=config.max_backoff, max_retry_after=config.max_retry_after,
             retry_budget=config.retry_budget, sleep=config.sleep, seed=config.seed, pool_size=config.concurrency,
-            throttle=gate)
+            throttle=gate, max_answer=config.max_answer)
         self._warned_format = False
 
     @property
@@ -169,7 +172,7 @@ class EndpointClient:
             if "json" not in reply.content_type:
                 raise BadResponse(f"expected SPARQL JSON results, got {reply.content_type or 'no content type'}")
             try:
-                rows = json.loads(reply.body.decode("utf-8"))["results"]["bindings"]
+                rows = json_answer(reply.body, self.config.endpoint)["results"]["bindings"]
                 if not isinstance(rows, list):
                     raise TypeError("bindings is not a list")
                 out = []
@@ -194,7 +197,7 @@ class EndpointClient:
             if "json" not in reply.content_type:
                 raise BadResponse(f"expected SPARQL JSON results, got {reply.content_type or 'no content type'}")
             try:
-                rows = json.loads(reply.body.decode("utf-8"))["results"]["bindings"]
+                rows = json_answer(reply.body, self.config.endpoint)["results"]["bindings"]
                 return int(rows[0]["n"]["value"])
             except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
                 raise BadResponse(f"malformed SPARQL JSON count: {e}") from None

@@ -40,7 +40,7 @@ from kgcult.acquire import staging
 from kgcult.acquire.endpoint.checkpoint import Checkpoint, default_path, load_batches, staging_dir, staging_root, write_batch
 from kgcult.acquire.crawl import crawl
 from kgcult.acquire.endpoint.client import EndpointClient, MirrorConfig, MirrorError
-from kgcult.sparql.client import BadResponse, Reply
+from kgcult.sparql.client import BadResponse, Reply, json_answer
 from kgcult.acquire.endpoint.plan import DEFAULT_MAX_MEMBERS, Estimate, Planner, refuse
 from kgcult.acquire.endpoint.queries import NAMES, Requested, labels_query, sha, statements_query, template
 from kgcult.acquire.outcome import SubgraphReport
@@ -81,7 +81,7 @@ def grouped_counts(client: EndpointClient, query: str, what: str) -> dict[str, i
             raise BadResponse(f"expected SPARQL JSON results, got {reply.content_type or 'no content type'}")
         try:
             out = {}
-            for r in json.loads(reply.body.decode("utf-8"))["results"]["bindings"]:
+            for r in json_answer(reply.body, client.config.endpoint)["results"]["bindings"]:
                 c = ids.entity_of_iri(r["c"]["value"])
                 if c:
                     out[c] = int(r["n"]["value"])
