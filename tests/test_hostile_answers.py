@@ -105,7 +105,7 @@ def test_mirror_refuses_a_gzip_bomb():
 
 def test_remote_store_refuses_rdfxml_entities():
     with Hostile(LAUGHS, "application/rdf+xml") as h:
-        with pytest.raises(RemoteError, match=r"DOCTYPE or ENTITY") as e:
+        with pytest.raises(RemoteError, match=r"declares an XML ENTITY") as e:
             RemoteStore(h.url).query("CONSTRUCT WHERE { ?s ?p ?o }")
         assert h.url in str(e.value)
 
@@ -114,7 +114,7 @@ def test_mirror_refuses_rdfxml_entities():
     with Hostile(LAUGHS, "application/rdf+xml") as h:
         client = mirror_client(h.url)
         assert client.config.construct_format == "rdfxml"  # the default the attack aims at
-        with pytest.raises(MirrorError, match=r"DOCTYPE or ENTITY"):
+        with pytest.raises(MirrorError, match=r"declares an XML ENTITY"):
             client.construct("CONSTRUCT WHERE { ?s ?p ?o }", "batch")
         assert h.requests == 1
 
@@ -127,6 +127,15 @@ def test_mirror_refuses_deep_json():
         assert h.url in str(e.value)
         with pytest.raises(MirrorError, match=r"nested deeper"):
             client.select_iris("SELECT ?c WHERE { ?c ?p ?o }", "c", "classes")
+
+
+def test_mirror_never_parses_an_xml_doctype():
+    """A DOCTYPE without entities (an HTML error page sent as RDF/XML) is a failed try."""
+    body = LAUGHS.replace(b"<!ENTITY", b"<!ELEMENT")
+    with Hostile(body, "application/rdf+xml") as h:
+        with pytest.raises(MirrorError, match=r"failed 3 times.*DOCTYPE"):
+            mirror_client(h.url).construct("CONSTRUCT WHERE { ?s ?p ?o }", "batch")
+        assert h.requests == 3
 
 
 @pytest.mark.parametrize("endpoint", ["", "   "])

@@ -27,10 +27,11 @@ one (301, 308) is remembered for the client's later requests.
 
 Answers are bounded: the body is decoded (gzip) in chunks of at most 64 KiB and the client
 stops at ``max_answer`` decoded bytes (:data:`MAX_ANSWER`, 512 MiB, by default), so a small
-compressed bomb cannot fill the memory; an XML answer that declares a DOCTYPE or an ENTITY
-(the "billion laughs" expansion, which Oxigraph's RDF/XML parser performs) is refused before
-any parser sees it; :func:`json_answer` turns a JSON answer nested too deep for Python's
-parser into a :class:`RemoteError`. None of these is tried again.
+compressed bomb cannot fill the memory; an XML answer that declares an ENTITY (the "billion
+laughs" expansion, which Oxigraph's RDF/XML parser performs) is refused before any parser
+sees it, and one with any other DOCTYPE is a failed try (:class:`BadResponse`: most often
+an HTML error page), never parsed; :func:`json_answer` turns a JSON answer nested too deep for Python's
+parser into a :class:`RemoteError`. The refused answers are not asked for again.
 """
 from __future__ import annotations
 
@@ -64,8 +65,6 @@ USER_AGENT = f"kgcult/{__version__} (https://w3id.org/kgcult; research mirror cl
 RETRY_STATUS = frozenset({408, 429, *range(500, 600)})  # busy, throttled, or a server-side failure
 _CHUNK = 1 << 16
 MAX_ANSWER = 512 << 20  # decoded bytes of one answer
-# an XML document type or entity declaration: entity expansion is refused, not performed
-_XML_DECLS = (b"<!DOCTYPE", b"<!ENTITY")
 _POOL_PREFIX = re.compile(r"^HTTPS?Connection(?:Pool)?\([^)]*\): ")
 _TIMEOUT_NOTE = re.compile(r"\s*\((?:read|connect) timeout=[^)]*\)")
 MAX_REDIRECTS = 5
@@ -351,9 +350,12 @@ class SparqlClient:
                           f"after {cut} bytes and a TimeoutException appended",
                           error=ReadTimeoutError(None, self.endpoint, "deadline"))  # type: ignore[arg-type]
         ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if "xml" in ctype and any(d in data for d in _XML_DECLS):
-            raise AnswerRefused(self.endpoint, f"{ctype} answer declares a DOCTYPE or ENTITY; "
-                                               "XML entity expansion is refused")
+        if "xml" in ctype and b"<!ENTITY" in data:
+            raise AnswerRefused(self.endpoint, f"{ctype} answer declares an XML ENTITY; "
+                                               "entity expansion is refused")
+        if "xml" in ctype and b"<!DOCTYPE" in data:
+            # never parsed; most often an HTML error page that claims the asked-for type
+            raise BadResponse(f"{ctype} answer with a DOCTYPE (an HTML error page?); not parsed")
         return Reply(resp.status, ctype, resp.headers, data)
 
     def _send(self, url: str, body: bytes, headers: dict):
