@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from common import STANDIN, WORK, load_in_child, require, save
 from kgcult import views
-from kgcult.store import Store, facts
+from kgcult.store import Store, facts, snapshot
 
 
 def main() -> None:
@@ -42,20 +42,29 @@ def main() -> None:
         shutil.copytree(args.store, store)
     else:
         load_in_child(store, [require(STANDIN)], "standin")
-    kept = facts.path_of(Store(store, read_only=True))
+    # as `kgcult load` + `kgcult closure` leave a store: no hash cached in its metadata graph
+    w = Store(store)
+    w.remove_state("contentSha256")
+    kept = facts.path_of(w)
+    w.close()
 
     def build(mode: str) -> float:
-        if mode == "hash" and kept.exists():
-            kept.unlink()
         s = Store(store, read_only=True)
         try:
             t0 = time.perf_counter()
-            views.build(s, "fmlama", snapshot_hash="given" if mode == "queries" else None)
+            if mode == "hash":  # what every read-only build did before: hash all data graphs
+                digest = snapshot.content_hash({iri: snapshot._hash_sorted(snapshot.sorted_nquads(s, iri))[0]
+                                                for iri in s.data_graphs()})
+                views.build(s, "fmlama", snapshot_hash=digest)
+            else:
+                views.build(s, "fmlama", snapshot_hash="given" if mode == "queries" else None)
             return time.perf_counter() - t0
         finally:
             s.close()
 
-    build("repeat")  # warm the OS cache and keep the facts
+    kept.unlink(missing_ok=True)  # the child's store_content_hash kept it: start without it
+    build("repeat")  # the first build after the load: computes the hash and keeps it beside the store
+    assert kept.exists(), "the hash was not kept beside the store"
     times: dict[str, list[float]] = {"queries": [], "repeat": [], "hash": []}
     for _ in range(args.runs):
         for mode in ("queries", "repeat", "hash", "repeat"):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["load", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "views", "build_repeat", "link", "link_scale", "link_long", "probe",
-         "serve", "page", "serve_runaway", "wdqs", "setgraph", "synth"]
+ORDER = ["load", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "views",
+         "build_repeat", "link", "link_scale", "link_first", "link_long", "link_long_mention", "probe", "serve", "page",
+         "serve_runaway", "wdqs", "setgraph", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
     "closure_query": "Closure graphs vs property paths (issue 2)",
@@ -14,6 +15,10 @@ TITLES = {
     "mirror_projection": "The default mirror on the public WDQS: a projection (issue 27)",
     "views": "Dataset views (issue 4)",
     "build_repeat": "A repeat build costs its queries (issue 31)",
+    "link_first": "A first link as fast as the hundredth (issue 32, item 2)",
+    "link_long_mention": "One long mention: linear stages (issue 30)",
+    "page": "The query page with a 100,000-row result (issue 31)",
+    "setgraph": "The default graph as a set, against the union (issue 28)",
     "link": "Entity linking (issue 5)",
     "probe": "Probing (issue 6)",
     "serve": "SPARQL endpoint (issue 7)",

@@ -180,6 +180,7 @@ def test_a_selected_line_that_is_not_n_triples_stops_the_ingest(tmp_path):
     assert not data_quads(store)
 
 
+@pytest.mark.slow  # over 10 s: make test-all
 def test_the_writer_loads_on_flush_and_an_abandoned_load_commits_nothing(tmp_path, monkeypatch):
     from pyoxigraph import NamedNode
 

@@ -276,6 +276,7 @@ def test_cli_probe_fmlama(tiny_bert, tmp_path):
     assert res.exit_code == 1 and "bad.jsonl:2" in res.output and "obj_label" in res.output
 
 
+@pytest.mark.slow  # over 10 s: make test-all
 def test_missing_model_is_a_clear_error(tmp_path):
     with pytest.raises(KgcultError, match="no such directory"):
         models.load("no-such-model")

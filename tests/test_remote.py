@@ -378,6 +378,7 @@ def test_link_index_reads_a_remote_endpoint(seed_served):
         assert la.link("sushi")["qid"] == "Q46383"
 
 
+@pytest.mark.slow  # over 10 s: make test-all
 def test_cli_link_against_remote(seed_served, tmp_path, monkeypatch):
     path, srv = seed_served
     monkeypatch.chdir(tmp_path)

@@ -245,6 +245,7 @@ def test_nesting_scan_ignores_strings_comments_and_iris():
 
 # -- a free worker goes to the client with the fewest jobs on workers --------------------------------
 
+@pytest.mark.slow  # over 10 s: make test-all
 def test_an_ordinary_client_is_not_queued_behind_runaways(make_server):
     """One worker; one address has a runaway on it and two more waiting; another address
     then sends an ordinary query. When the worker frees, the ordinary query gets it before

@@ -432,6 +432,7 @@ LOOKUP_QUERIES = {
 }
 
 
+@pytest.mark.slow  # 15 s for one of its shapes: make test-all
 @pytest.mark.parametrize("name", sorted(LOOKUP_QUERIES))
 def test_label_lookups_are_made_per_row_with_the_rows_of_the_join(seed_path, name):
     query, wrapped = LOOKUP_QUERIES[name]

@@ -137,6 +137,7 @@ def test_retry_after_zero_is_floored(server):
     assert min(b - a for a, b in zip(stamps, stamps[1:])) >= 0.19
 
 
+@pytest.mark.slow  # over 10 s: make test-all
 def test_mirror_within_the_policy_matches_the_plain_mirror(server, clean, tmp_path):
     """Three workers drain the time bucket (each query holds 4 s of WDQS time), a fifth of
     the answers pass the deadline (as 500 or as a cut 200): the mirror completes with the

@@ -15,6 +15,8 @@ from click.testing import CliRunner
 
 from kgcult.cli import main
 
+pytestmark = pytest.mark.slow  # builds a wheel and two venvs (~30 s): make test-all
+
 ROOT = Path(__file__).resolve().parents[1]
 # what runs in the wheel's venv runs without PYTHONPATH: a checkout on it (as tests run from a
 # worktree) would be imported instead of the wheel, and its kgcult.egg-info (which `pip wheel`
