@@ -17,8 +17,6 @@ TITLES = {
     "build_repeat": "A repeat build costs its queries (issue 31)",
     "link_first": "A first link as fast as the hundredth (issue 32, item 2)",
     "link_long_mention": "One long mention: linear stages (issue 30)",
-    "page": "The query page with a 100,000-row result (issue 31)",
-    "setgraph": "The default graph as a set, against the union (issue 28)",
     "link": "Entity linking (issue 5)",
     "probe": "Probing (issue 6)",
     "serve": "SPARQL endpoint (issue 7)",
