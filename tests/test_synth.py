@@ -97,6 +97,7 @@ def test_knowledge_point(mini):
         synth.knowledge_point(mini, "Q123456789", "en")
 
 
+@pytest.mark.slow  # 5-7 s: make test-all
 def test_knowledge_point_for_free_text_links_first(mini):
     pytest.importorskip("kgcult.link")
     kp = synth.knowledge_point_for_text(mini, "kimchi", "ko")

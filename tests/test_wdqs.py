@@ -308,6 +308,7 @@ def _sparqlwrapper(url: str, query: str) -> list[dict]:
     return [{k: v["value"] for k, v in b.items()} for b in sw.query().convert()["results"]["bindings"]]
 
 
+@pytest.mark.slow  # 5-7 s: make test-all
 def test_seed_paper_queries_through_serve_give_the_views_rows(seed_path):
     from pyoxigraph import NamedNode
 
