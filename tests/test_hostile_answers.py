@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from kgcult.acquire.endpoint.client import EndpointClient, MirrorConfig, MirrorError
+from kgcult.acquire.endpoint.client import WDQS, EndpointClient, MirrorConfig, MirrorError
 from kgcult.sparql.client import MAX_ANSWER, RemoteError, SparqlClient
 from kgcult.store.remote import RemoteStore
 from tests.conftest import run_cli
@@ -145,4 +145,4 @@ def test_empty_endpoint_is_an_error(tmp_path, endpoint):
     r = run_cli(["mirror", "--endpoint", endpoint, "--no-progress"], tmp_path / "store")
     assert r.exit_code != 0
     assert "--endpoint is empty" in r.output
-    assert "query.wikidata.org" not in r.output
+    assert WDQS not in r.output  # never the public endpoint by default
