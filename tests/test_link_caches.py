@@ -78,6 +78,7 @@ def test_link_index_builds_every_cache_a_first_link_reads(tmp_path, model_cache)
 
 
 @needs_semantic
+@pytest.mark.slow  # 4-7 s: make test-all
 def test_a_link_that_builds_the_index_builds_the_caches(tmp_path, model_cache):
     store = tmp_path / "store"
     make_store(store).close()

@@ -163,6 +163,7 @@ def big_store(path: Path, bigs: int = 200, smalls: int = 100, size: int = 10_000
     return path
 
 
+@pytest.mark.slow  # 4-7 s: make test-all
 def test_a_huge_result_is_streamed_with_bounded_memory(make_server, tmp_path):
     """200 x 100 rows of ~10 KB (~200 MB of CSV) under the limits: the answer is complete,
     while neither the server process nor its query worker grows by more than a small
