@@ -164,31 +164,30 @@ def delete_ops(graph: str, values: str) -> list[str]:
 def remove_orphans(store: ox.Store) -> int:
     """Remove default-graph triples that no visible graph holds (after a killed write);
     returns how many. Scans the default graph."""
-    removed = 0
-    op = (f"DELETE {{ ?s ?p ?o }} WHERE {{ {{ SELECT ?s ?p ?o WHERE {{ ?s ?p ?o "
-          f"FILTER NOT EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} {visible_filter('?h_')} }} }} LIMIT {BATCH} }} }}")
-    while True:
-        before = len(store)
-        store.update(op)
-        gone = before - len(store)
-        removed += gone
-        if gone < BATCH:
-            return removed
+    return _in_batches(store, f"DELETE {{ ?s ?p ?o }} WHERE {{ {{ SELECT ?s ?p ?o WHERE {{ ?s ?p ?o "
+                              f"FILTER NOT EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} {visible_filter('?h_')} }} }} "
+                              f"LIMIT {BATCH} }} }}")
 
 
 def add_missing(store: ox.Store) -> int:
     """Add to the default graph every visible graph's triple it lacks (after a write that
     did not keep the set, e.g. a SPARQL Update); returns how many. Scans the named graphs."""
-    added = 0
-    op = (f"INSERT {{ ?s ?p ?o }} WHERE {{ {{ SELECT DISTINCT ?s ?p ?o WHERE {{ GRAPH ?h_ {{ ?s ?p ?o }} "
-          f"{visible_filter('?h_')} FILTER NOT EXISTS {{ ?s ?p ?o }} }} LIMIT {BATCH} }} }}")
+    return _in_batches(store, f"INSERT {{ ?s ?p ?o }} WHERE {{ {{ SELECT DISTINCT ?s ?p ?o WHERE {{ "
+                              f"GRAPH ?h_ {{ ?s ?p ?o }} {visible_filter('?h_')} FILTER NOT EXISTS {{ ?s ?p ?o }} }} "
+                              f"LIMIT {BATCH} }} }}")
+
+
+def _in_batches(store: ox.Store, op: str) -> int:
+    """Run an update that changes at most BATCH quads until it changes fewer; returns how
+    many quads it changed in all (each run is one transaction)."""
+    changed = 0
     while True:
         before = len(store)
         store.update(op)
-        new = len(store) - before
-        added += new
-        if new < BATCH:
-            return added
+        n = abs(len(store) - before)
+        changed += n
+        if n < BATCH:
+            return changed
 
 
 def sync(store: ox.Store) -> tuple[int, int]:

@@ -252,13 +252,9 @@ def index_dir_of(location) -> Path:
 
 
 def _fingerprint(store) -> str:
-    """What identifies the store's content without reading it: for an embedded store the
-    listing of its files (:func:`_files`), else the triple count; plus the provenance
-    records."""
-    prov = store.provenance()
-    loc = Path(str(store.location))
-    files = _files(loc) if not getattr(store, "remote", False) and loc.is_dir() else None
-    key = ["files", files, prov] if files is not None else [len(store.ox), prov]
+    """What identifies a remote store's content without reading it all: its triple count
+    and its provenance records."""
+    key = [len(store.ox), store.provenance()]
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
@@ -323,8 +319,10 @@ def open_unopened(location, topics: list[Topic] | None = None) -> "LabelIndex | 
 
 
 def content_hash(store) -> str:
-    """The store's content hash; for read-only stores remembered per fingerprint."""
-    if not store.read_only:
+    """The store's content hash. An embedded store keeps it per data version
+    (:mod:`kgcult.store.facts`, read-only opens included); a remote one is remembered here per
+    fingerprint, since hashing it means reading the whole endpoint."""
+    if not getattr(store, "remote", False):
         return store_content_hash(store)
     cached = store.get_state("contentSha256")
     if cached:
@@ -335,7 +333,7 @@ def content_hash(store) -> str:
     known = _read_json(f)
     if fp in known:
         return known[fp]
-    log.info("computing the store's content hash (read-only store; remembered afterwards)")
+    log.info("computing the remote store's content hash (remembered afterwards)")
     h = store_content_hash(store)
     known[fp] = h
     try:
