@@ -31,6 +31,13 @@ from kgcult.serve.config import check_config, exposure_warning, open_for_serving
               help="Seconds a query may wait for a worker before 503 (default: --timeout).")
 @click.option("--per-client", type=int, default=None,
               help="Requests in flight per client address (429 beyond; default: half the workers, at least 1).")
+@click.option("--client-budget", type=float, default=60.0, show_default=True, metavar="SECONDS",
+              help="Worker seconds a client address may use per minute while the workers are busy; past it, "
+                   "its queries get 429 with Retry-After and its running ones are pre-empted first (as WDQS's "
+                   "per-client time budget).")
+@click.option("--preempt-after", type=float, default=0.5, show_default=True, metavar="SECONDS",
+              help="A query whose client has nothing running and that finds no free worker for this long stops "
+                   "the longest-running query of a heavier client (429 for it) and takes its worker (0: never).")
 @click.option("--per-client-connections", type=int, default=16, show_default=True,
               help="Open connections per client address (429 at once beyond).")
 @click.option("--worker-memory", type=int, default=None, metavar="MIB",
@@ -45,6 +52,7 @@ from kgcult.serve.config import check_config, exposure_warning, open_for_serving
 @click.option("--quiet", is_flag=True, help="No access log on stderr.")
 @click.pass_obj
 def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, workers, queue, queue_timeout, per_client,
+          client_budget, preempt_after,
           per_client_connections, worker_memory, allow_hosts, cors, quiet):
     """SPARQL 1.1 endpoint over the store, with a query page at /.
 
@@ -62,6 +70,7 @@ def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, worker
     cfg = ServeConfig(bind=bind, port=port, writable=writable, token=token or None, timeout=timeout,
                       max_rows=max_rows, max_bytes=max_bytes, workers=workers, queue=queue,
                       queue_timeout=queue_timeout, per_client=per_client,
+                      client_budget=client_budget, preempt_after=preempt_after,
                       per_client_connections=per_client_connections,
                       worker_memory=None if worker_memory is None else worker_memory << 20,
                       allow_hosts=tuple(allow_hosts), cors=cors, access_log=not quiet)

@@ -25,6 +25,8 @@ class ServeConfig:
     queue_timeout: float | None = None  # seconds a query may wait for a worker (default: timeout)
     per_client: int | None = None  # requests in flight per client address (default: workers // 2, at least 1)
     worker_memory: int | None = None  # bytes of address space per worker (None: from the machine; 0: no cap)
+    client_budget: float = 60.0    # worker seconds per client address in the last minute while workers are busy
+    preempt_after: float = 0.5     # s a client with nothing running waits before pre-empting a heavier one (0: never)
     per_client_connections: int = 16  # open connections per client address (429 at accept beyond)
     allow_hosts: tuple[str, ...] = ()  # Host names accepted besides IPs, localhost and the bind ("*": any)
     max_request_bytes: int = 1 << 20
@@ -79,6 +81,10 @@ def check_config(cfg: ServeConfig) -> ServeConfig:
         raise KgcultError("--per-client must be positive")
     if cfg.worker_memory is not None and (cfg.worker_memory < 0 or 0 < cfg.worker_memory < 256 << 20):
         raise KgcultError("--worker-memory: give at least 256 MiB (0: no limit)")
+    if cfg.client_budget <= 0:
+        raise KgcultError("--client-budget must be positive")
+    if cfg.preempt_after < 0:
+        raise KgcultError("--preempt-after must be 0 (never pre-empt) or more")
     if cfg.per_client_connections <= 0:
         raise KgcultError("--per-client-connections must be positive")
     for name in cfg.allow_hosts:

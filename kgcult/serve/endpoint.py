@@ -41,7 +41,7 @@ class SparqlApp:
         self.store, self.cfg = store, cfg
         self.write_lock = threading.Lock()
         self.stats = {"queries": 0, "timeouts": 0, "busy": 0, "limited": 0, "errors": 0, "updates": 0,
-                      "memory": 0}
+                      "memory": 0, "preempted": 0}
         self._stats_lock = threading.Lock()
         self._spool_dir = tempfile.TemporaryDirectory(prefix="kgcult-serve-")
         # with --writable, workers read checkpoints (the live store changes under them)

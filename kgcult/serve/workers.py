@@ -11,7 +11,18 @@ Admission happens in the server process, before a job reaches a worker:
   further requests wait for one of them to finish, at most ``queue_timeout``, then 429;
 - a request waits for a free worker until ``queue_timeout`` (counted from admission) has
   passed, then 503; a worker that becomes free goes to the waiting request whose client
-  has the fewest jobs on workers (then the earliest), not simply the earliest.
+  is within its budget, has the fewest jobs on workers, then used the workers least
+  lately (then the earliest), not simply the earliest;
+- a client that has used more than its budget of worker seconds in the last minute
+  (:mod:`kgcult.serve.shares`) gets 429 with ``Retry-After`` at once while the workers
+  are busy (it is served as before when they are not);
+- a request whose client has nothing on a worker and that found no free worker within
+  ``preempt_after`` seconds *pre-empts*: the longest-running job of the heaviest client
+  (at least twice the worker seconds of the waiting one lately plus 2 s, over budget first, running for at
+  least ``PREEMPT_MIN_RUN`` s) is stopped with its worker process, as at the deadline,
+  answered 429 with ``Retry-After``, and the fresh worker goes to the waiting request.
+  So however many addresses keep runaway queries going, a client with nothing running
+  waits about ``preempt_after`` seconds, not until a runaway's deadline.
 
 Each job names the store directory its worker reads (``views``, see
 :mod:`kgcult.serve.checkpoints`): the store itself when it is served read-only, or, with
@@ -37,6 +48,7 @@ from kgcult.errors import KgcultError
 from kgcult.serve.config import ServeConfig
 from kgcult.serve.answer import Answer, QueryJob, answer_query, error_answer, timed_out
 from kgcult.serve.protocol import HttpError
+from kgcult.serve.shares import WINDOW_S, Usage
 from kgcult.store import Store
 
 # Workers are forked from a clean single-threaded server process that has imported this
@@ -44,7 +56,8 @@ from kgcult.store import Store
 # inherits the server's threads or its open store.
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload([__name__])
-SPENT_HALF_LIFE = 60.0  # s: how long a client's use of the workers counts against it when they are scarce
+PREEMPT_MIN_RUN = 1.0  # s: a job younger than this is never pre-empted (ordinary queries end sooner)
+PREEMPT_MARGIN = 2.0   # worker s: a victim's client used at least twice the waiting one's, plus this
 KILL_GRACE_S = 1.0  # a worker stops a streaming query itself at the deadline; past this, it is killed
 
 # -- inside a worker process -----------------------------------------------------------------
@@ -128,7 +141,11 @@ class QueryPool:
         self._waiting: dict[int, tuple[str, threading.Event, float]] = {}
         self._age_rate = float(cfg.workers)  # worker seconds the others get per second of waiting
         self._tickets = itertools.count()
-        self._spent: dict[str, tuple[float, float]] = {}  # client -> (worker seconds, decayed; as of when)
+        self._job_ids = itertools.count()
+        self._usage = Usage(budget=cfg.client_budget)  # worker seconds per client, last minute
+        self._futures: dict[int, object] = {}  # job id -> its pebble future, while it runs
+        self._handover: dict[int, int] = {}  # pre-empted job id -> ticket of the request its worker goes to
+        self._preempted: set[int] = set()  # job ids stopped to free their worker
         self._queue_timeout = cfg.queue_timeout if cfg.queue_timeout is not None else cfg.timeout
         self._running: dict[str, int] = {}  # client address -> its requests on a worker or waiting for one
         self._admitted_count = 0
@@ -166,7 +183,9 @@ class QueryPool:
             self._admitted_count += 1
         try:
             deadline = time.monotonic() + self._queue_timeout
-            with self._lock:  # wait for one of this client's own slots
+            with self._lock:
+                self._refuse_over_budget(client)
+                # wait for one of this client's own slots
                 if not self._lock.wait_for(lambda: self._running.get(client, 0) < self.per_client,
                                            timeout=self._queue_timeout):
                     self.count("limited")
@@ -189,28 +208,79 @@ class QueryPool:
                 self._admitted_count -= 1
             self._admitted.release()
 
+    def _refuse_over_budget(self, client: str) -> None:
+        """429 for a client past its budget while the workers are busy (lock held)."""
+        now = time.monotonic()
+        if (self._free > 0 and not self._waiting) or not self._usage.over_budget(client, now):
+            return
+        self.count("limited")
+        raise HttpError(429, f"{client} has used {self._usage.used(client, now):.0f} worker seconds in the last "
+                             f"{WINDOW_S:g} s, more than its share ({self._usage.budget:g} s; kgcult serve "
+                             "--client-budget), and the query workers are busy; retry later",
+                        {"Retry-After": str(self._usage.retry_after(client, now))})
+
     def _take_worker(self, client: str, wait: float) -> bool:
         """Wait up to ``wait`` s for a free worker. A free worker goes to the waiting request
-        whose client has the fewest jobs on workers and ahead in the queue, then the lowest
-        worker seconds the client used lately (halved every SPENT_HALF_LIFE s) less the
-        worker seconds handed out while this request waited (workers x seconds waited),
-        then the earliest: clients with runaway queries queued cannot make an ordinary
-        client wait behind all of them, and a heavy client is delayed by about its extra
-        use divided by the workers, never starved. The worker is handed to the chosen request (its
-        event set), so a release wakes one thread, not every waiting one."""
+        whose client is within its budget, has the fewest jobs on workers and ahead in
+        the queue, then the fewest worker seconds in the last minute less the worker
+        seconds handed out while this request waited (workers x seconds waited), then the
+        earliest: clients with runaway queries queued cannot make an ordinary client wait
+        behind all of them, and a heavy client is delayed by about its extra use divided
+        by the workers, never starved. The worker is handed to the chosen request (its
+        event set), so a release wakes one thread, not every waiting one. Every
+        ``preempt_after`` s of waiting, a request whose client has nothing on a worker
+        pre-empts a heavier client's job (:meth:`_preempt_for`)."""
         with self._lock:
             if self._free > 0 and not self._waiting:
                 self._grant(client)
                 return True
             ticket, granted = next(self._tickets), threading.Event()
             self._waiting[ticket] = (client, granted, time.monotonic())
-        if granted.wait(wait):
-            return True
+        end = time.monotonic() + wait
+        step = self.cfg.preempt_after
+        while (remaining := end - time.monotonic()) > 0:
+            if granted.wait(min(remaining, step) if step else remaining):
+                return True
+            if step:
+                self._preempt_for(ticket, client)
         with self._lock:
             if granted.is_set():  # handed over just as the wait ended
                 return True
             del self._waiting[ticket]
             return False
+
+    def _preempt_for(self, ticket: int, client: str) -> None:
+        """Stop the job of a heavier client so that its worker goes to request ``ticket``,
+        whose client has nothing on a worker and is within its budget. The victim: a job
+        running for at least PREEMPT_MIN_RUN s whose client has used at least twice the
+        worker seconds of this one lately, plus PREEMPT_MARGIN (so clients of equal weight,
+        such as many addresses each with runaways, do not take turns killing one another's
+        jobs); over-budget clients first, then the client with the most
+        jobs on workers, the most worker seconds, and its longest-running job."""
+        with self._lock:
+            now = time.monotonic()
+            if (ticket not in self._waiting or self._busy.get(client, 0) or ticket in self._handover.values()
+                    or self._usage.over_budget(client, now)):
+                return
+            mine = self._usage.used(client, now)
+            best = None
+            for key, (other, start) in self._usage.running().items():
+                if other == client or key in self._handover or key not in self._futures or now - start < PREEMPT_MIN_RUN:
+                    continue
+                used = self._usage.used(other, now)
+                if used < 2 * mine + PREEMPT_MARGIN:  # not clearly heavier: equals do not pre-empt one another
+                    continue
+                rank = (self._usage.over_budget(other, now), self._busy.get(other, 0), used, now - start)
+                if best is None or rank > best[0]:
+                    best = (rank, key)
+            if best is None:
+                return
+            key = best[1]
+            self._handover[key] = ticket
+            self._preempted.add(key)
+            future = self._futures[key]
+            self.count("preempted")
+        future.cancel()  # type: ignore[attr-defined]  # pebble stops the worker; the callback hands it over
 
     def _grant(self, client: str) -> None:
         self._free -= 1
@@ -232,25 +302,25 @@ class QueryPool:
             rank = self._busy.get(c, 0) + ahead.get(c, 0)
             ahead[c] = ahead.get(c, 0) + 1
             # worker seconds used lately, less what the wait has given everyone else since
-            keys.append((rank, self._spent_by(c, now) - self._age_rate * (now - since), t))
-        return min(keys)[2]
+            keys.append((self._usage.over_budget(c, now), rank,
+                         self._usage.used(c, now) - self._age_rate * (now - since), t))
+        return min(keys)[-1]
 
-    def _spent_by(self, client: str, now: float) -> float:
-        spent, at = self._spent.get(client, (0.0, now))
-        return spent * 0.5 ** ((now - at) / SPENT_HALF_LIFE)
-
-    def _give_back_worker(self, client: str, started: float) -> None:
+    def _give_back_worker(self, client: str, key: int) -> None:
         with self._lock:
-            now = time.monotonic()
-            self._spent[client] = (self._spent_by(client, now) + now - started, now)
-            if len(self._spent) > 4096:  # forget the clients that have not used a worker lately
-                self._spent = {c: v for c, v in self._spent.items() if self._spent_by(c, now) > 0.01}
+            self._usage.finish(key, time.monotonic())
+            self._futures.pop(key, None)
             self._free += 1
             n = self._busy.get(client, 0) - 1
             if n > 0:
                 self._busy[client] = n
             else:
                 self._busy.pop(client, None)
+            ticket = self._handover.pop(key, None)
+            if ticket is not None and ticket in self._waiting:  # pre-empted for this request
+                waiter, granted, _ = self._waiting.pop(ticket)
+                self._grant(waiter)
+                granted.set()
             self._dispatch()
 
     def _on_worker(self, client: str, function, args, wait: float):
@@ -259,13 +329,17 @@ class QueryPool:
             self.count("busy")
             raise HttpError(503, f"no query worker became free within {self._queue_timeout:g} s; retry later "
                                  "(kgcult serve --workers / --queue-timeout)", {"Retry-After": "1"})
+        key = next(self._job_ids)
+        with self._lock:
+            self._usage.start(key, client, time.monotonic())
         try:
             future = self._pool.schedule(function, args, timeout=cfg.timeout + KILL_GRACE_S)
         except RuntimeError:  # the pool is stopping
-            self._give_back_worker(client, time.monotonic())
+            self._give_back_worker(client, key)
             raise HttpError(503, "the server is shutting down") from None
-        started = time.monotonic()
-        future.add_done_callback(lambda _f: self._give_back_worker(client, started))
+        with self._lock:
+            self._futures[key] = future
+        future.add_done_callback(lambda _f: self._give_back_worker(client, key))
         try:
             out = future.result()
         except (FutureTimeout, TimeoutError):  # pebble stopped the worker at the deadline
@@ -277,6 +351,17 @@ class QueryPool:
                 raise out_of_memory(self.memory) from None
             raise HttpError(500, f"the query worker died ({e}); the query was not answered") from None
         except CancelledError:
+            with self._lock:
+                preempted = key in self._preempted
+                self._preempted.discard(key)
+                if preempted:
+                    now = time.monotonic()
+                    used, retry = self._usage.used(client, now), self._usage.retry_after(client, now)
+            if preempted:
+                raise HttpError(429, f"the query was stopped to free its worker for a client with no query "
+                                     f"running: the workers are busy and {client} has used {used:.0f} worker "
+                                     f"seconds in the last {WINDOW_S:g} s, more than that client; retry later",
+                                {"Retry-After": str(retry), "X-Kgcult-Limit": "preempted"}) from None
             raise HttpError(503, "the server is shutting down") from None
         except Exception as e:  # noqa: BLE001 - raised in the worker (e.g. opening the store)
             raise HttpError(500, f"the query worker failed: {type(e).__name__}: {e}") from None
