@@ -393,3 +393,50 @@ def test_yasgui_page_map_chart_and_link(geo_server, devtools, tmp_path):
     dt.eval("const l = document.getElementById('lang'); l.value = 'fr'; l.dispatchEvent(new Event('change'))")
     dt.wait_for("document.querySelector('#yasgui .yasr a.entity').innerText === 'Roma Q220'")
     assert dt.eval("document.querySelector('#yasgui .yasr a.entity').getAttribute('href')") == "/entity/Q220?lang=fr"
+
+
+def test_yasgui_page_pages_a_large_result_by_request(geo_server, devtools):
+    """A result larger than a block (?rows=5 here, 1000 by default): the page shows the first
+    block, knows the total from a count request, and holds only that block (no sorting or
+    filtering of a part); next loads the following block from the server, "all rows" loads
+    them all (sorting on again); the download links still hold every row."""
+    import json as _json
+    import urllib.parse
+    import urllib.request
+
+    _yasgui_or_skip()
+    q = "SELECT ?x ?l WHERE { ?x rdfs:label ?l } ORDER BY ?l ?x"
+    data = urllib.parse.urlencode({"query": q}).encode()
+    req = urllib.request.Request(geo_server.url + "/query", data, {"Accept": "application/sparql-results+json"})
+    everything = [b["l"]["value"] for b in _json.load(urllib.request.urlopen(req, timeout=30))["results"]["bindings"]]
+    n = len(everything)
+    assert n > 12
+    dt = devtools
+    _open(dt, geo_server.url + "/?rows=5#query=" + urllib.parse.quote(q))
+    dt.wait_for("document.body.dataset.state === 'done' && document.body.dataset.total !== undefined")
+    labels_in_table = ("[...document.querySelectorAll('#yasgui .yasr table.dataTable tbody tr')]"
+                       ".map(tr => tr.cells[2].innerText.trim().replace(/^\"|\"(@[a-z-]+)?$/g, ''))")
+    assert dt.eval("document.body.dataset.total") == str(n)
+    assert dt.eval("document.getElementById('pager-range').innerText") == f"rows 1–5 of {n}"
+    assert dt.eval(labels_in_table) == everything[:5]
+    # the page holds the block, not the result; a part is not sortable or filterable
+    assert dt.eval("kgcult.yasgui.getTab().getYasr().results.getBindings().length") == 5
+    assert dt.eval("document.body.classList.contains('kg-partial')") is True
+    assert dt.eval("document.querySelectorAll('#yasgui .yasr thead th.dt-orderable-asc, "
+                   "#yasgui .yasr thead th.sorting').length") == 0
+    assert dt.eval("getComputedStyle(document.querySelector('#yasgui .yasr .tableFilter')).display") == "none"
+    assert dt.eval("document.getElementById('pager-previous').disabled") is True
+    # the next block comes from the server
+    dt.eval("document.getElementById('pager-next').click()")
+    dt.wait_for("document.getElementById('pager-range') && "
+                f"document.getElementById('pager-range').innerText === 'rows 6–10 of {n}'")
+    assert dt.eval(labels_in_table) == everything[5:10]
+    # every row: sortable and filterable again
+    dt.eval("document.getElementById('pager-all').click()")
+    dt.wait_for(f"kgcult.yasgui.getTab().getYasr().results.getBindings().length === {n}")
+    dt.wait_for("!document.body.classList.contains('kg-partial') && !document.getElementById('pager-range')")
+    assert dt.eval("document.querySelectorAll('#yasgui .yasr thead th.dt-orderable-asc, "
+                   "#yasgui .yasr thead th.sorting').length") >= 2
+    # the download holds every row, whatever the page loaded
+    body = dt.eval("fetch(document.getElementById('download-csv').href).then(r => r.text())")
+    assert len(body.strip().splitlines()) == n + 1

@@ -36,6 +36,9 @@ class QueryJob:
     max_rows: int | None = None
     max_bytes: int = 1 << 30
     timeout: float = 60.0
+    offset: int = 0            # a SELECT's rows from offset ...
+    rows: int | None = None    # ... at most this many (the query page's paging)
+    total: bool = False        # count every row of a SELECT (X-Kgcult-Total-Rows)
 
 
 @dataclass
@@ -130,10 +133,38 @@ def _answer(store, job: QueryJob, spool: Spool, deadline: float) -> Answer:
     else:
         fmt = RESULTS_TYPES[choose(list(job.accept), RESULTS_TYPES, "application/sparql-results+json")]
         content_type = RESULTS_MEDIA[fmt] + "; charset=utf-8"
-        results.write_rows([v.value for v in result.variables], counted, fmt, spool.write)
-    headers["X-Kgcult-Rows"] = str(headers.pop("_rows", 0))
+        paged = job.offset or job.rows is not None or job.total
+        results.write_rows([v.value for v in result.variables], _window(counted, job, headers) if paged else counted,
+                           fmt, spool.write)
+    headers["X-Kgcult-Rows"] = str(headers.pop("_shown", headers.get("_rows", 0)))
+    headers.pop("_rows", None)
     spooled, path = spool.finish()
     return Answer(200, content_type, headers, spooled, path, spool.size)
+
+
+def _window(rows, job: QueryJob, headers: dict):
+    """Rows ``offset`` .. ``offset + rows`` of a SELECT (the query page asks one page at a
+    time, so its first rows come without the whole result being written). Past the
+    window: ``X-Kgcult-More`` says whether a row follows (one more row is read), or, with
+    ``total``, ``X-Kgcult-Total-Rows`` counts them all (read, not written)."""
+    it = iter(rows)
+    read = shown = 0
+    more = False
+    for row in it:
+        read += 1
+        if read <= job.offset:
+            continue
+        if job.rows is not None and shown >= job.rows:
+            more = True  # this row lies past the window
+            break
+        shown += 1
+        headers["_shown"] = shown
+        yield row
+    headers["_shown"] = shown
+    if job.total:
+        headers["X-Kgcult-Total-Rows"] = str(read + sum(1 for _ in it))
+    else:
+        headers["X-Kgcult-More"] = "true" if more else "false"
 
 
 def _limited(rows, job: QueryJob, headers: dict, deadline: float):

@@ -73,7 +73,7 @@ class SparqlApp:
         self.count("queries")
         cfg = self.cfg
         job = QueryJob(req.text, tuple(req.default_graphs), tuple(req.named_graphs), tuple(req.accept),
-                       req.truncate, cfg.max_rows, cfg.max_bytes, cfg.timeout)
+                       req.truncate, cfg.max_rows, cfg.max_bytes, cfg.timeout, req.offset, req.rows, req.total)
         return _reply(self.pool.query(req.client, job))
 
     # -- updates -------------------------------------------------------------------------

@@ -74,6 +74,9 @@ class QueryRequest:
     named_graphs: list[str]
     truncate: bool                  # limit-mode=truncate: cut at the row limit instead of 507
     client: str = ""                 # the client's address (per-client admission)
+    offset: int = 0                  # offset=N: a SELECT's rows from the N+1th (kgcult's paging)
+    rows: int | None = None          # rows=N: at most N rows of a SELECT (X-Kgcult-More says if more follow)
+    total: bool = False              # total=true: X-Kgcult-Total-Rows counts every row of a SELECT
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,19 @@ def query_request(request: Request, fields: dict[str, list[str]]) -> QueryReques
                 accept.append(mt)
     accept += parse_accept(request.headers.get("Accept"))
     return QueryRequest(text, accept, fields.get("default-graph-uri", []), fields.get("named-graph-uri", []),
-                        (fields.get("limit-mode") or [""])[0] == "truncate", request.remote_addr or "")
+                        (fields.get("limit-mode") or [""])[0] == "truncate", request.remote_addr or "",
+                        _count(fields, "offset") or 0, _count(fields, "rows"),
+                        (fields.get("total") or [""])[0].lower() in ("true", "1"))
+
+
+def _count(fields: dict[str, list[str]], name: str) -> int | None:
+    """A paging parameter: a whole number of rows, 0 or more (None when absent)."""
+    values = fields.get(name)
+    if not values:
+        return None
+    if len(values) > 1 or not values[0].isdigit() or len(values[0]) > 12:
+        raise HttpError(400, f"{name}={values[0]!r}: give one whole number of rows, 0 or more")
+    return int(values[0])
 
 
 def update_request(request: Request, fields: dict[str, list[str]]) -> UpdateRequest:

@@ -1,6 +1,9 @@
 // kgcult query page on YASGUI: examples, history, a share link that follows the query,
 // downloads (CSV, TSV, JSON from this server), and kgcult's automatic entity labels, added to
 // the table cells YASR draws (only the rows on screen are labelled: one page of the table).
+// A SELECT is fetched a block of BLOCK rows at a time (the server's rows=/offset=), its rows
+// counted by a second request (total=true): the first rows show without the whole result
+// crossing the wire, and the page holds one block, not the result.
 "use strict";
 (function () {
   const ENTITY = /^http:\/\/www\.wikidata\.org\/entity\/([QP][0-9]+)$/;
@@ -9,6 +12,9 @@
   const $ = (id) => document.getElementById(id);
   const labels = new Map();   // "lang|iri" -> label ("" when the store has none)
   let examples = [];
+  // rows per request (the page's ?rows=N, else 1000); sorting and filtering over all rows load them all
+  const BLOCK = (() => { const n = parseInt(new URLSearchParams(location.search).get("rows"), 10);
+                         return n > 0 && n <= 100000 ? n : 1000; })();
 
   function lang() {
     const l = ($("lang").value || "en").trim();
@@ -67,6 +73,74 @@
       } while (again);
     } finally { labelling = false; }
     document.body.dataset.labelled = String(Date.now());
+  }
+
+  // -- paging by request ------------------------------------------------------------------
+  // paging.query: the query whose rows are shown; offset: the first row of the block shown;
+  // total: every row of the result (null until counted); all: every row is loaded
+  let paging = { query: null, offset: 0, total: null, all: false };
+  function partial(yasr) {
+    const rows = yasr && yasr.results && yasr.results.getBindings && yasr.results.getBindings();
+    const p = !paging.all && !!rows && (rows.length >= BLOCK || paging.offset > 0);
+    document.body.classList.toggle("kg-partial", p);
+    return p;
+  }
+  async function fetchRows(query, params) {
+    const t0 = performance.now();
+    const resp = await fetch("/query", { method: "POST",
+      body: new URLSearchParams(Object.assign({ query: query, "limit-mode": "truncate" }, params)),
+      headers: { "Accept": "application/sparql-results+json" } });
+    return { resp: resp, text: await resp.text(), ms: performance.now() - t0 };
+  }
+  async function countRows(query) {
+    const got = await fetchRows(query, { rows: "0", total: "true" });
+    if (query !== paging.query) return;
+    const n = parseInt(got.resp.headers.get("X-Kgcult-Total-Rows"), 10);
+    if (!got.resp.ok || isNaN(n)) { message("could not count the rows: " + got.text.slice(0, 200), true); return; }
+    paging.total = n;
+    document.body.dataset.total = String(n);
+    if (n <= BLOCK && paging.offset === 0) {   // the block was the whole result: sort and filter it
+      paging.all = true;
+      tab().getYasr().draw();
+    }
+    drawPager();
+  }
+  async function showBlock(offset) {   // offset null: every row
+    const query = paging.query;
+    $("pager").dataset.state = "loading";
+    const got = await fetchRows(query, offset === null ? {} : { offset: String(offset), rows: String(BLOCK) });
+    if (query !== paging.query) return;
+    if (!got.resp.ok) { message("the query failed: " + got.text.slice(0, 200), true); drawPager(); return; }
+    paging.all = offset === null;
+    paging.offset = offset || 0;
+    tab().getYasr().setResponse({ data: got.text, contentType: got.resp.headers.get("Content-Type"),
+                                  status: got.resp.status, executionTime: Math.round(got.ms) }, Math.round(got.ms));
+    drawPager();
+  }
+  function drawPager() {
+    const pager = $("pager"), yasr = tab().getYasr();
+    pager.textContent = "";
+    pager.dataset.state = "idle";
+    const rows = (yasr.results && yasr.results.getBindings && yasr.results.getBindings()) || [];
+    if (!partial(yasr)) {
+      if (paging.all && paging.total !== null) message(paging.total + " row" + (paging.total === 1 ? "" : "s"));
+      return;
+    }
+    const total = paging.total, last = paging.offset + rows.length;
+    const button = (id, text, enabled, go) => {
+      const b = Object.assign(document.createElement("button"), { type: "button", id: id, textContent: text, disabled: !enabled });
+      b.addEventListener("click", go);
+      pager.append(b, " ");
+    };
+    pager.append(Object.assign(document.createElement("span"), { id: "pager-range",
+      textContent: "rows " + (paging.offset + 1) + "–" + last + " of " + (total === null ? "…" : total) }), " ");
+    button("pager-previous", "◀ previous " + BLOCK, paging.offset > 0, () => showBlock(Math.max(0, paging.offset - BLOCK)));
+    button("pager-next", "next " + BLOCK + " ▶", total === null || last < total, () => showBlock(paging.offset + BLOCK));
+    button("pager-all", "all rows", true, () => showBlock(null));
+    pager.append(Object.assign(document.createElement("span"), { className: "hint",
+      textContent: "The table sorts and filters the rows loaded: load all rows to sort or filter the whole result " +
+                   "(downloads always hold every row)." }));
+    message(total === null ? "counting rows…" : total + " rows, loaded " + BLOCK + " at a time");
   }
 
   // -- the query in the URL, downloads, history --------------------------------------------
@@ -141,7 +215,7 @@
     const Yasgui = window.Yasgui;
     yasgui = new Yasgui($("yasgui"), {
       requestConfig: { endpoint: "/query", method: "POST",
-                       args: [{ name: "limit-mode", value: "truncate" }] },
+                       args: [{ name: "limit-mode", value: "truncate" }, { name: "rows", value: String(BLOCK) }] },
       copyEndpointOnNewTab: true,
       populateFromUrl: false,
       endpointCatalogueOptions: { getData: () => [{ endpoint: location.origin + "/query" }] },
@@ -149,6 +223,11 @@
       yasqe: { autocompleters: ["variables", "prefixes"], resizeable: true },
       yasr: { prefixes: prefixes, pluginOrder: ["table", "map", "chart", "images", "response"],
               defaultPlugin: "table" },
+    });
+    // a new query: its first block is drawn as a block (no sorting of a part) until counted
+    yasgui.on("query", () => {
+      paging = { query: null, offset: 0, total: null, all: false };
+      delete document.body.dataset.total;
     });
     yasgui.on("queryResponse", (_yg, t) => {
       const query = t.getQuery();
@@ -162,8 +241,10 @@
         if (name && yasr.plugins[name] && yasr.plugins[name].canHandleResults()) yasr.selectPlugin(name);
         else if (view || !yasr.plugins[yasr.getSelectedPluginName()].canHandleResults()) yasr.selectPlugin("table");
         const rows = yasr.results && yasr.results.getBindings && yasr.results.getBindings();
+        paging.query = query;
         if (yasr.results && yasr.results.getError && yasr.results.getError()) message("the query failed: see below", true);
-        else message(rows ? rows.length + " row" + (rows.length === 1 ? "" : "s") : "done");
+        else if (partial(yasr)) { drawPager(); countRows(query); }
+        else { paging.all = true; $("pager").textContent = ""; message(rows ? rows.length + " row" + (rows.length === 1 ? "" : "s") : "done"); }
         document.body.dataset.state = "done";
         labelOnScreen();
       }, 0);
@@ -194,7 +275,7 @@
     } catch (e) { /* optional */ }
     predeclare(tab().getYasqe());
     yasgui.on("tabSelect", () => setTimeout(() => predeclare(tab().getYasqe()), 0));
-    window.kgcult = { yasgui: yasgui, labelOf: labelOf, run: run };
+    window.kgcult = { yasgui: yasgui, labelOf: labelOf, run: run, partial: partial, block: BLOCK };
     // a link opened or pasted while the page is open (the page's own URL updates do not fire this)
     window.addEventListener("hashchange", () => { const q = queryFromUrl(); if (q) run(q); });
     const q = queryFromUrl();

@@ -132,6 +132,14 @@
                                                           : render(data, type, row, meta) });
       });
     };
+    // a block of a larger result (the page's paging by request): sorting or filtering it would
+    // pass for sorting the result, so both are off until every row is loaded
+    const draw = proto.draw;
+    proto.draw = function () {
+      const part = !!(window.kgcult && window.kgcult.partial && window.kgcult.partial(this.yasr));
+      this.config.tableConfig = Object.assign({}, this.config.tableConfig, { ordering: !part, searching: !part });
+      return draw.apply(this, arguments);
+    };
     proto.kgcultColumns = true;
   }
 
