@@ -440,3 +440,15 @@ def test_yasgui_page_pages_a_large_result_by_request(geo_server, devtools):
     # the download holds every row, whatever the page loaded
     body = dt.eval("fetch(document.getElementById('download-csv').href).then(r => r.text())")
     assert len(body.strip().splitlines()) == n + 1
+    # a block restored from the browser's storage (a reload without the query in the URL) is
+    # shown as a block again: pager, count, no sorting of the part
+    dt.eval("document.body.dataset.state = ''")
+    dt.eval(f"kgcult.run({_json.dumps(q)})")
+    dt.wait_for(f"document.body.dataset.state === 'done' && document.body.dataset.total === '{n}'")
+    dt.eval("window.__before_reload = true")
+    dt.call("Page.navigate", url=geo_server.url + "/?rows=5")
+    dt.wait_for("!window.__before_reload && !!document.body && document.body.dataset.ready === 'true'")
+    dt.wait_for(f"document.body.dataset.total === '{n}' && !!document.getElementById('pager-range')")
+    assert dt.eval("document.getElementById('pager-range').innerText") == f"rows 1–5 of {n}"
+    assert dt.eval("document.querySelectorAll('#yasgui .yasr thead th.dt-orderable-asc, "
+                   "#yasgui .yasr thead th.sorting').length") == 0

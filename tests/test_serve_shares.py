@@ -4,9 +4,11 @@ longest job instead of waiting for its deadline, and a client past its budget of
 seconds gets 429 with Retry-After while the workers are busy (kgcult/serve/shares.py)."""
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.parse
+import urllib.request
 from contextlib import ExitStack
 from http.client import HTTPConnection
 
@@ -97,6 +99,8 @@ def test_a_client_over_its_budget_gets_429_while_the_workers_are_busy(make_serve
     assert 1 <= int(headers["Retry-After"]) <= 60
     assert b"more than its share" in body
     assert srv.app.stats["preempted"] == 0
+    shown = json.loads(urllib.request.urlopen(srv.url + "/api/status", timeout=30).read())
+    assert shown["client_budget_s"] == 0.5 and shown["preempt_after_s"] == 0.5 and shown["stats"]["limited"] >= 1
     holder.join(30)
     assert send("127.0.0.50", srv.url, ORDINARY)[0] == 200  # nobody else waits: served
 

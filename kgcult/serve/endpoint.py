@@ -144,6 +144,7 @@ class SparqlApp:
                        "queue_timeout_s": self.pool._queue_timeout, "max_request_bytes": self.cfg.max_request_bytes},
             "workers": self.cfg.workers, "per_client": self.pool.per_client,
             "worker_memory": self.pool.memory, "per_client_connections": self.cfg.per_client_connections,
+            "client_budget_s": self.cfg.client_budget, "preempt_after_s": self.cfg.preempt_after,
             "stats": dict(self.stats),
         }
 

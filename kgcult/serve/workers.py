@@ -146,6 +146,7 @@ class QueryPool:
         self._futures: dict[int, object] = {}  # job id -> its pebble future, while it runs
         self._handover: dict[int, int] = {}  # pre-empted job id -> ticket of the request its worker goes to
         self._preempted: set[int] = set()  # job ids stopped to free their worker
+        self._closed = False
         self._queue_timeout = cfg.queue_timeout if cfg.queue_timeout is not None else cfg.timeout
         self._running: dict[str, int] = {}  # client address -> its requests on a worker or waiting for one
         self._admitted_count = 0
@@ -157,6 +158,11 @@ class QueryPool:
     def close(self) -> None:
         self._pool.stop()
         self._pool.join(10)
+        with self._lock:  # a job scheduled as the pool stopped would never be answered
+            self._closed = True
+            futures = list(self._futures.values())
+        for future in futures:
+            future.cancel()  # type: ignore[attr-defined]
 
     def in_flight(self) -> int:
         """Requests admitted and not yet answered (running or waiting for a worker)."""
@@ -339,6 +345,9 @@ class QueryPool:
             raise HttpError(503, "the server is shutting down") from None
         with self._lock:
             self._futures[key] = future
+            closed = self._closed
+        if closed:
+            future.cancel()
         future.add_done_callback(lambda _f: self._give_back_worker(client, key))
         try:
             out = future.result()

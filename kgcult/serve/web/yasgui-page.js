@@ -81,7 +81,9 @@
   let paging = { query: null, offset: 0, total: null, all: false };
   function partial(yasr) {
     const rows = yasr && yasr.results && yasr.results.getBindings && yasr.results.getBindings();
-    const p = !paging.all && !!rows && (rows.length >= BLOCK || paging.offset > 0);
+    // a block: BLOCK rows (more may follow: the count tells), or a later block; a result of
+    // another size is whole (a smaller one, or every row loaded, as restored from storage)
+    const p = !paging.all && !!rows && (rows.length === BLOCK || paging.offset > 0);
     document.body.classList.toggle("kg-partial", p);
     return p;
   }
@@ -279,6 +281,14 @@
     // a link opened or pasted while the page is open (the page's own URL updates do not fire this)
     window.addEventListener("hashchange", () => { const q = queryFromUrl(); if (q) run(q); });
     const q = queryFromUrl();
+    // a block of a larger result restored from the browser's storage: drawn again as a block
+    const restored = tab().getYasr();
+    if (!q && restored.results && partial(restored)) {
+      paging.query = tab().getQuery();
+      restored.draw();
+      drawPager();
+      countRows(paging.query);
+    }
     if (q) run(q); else follow(tab().getYasqe().getValue());
     document.body.dataset.ready = "true";
   }
