@@ -27,7 +27,7 @@ TITLES = {
     "link_scale": "Link index on disk at scale (issue 15)",
     "link_long": "A long `link -i`: bounded memos (issue 15)",
     "page": "The query page with a 100,000-row result (issue 31)",
-    "serve_runaway": "Runaway queries against the endpoint (issue 12)",
+    "serve_runaway": "Runaway queries from many addresses against the endpoint (issues 12, 30)",
     "wdqs": "WDQS queries unchanged: label service and closure paths (issue 13)",
     "setgraph": "The default graph as a set, against the union (issue 28)",
 }
