@@ -249,7 +249,8 @@ def format_stats(s: dict) -> str:
     if s["closure_stale"]:
         out += ["", "note: the closure is stale; run `kgcult closure` for up-to-date root counts"]
     for g in s.get("partial_graphs", []):
-        out += ["", f"note: {g} is partial: its mirror or ingest was interrupted; run it again"]
+        out += ["", f"note: {g} is partial: its mirror, ingest or load was interrupted (or a load is running); "
+                    "run the mirror or ingest again (a load is rolled back by the next writable open)"]
     return "\n".join(out) + "\n"
 
 

@@ -278,9 +278,9 @@ def test_added_count_is_exact_by_either_counting_method(store, tmp_path, monkeyp
     """The count a load reports is the graph's growth, whichever way it is taken (the whole
     store's size before and after, or the target graph's), duplicates and triples already
     in the graph not counted."""
-    from kgcult.store import embedded
+    from kgcult.store import loading
 
-    monkeypatch.setattr(embedded, "_cheaper_to_count_store", lambda location, path: count_store)
+    monkeypatch.setattr(loading, "_cheaper_to_count_store", lambda location, path: count_store)
     store.load([MINI])  # other graphs in the store
     first = write(tmp_path / "x.nt", NT + NT.splitlines(keepends=True)[0])  # a duplicate line
     [report] = store.load([first])
@@ -292,21 +292,21 @@ def test_added_count_is_exact_by_either_counting_method(store, tmp_path, monkeyp
 
 
 def test_counting_method_follows_the_sizes(tmp_path):
-    from kgcult.store import embedded
+    from kgcult.store import loading
 
     with Store(tmp_path / "s") as st:
         big = write(tmp_path / "big.nt", NT * 2000)
-        assert embedded._cheaper_to_count_store(st.location, str(big))  # a fresh store
+        assert loading._cheaper_to_count_store(st.location, str(big))  # a fresh store
         st.load([MINI])
         st.flush()
         small = write(tmp_path / "small.nt", NT)
-        assert not embedded._cheaper_to_count_store(st.location, str(small))
+        assert not loading._cheaper_to_count_store(st.location, str(small))
 
 
 def test_counting_method_survives_a_file_compacted_away(tmp_path, monkeypatch):
     """RocksDB deletes SST files while it compacts: a file listed and gone before its size
     is read does not fail the load."""
-    from kgcult.store import embedded
+    from kgcult.store import loading
 
     class Gone:
         def is_file(self):
@@ -328,6 +328,6 @@ def test_counting_method_survives_a_file_compacted_away(tmp_path, monkeypatch):
             self._it.close()
 
     with Store(tmp_path / "s") as st:
-        monkeypatch.setattr(embedded.os, "scandir", Listing)
+        monkeypatch.setattr(loading.os, "scandir", Listing)
         [report] = st.load([write(tmp_path / "x.nt", NT)])
         assert report.triples == 3

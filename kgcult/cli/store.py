@@ -1,7 +1,8 @@
 """Store commands: ``load``, ``snapshot export|import|verify``, ``closure``."""
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import sys
 
 import click
 
@@ -10,6 +11,8 @@ from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.store import hierarchy
 from kgcult.store import snapshot
+from kgcult.store import loading
+from kgcult.store.loading import LoadInterrupted
 from kgcult.cli.main import Context, info
 
 
@@ -24,8 +27,9 @@ from kgcult.cli.main import Context, info
 def load(obj: Context, files, graph, progress):
     """Bulk-load RDF files (nt, nq, ttl, trig; plain or .gz/.bz2/.zst).
 
-    All or nothing: a malformed file is reported with file and line and the store keeps
-    exactly what it had before.
+    All or nothing across every file: a malformed file is reported with file and line and
+    the store keeps exactly what it had before; a load killed or interrupted (Ctrl-C) is
+    rolled back by the next writable open. Progress counts triples.
 
     \b
     Example:
@@ -34,10 +38,20 @@ def load(obj: Context, files, graph, progress):
     if graph is not None and not graph.strip():
         raise KgcultError("--graph '': an empty graph name; name the graph (e.g. --graph dishes)")
     store = obj.store()
-    total = sum(Path(f).stat().st_size for f in files if Path(f).is_file())
     disable = None if progress is None else not progress
-    with kglog.progress(total=total, unit="B", unit_scale=True, desc="load", disable=disable) as bar:
-        reports = store.load(list(files), graph=graph, progress=None if bar.disable else bar.update)
+    unit = loading.progress_unit(files)
+    try:
+        with kglog.progress(total=None, unit=unit, unit_scale=True, desc="load", disable=disable) as bar:
+            reports = store.load(list(files), graph=graph, progress=None if bar.disable else bar)
+    except LoadInterrupted as e:
+        click.echo(str(e), err=True)
+        if e.worker_running:  # Oxigraph is finishing a batch in a thread: exit as a kill would
+            sys.stderr.flush()
+            os._exit(130)
+        raise SystemExit(130) from None
+    except KeyboardInterrupt:  # before the load began (while checking the files)
+        click.echo("interrupted: nothing was loaded", err=True)
+        raise SystemExit(130) from None
     for r in reports:
         rate = r.triples / r.seconds if r.seconds else 0
         info(f"{r.path}: {r.triples} triple{'s' if r.triples != 1 else ''} into "

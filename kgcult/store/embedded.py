@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import pyoxigraph as ox
-from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
+from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import graphnames, health, journal, rdfio, readers, setgraph
+from kgcult.store import health, journal, loading, loadjournal, readers, setgraph
+from kgcult.store.loading import LoadInterrupted, LoadReport
 from kgcult.errors import KgcultError, QuerySyntaxError
-from kgcult.files import sha256_file
 from kgcult.sparql import nesting, wdqs
 from kgcult.sparql.query_text import bind_values
 from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
@@ -36,15 +34,6 @@ log = logging.getLogger(__name__)
 
 
 now_iso = journal.now_iso
-
-
-@dataclass
-class LoadReport:
-    path: str
-    graph: str | None  # None: the file names its own graphs (N-Quads, TriG)
-    triples: int       # triples added to the store (store size after - before)
-    seconds: float
-    sha256: str
 
 
 class Store(StoreReads):
@@ -73,9 +62,10 @@ class Store(StoreReads):
             raise KgcultError(f"cannot open the store at {self.location}: {e}") from e
         if not read_only:
             # Only one writer holds the store: an unfinished journal entry is a killed writer's.
-            for message in setgraph.migrate(self._ox) + journal.repair(self._ox) + setgraph.repair(self._ox):
+            for message in (setgraph.migrate(self._ox) + journal.repair(self._ox) + loadjournal.repair(self._ox)
+                            + setgraph.repair(self._ox)):
                 log.warning("%s: %s", self.location, message)
-            _remove_bulk_leftovers(self.location)
+            loading.remove_bulk_leftovers(self.location)
             for reader in readers.live(self.location):
                 log.warning("%s: %s (pid %s) reads this store and will not see what is written now; "
                             "restart it to serve the changes", self.location, reader.get("what", "a reader"),
@@ -185,8 +175,10 @@ class Store(StoreReads):
         kind: str = "load",
         threads: int | None = None,
     ) -> list[LoadReport]:
-        """Bulk-load RDF files. All or nothing: a malformed file raises RdfSyntaxError (with
-        file, line and column) and the store keeps exactly what it had before.
+        """Bulk-load RDF files as one command, all or nothing: a malformed file raises
+        RdfSyntaxError (with file, line and column) and the store keeps exactly what it had
+        before; a process killed at any point leaves a journal entry that the next writable
+        open rolls back (:mod:`kgcult.store.loading`, :mod:`kgcult.store.loadjournal`).
 
         Triple formats (nt, ttl) go to ``graph``, by default the graph named after the file
         stem (``dishes.ttl`` -> .../graph/dishes); quad formats keep their own graphs unless
@@ -194,147 +186,14 @@ class Store(StoreReads):
         names must be valid IRIs and not kgcult's own (metadata, closure, staging graphs).
 
         Compressed files are decompressed in a thread and streamed into one Oxigraph bulk
-        load (no scratch copy on disk). Each file's load is journaled (see
-        :mod:`kgcult.store.journal`), so a process killed mid-load is repaired on the next
-        writable open. ``threads`` is accepted for compatibility and ignored: one bulk
-        loader keeps peak memory at the Oxigraph CLI's."""
+        load (no scratch copy on disk). ``progress``: a tqdm-like bar (``kgcult.log.progress``)
+        that counts the triples fed to the parser (or a callable taking counts). Ctrl-C
+        raises :class:`~kgcult.store.loading.LoadInterrupted`. ``threads`` is accepted for
+        compatibility and ignored: one bulk loader keeps peak memory at the Oxigraph CLI's."""
         del threads
         if self.read_only:
             raise KgcultError(f"{self.location}: the store is open read-only; cannot load into it")
-        plans: list[tuple[str, RdfFormat, str | None, set[str]]] = []
-        for path in paths:
-            p = str(path)
-            if not os.path.isfile(p):
-                raise KgcultError(f"{p}: no such file")
-            fmt, _ = rdfio.split_name(p)
-            if fmt in rdfio.QUAD_FORMATS:
-                if graph:
-                    raise KgcultError(
-                        f"{p}: --graph cannot be used with N-Quads/TriG files, which name their own graphs"
-                    )
-                target = None  # the file's graphs: collected while it is validated
-            elif graph:
-                target = vocab.graph_iri(graph)
-                graphnames.check_user_graph(target, f"--graph {graph!r}")
-            else:
-                target = vocab.graph_iri(_stem(p))
-                graphnames.check_user_graph(target, f"{p}: the graph named after the file (give --graph)")
-            plans.append((p, fmt, target, {target} if target else set()))
-
-        # A single triple file is loaded atomically by Oxigraph's bulk loader. Quad files are
-        # parsed first to refuse quads for kgcult's own graphs and in the default graph (and
-        # to know which graphs they write); with several files, all are parsed first so that
-        # a bad last file cannot leave the first ones in.
-        for p, fmt, _, graphs in plans:
-            if len(plans) > 1 or fmt in rdfio.QUAD_FORMATS:
-                self._validate(p, fmt, graphs)
-
-        reports = []
-        for p, fmt, target, graphs in plans:
-            reports.append(self._load_one(p, fmt, target, sorted(graphs), kind, progress))
-        return reports
-
-    def _load_one(self, path: str, fmt, target: str | None, graphs: list[str], kind: str,
-                  progress) -> LoadReport:
-        """Load one file into its graph(s), then the same triples into the default graph
-        (the set; a second bulk load of the file). The graphs are journaled pending until
-        the second load is done (``setgraph``)."""
-        t0 = time.perf_counter()
-        before = journal.size(self._ox, target)
-        empty = target is not None and before == 0
-        digest = sha256_file(path)
-        state = journal.saved_state(self._ox)
-        node = journal.begin_load(self._ox, kind=kind, source=_display_path(path), sha256=digest,
-                                  graph=target, before=before, target_empty=empty, pending=graphs)
-        # counted after the journal record is written, so that its quads are not counted as loaded
-        store_before = (len(self._ox) if target is None or _cheaper_to_count_store(self.location, path)
-                        else None)
-        try:
-            self._bulk_load(path, fmt, target, progress)
-        except BaseException:
-            if empty and target is not None:
-                setgraph.drop(self._ox, target)
-            journal.abort_load(self._ox, node, state, pending=graphs)
-            _remove_bulk_leftovers(self.location)  # a failed (e.g. disk-full) load's files
-            raise
-        if store_before is not None:  # nothing but the bulk load wrote in between
-            added = len(self._ox) - store_before
-        else:
-            added = journal.size(self._ox, target) - before
-        try:
-            self._load_default(path, fmt)
-        except BaseException:
-            # the file's triples are in their graph(s): record the load, bring the set up to date
-            journal.finish_load(self._ox, node, added)
-            setgraph.repair(self._ox)
-            raise
-        journal.finish_load(self._ox, node, added, pending=graphs)
-        self._ox.flush()
-        return LoadReport(path, target, added, time.perf_counter() - t0, digest)
-
-    def _load_default(self, path: str, fmt) -> None:
-        """The file's triples into the default graph: a triple file by Oxigraph's bulk loader
-        again; a quad file (whose quads are in data graphs, checked) through the parser."""
-        if fmt in rdfio.QUAD_FORMATS:
-            with rdfio.decompressing_pipe(path) as stream:
-                self._ox.bulk_extend(Quad(q.subject, q.predicate, q.object, setgraph.DEFAULT)
-                                     for q in ox.parse(input=stream, format=fmt))
-            self._ox.flush()
-            return
-        self._bulk_load(path, fmt, setgraph.DEFAULT, None)
-
-    def _size(self, graph: str | None) -> int:
-        """Triples in ``graph`` (a scan of that graph only), or in the whole store."""
-        return journal.size(self._ox, graph)
-
-    def _bulk_load(self, path: str, fmt, target, progress) -> None:
-        """Bulk-load one file into ``target`` (an IRI, the DefaultGraph, or None: a quad
-        file's own graphs)."""
-        kwargs = {"format": fmt}
-        if target:
-            kwargs["to_graph"] = target if isinstance(target, ox.DefaultGraph) else NamedNode(target)
-        _, compression = rdfio.split_name(path)
-        try:
-            if compression is None and progress is None and not rdfio.starts_with_bom(path):
-                self._ox.bulk_load(path=path, **kwargs)
-            else:
-                # Decompress in a thread into a pipe, so decompression and Oxigraph's
-                # parser run on two cores; progress counts compressed bytes.
-                err: SyntaxError | None
-                with rdfio.decompressing_pipe(path, progress) as stream:
-                    try:
-                        self._ox.bulk_load(**rdfio.reader_source(stream), **kwargs)
-                    except SyntaxError as e:
-                        err = e  # the pipe's own error, if any, takes precedence on exit
-                    else:
-                        err = None
-                if err is not None:
-                    raise rdfio.syntax_error(path, err) from None
-        except SyntaxError as e:
-            raise rdfio.syntax_error(path, e) from None
-        except (EOFError, OSError, ValueError) as e:
-            raise KgcultError(f"{path}: cannot read: {e}") from None
-        except MemoryError as e:  # Oxigraph's parser: "Reached the buffer maximal size of 16777216"
-            raise KgcultError(f"{path}: a line or literal is larger than the parser's buffer ({e}); "
-                              "nothing was loaded") from None
-        self._ox.flush()
-
-    def _validate(self, path: str, fmt, graphs: set) -> None:
-        """Parse a file completely without touching the store (streamed); quads for
-        kgcult's own graphs or for the default graph (kgcult's set of all graphs' triples)
-        are refused. The graphs a quad file names are added to ``graphs``."""
-        def check(quad, n):
-            g = quad.graph_name
-            if not isinstance(g, NamedNode):
-                raise KgcultError(f"{path}: quad {n} is in the default graph, which kgcult keeps as the "
-                                  "set of all named graphs' triples; put it in a named graph (or load a "
-                                  "triple file with --graph)")
-            if graphnames.is_reserved(g.value):
-                raise KgcultError(f"{path}: quad {n} is in graph {g.value}, which is reserved "
-                                  "for kgcult's own data (metadata, closures, staging)")
-            graphs.add(g.value)
-
-        rdfio.check_file(path, fmt, check if fmt in rdfio.QUAD_FORMATS else None)
+        return loading.load(self, paths, graph, progress=progress, kind=kind)
 
     # -- metadata: provenance and state ---------------------------------------------
 
@@ -416,22 +275,6 @@ class Store(StoreReads):
         self.close()
 
 
-def _remove_bulk_leftovers(location: str) -> None:
-    """Delete the ``bulk-*.sst`` files Oxigraph's bulk loader writes into the store directory
-    and ingests at its end: a killed or failed load leaves them behind (hundreds of MB, for
-    ever). Called only by the process that holds the store for writing, so no load of
-    another process can be using them."""
-    freed, n = 0, 0
-    for f in Path(location).glob("bulk-*.sst"):
-        try:
-            size = f.stat().st_size
-            f.unlink()
-        except OSError:
-            continue
-        freed, n = freed + size, n + 1
-    if n:
-        log.info("%s: removed %d file(s) (%.1f MB) left by an interrupted bulk load", location, n, freed / 1e6)
-
 
 def _refuse_foreign_directory(location: str) -> None:
     """A directory that holds files but no RocksDB ``CURRENT`` file is someone's own
@@ -450,41 +293,10 @@ def _refuse_foreign_directory(location: str) -> None:
                               "store files); give --store an empty or new directory")
 
 
-def _display_path(path: str) -> str:
-    """A path relative to the working directory when under it, else absolute."""
-    full = os.path.abspath(path)
-    rel = os.path.relpath(full)
-    return full if rel.startswith("..") else rel
 
 
-def _cheaper_to_count_store(location: str, path: str) -> bool:
-    """Whether counting the whole store before and after a load (``len``: about 150 ns per
-    quad here) is cheaper than counting the target graph after it (a SPARQL COUNT: about
-    850 ns per quad). True when the store is small next to the input, as when a large file
-    goes into a fresh store. Both give the exact count; only the time differs. Sizes are
-    estimates: about 250 B per quad on disk, and 130 B per triple of uncompressed input
-    (14 B compressed)."""
-    on_disk = 0
-    with os.scandir(location) as entries:
-        for entry in entries:
-            try:
-                on_disk += entry.stat().st_size if entry.is_file() else 0
-            except FileNotFoundError:  # RocksDB removed it (a compaction) while we looked
-                continue
-    _, compression = rdfio.split_name(path)
-    triples_in = os.path.getsize(path) / (14 if compression else 130)
-    return on_disk / 250 <= triples_in
 
-
-def _stem(path: str) -> str:
-    name = Path(path).name
-    for suffix in rdfio.COMPRESSIONS:
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return Path(name).stem
-
-
-__all__ = ["Store", "LoadReport", "QuerySyntaxError", "DEFAULT_LOCATION", "resolve_location"]
+__all__ = ["Store", "LoadReport", "LoadInterrupted", "QuerySyntaxError", "DEFAULT_LOCATION", "resolve_location"]
 
 
 def _solutions(result: ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples) -> ox.QuerySolutions:

@@ -1,8 +1,9 @@
-"""What a reader should be told about the store it reads: graphs that an interrupted mirror
-or ingest left partial, and closure graphs that are stale while a query reads them.
+"""What a reader should be told about the store it reads: graphs that an interrupted mirror,
+ingest or load left partial, and closure graphs that are stale while a query reads them.
 
-Both are recorded in the metadata graph (``kgc:mirrorRun "partial:<run>"`` per graph,
-written by :mod:`kgcult.acquire.staging`; ``kgc:closureStale``); :func:`notices` turns them
+All are recorded in the metadata graph (``kgc:mirrorRun "partial:<run>"`` per graph,
+written by :mod:`kgcult.acquire.staging`; an unfinished load's journal entry, which names
+its graphs, :mod:`kgcult.store.loadjournal`; ``kgc:closureStale``); :func:`notices` turns them
 into one-line notices that ``kgcult sparql``, the API and ``kgcult serve`` (the
 ``X-Kgcult-Notice`` header) pass on, and ``kgcult stats`` lists them.
 """
@@ -14,6 +15,7 @@ from functools import lru_cache
 from pyoxigraph import NamedNode
 
 from kgcult import ontology, vocab
+from kgcult.store import loadjournal
 
 PARTIAL = "partial:"
 _RUN = vocab.kgc("mirrorRun")
@@ -21,15 +23,18 @@ _META = NamedNode(vocab.META_GRAPH)
 
 
 def partial_graphs(store) -> list[str]:
-    """Graphs whose last mirror or ingest did not finish writing them."""
+    """Graphs whose last mirror or ingest did not finish writing them, and graphs that a
+    load is writing or left unfinished (rolled back by the next writable open)."""
     if getattr(store, "remote", False):
         rows = store.query("SELECT ?g ?r WHERE { GRAPH ?m { ?g ?run ?r } }",
                            bindings={"m": _META, "run": _RUN})
         pairs = [(r["g"].value, r["r"].value) for r in rows]
+        loading = [r["g"].value for r in store.query(loadjournal.REMOTE_QUERY)]
     else:
         pairs = [(vocab.value(q.subject), vocab.value(q.object))
                  for q in store.ox.quads_for_pattern(None, _RUN, None, _META)]
-    return sorted(g for g, run in pairs if run.startswith(PARTIAL))
+        loading = loadjournal.graphs_in_progress(store.ox)
+    return sorted({g for g, run in pairs if run.startswith(PARTIAL)} | set(loading))
 
 
 @lru_cache(maxsize=1)
@@ -53,8 +58,9 @@ def notices(store, query: str, *, partial: list[str] | None = None, closure_stal
     partial = partial_graphs(store) if partial is None else partial
     if partial:
         shown = ", ".join(partial[:3]) + (f" and {len(partial) - 3} more" if len(partial) > 3 else "")
-        out.append(f"partial graph(s) {shown}: a mirror or ingest of them was interrupted, so answers may "
-                   "lack their data; run it again to complete them")
+        out.append(f"partial graph(s) {shown}: a mirror, ingest or load of them was interrupted "
+                   "(or a load is running), so answers may lack their data; run the mirror or ingest again to "
+                   "complete them (an interrupted load is rolled back by the next writable open)")
     stale = getattr(store, "closure_stale", False) if closure_stale is None else closure_stale
     if stale and reads_closure(query):
         out.append("the closure is stale (data changed since `kgcult closure`): kgc:typedAs, kgc:broader and "

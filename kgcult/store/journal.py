@@ -1,7 +1,10 @@
 """Crash safety for writes that cannot be one transaction: bulk loads and snapshot imports.
 
 Oxigraph's bulk loader commits on its own, so a load's data cannot share a transaction
-with its provenance record. Instead a load is journaled in the metadata graph:
+with its provenance record. Loads are journaled per command by
+:mod:`kgcult.store.loadjournal` (all or nothing across the command's files); this module
+holds what it builds on (provenance records, the state a data change invalidates) and the
+repair of the per-file records an older kgcult wrote:
 
 1. before the bulk load, one transaction marks the closure stale, drops the cached content
    hash and writes the load's provenance record with ``kgc:status "in-progress"``, the
@@ -10,10 +13,9 @@ with its provenance record. Instead a load is journaled in the metadata graph:
 
 A process killed in between leaves an in-progress record. The next writable open
 (:func:`repair`) rolls a load into a graph that was empty back (clears that graph and
-drops the record: the store is as it was before the load), or, when the graph held data
-before, keeps what landed and marks the record ``interrupted`` with the triples it added.
-Either way the closure is already marked stale. Staging graphs of a killed snapshot import
-are dropped.
+drops the record), or, when the graph held data before, keeps what landed and marks the
+record ``interrupted`` with the triples it added. Staging graphs of a killed snapshot
+import are dropped.
 
 Updates here are SPARQL updates: Oxigraph applies each one as a single transaction.
 """
@@ -45,8 +47,11 @@ _TYPE = NamedNode(vocab.RDF + "type")
 # imported snapshot (the store no longer holds just that), and the data version that keys
 # facts cached outside the store (kgcult.store.facts).
 _CACHE_STATES = ("closureStale", "contentSha256", "snapshotContentSha256", "dataVersion")
-_SAVED_STATES = _CACHE_STATES + ("defaultGraph",)  # put back by a load that failed cleanly
-_JOURNAL = ("status", "triplesBefore", "targetWasEmpty")  # fields of an unfinished record
+SAVED_STATES = _CACHE_STATES + ("defaultGraph",)  # put back by a load that failed or was rolled back
+_SAVED_STATES = SAVED_STATES
+# fields of an unfinished record: a per-file one (older kgcult) or a load command's
+# (kgcult.store.loadjournal); never provenance that a snapshot import may copy
+_JOURNAL = ("status", "triplesBefore", "targetWasEmpty", "loadCreates", "loadStage", "savedState", "loadFiles")
 
 
 def now_iso() -> str:

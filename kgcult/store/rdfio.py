@@ -128,11 +128,25 @@ class decompressing_pipe:
     BOM is dropped. If reading or decompressing fails, the thread ends the stream with a
     line no parser accepts, so the consumer fails rather than commit a truncated input,
     and leaving the context raises a KgcultError naming the file and the cause (in place
-    of the parser's error). ``progress(n)`` receives compressed byte counts."""
+    of the parser's error). ``progress(n)`` receives compressed byte counts; ``lines(n,
+    raw)`` the newlines of each decompressed block and the compressed bytes read so far
+    (N-Triples and N-Quads: one triple a line), and ``(0, None)`` once the whole file is
+    read. :meth:`stop` (from any thread, e.g. on
+    Ctrl-C) ends the stream early with that same unparsable line, so the consumer stops
+    within a block and commits nothing more."""
 
-    def __init__(self, path: str, progress=None):
-        self.path, self.progress = path, progress
+    def __init__(self, path: str, progress=None, *, lines=None):
+        self.path, self.progress, self.lines = path, progress, lines
         self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._raw_read = 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
 
     def __enter__(self):
         r, w = os.pipe()
@@ -142,6 +156,7 @@ class decompressing_pipe:
         return self._reader
 
     def _count(self, data: bytes) -> None:
+        self._raw_read += len(data)
         if self.progress:
             self.progress(len(data))
 
@@ -155,10 +170,20 @@ class decompressing_pipe:
                 with _decompress(compression, buffered) as src:
                     first = True
                     while block := src.read(1 << 20):
+                        if self._stop.is_set():
+                            sink.write(_POISON)
+                            return
                         if first and block.startswith(BOM):
                             block = block[len(BOM):]
                         first = False
                         sink.write(block)
+                        if self.lines is not None:
+                            self.lines(block.count(b"\n"), self._raw_read)
+                if self._stop.is_set():  # the parser may not have read it all: stop it still
+                    sink.write(_POISON)
+                    return
+                if self.lines is not None:
+                    self.lines(0, None)  # the whole file was read
             except BrokenPipeError:  # the parser stopped reading (syntax error): fine
                 pass
             except BaseException as e:  # noqa: BLE001 - handed to the main thread
@@ -198,13 +223,14 @@ def read_error(path: str, exc: BaseException) -> KgcultError:
     return KgcultError(f"{path}: cannot read: {what}")
 
 
-def check_file(path: str, fmt: RdfFormat, on_quad=None) -> int:
+def check_file(path: str, fmt: RdfFormat, on_quad=None, *, lines=None) -> int:
     """Parse a whole file without storing it (streamed, bounded memory); ``on_quad(quad,
-    n)`` (n: the quad's 1-based position) may raise to refuse it. Returns the quad count."""
+    n)`` (n: the quad's 1-based position) may raise to refuse it; ``lines`` as for
+    :class:`decompressing_pipe`. Returns the quad count."""
     n = 0
     err: SyntaxError | None
     too_long: KgcultError | None
-    with decompressing_pipe(path) as stream:
+    with decompressing_pipe(path, lines=lines) as stream:
         try:
             for quad in pyoxigraph.parse(input=stream, format=fmt):
                 n += 1
