@@ -32,7 +32,8 @@ GRAPH = vocab.GRAPH + "data"
 #   commit   - right after the commit transaction, before staging graphs are copied in
 #   done     - right after the load returned
 #   none     - print BEGIN after the journal entry and wait for the parent's kill
-#   sigint   - send itself SIGINT once LINES lines were fed to the parser (the CLI runs)
+#   sigint   - send itself SIGINT once LINES lines were fed to the store after the checks
+#              (the CLI runs)
 CHILD = textwrap.dedent("""
     import os, signal, sys
     from kgcult.store import Store, loading, loadjournal
@@ -48,6 +49,7 @@ CHILD = textwrap.dedent("""
     calls = {"file": 0, "bulk": 0}
     def begin_(*a, **k):
         cmd = begin(*a, **k)
+        calls["began"] = True
         if point == "begin":
             die()
         print("BEGIN", flush=True)
@@ -73,7 +75,7 @@ CHILD = textwrap.dedent("""
             count = tally_counter(self, plan)
             def counting(n, raw):
                 count(n, raw)
-                if self.fed >= lines and not getattr(self, "sent", False):
+                if calls.get("began") and self.fed >= lines and not getattr(self, "sent", False):
                     self.sent = True
                     os.kill(os.getpid(), signal.SIGINT)
             return counting
@@ -264,7 +266,7 @@ def test_ctrl_c_says_what_it_rolls_back_and_the_next_open_does(tmp_path):
     _prepare(store_dir, False)
     before = _content(store_dir)
     files = [_file(tmp_path, 60_000, "a.nt.gz"), _file(tmp_path, 200_000, "b.nt.gz", start=60_000)]
-    proc = _child(store_dir, files, "sigint", lines=2 * 60_000 + 200_000 + 100_000)  # in b's first pass
+    proc = _child(store_dir, files, "sigint", lines=2 * 60_000 + 100_000)  # in b's first pass
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
     [line] = [x for x in err.splitlines() if x.startswith("interrupted:")]
@@ -275,6 +277,9 @@ def test_ctrl_c_says_what_it_rolls_back_and_the_next_open_does(tmp_path):
     stats = subprocess.run([sys.executable, "-m", "kgcult", "--store", str(store_dir), "stats"],
                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert f"note: {GRAPH} is partial" in stats.stdout + stats.stderr
+    query = subprocess.run([sys.executable, "-m", "kgcult", "--store", str(store_dir), "sparql", "ASK { ?s ?p ?o }"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert f"partial graph(s) {GRAPH}" in query.stderr
     Store(store_dir).close()  # the next writable open rolls it back
     assert _content(store_dir) == before
     assert not list(store_dir.glob("bulk-*.sst"))
@@ -285,7 +290,7 @@ def test_ctrl_c_early_in_a_small_load_rolls_back_at_once(tmp_path):
     _prepare(store_dir, True)
     before = _content(store_dir)
     files = [_file(tmp_path, 3_000, "a.nt.gz"), _file(tmp_path, 3_000, "b.nt.gz", start=3_000)]
-    proc = _child(store_dir, files, "sigint", lines=6_000 + 1)  # past the check (6,000 lines), in a's load
+    proc = _child(store_dir, files, "sigint", lines=1)  # in a's load
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "was rolled back; the store is as it was before" in err

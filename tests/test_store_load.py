@@ -331,3 +331,43 @@ def test_counting_method_survives_a_file_compacted_away(tmp_path, monkeypatch):
         monkeypatch.setattr(loading.os, "scandir", Listing)
         [report] = st.load([write(tmp_path / "x.nt", NT)])
         assert report.triples == 3
+
+
+@pytest.mark.parametrize("name", ["many.nt", "many.nt.gz"])
+def test_progress_counts_triples_in_every_pass(tmp_path, name, monkeypatch):
+    """Issue 31: the load's progress counts triples (not compressed bytes, which are all
+    read long before the load ends), in each pass over the file (its named graph, then the
+    default graph), against an exact total (uncompressed: its lines) or an estimate said
+    as such until one pass has counted them."""
+    from kgcult import log as kglog
+
+    lines = "".join(f'<http://a/s{i}> <http://a/p> "v{i}" .\n' for i in range(5_000))
+    f = tmp_path / name
+    f.write_bytes(gzip.compress(lines.encode()) if name.endswith(".gz") else lines.encode())
+    seen: list[tuple[str, float, float]] = []
+
+    class Bar(kglog.LogProgress):  # the facility's log form, recording what it would show
+        def update(self, n=1):
+            super().update(n)
+            seen.append((self.desc, self.n, self.total))
+
+    with Store(tmp_path / "s") as st, Bar(desc="load", unit=" triples") as bar:
+        [report] = st.load([f], graph="g", progress=bar)
+    assert report.triples == 5_000
+    assert bar.n == bar.total == 2 * 5_000  # two passes: the named graph, then the default graph
+    assert [n for _, n, _ in seen] == sorted(n for _, n, _ in seen)
+    if name.endswith(".gz"):
+        assert seen[0][0] == "load (total estimated)"
+    else:
+        assert {d for d, _, _ in seen} == {"load"} and {t for _, _, t in seen} == {10_000}
+
+
+def test_cli_progress_lines_say_triples(tmp_path, monkeypatch, caplog):
+    """Without a terminal the same progress is periodic log lines, in triples."""
+    from kgcult import log as kglog
+
+    monkeypatch.setattr(kglog, "LOG_EVERY", 0.0)
+    f = write(tmp_path / "x.nt", "".join(f'<http://a/s{i}> <http://a/p> "v{i}" .\n' for i in range(3_000)))
+    res = run_cli(["load", str(f), "--graph", "g"], tmp_path / "s")
+    assert res.exit_code == 0, res.stderr
+    assert "of 6.0 k triples" in res.stderr and "100% (6.0 k triples" in res.stderr, res.stderr

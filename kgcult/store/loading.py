@@ -96,6 +96,7 @@ def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
             n += 1
         tally.set_passes(plan)
     digests = [sha256_file(plan.path) for plan in plans]
+    tally.fed = 0  # from here, lines fed to the store
     cmd = loadjournal.begin(db, key, files=[_display_path(p.path) for p in plans], creates=creates,
                             stages=[(s, t) for plan in plans for t, s in plan.stages.items()])
     reports: list[LoadReport] = []
@@ -129,8 +130,8 @@ def _after_interrupt(store, cmd: loadjournal.Command, tally: "_Tally", running: 
                      roll_back: bool = True) -> LoadInterrupted:
     """Ctrl-C: roll a small load back now; leave a big one (or one whose worker has not
     stopped) to the journal. The error says which."""
-    what = f"the load of {cmd.files}"
     into = ", ".join(cmd.graphs()) or "the store"
+    what = f"the load of {cmd.files} into {into}"
     if not running:
         status = loadjournal.status(store.ox, cmd.node)
         if status is None:
@@ -138,7 +139,7 @@ def _after_interrupt(store, cmd: loadjournal.Command, tally: "_Tally", running: 
         if status != journal.IN_PROGRESS:  # committed: finished, never undone
             return LoadInterrupted(
                 f"interrupted while committing: {what} is completed at the next writable open of "
-                f"{store.location}; until then readers see {into} as partial",
+                f"{store.location}; until then readers see it as partial",
                 rolled_back=False, worker_running=False)
     if not running and roll_back and tally.fed <= SMALL:
         loadjournal.rollback(store.ox, cmd)
@@ -149,7 +150,7 @@ def _after_interrupt(store, cmd: loadjournal.Command, tally: "_Tally", running: 
         _remove_bulk_leftovers(store.location)
     return LoadInterrupted(
         f"interrupted: {what} is rolled back at the next writable open of {store.location} "
-        f"(e.g. the next `kgcult load` or `kgcult closure`); until then readers see {into} as partial",
+        f"(e.g. the next `kgcult load` or `kgcult closure`); until then readers see it as partial",
         rolled_back=False, worker_running=running)
 
 
@@ -336,7 +337,7 @@ class _Tally:
 
     def __init__(self, progress, plans: list[_Plan]):
         self.bar = progress if progress is None or hasattr(progress, "update") else _Callback(progress)
-        self.fed = 0  # lines fed to the parser (an upper bound of what landed), for Ctrl-C's choice
+        self.fed = 0  # lines fed to the parser (after the checks: an upper bound of what landed)
         self._lock = threading.Lock()
         self._lines: dict[str, int] = {}       # exact line counts
         self._guess: dict[str, float] = {}     # estimates while compressed
