@@ -129,15 +129,16 @@ class LogProgress:
             yield x
             self.update(1)
 
-    def close(self) -> None:
+    def close(self, *, stopped: bool = False) -> None:
         if self._stop.is_set():
             return
         self._stop.set()
         if time.monotonic() - self._start >= LOG_EVERY:  # only long work gets a closing line
-            self._log.info("%s: done after %.0f s", self.desc, time.monotonic() - self._start)
+            self._log.info("%s: %s after %.0f s", self.desc, "stopped" if stopped else "done",
+                           time.monotonic() - self._start)
 
     def __enter__(self) -> "LogProgress":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(stopped=exc_type is not None)  # an error or Ctrl-C: not "done"
