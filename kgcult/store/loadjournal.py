@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -38,6 +39,8 @@ from pyoxigraph import Literal, NamedNode, Quad
 from kgcult import vocab
 from kgcult.store import journal, setgraph
 from kgcult.store.journal import IN_PROGRESS, META, STATE, run
+
+log = logging.getLogger(__name__)
 
 PREFIX = f"{vocab.GRAPH}meta/load/"
 STAGING = vocab.STAGING_GRAPH + "load/"
@@ -176,7 +179,8 @@ def repair(store: ox.Store) -> list[str]:
         if cmd.status == COMMITTING:
             roll_forward(store, cmd)
             messages.append(f"finished the load of {cmd.files}, which was interrupted while committing")
-        else:
+        else:  # a big load takes a while (Oxigraph's delete rate): say so before, not only after
+            log.info("rolling back the interrupted load of %s (%s)...", cmd.files, ", ".join(cmd.graphs()))
             rollback(store, cmd)
             messages.append(f"rolled back the interrupted load of {cmd.files}: the store is as it was before it")
     return messages
