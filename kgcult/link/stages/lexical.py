@@ -16,7 +16,7 @@ from kgcult.link import memo, normalize
 from kgcult.link.index.reader import LabelIndex, label_chain
 from kgcult.link.index.encoding import LANG_BITS, codes
 from kgcult.link.matching import nearest, tokens
-from kgcult.link.index.name_pools import fuzzy_rows, part_samples, pool_langs
+from kgcult.link.index.name_pools import fuzzy_rows, part_samples, pool_langs, search_parts
 from kgcult.link.stages.base import Stage
 
 def _merge(out: dict, eid: int, alias: int, lang: str, detail=None) -> None:
@@ -141,8 +141,9 @@ class LexicalStages:
 
     def fuzzy(self, key: str, lang: str, topic: str | None) -> dict:
         hits: dict = {}
-        for lg in sorted({lang, normalize.base_lang(lang), "en"}):
-            for eid, nlg, name, d in _refined(key, self._fuzzy_pool(topic, lg).search(key)):
+        parts = [self._fuzzy_pool(topic, lg) for lg in sorted({lang, normalize.base_lang(lang), "en"})]
+        for found in search_parts(self.ix.db, parts, key):  # one query over the parts
+            for eid, nlg, name, d in _refined(key, found):
                 cur = hits.get(eid)
                 if cur is None or (d, nlg, name) < cur:
                     hits[eid] = (d, nlg, name)
