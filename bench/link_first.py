@@ -1,24 +1,33 @@
 """Benchmark: the first ``kgcult link -i`` right after ``kgcult link index --rebuild``,
-side by side with a warm (hundredth) run (issue 32, item 2).
+side by side with a warm (hundredth) run, at 1x and 3x the stand-in (issue 32, item 2).
 
-A round, as a new user meets it: the store's ``.link-index`` directory and the model
-cache (``$KGCULT_CACHE``) removed, then, each a fresh process, end to end:
+The two figures of the issue, each beside its warm baseline:
 
-1. ``kgcult link index --rebuild``: wall time, peak RSS;
-2. the first ``kgcult link -i MENTIONS -o first.jsonl``: mentions/s, peak RSS;
-3. the same again (``warm``: every cache on disk, as for the hundredth run).
+* **speed**: mentions/s of the first ``link -i`` at 1x, end to end as the user sees it
+  (process start to exit: interpreter, imports, index and model opened, output written);
+  target >= 2,000/s on 3,000 mixed mentions;
+* **memory slope**: (peak RSS 3x - peak RSS 1x) / (names 3x - names 1x) of the first
+  ``link -i`` (ru_maxrss of the process: resident memory-mapped pages count);
+  target <= 100 B/name.
 
-The code tree a round runs is its ``PYTHONPATH``: ``this`` (this checkout) and, once,
-``main`` (``--main PATH``, the checkout before the change: its ``link index`` leaves the
-stages' caches to the first link), so the two first runs are measured on the same
-machine in one session. Every run's output must be byte-identical (the first and warm
-runs of every round, and ``main``'s). The machine is shared: rounds alternate first and
-warm runs, figures are medians, and the 1-minute load average is recorded with each run.
+Stores: ``../shared/scale/gen_scaled_nt.py K`` loaded with its closure (as
+``bench/link_scale.py`` prepares them; reused from ``--workdir`` when ready); mentions:
+``gen_mentions.py 3000``. A round at scale K, as a new user meets it: the store's
+``.link-index`` directory and the model cache (``$KGCULT_CACHE``) removed, then, each a
+fresh process, ``kgcult link index --rebuild`` (wall, peak RSS), the first
+``kgcult link -i`` and ``--warm`` more runs (the warm baseline: every cache on disk, the
+OS page cache warm, as for the hundredth run; their median). Beside them, the import time
+of ``kgcult.cli.link`` alone (a fresh interpreter; median of 3). Each tree's bytecode is
+compiled first and the children read it, as for an installed package.
 
-    .venv/bin/python bench/link_first.py --store /tmp/x/store --mentions m.jsonl \\
-        --main /work/main --rounds 2
-Writes bench/results/link_first.json and .md. ``--store`` must be a copy (it is linked
-against and its index directory removed).
+``--main PATH``: a checkout of the code before the change, run at 1x in the same session
+(one round, after the first round of this checkout), so ratios are side by side. Every
+run's output at a scale must be byte-identical (first and warm runs, both trees). The
+machine is shared: the 1-minute load average is recorded with each run; CPU seconds
+(user + system) are recorded beside wall time.
+
+    .venv/bin/python bench/link_first.py --main /path/to/old/checkout
+Writes bench/results/link_first.json and .md. Scratch data: $KGCULT_BENCH_DIR/link-first.
 """
 from __future__ import annotations
 
@@ -35,46 +44,74 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, save
+from bench.common import ROOT, SHARED, WORK, require, save
+from bench.link_scale import prepare
 
 RESULT_NAME = "link_first"  # bench/results/link_first.{json,md}
+SCALE = SHARED / "scale"
+TARGET_PER_S = 2000
+TARGET_SLOPE = 100  # bytes per name
 
 
-def run(tree: Path, env_extra: dict, args: list[str]) -> dict:
-    """One kgcult command in a fresh process: wall seconds, peak RSS (MiB), load average."""
+def compiled(tree: Path) -> None:
+    """The bytecode of ``tree``'s package written beforehand, as ``pip install`` does: the
+    children then read it rather than compile every module at each start (they run without
+    ``PYTHONDONTWRITEBYTECODE``, which would otherwise have them compile each time)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "kgcult")], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def child(tree: Path, env_extra: dict, args: list[str]) -> dict:
+    """One command in a fresh process (``python ARGS`` with ``tree`` first on its path):
+    wall and CPU seconds, peak RSS (MiB), the 1-minute load average before it."""
     env = dict(os.environ, PYTHONPATH=str(tree), **env_extra)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     load = os.getloadavg()[0]
     t = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "kgcult", *args], env=env, cwd=tree,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = p.stdout.read(), p.stderr.read()
+    p = subprocess.Popen([sys.executable, *args], env=env, cwd=tree,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.stdout.read(), p.stderr.read()  # type: ignore[union-attr]
     _pid, status, usage = os.wait4(p.pid, 0)
     secs = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{args} failed:\n{err[-3000:]}")
-    return {"seconds": round(secs, 2), "rss_peak_mib": round(usage.ru_maxrss / 1024, 1),
-            "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
-            "load1": round(load, 1), "stdout": out, "stderr": err}
+        raise SystemExit(f"{args} failed:\n{err.decode()[-3000:]}")
+    return {"seconds": round(secs, 3), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
+            "rss_peak_mib": round(usage.ru_maxrss / 1024, 1), "load1": round(load, 1),
+            "stdout": out.decode(), "stderr": err.decode()}
 
 
-def one_round(tree: Path, label: str, store: Path, mentions: Path, scratch: Path) -> dict:
+KEYS = ("seconds", "cpu_seconds", "rss_peak_mib", "load1")
+
+
+def import_seconds(tree: Path) -> dict:
+    """Median wall and CPU seconds of a fresh interpreter importing ``kgcult.cli.link``
+    (what every ``kgcult link`` imports before it reads a mention)."""
+    runs = [child(tree, {}, ["-c", "import kgcult.cli.link"]) for _ in range(3)]
+    return {"seconds": statistics.median(r["seconds"] for r in runs),
+            "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs)}
+
+
+def one_round(tree: Path, label: str, scale: int, store: Path, mentions: Path, scratch: Path,
+              warm_runs: int) -> dict:
     cache = scratch / f"model-cache-{label}"
     for d in (Path(f"{store}.link-index"), cache):
         shutil.rmtree(d, ignore_errors=True)
     env = {"KGCULT_CACHE": str(cache)}
     n = sum(1 for line in mentions.open(encoding="utf-8") if line.strip())
-    out: dict = {"tree": label}
-    r = run(tree, env, ["--store", str(store), "link", "index", "--rebuild"])
-    out["index"] = {k: r[k] for k in ("seconds", "cpu_seconds", "rss_peak_mib", "load1")}
-    out["index"]["progress_lines"] = [ln for ln in r["stderr"].splitlines() if ln.startswith("link index")]
-    for step in ("first", "warm"):
-        dest = scratch / f"{label}-{step}.jsonl"
-        r = run(tree, env, ["--store", str(store), "link", "-i", str(mentions), "-o", str(dest)])
-        out[step] = {k: r[k] for k in ("seconds", "cpu_seconds", "rss_peak_mib", "load1")}
+    out: dict = {"tree": label, "scale": scale, "mentions": n}
+    r = child(tree, env, ["-m", "kgcult", "--store", str(store), "link", "index", "--rebuild"])
+    out["index"] = {k: r[k] for k in KEYS}
+    out["names"] = json.loads(r["stdout"])["distinct_names"]
+    link = ["-m", "kgcult", "--store", str(store), "link", "-i", str(mentions)]
+    for step in ["first"] + [f"warm{i}" for i in range(1, warm_runs + 1)]:
+        dest = scratch / f"{label}-{scale}x-{step}.jsonl"
+        r = child(tree, env, link + ["-o", str(dest)])
+        out[step] = {k: r[k] for k in KEYS}
         out[step]["mentions_per_s"] = round(n / r["seconds"], 1)
-        out[step]["mentions_per_cpu_s"] = round(n / max(r["cpu_seconds"], 1e-9), 1)
         out[step]["output"] = str(dest)
-    out["mentions"] = n
+    warm = [out[f"warm{i}"] for i in range(1, warm_runs + 1)]
+    out["warm"] = {k: statistics.median(w[k] for w in warm) for k in KEYS + ("mentions_per_s",)}
+    out["imports"] = import_seconds(tree)
     return out
 
 
@@ -84,64 +121,98 @@ def identical(paths: list[str]) -> bool:
 
 
 def summarize(rounds: list[dict]) -> dict:
-    def med(label, step, key):
-        vals = [r[step][key] for r in rounds if r["tree"] == label and key in r[step]]
-        return statistics.median(vals) if vals else None
-
-    s = {}
-    for label in sorted({r["tree"] for r in rounds}):
-        s[label] = {f"{step}_{key}": med(label, step, key)
-                    for step in ("index", "first", "warm")
-                    for key in (("seconds", "cpu_seconds", "rss_peak_mib")
-                                + (("mentions_per_s", "mentions_per_cpu_s") if step != "index" else ()))}
-    if "this" in s:
-        t = s["this"]
-        t["first_over_warm_speed"] = round(t["first_mentions_per_s"] / t["warm_mentions_per_s"], 3)
-        t["first_over_warm_rss"] = round(t["first_rss_peak_mib"] / t["warm_rss_peak_mib"], 3)
-    outs = [r[step]["output"] for r in rounds for step in ("first", "warm")]
-    s["byte_identical"] = identical(outs)
-    return s
+    """Per (tree, scale): medians over its rounds; then the issue's two figures."""
+    s: dict = {}
+    for r in rounds:
+        s.setdefault(f"{r['tree']} {r['scale']}x", []).append(r)
+    out: dict = {}
+    for key, rs in sorted(s.items()):
+        med = {"names": rs[0]["names"], "rounds": len(rs)}
+        for step in ("index", "first", "warm", "imports"):
+            for k in ("seconds", "cpu_seconds", "rss_peak_mib", "mentions_per_s"):
+                vals = [r[step][k] for r in rs if k in r[step]]
+                if vals:
+                    med[f"{step}_{k}"] = statistics.median(vals)
+        med["first_over_warm_speed"] = round(med["first_mentions_per_s"] / med["warm_mentions_per_s"], 3)
+        med["first_over_warm_rss"] = round(med["first_rss_peak_mib"] / med["warm_rss_peak_mib"], 3)
+        out[key] = med
+    for tree in sorted({r["tree"] for r in rounds}):
+        a, b = out.get(f"{tree} 1x"), out.get(f"{tree} 3x")
+        if a and b and b["names"] != a["names"]:
+            for step in ("first", "warm"):
+                out[f"{tree} {step}_slope_bytes_per_name"] = round(
+                    (b[f"{step}_rss_peak_mib"] - a[f"{step}_rss_peak_mib"]) * 2**20 / (b["names"] - a["names"]), 1)
+    by_scale: dict = {}
+    for r in rounds:
+        by_scale.setdefault(r["scale"], []).extend(
+            [r["first"]["output"]] + [r[k]["output"] for k in r if k.startswith("warm") and k != "warm"])
+    out["byte_identical"] = {f"{k}x": identical(v) for k, v in sorted(by_scale.items())}
+    this1 = out.get("this 1x")
+    out["targets"] = {
+        f"first link >= {TARGET_PER_S:,} mentions/s end to end at 1x":
+            None if this1 is None else this1["first_mentions_per_s"] >= TARGET_PER_S,
+        f"first link memory slope <= {TARGET_SLOPE} B/name from 1x to 3x":
+            None if "this first_slope_bytes_per_name" not in out
+            else out["this first_slope_bytes_per_name"] <= TARGET_SLOPE,
+    }
+    return out
 
 
 def markdown(res: dict) -> str:
+    s = res["summary"]
     lines = ["# First `kgcult link -i` after `kgcult link index --rebuild` (issue 32)", "",
-             f"{res['when']}; {res['mentions']} mixed mentions (`gen_mentions.py`); store {res['store']}; "
+             f"{res['when']}; {res['mentions']} mixed mentions (`gen_mentions.py`); stand-in stores at "
+             f"{', '.join(f'{k}x' for k in res['scales'])} (`gen_scaled_nt.py`, with closure); "
              f"{res['cores']} cores, shared (1-minute load average per run below).", "",
-             "| round | tree | index s | index MiB | first s | first /s | first /CPU s | first MiB | warm s | warm /s | warm /CPU s | warm MiB | load (index/first/warm) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| round | tree | scale | names | index s | index MiB | first s (CPU s) | first /s | first MiB "
+             "| warm s (CPU s) | warm /s | warm MiB | import s (CPU s) | load (index/first/warm1) |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for i, r in enumerate(res["rounds"], 1):
-        lines.append(f"| {i} | {r['tree']} | {r['index']['seconds']} | {r['index']['rss_peak_mib']} | "
-                     f"{r['first']['seconds']} | {r['first']['mentions_per_s']} | {r['first'].get('mentions_per_cpu_s', '')} | "
-                     f"{r['first']['rss_peak_mib']} | "
-                     f"{r['warm']['seconds']} | {r['warm']['mentions_per_s']} | {r['warm'].get('mentions_per_cpu_s', '')} | "
-                     f"{r['warm']['rss_peak_mib']} | "
-                     f"{r['index']['load1']}/{r['first']['load1']}/{r['warm']['load1']} |")
-    lines += ["", "Medians:", "", "```", json.dumps(res["summary"], indent=2), "```", ""]
+        f, w, ix, im = r["first"], r["warm"], r["index"], r["imports"]
+        lines.append(f"| {i} | {r['tree']} | {r['scale']}x | {r['names']:,} | {ix['seconds']:.1f} | "
+                     f"{ix['rss_peak_mib']} | {f['seconds']:.2f} ({f['cpu_seconds']:.2f}) | "
+                     f"{f['mentions_per_s']:,.0f} | {f['rss_peak_mib']} | {w['seconds']:.2f} ({w['cpu_seconds']:.2f}) | "
+                     f"{w['mentions_per_s']:,.0f} | {w['rss_peak_mib']} | {im['seconds']:.2f} ({im['cpu_seconds']:.2f}) | "
+                     f"{ix['load1']}/{f['load1']}/{r['warm1']['load1']} |")
+    lines += ["", "Targets (issue 32):", ""]
+    for k, v in s["targets"].items():
+        lines.append(f"- {k}: {'not measured' if v is None else ('met' if v else 'NOT met')}")
+    lines += ["", "Medians:", "", "```", json.dumps(s, indent=2), "```", ""]
     return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--store", type=Path, required=True, help="a copy of a store (its index is removed)")
-    ap.add_argument("--mentions", type=Path, required=True)
-    ap.add_argument("--main", type=Path, default=None, help="checkout of the code before the change")
-    ap.add_argument("--rounds", type=int, default=2, help="rounds of this checkout")
+    ap.add_argument("--scales", default="1,3")
+    ap.add_argument("--mentions", type=int, default=3000)
+    ap.add_argument("--main", type=Path, default=None, help="checkout of the code before the change (run at 1x)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of this checkout per scale")
+    ap.add_argument("--warm", type=int, default=3, help="warm runs after each first run (median)")
     ap.add_argument("--append", action="store_true", help="keep the rounds of the last results file")
-    ap.add_argument("--scratch", type=Path, default=Path("/tmp/kgcult-bench/link-first"))
+    ap.add_argument("--workdir", type=Path, default=WORK / "link-first")
     a = ap.parse_args()
-    a.scratch.mkdir(parents=True, exist_ok=True)
-    plan = ["this"] * a.rounds
+    require(SCALE / "gen_scaled_nt.py")
+    a.workdir.mkdir(parents=True, exist_ok=True)
+    scales = [int(k) for k in a.scales.split(",")]
+    mentions = a.workdir / f"mentions-{a.mentions}.jsonl"
+    if not mentions.exists():
+        subprocess.run([sys.executable, str(SCALE / "gen_mentions.py"), str(a.mentions), str(mentions)], check=True)
+    stores = {k: prepare(k, a.workdir) for k in scales}
+    plan = [("this", k) for k in scales for _ in range(a.rounds)]
     if a.main is not None:
-        plan.insert(1 if a.rounds > 1 else 0, "main")
-    rounds = []
+        plan.insert(1, ("main", min(scales)))
+    rounds: list[dict] = []
     last = ROOT / "bench" / "results" / f"{RESULT_NAME}.json"
     if a.append and last.exists():
         rounds = json.loads(last.read_text(encoding="utf-8"))["rounds"]
-    for label in plan:  # the results are saved after each round
+    for tree in [ROOT] + ([a.main] if a.main is not None else []):
+        compiled(tree)
+    for label, k in plan:  # the results are saved after each round
         tree = ROOT if label == "this" else a.main
-        rounds.append(one_round(tree, label, a.store, a.mentions, a.scratch))
-        res = {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "store": str(a.store),
-               "mentions": rounds[0]["mentions"], "cores": os.cpu_count(), "rounds": rounds,
+        print(f"[{label} {k}x] ...", file=sys.stderr, flush=True)
+        rounds.append(one_round(tree, label, k, stores[k], mentions, a.workdir, a.warm))
+        res = {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "mentions": a.mentions,
+               "scales": sorted({r["scale"] for r in rounds}), "cores": os.cpu_count(), "rounds": rounds,
                "summary": summarize(rounds)}
         save(RESULT_NAME, res, markdown(res))
 
