@@ -74,6 +74,7 @@ class LabelIndex:
         self.topics = [Topic(name=t["name"], roots=t["roots"], via=t["via"],
                              kinds=[Kind(**k) for k in t["kinds"]],
                              via_inverse=t.get("via_inverse", [])) for t in meta["topics"]]
+        self.topics_key = topics_hash(self.topics)  # in the stages' cache file names
         self.langs = meta["langs"]
         self.lang_id = {lg: i for i, lg in enumerate(self.langs)}
         d = self.directory

@@ -29,7 +29,6 @@ from kgcult.link.stages import embedding
 from kgcult.link.semantic import search as semantic
 from kgcult.link.semantic import bound as semantic_bound
 from kgcult.link.semantic import checks as semantic_checks
-from kgcult.link.index.reader import topics_hash
 from kgcult.link.stages.base import Stage
 from kgcult.link.state import State
 
@@ -128,7 +127,7 @@ class Semantic(Stage):
     def _cache(self, topic: str, lg: str):
         if self.cache_dir is None:
             return None
-        return self.cache_dir / (f"sem-{self.ix.content_hash[:16]}-{topics_hash(self.ix.topics)}-"
+        return self.cache_dir / (f"sem-{self.ix.content_hash[:16]}-{self.ix.topics_key}-"
                                  f"{semantic.MODEL_ID}-{topic}-{lg}.npy")
 
     def _part_files(self, topic: str, lg: str) -> tuple:

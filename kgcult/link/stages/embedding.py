@@ -22,7 +22,6 @@ from kgcult.errors import KgcultError
 from kgcult.files import atomic_open
 from kgcult.link import memo, normalize
 from kgcult.link.memo import Memo
-from kgcult.link.index.reader import topics_hash
 from kgcult.link.stages.base import Stage
 from kgcult.link.state import State
 
@@ -226,7 +225,7 @@ class Embedding(Stage):
     def _cache(self, topic: str, lg: str):
         ctx = self.ctx
         assert self.encoder is not None and ctx.cache_dir is not None  # only asked with a cache directory
-        return ctx.cache_dir / (f"emb-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-"
+        return ctx.cache_dir / (f"emb-{ctx.ix.content_hash[:16]}-{ctx.ix.topics_key}-"
                                 f"{self.encoder.id}-{topic}-{lg}.npy")
 
     def _pool(self, topic: str, lang: str) -> EmbeddingPool:

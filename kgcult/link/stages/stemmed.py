@@ -5,7 +5,6 @@ is built on first use and kept beside the label index (``morphology_pools.py``).
 from __future__ import annotations
 
 from kgcult.link import memo, normalize
-from kgcult.link.index.reader import topics_hash
 from kgcult.link.stages import morphology
 from kgcult.link.stages import morphology_pools as morph_store
 from kgcult.link.stages.base import Stage
@@ -49,7 +48,7 @@ class Stem(Stage):
         if ctx.cache_dir is None:
             return None
         return ctx.cache_dir / (
-            f"morph-{ctx.ix.content_hash[:16]}-{topics_hash(ctx.ix.topics)}-{self.name}-{topic}-{lg}"
+            f"morph-{ctx.ix.content_hash[:16]}-{ctx.ix.topics_key}-{self.name}-{topic}-{lg}"
             f"-k{morphology.KEY_VERSION}.sqlite")
 
     def caches(self) -> list:
