@@ -174,6 +174,26 @@ def markdown(res: dict) -> str:
                      f"{f['mentions_per_s']:,.0f} | {f['rss_peak_mib']} | {w['seconds']:.2f} ({w['cpu_seconds']:.2f}) | "
                      f"{w['mentions_per_s']:,.0f} | {w['rss_peak_mib']} | {im['seconds']:.2f} ({im['cpu_seconds']:.2f}) | "
                      f"{ix['load1']}/{f['load1']}/{r['warm1']['load1']} |")
+    lines += ["", "A round, as a new user meets it: the store's `.link-index` directory and the model cache "
+              "(`$KGCULT_CACHE`) removed, then, each a fresh process, `kgcult link index --rebuild`, the first "
+              "`kgcult link -i` and 3 warm runs (every cache on disk: the hundredth run; their median). "
+              "Seconds are wall time from process start to exit; CPU seconds (user + system, both threads: "
+              "the semantic stage encodes ahead in a worker) beside them. Import = a fresh interpreter "
+              "importing `kgcult.cli.link`. `main` is the code before this change, run at 1x in the same "
+              "session. Peak MiB is ru_maxrss (resident memory-mapped pages count).", ""]
+    for tree in sorted({r["tree"] for r in res["rounds"]}):
+        for step in ("first", "warm"):
+            v = s.get(f"{tree} {step}_slope_bytes_per_name")
+            if v is not None:
+                lines.append(f"- {tree}, {step} link: memory slope {v} B/name from 1x to 3x")
+    for key, m in s.items():
+        if isinstance(m, dict) and "first_mentions_per_s" in m:
+            lines.append(f"- {key}: first {m['first_mentions_per_s']:,.0f} mentions/s ({m['first_cpu_seconds']} CPU s), "
+                         f"warm {m['warm_mentions_per_s']:,.0f}/s ({m['warm_cpu_seconds']} CPU s): first/warm speed "
+                         f"{m['first_over_warm_speed']}, peak RSS {m['first_rss_peak_mib']} / {m['warm_rss_peak_mib']} MiB")
+    lines.append(f"- output byte-identical across the runs of each scale (both trees): {s['byte_identical']}")
+    for note in res.get("notes", []):
+        lines.append(f"- {note}")
     lines += ["", "Targets (issue 32):", ""]
     for k, v in s["targets"].items():
         lines.append(f"- {k}: {'not measured' if v is None else ('met' if v else 'NOT met')}")
@@ -190,7 +210,16 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=3, help="warm runs after each first run (median)")
     ap.add_argument("--append", action="store_true", help="keep the rounds of the last results file")
     ap.add_argument("--workdir", type=Path, default=WORK / "link-first")
+    ap.add_argument("--render", action="store_true", help="only write the .md again from the last .json")
+    ap.add_argument("--note", action="append", default=[], help="a line for the .md (kept with --render)")
     a = ap.parse_args()
+    last = ROOT / "bench" / "results" / f"{RESULT_NAME}.json"
+    if a.render:
+        res = json.loads(last.read_text(encoding="utf-8"))
+        res["notes"] = res.get("notes", []) + a.note
+        res["summary"] = summarize(res["rounds"])
+        save(RESULT_NAME, res, markdown(res))
+        return
     require(SCALE / "gen_scaled_nt.py")
     a.workdir.mkdir(parents=True, exist_ok=True)
     scales = [int(k) for k in a.scales.split(",")]
@@ -202,7 +231,6 @@ def main() -> None:
     if a.main is not None:
         plan.insert(1, ("main", min(scales)))
     rounds: list[dict] = []
-    last = ROOT / "bench" / "results" / f"{RESULT_NAME}.json"
     if a.append and last.exists():
         rounds = json.loads(last.read_text(encoding="utf-8"))["rounds"]
     for tree in [ROOT] + ([a.main] if a.main is not None else []):

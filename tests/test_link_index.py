@@ -20,6 +20,7 @@ from kgcult.link.index import build
 from kgcult.link.index import encoding
 from kgcult.link import normalize
 from kgcult.link.index import layout
+from kgcult.link.index import name_pools
 from kgcult.link.linker import Linker
 from kgcult.store import Store, hierarchy, snapshot
 
@@ -98,6 +99,9 @@ def compare(ix, store, mentions, fuzzy=None, parts=None):
             got = ix.fuzzy_pool(topic, lg).search(keys[1])
             assert got == (ref.search(keys[1]) if ref else []), (m, lang, topic, lg)
             checked += bool(got)
+        # the fuzzy stage searches a mention's parts in one query: the same answers per part
+        pools = [ix.fuzzy_pool(topic, lg) for lg in sorted({lang, normalize.base_lang(lang), "en"})]
+        assert name_pools.search_parts(ix.db, pools, keys[1]) == [p.search(keys[1]) for p in pools], (m, lang)
         if topic is not None:
             got = ix.token_pool(topic, lang).search(m)
             ref = token_pool(parts, topic, lang).search(m)
