@@ -179,8 +179,10 @@ def markdown(res: dict) -> str:
               "`kgcult link -i` and 3 warm runs (every cache on disk: the hundredth run; their median). "
               "Seconds are wall time from process start to exit; CPU seconds (user + system, both threads: "
               "the semantic stage encodes ahead in a worker) beside them. Import = a fresh interpreter "
-              "importing `kgcult.cli.link`. `main` is the code before this change, run at 1x in the same "
-              "session. Peak MiB is ru_maxrss (resident memory-mapped pages count).", ""]
+              "importing `kgcult.cli.link`. "
+              + ("`main` is the code before this change, run at 1x in the same session. "
+                 if any(r["tree"] == "main" for r in res["rounds"]) else "")
+              + "Peak MiB is ru_maxrss (resident memory-mapped pages count).", ""]
     for tree in sorted({r["tree"] for r in res["rounds"]}):
         for step in ("first", "warm"):
             v = s.get(f"{tree} {step}_slope_bytes_per_name")
