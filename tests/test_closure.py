@@ -1,14 +1,16 @@
-"""Hierarchy closures: integer-coded reach, written to derived graphs, compared triple for
-triple with the old networkx algorithm (kept here as the reference)."""
+"""Hierarchy closures: integer-coded reach, written once into the default graph (each spec
+under its derived property), compared triple for triple with the old networkx algorithm
+(kept here as the reference)."""
 from __future__ import annotations
 
 import networkx as nx
 import numpy as np
 import pytest
-from pyoxigraph import NamedNode
+import pyoxigraph as ox
+from pyoxigraph import DefaultGraph, NamedNode
 
 from kgcult import vocab
-from kgcult.store import Store, closure_inputs, closure_write, hierarchy, intgraph
+from kgcult.store import Store, closure_inputs, closure_write, hierarchy, intgraph, setgraph
 from kgcult.store.hierarchy import scratch_dir
 
 from tests.conftest import FIXTURES, run_cli
@@ -54,14 +56,24 @@ def reference_closure(store, spec) -> set[tuple[str, str, str]]:
     return out
 
 
-def graph_triples(store, graph: str) -> set[tuple[str, str, str]]:
-    return {(q.subject.value, q.predicate.value, q.object.value)
-            for q in store.ox.quads_for_pattern(None, None, None, NamedNode(graph))}
+def spec_quads(store, spec, graph=DefaultGraph()) -> list:
+    """A spec's closure quads: its derived property's and its cycle marks (in ``graph``;
+    None: in every graph)."""
+    ox_ = getattr(store, "ox", store)
+    return (list(ox_.quads_for_pattern(None, NamedNode(spec.derived), None, graph))
+            + list(ox_.quads_for_pattern(None, setgraph.IN_CYCLE, NamedNode(vocab.KGC + spec.name), graph)))
+
+
+def spec_triples(store, spec) -> set[tuple[str, str, str]]:
+    return {(q.subject.value, q.predicate.value, q.object.value) for q in spec_quads(store, spec)}
 
 
 def assert_same_as_reference(store) -> None:
     for spec in hierarchy.load_specs():
-        assert graph_triples(store, spec.graph) == reference_closure(store, spec), spec.name
+        assert spec_triples(store, spec) == reference_closure(store, spec), spec.name
+        # written once, into the default graph: no named graph holds a closure triple
+        assert all(isinstance(q.graph_name, DefaultGraph) for q in spec_quads(store, spec, None)), spec.name
+    assert not any(vocab.is_derived_graph(g.value) for g in getattr(store, "ox", store).named_graphs())
 
 
 def test_reach_matches_networkx_on_random_graphs():
@@ -92,26 +104,33 @@ def test_closure_equals_reference_on_seed(tmp_path):
         assert not scratch_dir(store).exists()
 
 
-def test_a_graph_larger_than_one_bulk_load_is_written_whole(store, monkeypatch):
-    """Graphs are written in bulk loads of LOAD_LINES triples (Oxigraph's loader holds a
-    call's triples in memory): with tiny loads, every graph still equals the reference."""
+def test_each_spec_is_one_streamed_bulk_load_into_the_default_graph(store, monkeypatch):
+    """A spec's closure is written by one bulk load fed block by block (tiny blocks here),
+    into the default graph only: every triple once, every spec equal to the reference."""
     store.load([MINI])
-    batches = []
-    batches_of = hierarchy._batches
+    loads, blocks = [], []
+    load_lines, blocks_of = closure_write.load_lines, hierarchy._blocks
 
-    def counted(*args):
-        for text in batches_of(*args):
-            batches.append((args[2], text.count(b"\n")))
+    def counted_load(store_, it):
+        loads.append(1)
+        return load_lines(store_, it)
+
+    def counted_blocks(*args):
+        for text in blocks_of(*args):
+            blocks.append(text.count(b"\n"))
             yield text
 
-    monkeypatch.setattr(hierarchy, "LOAD_LINES", 3)
-    monkeypatch.setattr(hierarchy, "_batches", counted)
-    hierarchy.build(store)
+    monkeypatch.setattr(hierarchy, "BLOCK_LINES", 3)
+    monkeypatch.setattr(closure_write, "load_lines", counted_load)
+    monkeypatch.setattr(hierarchy, "_blocks", counted_blocks)
+    reports = hierarchy.build(store)
     monkeypatch.undo()
-    typed = [f" <{s.derived}> ".encode() for s in hierarchy.load_specs() if s.name == "closure-typed"][0]
-    assert len([n for derived, n in batches if derived == typed]) > 2  # several loads for one graph
-    assert max(n for _, n in batches) < 3 + 10  # a load stops soon after LOAD_LINES (one subject's lines)
+    written = [r for r in reports if r.triples_out]
+    assert len(loads) == len(written)  # one load per spec, not one per block
+    assert len(blocks) > 2 * len(loads) and max(blocks) < 3 + 10  # blocks stop soon after BLOCK_LINES
     assert_same_as_reference(store)
+    n = sum(r.triples_out for r in reports)
+    assert n == sum(len(spec_quads(store, spec, None)) for spec in hierarchy.load_specs())
 
 
 def test_closures_on_fixture(store):
@@ -142,9 +161,10 @@ def test_closures_on_fixture(store):
 def test_rebuild_replaces_and_load_marks_stale(store, tmp_path):
     store.load([MINI])
     hierarchy.build(store)
-    n1 = store.triple_count(vocab.CLOSURE_GRAPH + "typed")
+    typed = next(s for s in hierarchy.load_specs() if s.name == "closure-typed")
+    n1 = len(spec_quads(store, typed))
     hierarchy.build(store)
-    assert store.triple_count(vocab.CLOSURE_GRAPH + "typed") == n1
+    assert len(spec_quads(store, typed)) == n1
     extra = tmp_path / "extra.nt"
     extra.write_text(f"<{WD}Q9000099> <{vocab.WDT}P31> <{WD}Q41415> .\n")
     store.load([extra])
@@ -187,7 +207,7 @@ def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_
     store.load([MINI])
     hierarchy.build(store)
     specs = hierarchy.load_specs()
-    old = {s.graph: graph_triples(store, s.graph) for s in specs}
+    old = {s.graph: spec_triples(store, s) for s in specs}
     extra = tmp_path / "extra.nt"  # changes every graph that follows P279 or P131
     extra.write_text(f"<{WD}Q2095> <{vocab.WDT}P279> <{WD}Q9000098> .\n<{WD}Q212> <{vocab.WDT}P131> <{WD}Q9000097> .\n")
     store.load([extra])
@@ -195,13 +215,14 @@ def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_
     assert all(old[s.graph] != new[s.graph] for s in specs if s.name != "closure-partof")
     apply, calls = closure_write.apply_difference, []
 
-    def dies_in_third(store_, graph, *args):
-        calls.append(graph)
+    def dies_in_third(store_, new_, old_, terms, derived, mark):
+        calls.append(derived)
         if len(calls) == 3:  # half-way through: one old triple deleted, nothing added
-            first = next(iter(store_.ox.quads_for_pattern(None, None, None, NamedNode(graph))))
+            first = next(iter(store_.ox.quads_for_pattern(None, NamedNode(derived.decode().strip()[1:-1]),
+                                                          None, DefaultGraph())))
             store_.ox.remove(first)
             raise RuntimeError("killed")
-        return apply(store_, graph, *args)
+        return apply(store_, new_, old_, terms, derived, mark)
 
     monkeypatch.setattr(closure_write, "apply_difference", dies_in_third)
     with pytest.raises(RuntimeError):
@@ -213,12 +234,12 @@ def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_
     # without a record, the rest untouched (still the old closure)
     rewritten = [s for s in specs if s.name != "closure-partof"]
     for s in rewritten[:2]:
-        assert graph_triples(store, s.graph) == new[s.graph], s.name
-    partial = graph_triples(store, rewritten[2].graph)
+        assert spec_triples(store, s) == new[s.graph], s.name
+    partial = spec_triples(store, rewritten[2])
     assert partial != old[rewritten[2].graph] and partial != new[rewritten[2].graph]
     assert rewritten[2].graph not in closure_inputs.recorded(store.ox)
     for s in rewritten[3:]:
-        assert graph_triples(store, s.graph) == old[s.graph], s.name
+        assert spec_triples(store, s) == old[s.graph], s.name
     monkeypatch.undo()
     hierarchy.ensure_closure(store)
     assert not store.closure_stale and not scratch_dir(store).exists()
@@ -272,11 +293,10 @@ def test_unchanged_graphs_are_kept_and_changed_ones_rebuilt(store, tmp_path):
     assert_same_as_reference(store)
 
 
-def test_a_graph_changed_behind_the_builds_back_is_rebuilt(store):
+def test_a_closure_removed_behind_the_builds_back_is_rebuilt(store):
     store.load([MINI])
     hierarchy.build(store)
-    located = vocab.CLOSURE_GRAPH + "located"
-    store.ox.remove_graph(NamedNode(located))  # not something kgcult does; the record stays
+    setgraph.drop_property(store.ox, vocab.KGC + "locatedIn")  # not something kgcult does; the record stays
     store.mark_closure_stale()
     reports = {r.spec: r for r in hierarchy.build(store)}
     assert not reports["closure-located"].kept and reports["closure-typed"].kept
@@ -292,8 +312,77 @@ def test_a_changed_spec_is_rebuilt(store, tmp_path):
             spec.derived = vocab.KGC + "subclassOfOther"
     reports = {r.spec: r for r in hierarchy.build(store, specs)}
     assert not reports["closure-subclass"].kept and reports["closure-typed"].kept
-    assert pairs(store, "subclassOf") == set()  # the old term is gone from the graph
-    graph = vocab.CLOSURE_GRAPH + "subclass"
-    rows = store.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph}> {{ ?x <{vocab.KGC}subclassOfOther> ?y }} }}")
+    assert pairs(store, "subclassOf") == set()  # the old term is gone from the store
+    rows = store.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ ?x <{vocab.KGC}subclassOfOther> ?y }}")
     assert int(next(iter(rows))["n"].value) > 0
-    assert store.triple_count(graph) == reports["closure-subclass"].triples_out
+    sub = next(s for s in specs if s.name == "closure-subclass")
+    assert len(spec_quads(store, sub)) == reports["closure-subclass"].triples_out
+    assert setgraph.own_properties(store.ox)[sub.graph] == {vocab.KGC + "subclassOfOther"}
+
+
+def test_a_rebuild_after_data_changes_equals_a_fresh_build(tmp_path):
+    """Edges added and removed: the rebuild (by difference, in the default graph) holds the
+    same closure triples as a store built fresh from the same data."""
+    grow = tmp_path / "grow.nt"
+    grow.write_text(f"<{WD}Q2095> <{vocab.WDT}P279> <{WD}Q9000098> .\n<{WD}Q212> <{vocab.WDT}P131> <{WD}Q9000097> .\n")
+    other = tmp_path / "other.nt"
+    other.write_text(f"<{WD}Q9000098> <{vocab.WDT}P279> <{WD}Q9000096> .\n<{WD}Q9000099> <{vocab.WDT}P31> <{WD}Q41415> .\n")
+    with Store(tmp_path / "rebuilt") as s:
+        s.load([MINI], graph="mini")
+        s.load([grow], graph="grow")
+        hierarchy.build(s)
+        s.clear_graph(vocab.GRAPH + "grow")  # its edges and their closure pairs go
+        s.load([other], graph="other")
+        reports = hierarchy.build(s)
+        assert not all(r.kept for r in reports)
+        rebuilt = {spec.name: spec_triples(s, spec) for spec in hierarchy.load_specs()}
+        assert_same_as_reference(s)
+    with Store(tmp_path / "fresh") as s:
+        s.load([MINI], graph="mini")
+        s.load([other], graph="other")
+        hierarchy.build(s)
+        assert {spec.name: spec_triples(s, spec) for spec in hierarchy.load_specs()} == rebuilt
+
+
+def _as_older_kgcult_left_it(store) -> None:
+    """Turn a built store into what kgcult wrote before the closure lived in the default
+    graph only: each spec's triples in its named graph too, version-1 input records, no
+    registered closure properties."""
+    for spec in hierarchy.load_specs():
+        quads = spec_quads(store, spec)
+        store.ox.bulk_extend(ox.Quad(q.subject, q.predicate, q.object, NamedNode(spec.graph)) for q in quads)
+        known = closure_inputs.recorded(store.ox)[spec.graph]
+        closure_inputs.remember(store.ox, spec.graph, "0" * 64, known[1])
+        for prop in setgraph.own_properties(store.ox).get(spec.graph, ()):
+            setgraph.disown(store.ox, spec.graph, prop)
+    store.flush()
+
+
+def test_a_store_with_named_closure_graphs_keeps_working_and_migrates(tmp_path):
+    loc = tmp_path / "s"
+    with Store(loc) as s:
+        s.load([MINI])
+        hierarchy.build(s)
+        expected = {spec.name: spec_triples(s, spec) for spec in hierarchy.load_specs()}
+        _as_older_kgcult_left_it(s)
+    with Store(loc) as s:  # opened writable: nothing lost, queries see each triple once
+        assert any(vocab.is_derived_graph(g.value) for g in s.ox.named_graphs())
+        assert setgraph.sync(s.ox) == (0, 0)
+        assert ("Q9000030", "Q746549") in pairs(s, "typedAs")
+        assert int(next(iter(s.query("SELECT (COUNT(*) AS ?n) WHERE { ?x kgc:typedAs ?y }")))["n"].value) == len(
+            [t for t in expected["closure-typed"] if t[1] == vocab.KGC + "typedAs"])
+        reports = hierarchy.build(s)  # the next `kgcult closure` drops the named copies
+        assert not any(r.kept for r in reports)
+        assert {spec.name: spec_triples(s, spec) for spec in hierarchy.load_specs()} == expected
+        assert_same_as_reference(s)
+        assert all(r.kept for r in hierarchy.build(s))
+
+
+def test_closure_triples_are_not_orphans_of_the_set(store):
+    """Repairing the set (after a killed write or a SPARQL Update) keeps the closure, which
+    no named graph holds."""
+    store.load([MINI])
+    hierarchy.build(store)
+    store.ox.add(ox.Quad(NamedNode(WD + "Q1"), NamedNode(WD + "P1"), NamedNode(WD + "Q2"), DefaultGraph()))
+    assert setgraph.sync(store.ox) == (1, 0)  # the stray triple only
+    assert_same_as_reference(store)

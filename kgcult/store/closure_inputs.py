@@ -1,17 +1,17 @@
-"""What each closure graph was built from, so that a rebuild skips the graphs whose input
+"""What each spec's closure was built from, so that a rebuild skips the specs whose input
 did not change.
 
 A data change marks the whole closure stale, but most changes (labels, a new dataset's
 facts, a refreshed subgraph whose hierarchy stayed the same) leave most hierarchies as they
-were. Rewriting an unchanged graph costs as much as the first build (and emptying the old
-one more: Oxigraph deletes about 30k quads/s), so each graph is recorded with the
-fingerprint of its input: the spec itself and the edges of the properties it follows, as
-the store holds them. A rebuild recomputes the fingerprint (one hash over the edges it
-reads anyway) and keeps a graph whose fingerprint is unchanged.
+were. Rewriting an unchanged closure costs as much as the first build, so each spec is
+recorded with the fingerprint of its input: the spec itself and the edges of the
+properties it follows, as the store holds them. A rebuild recomputes the fingerprint (one
+hash over the edges it reads anyway) and keeps a spec whose fingerprint is unchanged.
 
-The record is a store-state value ``kgc:closureInput "<graph> <sha256> <triples>"`` in the
-metadata graph. It is removed before its graph is touched and written after the graph's
-last triple, so a build killed in between leaves no record and the graph is rebuilt.
+The record is a store-state value ``kgc:closureInput "<spec IRI> <sha256> <triples>"`` in
+the metadata graph (the spec IRI is its ``kgc:graph``). It is removed before the spec's
+triples are touched and written after the last, so a build killed in between leaves no
+record and the spec is rebuilt.
 """
 from __future__ import annotations
 
@@ -20,11 +20,13 @@ import hashlib
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import journal
+from kgcult.store import journal, setgraph
 
 # Part of every fingerprint: change it when the same edges would give a graph different
 # content (a new cycle marking, another derived term), so old records stop matching.
-ALGORITHM = b"kgcult-closure-1\n"
+# Version 2: the closure lives in the default graph only; a version-1 record (closure in
+# named graphs) never matches, so the next build moves an older store's closure.
+ALGORITHM = b"kgcult-closure-2\n"
 _RECORD = vocab.kgc("closureInput")
 
 
@@ -74,7 +76,8 @@ def remember(ox, graph: str, fp: str, triples: int) -> None:
     ox.add(Quad(journal.STATE, _RECORD, Literal(f"{graph} {fp} {triples}"), journal.META))
 
 
-def still_there(ox, graph: str, triples: int) -> bool:
-    """Whether a recorded graph is still in the store (a cheap check; its content is only
-    ever written by the closure build)."""
-    return triples == 0 or ox.contains_named_graph(NamedNode(graph))
+def still_there(ox, spec, triples: int) -> bool:
+    """Whether a recorded closure is still in the store (a cheap check: one of its triples;
+    its content is only ever written by the closure build)."""
+    return triples == 0 or any(True for _ in ox.quads_for_pattern(None, NamedNode(spec.derived), None,
+                                                                  setgraph.DEFAULT))

@@ -1,15 +1,18 @@
-"""Writing one closure graph from its records (``hierarchy.ScratchWriter``).
+"""Writing one spec's closure from its records (``hierarchy.ScratchWriter``) into the
+default graph, where its triples live once (``kgcult.store.setgraph``): a spec's closure
+is every default-graph triple with its derived property, plus its cycle marks.
 
-An empty graph is written by bulk loads. A graph that holds an earlier build is changed by
-its difference only: the old graph is read back as integer-coded pairs, both sides are
-split into partitions by subject (bounded memory) and sorted, and the pairs that are gone
-are deleted, the new ones bulk-loaded. Oxigraph deletes about 30k quads/s, so emptying a
-graph to write it again costs several times what reading it does, and after a typical data
-change most of a closure stays as it was.
+A spec with no triples yet is written by one streamed bulk load (:func:`load_lines`). One
+that holds an earlier build is changed by its difference only: the old triples are read
+back (by predicate) as integer-coded pairs, both sides are split into partitions by
+subject (bounded memory) and sorted, and the pairs that are gone are deleted, the new ones
+bulk-loaded. Oxigraph deletes about 30k quads/s, so deleting a closure to write it again
+costs several times what reading it does, and after a typical data change most of a
+closure stays as it was.
 
 A pair is coded ``subject << 32 | object`` over the build's node ids; a cycle mark
-(``x kgc:inCycle <spec>``) is ``x << 32 | MARK``. A graph holding anything else (a spec
-whose derived property changed, a triple not written by kgcult) is emptied and rewritten.
+(``x kgc:inCycle <spec>``) is ``x << 32 | MARK``. An old triple whose subject or object is
+not an IRI (not written by kgcult) is deleted.
 """
 from __future__ import annotations
 
@@ -20,7 +23,6 @@ from typing import Iterator
 import numpy as np
 from pyoxigraph import NamedNode, RdfFormat
 
-from kgcult import vocab
 from kgcult.store import setgraph
 
 MARK = 0xFFFFFFFF
@@ -62,28 +64,33 @@ def pair_codes(subjects: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return ((subjects.astype(np.int64)[:, None] << 32) | targets.astype(np.int64)[None, :]).ravel()
 
 
-def old_codes(ox, graph: str, derived: str, mark_object: str, node_id, out: Partitions) -> bool:
-    """Code the graph's triples into ``out``; False (and stop) at a triple that is neither
-    a ``derived`` pair nor a cycle mark of this spec."""
+def holds(ox, derived: str, mark_object: str) -> bool:
+    """Whether the default graph holds any triple of this spec's closure."""
+    return any(True for _ in ox.quads_for_pattern(None, NamedNode(derived), None, setgraph.DEFAULT)) \
+        or any(True for _ in ox.quads_for_pattern(None, setgraph.IN_CYCLE, NamedNode(mark_object), setgraph.DEFAULT))
+
+
+def old_codes(ox, derived: str, mark_object: str, node_id, out: Partitions) -> None:
+    """Code the spec's closure triples in the default graph (its ``derived`` pairs and its
+    cycle marks) into ``out``; a triple that cannot be coded is removed."""
     buf: list[int] = []
-    in_cycle = vocab.KGC + "inCycle"
-    for q in ox.quads_for_pattern(None, None, None, NamedNode(graph)):
-        p, s, o = q.predicate.value, q.subject, q.object
-        if not isinstance(s, NamedNode) or not isinstance(o, NamedNode):
-            return False
-        sid = node_id(f"<{s.value}>".encode())
-        if p == derived:
-            buf.append(sid << 32 | node_id(f"<{o.value}>".encode()))
-        elif p == in_cycle and o.value == mark_object:
-            buf.append(sid << 32 | MARK)
-        else:
-            return False
-        if len(buf) >= 1_000_000:
-            out.add(np.array(buf, dtype=np.int64))
-            buf = []
+    foreign = []
+    d, mark = NamedNode(derived), NamedNode(mark_object)
+    for pattern in ((None, d, None), (None, setgraph.IN_CYCLE, mark)):
+        for q in ox.quads_for_pattern(*pattern, setgraph.DEFAULT):
+            s, o = q.subject, q.object
+            if not isinstance(s, NamedNode) or not isinstance(o, NamedNode):
+                foreign.append(q)
+                continue
+            sid = node_id(f"<{s.value}>".encode())
+            buf.append(sid << 32 | (MARK if pattern[2] is not None else node_id(f"<{o.value}>".encode())))
+            if len(buf) >= 1_000_000:
+                out.add(np.array(buf, dtype=np.int64))
+                buf = []
     if buf:
         out.add(np.array(buf, dtype=np.int64))
-    return True
+    for q in foreign:
+        ox.remove(q)
 
 
 def lines(codes: np.ndarray, terms: list[bytes], derived: bytes, mark: bytes) -> Iterator[bytes]:
@@ -105,27 +112,64 @@ def chunks(it: Iterator[bytes], n: int) -> Iterator[bytes]:
         yield b"".join(buf)
 
 
-def apply_difference(store, graph: str, new: Partitions, old: Partitions, terms: list[bytes],
-                     derived: bytes, mark: bytes, load_lines: int) -> tuple[int, int]:
-    """Delete the old-only codes and load the new-only ones, partition by partition;
-    returns (deleted, added)."""
-    g = NamedNode(graph)
+class LineStream:
+    """A file-like view of an iterator of byte blocks (N-Triples lines), so that one bulk
+    load streams a whole closure: Oxigraph's loader reads a few KB at a time, parses on
+    this thread and builds its index files on two others, its memory bounded by its own
+    batches (1 M triples each) whatever the input's size."""
+
+    def __init__(self, blocks: Iterator[bytes]) -> None:
+        self._blocks = blocks
+        self._block = b""
+        self._pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            rest = self._block[self._pos:] + b"".join(self._blocks)
+            self._block, self._pos = b"", 0
+            return rest
+        while self._pos >= len(self._block):
+            block = next(self._blocks, None)
+            if block is None:
+                return b""
+            self._block, self._pos = block, 0
+        out = self._block[self._pos:self._pos + n]
+        self._pos += len(out)
+        return out
+
+
+def load_lines(store, blocks: Iterator[bytes]) -> None:
+    """One streamed bulk load of N-Triples blocks into the default graph."""
+    store.ox.bulk_load(input=LineStream(blocks), format=RdfFormat.N_TRIPLES, to_graph=setgraph.DEFAULT,
+                       lenient=True)
+
+
+def apply_difference(store, new: Partitions, old: Partitions, terms: list[bytes],
+                     derived: bytes, mark: bytes) -> tuple[int, int]:
+    """Delete the old-only codes, partition by partition, then load the new-only ones (kept
+    in ``new``'s files meanwhile) in one streamed bulk load; returns (deleted, added)."""
     deleted = added = 0
     for i in range(new.k):
         a, b = np.unique(new.read(i)), np.unique(old.read(i))
         gone = b[~np.isin(b, a, assume_unique=True)]
-        fresh = a[~np.isin(a, b, assume_unique=True)]
+        a[~np.isin(a, b, assume_unique=True)].tofile(new.paths[i])
         del a, b
         for text in chunks(lines(gone, terms, derived, mark), DELETE_LINES):
-            # out of the graph and, unless another graph holds it, out of the default graph
-            rows = " ".join(f"({line[:-2]})" for line in text.decode().splitlines())
-            store.ox.update(" ;\n".join(setgraph.delete_ops(graph, rows)))
-        for text in chunks(lines(fresh, terms, derived, mark), load_lines):
-            store.ox.bulk_load(input=text, format=RdfFormat.N_TRIPLES, to_graph=g, lenient=True)
-            setgraph.load_default(store.ox, input=text, format=RdfFormat.N_TRIPLES, lenient=True)
+            store.ox.update(f"DELETE DATA {{ {text.decode()} }}")
         deleted += len(gone)
-        added += len(fresh)
+    for i in range(new.k):
+        added += len(new.read(i))
+
+    def fresh() -> Iterator[bytes]:
+        for i in range(new.k):
+            yield from chunks(lines(new.read(i), terms, derived, mark), BLOCK_LINES)
+
+    if added:
+        load_lines(store, fresh())
     return deleted, added
+
+
+BLOCK_LINES = 20_000  # N-Triples lines per block handed to the streamed bulk load
 
 
 def partitions_for(pairs: int) -> int:

@@ -1,6 +1,8 @@
 """Hierarchy closures (P279, P31/P279*, P361, P131, ...) computed over integer-coded edges
-(``kgcult.store.intgraph``) and written back to derived named graphs, so that no query on a
-hot path needs ``+``/``*`` paths.
+(``kgcult.store.intgraph``) and written back once, into the default graph, each spec's
+under its own derived property (``kgc:subclassOf``, ...), so that no query on a hot path
+needs ``+``/``*`` paths. A spec's ``kgc:graph`` IRI names the spec (its input record, its
+cycle marks); no named graph holds closure triples (``kgcult.store.setgraph``).
 
 The closures to build are data: ``ontology/closures.ttl`` (see the comments there).
 Wikidata's hierarchies have cycles; each strongly connected component is collapsed,
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-from pyoxigraph import NamedNode, RdfFormat
+from pyoxigraph import NamedNode
 
 from kgcult import ids, ontology, vocab
 from kgcult.errors import KgcultError
@@ -39,18 +41,20 @@ class ClosureSpec:
 @dataclass
 class ClosureReport:
     spec: str
-    graph: str
+    graph: str                     # the spec's IRI (kgc:graph)
     edges_in: int
     triples_out: int
     cycles: list[list[str]] = field(default_factory=list)
     seconds: float = 0.0
-    kept: bool = False             # input unchanged since the graph was built: not rewritten
+    kept: bool = False             # input unchanged since the closure was built: not rewritten
+    derived: str = ""
 
     def __str__(self) -> str:
+        what = f"{self.triples_out} triples ({self.derived or self.graph})"
         if self.kept:
             return (f"{self.spec}: {self.edges_in} edges, unchanged since the last build: kept "
-                    f"{self.triples_out} triples in {self.graph} ({self.seconds:.1f} s)")
-        msg = f"{self.spec}: {self.edges_in} edges -> {self.triples_out} triples in {self.graph} ({self.seconds:.1f} s)"
+                    f"{what} ({self.seconds:.1f} s)")
+        msg = f"{self.spec}: {self.edges_in} edges -> {what} ({self.seconds:.1f} s)"
         if self.cycles:
             shown = "; ".join(" -> ".join(ids.shorten(n) for n in c[:6]) for c in self.cycles[:5])
             msg += f"\n  {len(self.cycles)} cycle(s) tolerated: {shown}"
@@ -219,9 +223,9 @@ def compute(store, spec: ClosureSpec, table: EdgeTable, out: ScratchWriter) -> t
     return cycles, n_edges
 
 
-def _batches(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[int]],
-             mark: bytes) -> Iterator[bytes]:
-    """The closure records as N-Triples text, about LOAD_LINES triples at a time."""
+def _blocks(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[int]],
+            mark: bytes) -> Iterator[bytes]:
+    """The closure records as N-Triples text, in blocks of about BLOCK_LINES triples."""
     end = b" .\n"
     buf: list[bytes] = []
     lines = 0
@@ -231,7 +235,7 @@ def _batches(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[i
             head = terms[x] + derived
             buf.append(head + (end + head).join(objs) + end)
             lines += len(objs)
-            if lines >= LOAD_LINES:  # inside the loop: a large cycle's members share one record
+            if lines >= BLOCK_LINES:
                 yield b"".join(buf)
                 buf, lines = [], 0
     buf.extend(terms[x] + mark for cyc in cycles for x in cyc)
@@ -239,19 +243,15 @@ def _batches(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[i
         yield b"".join(buf)
 
 
-# Triples per bulk load. Oxigraph's bulk loader holds one call's triples in memory (about
-# 800 B each, measured: 2 M triples in one call peaked at 1.6 GB, in 500 k calls at 0.56 GB),
-# so a graph is written in calls of this size: memory stays flat however large the closure.
-LOAD_LINES = 500_000
+# N-Triples lines per block handed to the streamed bulk load (``closure_write.LineStream``):
+# one bulk load per spec, however large; Oxigraph's loader bounds its own memory.
+BLOCK_LINES = closure_write.BLOCK_LINES
 
 
 def _write_difference(store: Store, spec: ClosureSpec, out: ScratchWriter, cycles: list[list[int]],
-                      nodes: intgraph.NodeIds, scratch: Path, derived: bytes, mark: bytes) -> bool:
-    """Change a graph that holds an earlier build into the new one by its difference
-    (``closure_write``). False, with the graph untouched, when there is no earlier graph or
-    it holds something the difference cannot express: the caller then writes it whole."""
-    if not store.ox.contains_named_graph(NamedNode(spec.graph)):
-        return False
+                      nodes: intgraph.NodeIds, scratch: Path, derived: bytes, mark: bytes) -> tuple[int, int]:
+    """Change the spec's triples of an earlier build into the new ones by their difference
+    (``closure_write``); returns (deleted, added)."""
     k = closure_write.partitions_for(out.pairs + sum(len(c) for c in cycles))
     new = closure_write.Partitions(scratch, spec.name + ".new", k)
     old = closure_write.Partitions(scratch, spec.name + ".old", k)
@@ -261,14 +261,9 @@ def _write_difference(store: Store, spec: ClosureSpec, out: ScratchWriter, cycle
         for cycle in cycles:
             new.add(np.array(cycle, dtype=np.int64) << 32 | closure_write.MARK)
         new.close()
-        expressible = closure_write.old_codes(store.ox, spec.graph, spec.derived, vocab.KGC + spec.name,
-                                              nodes.id, old)
+        closure_write.old_codes(store.ox, spec.derived, vocab.KGC + spec.name, nodes.id, old)
         old.close()
-        if expressible:
-            deleted, added = closure_write.apply_difference(store, spec.graph, new, old, nodes.keys,
-                                                            derived, mark, LOAD_LINES)
-            log.debug("%s: %d triples deleted, %d added", spec.name, deleted, added)
-        return expressible
+        return closure_write.apply_difference(store, new, old, nodes.keys, derived, mark)
     finally:
         new.close()
         old.close()
@@ -276,11 +271,18 @@ def _write_difference(store: Store, spec: ClosureSpec, out: ScratchWriter, cycle
         old.remove()
 
 
-def clear_in_batches(store: Store, graph: str) -> None:
-    """Empty a graph a batch of quads per transaction: Oxigraph's ``remove_graph`` is one
-    transaction that holds every deletion in memory (1.4 KB per quad measured here). Each
-    batch takes its triples out of the default graph too unless another graph holds them."""
-    store.clear_graph(graph)  # setgraph.drop: batched
+def _retire(store: Store, spec: ClosureSpec) -> None:
+    """Before a spec's closure is written: drop what an earlier build left that the new
+    one does not replace by its difference: the named copy of a store built before the
+    closure lived in the default graph only (its default copy is kept and changed by the
+    difference), and the triples of a derived property the spec no longer uses."""
+    setgraph.own(store.ox, spec.graph, spec.derived)  # first: its default triples are never orphans
+    if setgraph.drop_named_copy(store.ox, spec.graph):
+        log.info("%s: removed the named graph an older kgcult wrote (its triples stay in the default "
+                 "graph, changed by their difference)", spec.name)
+    for prop in setgraph.own_properties(store.ox).get(spec.graph, set()) - {spec.derived}:
+        setgraph.drop_property(store.ox, prop)
+        setgraph.disown(store.ox, spec.graph, prop)
 
 
 def scratch_dir(store: Store) -> Path:
@@ -290,19 +292,23 @@ def scratch_dir(store: Store) -> Path:
 
 
 def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool = False) -> list[ClosureReport]:
-    """(Re)build every closure graph and mark the closure fresh; each graph is logged
+    """(Re)build every spec's closure and mark the closure fresh; each spec is logged
     with its counts and the cycles it tolerated.
 
-    A graph whose input (its spec and the edges it follows) is the same as when it was
+    A spec whose input (its spec and the edges it follows) is the same as when it was
     last built whole is kept as it is (see ``closure_inputs``); ``force`` rewrites it anyway.
 
+    Each closure triple is written once, into the default graph: a spec with none there
+    yet by one streamed bulk load, one with an earlier build by its difference.
+
     Crash safety: the closure is marked stale before anything changes; every spec is
-    computed into compact records on disk first (the old graphs stay whole meanwhile);
-    then each graph is replaced by bulk loads of LOAD_LINES triples each; the closure is marked fresh only
-    after the last one. A build killed part-way leaves the store stale (so the next
-    command that needs the closure rebuilds it) and its scratch records, which the next
-    build removes; a graph's input record is dropped before the graph is touched and
-    written after its last triple, so the next build keeps only graphs written whole."""
+    computed into compact records on disk first (the old triples stay whole meanwhile);
+    then each spec's triples are written; the closure is marked fresh only after the last
+    one. A build killed part-way leaves the store stale (so the next command that needs the
+    closure rebuilds it) and its scratch records, which the next build removes; a spec's
+    input record is dropped before its triples are touched and written after its last
+    one, so the next build keeps only closures written whole (and changes a partly
+    written one by its difference)."""
     if store.remote:
         raise KgcultError("closures are built in the embedded store; a remote endpoint must provide its own")
     specs = specs if specs is not None else load_specs()
@@ -311,6 +317,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     scratch = scratch_dir(store)
     shutil.rmtree(scratch, ignore_errors=True)  # a killed build's leftovers
     scratch.mkdir(parents=True)
+    t_start = time.perf_counter()
     table = EdgeTable()
     before = closure_inputs.recorded(store.ox)
     planned, reports = [], []
@@ -318,9 +325,9 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
         t0 = time.perf_counter()
         fp, n_edges = table.fingerprint(store, spec)
         known = before.get(spec.graph)
-        if not force and known and known[0] == fp and closure_inputs.still_there(store.ox, spec.graph, known[1]):
+        if not force and known and known[0] == fp and closure_inputs.still_there(store.ox, spec, known[1]):
             reports.append(ClosureReport(spec.name, spec.graph, n_edges, known[1],
-                                         seconds=time.perf_counter() - t0, kept=True))
+                                         seconds=time.perf_counter() - t0, kept=True, derived=spec.derived))
             log.info("%s", reports[-1])
             continue
         log.info("%s: computing (%d of %d specs)", spec.name, specs.index(spec) + 1, len(specs))
@@ -330,35 +337,38 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
         planned.append((spec, fp, out, cycles, n_edges, time.perf_counter() - t0))
     terms = table.nodes.keys
     in_cycle = f" <{vocab.KGC}inCycle> ".encode()
+    compute_s = time.perf_counter() - t_start
     for spec, fp, out, cycles, n_edges, seconds in planned:
         t0 = time.perf_counter()
-        log.info("%s: writing %d pairs into %s", spec.name, out.pairs, spec.graph)
-        closure_inputs.forget(store.ox, spec.graph)  # no record while the graph is partial
-        setgraph.mark_pending(store.ox, [spec.graph])  # until the default graph has its triples too
+        log.info("%s: writing %d pairs (%s)", spec.name, out.pairs, spec.derived)
+        closure_inputs.forget(store.ox, spec.graph)  # no record while the closure is partial
+        _retire(store, spec)
         mark = in_cycle + f"<{vocab.KGC}{spec.name}> .\n".encode()
         derived = f" <{spec.derived}> ".encode()
-        if not _write_difference(store, spec, out, cycles, table.nodes, scratch, derived, mark):
-            clear_in_batches(store, spec.graph)
-            for text in _batches(out.path, terms, derived, cycles, mark):
-                store.ox.bulk_load(input=text, format=RdfFormat.N_TRIPLES, to_graph=NamedNode(spec.graph),
-                                   lenient=True)
-                setgraph.load_default(store.ox, input=text, format=RdfFormat.N_TRIPLES, lenient=True)
-        setgraph.unmark_pending(store.ox, [spec.graph])
+        if closure_write.holds(store.ox, spec.derived, vocab.KGC + spec.name):
+            deleted, added = _write_difference(store, spec, out, cycles, table.nodes, scratch, derived, mark)
+            log.debug("%s: %d triples deleted, %d added", spec.name, deleted, added)
+        else:
+            closure_write.load_lines(store, _blocks(out.path, terms, derived, cycles, mark))
         out.path.unlink()
         named = sorted(sorted(terms[x][1:-1].decode() for x in cyc) for cyc in cycles)
         count = out.pairs + sum(len(c) for c in cycles)
         closure_inputs.remember(store.ox, spec.graph, fp, count)
         reports.append(ClosureReport(spec.name, spec.graph, n_edges, count, named,
-                                     seconds + time.perf_counter() - t0))
+                                     seconds + time.perf_counter() - t0, derived=spec.derived))
         log.info("%s", reports[-1])
+    write_s = time.perf_counter() - t_start - compute_s
     shutil.rmtree(scratch, ignore_errors=True)
     store.flush()
     store.set_state("closureStale", False)
     store.record_activity(kind="closure", source="ontology/closures.ttl",
                           triples=sum(r.triples_out for r in reports))
     store.flush()
+    t_opt = time.perf_counter()
     if planned:
         store.optimize()  # the closure is the last bulk write before queries: compact now
+    log.info("closure phases: compute %.1f s, write %.1f s, compact %.1f s", compute_s, write_s,
+             time.perf_counter() - t_opt)
     order = {spec.name: i for i, spec in enumerate(specs)}
     return sorted(reports, key=lambda r: order[r.spec])
 

@@ -1,7 +1,17 @@
 """The default graph as a set, as WDQS has it: Oxigraph's real default graph holds each
-triple of the *visible* named graphs (data graphs and closure graphs; not the metadata
-graph, not staging graphs) exactly once, and queries read it instead of Oxigraph's union
-of named graphs, which counts a triple once per graph that holds it.
+triple of the *visible* named graphs (data graphs; not the metadata graph, not staging
+graphs) exactly once, and queries read it instead of Oxigraph's union of named graphs,
+which counts a triple once per graph that holds it.
+
+The hierarchy closure is the one exception: its triples are written once, into the default
+graph only (no named copy: Oxigraph indexes a named-graph quad six times, a default-graph
+triple three times). Each closure spec owns a derived property (``kgc:subclassOf``, ...),
+registered in the metadata graph (``kgc:store kgc:closureProperty "<spec> <property>"``)
+before its first triple is written, and its cycle marks ``x kgc:inCycle <spec>``; default
+triples with a registered property or ``kgc:inCycle`` are the closure's, not orphans
+(:func:`own_filter`). A store built before this keeps its closure in named graphs under
+``.../graph/closure/`` as well: those graphs stay visible until the next ``kgcult closure``
+drops the named copies (``kgcult.store.hierarchy``).
 
 Every write path keeps the invariant ``default == union of the visible graphs`` (as sets):
 
@@ -45,8 +55,68 @@ LEGACY_DEFAULT = vocab.GRAPH + "default"
 
 
 def visible(iri: str) -> bool:
-    """Whether a named graph's triples are in the default graph: data and closure graphs."""
+    """Whether a named graph's triples are in the default graph: data graphs (and the
+    closure graphs of a store built before the closure lived in the default graph only)."""
     return vocab.is_data_graph(iri) or vocab.is_derived_graph(iri)
+
+
+# -- the closure's own triples (default graph only) -------------------------------------
+
+_OWN = NamedNode(vocab.KGC + "closureProperty")
+IN_CYCLE = NamedNode(vocab.KGC + "inCycle")
+
+
+def own_properties(store: ox.Store) -> dict[str, set[str]]:
+    """spec IRI -> the derived properties its closure triples were written with."""
+    out: dict[str, set[str]] = {}
+    for q in store.quads_for_pattern(STATE, _OWN, None, META):
+        spec, prop = q.object.value.split(" ", 1)
+        out.setdefault(spec, set()).add(prop)
+    return out
+
+
+def own(store: ox.Store, spec: str, prop: str) -> None:
+    """Register ``prop`` as the derived property of ``spec``'s closure triples (before the
+    first is written: a killed build leaves no unregistered closure triple)."""
+    store.add(Quad(STATE, _OWN, Literal(f"{spec} {prop}"), META))
+
+
+def disown(store: ox.Store, spec: str, prop: str) -> None:
+    store.remove(Quad(STATE, _OWN, Literal(f"{spec} {prop}"), META))
+
+
+def own_filter(var: str, store: ox.Store) -> str:
+    """A SPARQL FILTER true when predicate variable ``var`` is not a closure property."""
+    props = sorted({p for ps in own_properties(store).values() for p in ps} | {IN_CYCLE.value})
+    return f"FILTER({var} NOT IN ({', '.join(f'<{p}>' for p in props)}))"
+
+
+def drop_property(store: ox.Store, prop: str, obj: NamedNode | None = None) -> None:
+    """Remove every default-graph triple with predicate ``prop`` (and object ``obj``), a
+    batch per transaction."""
+    pattern = f"?s <{prop}> {obj if obj is not None else '?o'}"
+    _while(store, f"ASK {{ {pattern} }}",
+           f"DELETE {{ {pattern} }} WHERE {{ {{ SELECT * WHERE {{ {pattern} }} LIMIT {BATCH} }} }}")
+
+
+def drop_named_copy(store: ox.Store, graph: str) -> bool:
+    """Remove a named graph's quads without touching the default graph (an older store's
+    named closure graph, whose triples the default graph keeps); False when there was no
+    such graph. A batch per transaction: Oxigraph deletes about 30k quads/s."""
+    g = NamedNode(graph)
+    if not store.contains_named_graph(g):
+        return False
+    _while(store, f"ASK {{ GRAPH {g} {{ ?s ?p ?o }} }}",
+           f"DELETE {{ GRAPH {g} {{ ?s ?p ?o }} }} WHERE {{ {{ SELECT * WHERE "
+           f"{{ GRAPH {g} {{ ?s ?p ?o }} }} LIMIT {BATCH} }} }}")
+    store.remove_graph(g)
+    return True
+
+
+def _while(store: ox.Store, ask: str, op: str) -> None:
+    """Run an update (one transaction each) while ``ask`` holds."""
+    while store.query(ask):
+        store.update(op)
 
 
 def visible_filter(var: str) -> str:
@@ -162,10 +232,10 @@ def delete_ops(graph: str, values: str) -> list[str]:
 
 
 def remove_orphans(store: ox.Store) -> int:
-    """Remove default-graph triples that no visible graph holds (after a killed write);
-    returns how many. Scans the default graph."""
+    """Remove default-graph triples that no visible graph holds (after a killed write),
+    except the closure's own; returns how many. Scans the default graph."""
     return _in_batches(store, f"DELETE {{ ?s ?p ?o }} WHERE {{ {{ SELECT ?s ?p ?o WHERE {{ ?s ?p ?o "
-                              f"FILTER NOT EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} {visible_filter('?h_')} }} }} "
+                              f"{own_filter('?p', store)} FILTER NOT EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} {visible_filter('?h_')} }} }} "
                               f"LIMIT {BATCH} }} }}")
 
 
