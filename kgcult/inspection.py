@@ -14,7 +14,7 @@ from pyoxigraph import Literal, NamedNode
 from kgcult import ids, langtags, ontology, vocab
 from kgcult.acquire import subgraphs
 from kgcult.errors import KgcultError
-from kgcult.store import health
+from kgcult.store import health, hierarchy
 
 # values Wikidata holds at most once per entity (and language): several are a disagreement
 SINGLE_VALUED = {vocab.RDFS + "label": "label", vocab.SCHEMA + "description": "description",
@@ -67,7 +67,7 @@ def labels_in(store, iris: list[str], lang: str) -> dict[str, str]:
 
 def show(store, qid: str, lang: str = "en") -> dict:
     """An entity card: labels, aliases and descriptions by language, claims with object
-    labels, and ancestors read from the closure graphs."""
+    labels, and ancestors read from the closure."""
     iri = entity_iri(qid)
     node = NamedNode(iri)
     card: dict[str, Any] = {"qid": ids.shorten(iri), "iri": iri, "labels": {}, "aliases": {},
@@ -170,7 +170,7 @@ def format_card(card: dict, lang: str = "en") -> str:
             said = "; ".join(f"{v['value']!r} in {', '.join(v['graphs'])}" for v in d["values"])
             out.append(f"  {where}: {said}")
     if card["ancestors"]:
-        out.append("ancestors (from the closure graphs):")
+        out.append("ancestors (from the closure):")
         for k, ys in card["ancestors"].items():
             shown = ", ".join(f"{y['qid']} {y['label']}".rstrip() for y in ys)
             out.append(f"  {k}: {shown}")
@@ -199,6 +199,7 @@ def stats(store) -> dict:
         langs[r["lang"].value] = int(r["n"].value)
     result["labels_per_language"] = dict(sorted(langs.items(), key=lambda kv: (-kv[1], kv[0])))
     result["closure_stale"] = bool(getattr(store, "closure_stale", False))
+    result["closure"] = hierarchy.closure_sizes(store)  # per spec: its derived property's triples
     result["partial_graphs"] = health.partial_graphs(store)
     result["disagreements"] = graph_disagreements(store, result["graphs"])
     return result
@@ -233,6 +234,10 @@ def format_stats(s: dict) -> str:
     out = [f"store: {s['store']}", f"data triples: {s['triples']}", "", "triples per graph:"]
     for g, n in s["graphs"].items():
         out.append(f"  {n:>10}  {g or '(default graph)'}")
+    if s.get("closure"):
+        out += ["", "closure triples per spec (in the default graph, by derived property):"]
+        for name, n in s["closure"].items():
+            out.append(f"  {n:>10}  {name}")
     out += ["", "entities per root class (through kgc:typedAs):"]
     for k, n in s["entities_per_root"].items():
         out.append(f"  {n:>10}  {k}")

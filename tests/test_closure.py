@@ -56,7 +56,7 @@ def reference_closure(store, spec) -> set[tuple[str, str, str]]:
     return out
 
 
-def spec_quads(store, spec, graph=DefaultGraph()) -> list:
+def spec_quads(store, spec, graph=setgraph.DEFAULT) -> list:
     """A spec's closure quads: its derived property's and its cycle marks (in ``graph``;
     None: in every graph)."""
     ox_ = getattr(store, "ox", store)

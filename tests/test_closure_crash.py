@@ -1,5 +1,5 @@
 """`kill -9` during `kgcult closure` on the stand-in (issue 12 item 2): the store must say
-stale, no graph but the one being written may differ from its old or new content, the
+stale, no spec's closure but the one being written may differ from its old or new content, the
 next run (or a command that needs the closure) removes the scratch records and leaves the
 full closure."""
 from __future__ import annotations
@@ -29,7 +29,7 @@ EXTRA = (f"<{WD}Q2095> <{WDT}P279> <{WD}Q9999001> .\n"
 
 def closure_counts(location) -> dict[str, int]:
     with Store(location, read_only=True) as s:
-        return {spec.graph: s.triple_count(spec.graph) for spec in hierarchy.load_specs()}
+        return hierarchy.closure_sizes(s)
 
 
 def closure_process(location) -> subprocess.Popen:
@@ -72,7 +72,7 @@ def test_kill_9_during_closure_leaves_store_stale_and_next_run_repairs(tmp_path,
             stale = s.closure_stale
         counts = closure_counts(work)
         if stale:
-            # graphs are replaced one at a time: at most the one being written is partial
+            # specs are written one at a time: at most the one being written is partial
             partial = [g for g in counts if counts[g] not in (old[g], new[g])]
             assert len(partial) <= 1, (fraction, counts, old, new)
         else:  # killed after the last graph was written (compacting): fresh means complete

@@ -94,7 +94,7 @@ def test_sparqlwrapper_select_ask_construct(server):
     if isinstance(g, (bytes, str)):
         from rdflib import Graph
         g = Graph().parse(data=g, format="turtle")
-    # 5 data triples (2 labels, P279, P495, P527) and 6 from the closure graphs (the union)
+    # 5 data triples (2 labels, P279, P495, P527) and 6 from the closure (in the default graph)
     assert len(g) == 11
 
 

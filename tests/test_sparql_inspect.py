@@ -113,7 +113,12 @@ def test_stats(spath):
     assert s["entities_per_root"]["Q6256 country"] == 1
     assert s["labels_per_language"]["en"] >= 15 and s["labels_per_language"]["ru"] == 2
     assert s["graphs"]["https://w3id.org/kgcult/graph/mini"] == s["triples"]
-    assert "entities per root class" in run_cli(["stats"], spath).stdout
+    # the closure's size per spec, counted by its derived property (no closure graph holds it)
+    assert s["closure"]["closure-located"] == 3 and s["closure"]["closure-partof"] == 3
+    assert s["closure"]["closure-subclass"] > 9  # pairs and the 3 cycle marks
+    assert not any("/closure/" in g for g in s["graphs"])
+    text = run_cli(["stats"], spath).stdout
+    assert "entities per root class" in text and "closure triples per spec" in text
 
 
 def test_every_command_has_help():

@@ -81,7 +81,7 @@ def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, worker
     store = open_for_serving(obj.location, writable)
     obj._store = store  # closed by the CLI context
     if store.closure_stale:
-        info("warning: the hierarchy closure is stale or missing; queries on kgc: closure graphs "
+        info("warning: the hierarchy closure is stale or missing; queries on kgc: closure properties "
              "(and the example queries) miss facts until you run `kgcult closure`")
     with Server(store, cfg) as server:
         info(f"kgcult serve: {os.path.abspath(obj.location)} at {server.url}/ "

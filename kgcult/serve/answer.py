@@ -55,7 +55,7 @@ class Answer:
 def evaluate_query(store, text: str, default_graphs=(), named_graphs=()):
     """Evaluate SPARQL query text on ``store`` (a kgcult Store); return pyoxigraph's live
     result and the :class:`kgcult.sparql.wdqs.Prepared` query (its notices). The default
-    graph is the set of every data and closure graph's triples (each once, as on WDQS:
+    graph is the set of every data graph's triples and the closure's (each once, as on WDQS:
     ``kgcult.store.setgraph``) unless ``default_graphs`` names some. Every query the
     server answers goes through here, and through the WDQS drop-in step first
     (docs/wdqs.md: prefixes, the label service, SERVICE refused, closure paths)."""

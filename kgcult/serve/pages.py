@@ -19,7 +19,7 @@ _STATIC = {"index.html": _HTML, "yasgui.html": _HTML, "app.js": _JS, "yasgui-pag
 _VENDOR = {"yasgui.min.js": _JS, "yasgui.min.css": "text/css; charset=utf-8"}
 
 # The example queries of the query page: queries/examples/NN-ID.rq, in file-name order, each
-# opening with "# title: ...". They read the kgc: closure graphs (built by `kgcult closure`).
+# opening with "# title: ...". They read the kgc: closure properties (built by `kgcult closure`).
 _TITLE = re.compile(r"\A#\s*title:\s*(.+)\n")
 
 
@@ -107,7 +107,7 @@ def render_card(card: dict, lang: str) -> str:
         out.append(f"<tr><td>{e(prop)}</td><td>{_entity_link(c['value'], c.get('value_label', ''), lang)}</td></tr>")
     out.append("</table>")
     if card["ancestors"]:
-        out.append("<h2>Ancestors <small>(from the closure graphs)</small></h2><dl id='ancestors'>")
+        out.append("<h2>Ancestors <small>(from the closure)</small></h2><dl id='ancestors'>")
         for k, ys in card["ancestors"].items():
             links = ", ".join(_entity_link(y["qid"], y["label"], lang) for y in ys)
             out.append(f"<dt>{e(k)}</dt><dd>{links}</dd>")

@@ -1,4 +1,4 @@
-"""Property paths answered from kgcult's closure graphs.
+"""Property paths answered from kgcult's closure (the derived properties).
 
 ``kgcult closure`` materializes the paths declared in ``ontology/closures.ttl`` as derived
 properties (``x (wdt:P31|wdt:P279)+ y`` as ``x kgc:typedAs y``). This module reads a

@@ -12,7 +12,7 @@
    Blazegraph-only constructs it cannot answer (:mod:`kgcult.sparql.blazegraph`);
 4. evaluates label triples joined onto rows the query already has as one lookup per row
    (``LATERAL``, :mod:`kgcult.sparql.lookups`) when Oxigraph evaluates the query here;
-5. answers property paths that a closure spec materializes from the closure graph, when it
+5. answers property paths that a closure spec materializes from the closure, when it
    is fresh (``closure_fresh=True``); stale (False): the path is evaluated as written and a
    notice says so; None (a remote store, a query restricted to a graph): never.
 
@@ -372,8 +372,8 @@ def _group_by_aliases(query: str, tokens: list[Token]):
 
 
 def _paths(tokens: list[Token], prefixes: dict, closures: str):
-    """Edits replacing closure-shaped paths; none where the closure graphs are not in the
-    default graph (FROM clauses, GRAPH blocks)."""
+    """Edits replacing closure-shaped paths; none where the closure (kept in the store's
+    default graph only) is not in the query's default graph (FROM clauses, GRAPH blocks)."""
     if any(t.is_word("FROM") for t in tokens):
         return []
     table = paths.closure_table(closures)

@@ -1,8 +1,8 @@
 """The store: an embedded, on-disk pyoxigraph store holding Wikidata subgraphs in named
-graphs, derived closure graphs, and a metadata graph with provenance.
+graphs, the derived closure (in the default graph), and a metadata graph with provenance.
 
 Queries see one set of triples as their default graph, as on WDQS: Oxigraph's real
-default graph, kept as the set of every data and closure graph's triples
+default graph, kept as the set of every data graph's triples plus the closure's
 (:mod:`kgcult.store.setgraph`); ``graph=`` restricts them to one named graph.
 """
 from __future__ import annotations
@@ -92,7 +92,7 @@ class Store(StoreReads):
         rows: tuple | None = None,
     ):
         """Run a SPARQL query. The default graph is the set of the triples of every data
-        and closure graph (each triple once) unless ``graph`` names one. ``bindings`` ({variable: term or str}) or ``rows``
+        graph (each triple once) and the closure unless ``graph`` names one. ``bindings`` ({variable: term or str}) or ``rows``
         ((variables, rows)) bind values through a VALUES block (never format user text
         into the query string). Returns pyoxigraph's QuerySolutions, QueryBoolean or
         QueryTriples."""

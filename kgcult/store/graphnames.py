@@ -1,5 +1,5 @@
 """Which named graphs users may write: a graph name must be a valid IRI, and the graphs
-kgcult writes itself (the metadata graph, closure graphs, staging graphs) are reserved."""
+kgcult writes itself (the metadata graph, closure spec IRIs, staging graphs) are reserved."""
 from __future__ import annotations
 
 from pyoxigraph import NamedNode

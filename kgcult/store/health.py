@@ -1,5 +1,5 @@
 """What a reader should be told about the store it reads: graphs that an interrupted mirror,
-ingest or load left partial, and closure graphs that are stale while a query reads them.
+ingest or load left partial, and a closure that is stale while a query reads it.
 
 All are recorded in the metadata graph (``kgc:mirrorRun "partial:<run>"`` per graph,
 written by :mod:`kgcult.acquire.staging`; an unfinished load's journal entry, which names

@@ -18,9 +18,9 @@ over a kgcult store directory serves that set as its default graph (with
 remove, docs/store.md). Query parameters in the store URL are sent with every request,
 which is how endpoint options are passed.
 
-The closure graphs (``kgc:typedAs``, ``kgc:subclassOf``, ...) are not computed here: the
-endpoint must hold them (serve a kgcult store, or load the closure graphs exported from
-one). ``closure_stale`` is therefore always False.
+The closure (``kgc:typedAs``, ``kgc:subclassOf``, ...) is not computed here: the
+endpoint must hold it in its default graph (serve a kgcult store, or load the closure
+triples exported from one). ``closure_stale`` is therefore always False.
 """
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def own_properties(store: ox.Store) -> dict[str, set[str]]:
     """spec IRI -> the derived properties its closure triples were written with."""
     out: dict[str, set[str]] = {}
     for q in store.quads_for_pattern(STATE, _OWN, None, META):
-        spec, prop = q.object.value.split(" ", 1)
+        spec, prop = vocab.value(q.object).split(" ", 1)
         out.setdefault(spec, set()).add(prop)
     return out
 

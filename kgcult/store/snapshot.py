@@ -6,8 +6,8 @@ Layout of a snapshot directory::
     graphs/<name>.nq.gz    one file per named graph, lines sorted, gzip without timestamp
 
 The same store content always exports byte-identical files (the manifest's ``created``
-is the time of the newest provenance record, not the wall clock). Derived closure graphs
-are not exported: ``kgcult closure`` rebuilds them. The metadata graph is exported (it is
+is the time of the newest provenance record, not the wall clock). The derived closure (in
+the default graph, which snapshots never hold) is not exported: ``kgcult closure`` rebuilds it. The metadata graph is exported (it is
 the provenance) but not part of the content hash, which covers the data graphs only.
 """
 from __future__ import annotations

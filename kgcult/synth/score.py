@@ -40,7 +40,7 @@ def score_answers(store, questions: Iterable[dict], answers: Iterable[dict], lin
       width and punctuation ignored);
     * alias: a span resolves to a gold QID otherwise (an alias, a fuzzy or token match the
       linker accepted);
-    * ancestor: a span resolves to an ancestor of a gold QID in the closure graphs
+    * ancestor: a span resolves to an ancestor of a gold QID in the closure
       (kgc:broader (P31|P279|P361)+, kgc:locatedIn P131+), e.g. "noodle soup" for a ramen;
     * miss: none of these. Unanswered questions count as misses.
 

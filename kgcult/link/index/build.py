@@ -36,7 +36,6 @@ SITELINKS = NamedNode(vocab.WIKIBASE + "sitelinks")
 BROADER = NamedNode(vocab.KGC + "broader")
 BASE_PROPS = ("P31", "P279", "P361")
 COUNTRY_PROPS = ("P495", "P17", "P27")  # origin, country, nationality (in this order)
-TOPIC_GRAPH = vocab.CLOSURE_GRAPH + "topic"
 BATCH = 5_000        # quads or rows per batch while building
 KEY_CACHE_MAX = 4_096  # normalized keys remembered while building (names repeat across languages)
 
@@ -113,6 +112,17 @@ class _Reads:
 
     def pattern(self, *spo_g):
         return self.handle.quads_for_pattern(*spo_g)
+
+    def closure(self, pred: NamedNode, obj: NamedNode):
+        """The subjects of closure triples ``?x pred obj``, read where queries read them:
+        the default graph (a kgcult store keeps the closure there only; an older one in a
+        named graph too, read as the union then), or a remote endpoint's default graph."""
+        h = self.handle
+        if isinstance(h, ox.Store):
+            graph = setgraph.DEFAULT if setgraph.is_set(h) else None
+            return (q.subject for q in h.quads_for_pattern(None, pred, obj, graph))
+        # a remote endpoint's default graph (terms parsed as IRIs: str() is a valid IRI reference)
+        return (r["x"] for r in h.query(f"SELECT ?x WHERE {{ ?x {pred} {obj} }}"))
 
 
 def _hand_back_freed_memory() -> None:
@@ -305,9 +315,8 @@ class _Builder:
         def under(root: str) -> np.ndarray:
             if root not in under_cache:
                 parts = [self.eids([qnum_of(root)])]
-                quads = reads.pattern(None, BROADER, ids.node(root), NamedNode(TOPIC_GRAPH))
-                for batch in _batched(quads):
-                    parts.append(self.eids([qnum_of(_local(q.subject)) for q in batch]))
+                for batch in _batched(reads.closure(BROADER, ids.node(root))):
+                    parts.append(self.eids([qnum_of(_local(x)) for x in batch]))
                 e = np.concatenate(parts)
                 under_cache[root] = np.unique(e[e >= 0])
             return under_cache[root]
