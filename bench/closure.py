@@ -148,6 +148,7 @@ def compute_only_size(edges: int) -> dict:
     row["compute_s"], row["compute_peak_gb"] = compute_phase(store)
     print(row, flush=True)
     shutil.rmtree(store, ignore_errors=True)
+    shutil.rmtree(store.parent / f".{store.name}.closure-state", ignore_errors=True)  # closure_state
     return row
 
 
@@ -196,13 +197,16 @@ def one_size(edges: int) -> dict:
            "closure_triples": closure_triples(store),
            "store_mb_before": size_before / 1e6, "store_mb_after": du(store) / 1e6}
     row["ratio"] = closure_s / load_s
+    print("partial:", json.dumps(row), flush=True)  # a cut-short run keeps what it measured
     # the baseline: Oxigraph's CLI bulk load of the same closure, in the same run
     cnt, cnq = WORK / f"closure-{edges}.closure.nt", WORK / f"closure-{edges}.closure.nq"
     subprocess.run([sys.executable, "-c", EXPORT_CHILD, str(store), str(cnt), str(cnq)], env=child_env(), check=True)
     row["cli_nq_s"], row["cli_nq_peak_gb"] = cli_load(cnq, f"cli-nq-{edges}")
     cnq.unlink()
+    print("partial:", json.dumps(row), flush=True)
     row["cli_nt_s"], row["cli_nt_peak_gb"] = cli_load(cnt, f"cli-nt-{edges}")
     cnt.unlink()
+    print("partial:", json.dumps(row), flush=True)
     # a rebuild after a data change that changes every spec
     measured(kg + ["load", str(changed_edges(nt)), "--graph", "extra", "--no-progress"])
     row["rebuild_s"], row["rebuild_peak_gb"] = measured(kg + ["closure"], logs)

@@ -386,3 +386,28 @@ def test_closure_triples_are_not_orphans_of_the_set(store):
     store.ox.add(ox.Quad(NamedNode(WD + "Q1"), NamedNode(WD + "P1"), NamedNode(WD + "Q2"), DefaultGraph()))
     assert setgraph.sync(store.ox) == (1, 0)  # the stray triple only
     assert_same_as_reference(store)
+
+
+def test_a_rebuild_takes_the_old_side_from_the_kept_state(store, tmp_path, monkeypatch):
+    """After a data change, the difference's old side comes from what the last build kept
+    beside the store, not from reading the closure back; without that state (removed, or
+    another build's) the closure is read back, with the same result."""
+    from kgcult.store import closure_state
+    store.load([MINI])
+    hierarchy.build(store)
+    assert closure_state.state_dir(store.location).is_dir()
+    extra = tmp_path / "extra.nt"
+    extra.write_text(f"<{WD}Q2095> <{vocab.WDT}P279> <{WD}Q9000098> .\n<{WD}Q212> <{vocab.WDT}P131> <{WD}Q9000097> .\n")
+    store.load([extra])
+    reads = []
+    monkeypatch.setattr(closure_write, "old_codes", lambda *a: reads.append(a) or pytest.fail("read back"))
+    reports = hierarchy.build(store)
+    assert [r.spec for r in reports if not r.kept] and not reads
+    assert_same_as_reference(store)
+    monkeypatch.undo()
+    closure_state.remove(store.location)  # e.g. a store copied without it
+    more = tmp_path / "more.nt"
+    more.write_text(f"<{WD}Q9000098> <{vocab.WDT}P279> <{WD}Q9000096> .\n")
+    store.load([more])
+    hierarchy.build(store)
+    assert_same_as_reference(store)

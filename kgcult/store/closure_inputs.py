@@ -54,26 +54,29 @@ def fingerprint(spec, digests: dict[str, EdgeDigest]) -> str:
     return h.hexdigest()
 
 
-def recorded(ox) -> dict[str, tuple[str, int]]:
-    """graph IRI -> (fingerprint, triples) of the graphs built whole by an earlier build."""
+def recorded(ox) -> dict[str, tuple[str, int, str | None]]:
+    """spec IRI -> (fingerprint, triples, nonce) of the specs built whole by an earlier
+    build (the nonce names that write: ``closure_state``; None in older records)."""
     out = {}
     for q in ox.quads_for_pattern(journal.STATE, _RECORD, None, journal.META):
-        graph, fp, triples = q.object.value.split(" ")
-        out[graph] = (fp, int(triples))
+        graph, fp, triples, *rest = vocab.value(q.object).split(" ")
+        out[graph] = (fp, int(triples), rest[0] if rest else None)
     return out
 
 
 def forget(ox, graph: str) -> None:
-    """Drop a graph's record (before the graph is touched)."""
+    """Drop a spec's record (before its triples are touched)."""
     for q in list(ox.quads_for_pattern(journal.STATE, _RECORD, None, journal.META)):
-        if q.object.value.split(" ", 1)[0] == graph:
+        if vocab.value(q.object).split(" ", 1)[0] == graph:
             ox.remove(q)
 
 
-def remember(ox, graph: str, fp: str, triples: int) -> None:
-    """Record a graph written whole from the input with fingerprint ``fp``."""
+def remember(ox, graph: str, fp: str, triples: int, nonce: str | None = None) -> None:
+    """Record a spec written whole from the input with fingerprint ``fp`` (by the write
+    named ``nonce``)."""
     forget(ox, graph)
-    ox.add(Quad(journal.STATE, _RECORD, Literal(f"{graph} {fp} {triples}"), journal.META))
+    ox.add(Quad(journal.STATE, _RECORD, Literal(f"{graph} {fp} {triples}" + (f" {nonce}" if nonce else "")),
+                journal.META))
 
 
 def still_there(ox, spec, triples: int) -> bool:

@@ -146,26 +146,31 @@ def load_lines(store, blocks: Iterator[bytes]) -> None:
 
 def apply_difference(store, new: Partitions, old: Partitions, terms: list[bytes],
                      derived: bytes, mark: bytes) -> tuple[int, int]:
-    """Delete the old-only codes, partition by partition, then load the new-only ones (kept
-    in ``new``'s files meanwhile) in one streamed bulk load; returns (deleted, added)."""
+    """Delete the old-only codes, partition by partition, then load the new-only ones in
+    one streamed bulk load; returns (deleted, added). Leaves ``new``'s files sorted and
+    unique (the spec's state: ``closure_state``)."""
     deleted = added = 0
+    fresh_paths = [path.with_suffix(".fresh") for path in new.paths]
     for i in range(new.k):
         a, b = np.unique(new.read(i)), np.unique(old.read(i))
         gone = b[~np.isin(b, a, assume_unique=True)]
-        a[~np.isin(a, b, assume_unique=True)].tofile(new.paths[i])
+        a[~np.isin(a, b, assume_unique=True)].tofile(fresh_paths[i])
+        a.tofile(new.paths[i])
         del a, b
         for text in chunks(lines(gone, terms, derived, mark), DELETE_LINES):
             store.ox.update(f"DELETE DATA {{ {text.decode()} }}")
         deleted += len(gone)
-    for i in range(new.k):
-        added += len(new.read(i))
+        added += fresh_paths[i].stat().st_size // 8
 
     def fresh() -> Iterator[bytes]:
-        for i in range(new.k):
-            yield from chunks(lines(new.read(i), terms, derived, mark), BLOCK_LINES)
+        for path in fresh_paths:
+            yield from chunks(lines(np.fromfile(path, dtype=np.int64), terms, derived, mark), BLOCK_LINES)
+            path.unlink()
 
     if added:
         load_lines(store, fresh())
+    for path in fresh_paths:
+        path.unlink(missing_ok=True)
     return deleted, added
 
 

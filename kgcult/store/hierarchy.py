@@ -23,7 +23,7 @@ from pyoxigraph import NamedNode
 
 from kgcult import ids, ontology, vocab
 from kgcult.errors import KgcultError
-from kgcult.store import closure_inputs, closure_write, intgraph, setgraph
+from kgcult.store import closure_inputs, closure_state, closure_write, intgraph, setgraph
 from kgcult.store.embedded import Store
 
 log = logging.getLogger(__name__)
@@ -248,10 +248,19 @@ def _blocks(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[in
 BLOCK_LINES = closure_write.BLOCK_LINES
 
 
+def _codes(out: ScratchWriter, cycles: list[list[int]]) -> np.ndarray:
+    """Every pair of a spec's records (and its cycle marks) as codes (``closure_write``)."""
+    parts = [closure_write.pair_codes(subjects, targets) for subjects, targets in _records(out.path)]
+    parts += [np.array(cycle, dtype=np.int64) << 32 | closure_write.MARK for cycle in cycles]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
 def _write_difference(store: Store, spec: ClosureSpec, out: ScratchWriter, cycles: list[list[int]],
-                      nodes: intgraph.NodeIds, scratch: Path, derived: bytes, mark: bytes) -> tuple[int, int]:
+                      nodes: intgraph.NodeIds, scratch: Path, derived: bytes, mark: bytes,
+                      prev: np.ndarray | None) -> tuple[int, int, np.ndarray]:
     """Change the spec's triples of an earlier build into the new ones by their difference
-    (``closure_write``); returns (deleted, added)."""
+    (``closure_write``): the old side is ``prev`` (the state the last build kept) or, without
+    one, read back from the store. Returns (deleted, added, the new codes)."""
     k = closure_write.partitions_for(out.pairs + sum(len(c) for c in cycles))
     new = closure_write.Partitions(scratch, spec.name + ".new", k)
     old = closure_write.Partitions(scratch, spec.name + ".old", k)
@@ -261,9 +270,14 @@ def _write_difference(store: Store, spec: ClosureSpec, out: ScratchWriter, cycle
         for cycle in cycles:
             new.add(np.array(cycle, dtype=np.int64) << 32 | closure_write.MARK)
         new.close()
-        closure_write.old_codes(store.ox, spec.derived, vocab.KGC + spec.name, nodes.id, old)
+        if prev is not None:
+            old.add(prev)
+        else:
+            log.info("%s: reading the old closure back (no state kept by the last build)", spec.name)
+            closure_write.old_codes(store.ox, spec.derived, vocab.KGC + spec.name, nodes.id, old)
         old.close()
-        return closure_write.apply_difference(store, new, old, nodes.keys, derived, mark)
+        deleted, added = closure_write.apply_difference(store, new, old, nodes.keys, derived, mark)
+        return deleted, added, np.concatenate([new.read(i) for i in range(new.k)])
     finally:
         new.close()
         old.close()
@@ -337,23 +351,31 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
         planned.append((spec, fp, out, cycles, n_edges, time.perf_counter() - t0))
     terms = table.nodes.keys
     in_cycle = f" <{vocab.KGC}inCycle> ".encode()
+    state, nonce = closure_state.state_dir(store.location), closure_state.new_nonce()
     compute_s = time.perf_counter() - t_start
     for spec, fp, out, cycles, n_edges, seconds in planned:
         t0 = time.perf_counter()
         log.info("%s: writing %d pairs (%s)", spec.name, out.pairs, spec.derived)
+        known = before.get(spec.graph)
+        kept_nonce = known[2] if known else None
         closure_inputs.forget(store.ox, spec.graph)  # no record while the closure is partial
         _retire(store, spec)
         mark = in_cycle + f"<{vocab.KGC}{spec.name}> .\n".encode()
         derived = f" <{spec.derived}> ".encode()
         if closure_write.holds(store.ox, spec.derived, vocab.KGC + spec.name):
-            deleted, added = _write_difference(store, spec, out, cycles, table.nodes, scratch, derived, mark)
+            prev = closure_state.load(state, spec.name, spec.derived, kept_nonce, table.nodes.id)
+            deleted, added, codes = _write_difference(store, spec, out, cycles, table.nodes, scratch,
+                                                      derived, mark, prev)
             log.debug("%s: %d triples deleted, %d added", spec.name, deleted, added)
         else:
             closure_write.load_lines(store, _blocks(out.path, terms, derived, cycles, mark))
+            codes = _codes(out, cycles)
+        closure_state.save(state, spec.name, spec.derived, nonce, codes, terms)  # before the record names it
+        del codes
         out.path.unlink()
         named = sorted(sorted(terms[x][1:-1].decode() for x in cyc) for cyc in cycles)
         count = out.pairs + sum(len(c) for c in cycles)
-        closure_inputs.remember(store.ox, spec.graph, fp, count)
+        closure_inputs.remember(store.ox, spec.graph, fp, count, nonce)
         reports.append(ClosureReport(spec.name, spec.graph, n_edges, count, named,
                                      seconds + time.perf_counter() - t0, derived=spec.derived))
         log.info("%s", reports[-1])
