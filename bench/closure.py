@@ -97,24 +97,28 @@ with Store(sys.argv[1], read_only=True) as s:
     print(sum(hierarchy.closure_sizes(s).values()))
 """
 
-# The closure's triples as the CLI baseline loads them: N-Triples (CONSTRUCT serialized by
-# Oxigraph) and the same lines as N-Quads, each in its spec's graph (kgc:graph).
+# The closure's triples as the CLI baseline loads them: rendered by the build's own code
+# (the same records and N-Triples lines `kgcult closure` bulk-loads), as N-Triples and as
+# N-Quads, each line in its spec's graph (kgc:graph). Reading them back out of the store
+# instead would take as long as writing them (an id2str lookup per term).
 EXPORT_CHILD = """
-import sys
-from pyoxigraph import RdfFormat
+import sys, tempfile
+from pathlib import Path
 from kgcult import vocab
 from kgcult.store import Store, hierarchy
-with Store(sys.argv[1], read_only=True) as s, open(sys.argv[2], "wb") as nt, open(sys.argv[3], "wb") as nq:
+with Store(sys.argv[1], read_only=True) as st, tempfile.TemporaryDirectory() as tmp, \\
+        open(sys.argv[2], "wb") as nt, open(sys.argv[3], "wb") as nq:
+    table = hierarchy.EdgeTable()
     for spec in hierarchy.load_specs():
+        out = hierarchy.ScratchWriter(Path(tmp) / spec.name)
+        cycles, _ = hierarchy.compute(st, spec, table, out)
+        out.close()
+        derived = f" <{spec.derived}> ".encode()
+        mark = f" <{vocab.KGC}inCycle> <{vocab.KGC}{spec.name}> .\\n".encode()
         tail = f" <{spec.graph}> .\\n".encode()
-        for where in (f"?s <{spec.derived}> ?o", f"?s <{vocab.KGC}inCycle> <{vocab.KGC}{spec.name}>"):
-            start = nt.tell()
-            s.ox.query(f"CONSTRUCT {{ {where} }} WHERE {{ {where} }}").serialize(nt, format=RdfFormat.N_TRIPLES)
-            nt.flush()
-            with open(sys.argv[2], "rb") as back:
-                back.seek(start)
-                for line in back:
-                    nq.write(line[:-3] + tail)
+        for block in hierarchy._blocks(out.path, table.nodes.keys, derived, cycles, mark):
+            nt.write(block)
+            nq.write(block.replace(b" .\\n", tail))
 """
 
 
