@@ -104,16 +104,23 @@ def test_closure_equals_reference_on_seed(tmp_path):
         assert not scratch_dir(store).exists()
 
 
-def test_each_spec_is_one_streamed_bulk_load_into_the_default_graph(store, monkeypatch):
-    """A spec's closure is written by one bulk load fed block by block (tiny blocks here),
-    into the default graph only: every triple once, every spec equal to the reference."""
+def test_specs_are_streamed_in_bounded_bulk_loads_into_the_default_graph(store, monkeypatch):
+    """A spec's closure is written by bulk loads fed block by block (tiny blocks here), each
+    call ending at the block that reaches LOAD_LINES, into the default graph only: every
+    triple once, every spec equal to the reference."""
     store.load([MINI])
-    loads, blocks = [], []
-    load_lines, blocks_of = closure_write.load_lines, hierarchy._blocks
+    calls, blocks = [], []
+    stream, blocks_of = closure_write.LineStream, hierarchy._blocks
 
-    def counted_load(store_, it):
-        loads.append(1)
-        return load_lines(store_, it)
+    class Counted(stream):
+        def __init__(self, it):
+            calls.append(0)
+            super().__init__(it)
+
+        def read(self, n=-1):
+            out = super().read(n)
+            calls[-1] += out.count(b"\n")
+            return out
 
     def counted_blocks(*args):
         for text in blocks_of(*args):
@@ -121,15 +128,16 @@ def test_each_spec_is_one_streamed_bulk_load_into_the_default_graph(store, monke
             yield text
 
     monkeypatch.setattr(hierarchy, "BLOCK_LINES", 3)
-    monkeypatch.setattr(closure_write, "load_lines", counted_load)
+    monkeypatch.setattr(closure_write, "LOAD_LINES", 7)
+    monkeypatch.setattr(closure_write, "LineStream", Counted)
     monkeypatch.setattr(hierarchy, "_blocks", counted_blocks)
     reports = hierarchy.build(store)
     monkeypatch.undo()
-    written = [r for r in reports if r.triples_out]
-    assert len(loads) == len(written)  # one load per spec, not one per block
-    assert len(blocks) > 2 * len(loads) and max(blocks) < 3 + 10  # blocks stop soon after BLOCK_LINES
-    assert_same_as_reference(store)
     n = sum(r.triples_out for r in reports)
+    assert sum(calls) == n and max(blocks) < 3 + 10  # blocks stop soon after BLOCK_LINES
+    assert len(calls) > len([r for r in reports if r.triples_out])  # the big specs: several calls
+    assert max(calls) < 7 + max(blocks)  # a call stops at the block that reaches LOAD_LINES
+    assert_same_as_reference(store)
     assert n == sum(len(spec_quads(store, spec, None)) for spec in hierarchy.load_specs())
 
 

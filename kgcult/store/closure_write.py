@@ -113,10 +113,9 @@ def chunks(it: Iterator[bytes], n: int) -> Iterator[bytes]:
 
 
 class LineStream:
-    """A file-like view of an iterator of byte blocks (N-Triples lines), so that one bulk
-    load streams a whole closure: Oxigraph's loader reads a few KB at a time, parses on
-    this thread and builds its index files on two others, its memory bounded by its own
-    batches (1 M triples each) whatever the input's size."""
+    """A file-like view of an iterator of byte blocks (N-Triples lines), so that a bulk load
+    streams its input without holding it: Oxigraph's loader reads a few KB at a time,
+    parses on this thread and builds its index files on two others."""
 
     def __init__(self, blocks: Iterator[bytes]) -> None:
         self._blocks = blocks
@@ -138,10 +137,36 @@ class LineStream:
         return out
 
 
+# Triples per bulk-load call. Oxigraph's loader parses into batches of 1 M triples and
+# builds each batch's index files on its own thread, up to two at once: one streamed call
+# holds up to three batches (about 1.3 GB), and at 1 M edges the build peaked at 2.08 GiB
+# with one call per spec; a call of 2 M triples holds at most two. Measured in
+# BENCHMARKS.md ("Closure at Oxigraph's write rate").
+LOAD_LINES = 2_000_000
+
+
 def load_lines(store, blocks: Iterator[bytes]) -> None:
-    """One streamed bulk load of N-Triples blocks into the default graph."""
-    store.ox.bulk_load(input=LineStream(blocks), format=RdfFormat.N_TRIPLES, to_graph=setgraph.DEFAULT,
-                       lenient=True)
+    """Streamed bulk loads of N-Triples blocks into the default graph, about LOAD_LINES
+    triples a call (a call ends at the block that reaches it)."""
+    blocks = iter(blocks)
+    while True:
+        first = next(blocks, None)
+        if first is None:
+            return
+
+        def call(first=first):
+            n = 0
+            block = first
+            while True:
+                yield block
+                n += block.count(b"\n")
+                if n >= LOAD_LINES:
+                    return
+                block = next(blocks, None)
+                if block is None:
+                    return
+        store.ox.bulk_load(input=LineStream(call()), format=RdfFormat.N_TRIPLES, to_graph=setgraph.DEFAULT,
+                           lenient=True)
 
 
 def apply_difference(store, new: Partitions, old: Partitions, terms: list[bytes],

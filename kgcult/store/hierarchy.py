@@ -243,8 +243,8 @@ def _blocks(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[in
         yield b"".join(buf)
 
 
-# N-Triples lines per block handed to the streamed bulk load (``closure_write.LineStream``):
-# one bulk load per spec, however large; Oxigraph's loader bounds its own memory.
+# N-Triples lines per block handed to the streamed bulk loads (``closure_write.LineStream``;
+# a call takes blocks until it holds ``closure_write.LOAD_LINES`` triples).
 BLOCK_LINES = closure_write.BLOCK_LINES
 
 
@@ -313,7 +313,8 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     last built whole is kept as it is (see ``closure_inputs``); ``force`` rewrites it anyway.
 
     Each closure triple is written once, into the default graph: a spec with none there
-    yet by one streamed bulk load, one with an earlier build by its difference.
+    yet by streamed bulk loads (``closure_write.load_lines``), one with an earlier build by
+    its difference.
 
     Crash safety: the closure is marked stale before anything changes; every spec is
     computed into compact records on disk first (the old triples stay whole meanwhile);
