@@ -40,16 +40,19 @@ RESULT = RESULTS / "closure.json"
 
 
 LOADS: list[float] = []  # 1-minute load averages sampled after each measured step
+CPU: list[float] = []  # CPU seconds (user + system) of each measured process, in order
 
 
 def measured(cmd: list[str], log: Path | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (GB) of one process (its stderr kept in ``log``)."""
+    """Wall seconds and peak RSS (GB) of one process (its stderr kept in ``log``); its CPU
+    seconds go to ``CPU`` (less sensitive than wall time to other jobs on shared cores)."""
     t0 = time.perf_counter()
     err = open(log, "wb") if log else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=child_env())
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - t0
     LOADS.append(os.getloadavg()[0])
+    CPU.append(usage.ru_utime + usage.ru_stime)
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"failed: {' '.join(cmd)}" + (f" (see {log})" if log else ""))
     return seconds, usage.ru_maxrss / 1024 / 1024
@@ -196,6 +199,7 @@ def one_size(edges: int) -> dict:
     load_s, load_gb = measured(kg + ["load", str(nt), "--no-progress"])
     size_before = du(store)
     closure_s, closure_gb = measured(kg + ["closure"], logs)
+    closure_cpu = CPU[-1]
     row = {"edges": edges, "load_s": load_s, "load_peak_gb": load_gb, "closure_s": closure_s,
            "closure_peak_gb": closure_gb, "closure_phases": phases(logs),
            "closure_triples": closure_triples(store),
@@ -205,15 +209,19 @@ def one_size(edges: int) -> dict:
     # the baseline: Oxigraph's CLI bulk load of the same closure, in the same run
     cnt, cnq = WORK / f"closure-{edges}.closure.nt", WORK / f"closure-{edges}.closure.nq"
     subprocess.run([sys.executable, "-c", EXPORT_CHILD, str(store), str(cnt), str(cnq)], env=child_env(), check=True)
+    row["closure_cpu_s"] = closure_cpu
     row["cli_nq_s"], row["cli_nq_peak_gb"] = cli_load(cnq, f"cli-nq-{edges}")
+    row["cli_nq_cpu_s"] = CPU[-1]
     cnq.unlink()
     print("partial:", json.dumps(row), flush=True)
     row["cli_nt_s"], row["cli_nt_peak_gb"] = cli_load(cnt, f"cli-nt-{edges}")
+    row["cli_nt_cpu_s"] = CPU[-1]
     cnt.unlink()
     print("partial:", json.dumps(row), flush=True)
     # a rebuild after a data change that changes every spec
     measured(kg + ["load", str(changed_edges(nt)), "--graph", "extra", "--no-progress"])
     row["rebuild_s"], row["rebuild_peak_gb"] = measured(kg + ["closure"], logs)
+    row["rebuild_cpu_s"] = CPU[-1]
     row["rebuild_phases"] = phases(logs)
     row["rebuild_triples"] = closure_triples(store)
     row["first_vs_cli"] = closure_s / row["cli_nq_s"]
