@@ -284,6 +284,14 @@ def report(all_rows: list[dict]) -> None:
         f"{r['closure_phases']['compact']:.1f} | {r['rebuild_phases']['compute']:.1f} | {r['rebuild_phases']['write']:.1f} | "
         f"{r['rebuild_phases']['compact']:.1f} | {r['compute_s']:.1f} ({r['compute_peak_gb']:.2f}) | "
         f"{r['store_mb_before']:.0f} -> {r['store_mb_after']:.0f} |" for r in rows)
+    cpu_rows = [r for r in rows if "closure_cpu_s" in r]
+    cpu = "\n".join(
+        f"| {r['edges']:,} | {r['cli_nq_cpu_s']:.1f} | {r['cli_nt_cpu_s']:.1f} | {r['closure_cpu_s']:.1f} | "
+        f"**{r['closure_cpu_s'] / r['cli_nq_cpu_s']:.2f}x** | {r['rebuild_cpu_s']:.1f} | "
+        f"**{r['rebuild_cpu_s'] / r['cli_nq_cpu_s']:.2f}x** |" for r in cpu_rows)
+    cpu_md = ("\nCPU seconds (user + system, all threads) of the same steps: less sensitive than wall time to "
+              "other jobs on the shared cores.\n\n| edges | CLI quads | CLI triples | `kgcult closure` | vs CLI quads | "
+              "rebuild | rebuild vs CLI quads |\n|---|---|---|---|---|---|---|\n" + cpu + "\n") if cpu_rows else ""
     met = all(r["first_vs_cli"] <= 1.3 and r["rebuild_vs_cli"] <= 1.3 for r in rows)
     if at_1m:
         verdict = (f"At 1 M edges: first build {at_1m['first_vs_cli']:.2f}x, rebuild {at_1m['rebuild_vs_cli']:.2f}x the CLI's "
@@ -303,6 +311,7 @@ Load average: the 1-minute figure after each step (2 cores shared with other job
 |---|---|---|---|---|---|---|---|---|---|
 {table}
 
+{cpu_md}
 Target (issue 32): first build and rebuild <= 1.3x the CLI's load of the closure quads at every size: {'met' if met else 'NOT met'}.
 {verdict}
 
