@@ -317,7 +317,7 @@ Target (issue 32): first build and rebuild <= 1.3x the CLI's load of the closure
 
 Where the time goes (the build's own log; compact = `optimize()` at the end), and the compute phase alone in its own process:
 
-| edges | `kgcult load` s | first: compute | write | compact | rebuild: compute | write (read back + difference) | compact | compute alone s (GB) | store MB before -> after |
+| edges | `kgcult load` s | first: compute | write | compact | rebuild: compute | write (difference) | compact | compute alone s (GB) | store MB before -> after |
 |---|---|---|---|---|---|---|---|---|---|
 {split}
 
