@@ -5,6 +5,8 @@ the endpoint, without asking again. Also: an empty ``--endpoint`` is an error.""
 from __future__ import annotations
 
 import gzip
+import subprocess
+import sys
 import http.server
 import threading
 
@@ -146,3 +148,52 @@ def test_empty_endpoint_is_an_error(tmp_path, endpoint):
     assert r.exit_code != 0
     assert "--endpoint is empty" in r.output
     assert WDQS not in r.output  # never the public endpoint by default
+
+
+# -- a cut or malformed SELECT answer, met while the rows are read ---------------------
+
+_ROWS = b'{"head": {"vars": ["s"]}, "results": {"bindings": [' + b", ".join(
+    b'{"s": {"type": "uri", "value": "http://example.org/%d"}}' % i for i in range(3)) + b"]}}"
+_ROWS_XML = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#">'
+             b'<head><variable name="s"/></head><results>' + b"".join(
+                 b'<result><binding name="s"><uri>http://example.org/%d</uri></binding></result>' % i
+                 for i in range(3)) + b"</results></sparql>")
+CUT_OR_MALFORMED = {  # name -> (body, content type, the row the error names)
+    "cut mid-row": (_ROWS[:-40], "application/sparql-results+json", 3),
+    "cut after a row": (_ROWS[:_ROWS.index(b"}}, ") + 2], "application/sparql-results+json", 2),
+    "bad IRI": (_ROWS.replace(b"http://example.org/1", b"http://exa mple.org/1"), "application/sparql-results+json", 2),
+    "term without value": (_ROWS.replace(b', "value": "http://example.org/2"', b""), "application/sparql-results+json", 3),
+    "control bytes": (_ROWS[:-40] + b"\x1b]0;owned\x07\r\n", "application/sparql-results+json", 3),
+    "xml cut": (_ROWS_XML[:-60], "application/sparql-results+xml", 3),
+    "nested 200,000 deep": (DEEP, "application/sparql-results+json", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUT_OR_MALFORMED))
+def test_a_cut_or_malformed_answer_is_one_error_naming_the_endpoint_and_row(name):
+    """pyoxigraph parses a SELECT answer as its rows are read: the error came out of the
+    caller's loop as a bare SyntaxError (a traceback in every command), after the rows
+    before it were used."""
+    body, ctype, row = CUT_OR_MALFORMED[name]
+    with Hostile(body, ctype) as h:
+        got = []
+        with pytest.raises(RemoteError, match=rf"cut or malformed at row {row} ") as e:
+            for r in RemoteStore(h.url).query(SELECT):
+                got.append(r["s"].value)
+        assert got == []  # no row of a broken answer is taken for data
+        assert str(e.value).startswith(h.url + ": ") and "\n" not in str(e.value) and "\x1b" not in str(e.value)
+
+
+@pytest.mark.parametrize("fmt", ["table", "jsonl", "json", "csv"])
+def test_the_cli_reading_a_cut_answer_exits_with_one_line(fmt):
+    body, ctype, _row = CUT_OR_MALFORMED["cut mid-row"]
+    with Hostile(body, ctype) as h:
+        r = subprocess.run([sys.executable, "-m", "kgcult", "--store", "sparql+" + h.url, "sparql", SELECT,
+                            "--format", fmt], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"error: {h.url}: the endpoint's answer ({ctype}) is cut or malformed "
+                               "at row 3 (2 rows before it; none used): "), r.stderr
+    assert r.stdout == ""  # no row printed
+    assert "Traceback" not in r.stderr

@@ -33,6 +33,7 @@ from pyoxigraph import NamedNode, Quad, QueryResultsFormat, RdfFormat
 
 from kgcult import vocab
 from kgcult.errors import KgcultError
+from kgcult.safe_text import printable
 from kgcult.sparql import wdqs
 from kgcult.sparql.client import MAX_ANSWER, USER_AGENT, RemoteError, Reply, SparqlClient
 from kgcult.sparql.query_text import bind_values, first_keyword
@@ -134,10 +135,28 @@ class RemoteStore(StoreReads):
         ctype = reply.content_type or "application/sparql-results+json"
         results_format = QueryResultsFormat.XML if "xml" in ctype else QueryResultsFormat.JSON
         try:
-            return ox.parse_query_results(reply.body, format=results_format)
+            parsed = ox.parse_query_results(reply.body, format=results_format)
         except (SyntaxError, ValueError) as e:
             head = reply.body[:300].decode("utf-8", "replace")
-            raise RemoteError(self.url, f"the endpoint sent unreadable results ({ctype}): {e}: {head}") from None
+            raise RemoteError(self.url, printable(f"the endpoint sent unreadable results ({ctype}): {e}: {head}")) from None
+        if not isinstance(parsed, ox.QuerySolutions):
+            return parsed
+        # pyoxigraph parses a SELECT answer's rows as they are read: a cut or malformed answer
+        # would raise a bare SyntaxError in the caller's loop, after some rows were taken as
+        # data. The whole answer is read once here (rows not kept), then parsed again for the
+        # caller: the same bytes, so the rows it reads are all there are.
+        self._check_rows(parsed, ctype)
+        return ox.parse_query_results(reply.body, format=results_format)
+
+    def _check_rows(self, rows: ox.QuerySolutions, ctype: str) -> None:
+        n = 0
+        try:
+            for _row in rows:
+                n += 1
+        except (SyntaxError, ValueError, UnicodeError) as e:
+            raise RemoteError(self.url, printable(
+                f"the endpoint's answer ({ctype}) is cut or malformed at row {n + 1:,} ({n:,} rows "
+                f"before it; none used): {e}")) from None
 
     def _check_truncation(self, reply: Reply) -> None:
         hdrs = reply.headers
