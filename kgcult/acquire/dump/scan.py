@@ -452,11 +452,19 @@ class Workers:
     def scan_blocks(self, path: str, blocks):
         """:meth:`scan` of blocks already cut: bytes, or (offset, length) in the ring."""
         line = 1
-        for r in in_order(self.pool, _work, blocks, self.jobs):
-            if r.error:
-                raise IngestError(f"{path}:{line + r.error_line - 1}: {r.error}")
-            line += r.line_count
-            yield r
+        try:
+            for r in in_order(self.pool, _work, blocks, self.jobs):
+                if r.error:
+                    raise IngestError(f"{path}:{line + r.error_line - 1}: {r.error}")
+                line += r.line_count
+                yield r
+        finally:
+            # a generator of ring slots holds a view of the ring until it is closed: left to
+            # the garbage collector, the ring could not be unmapped when the error passed
+            # through Workers.__exit__ (BufferError: a traceback instead of the error)
+            close = getattr(blocks, "close", None)
+            if close is not None:
+                close()
 
 
 def start_pool_note(jobs: int) -> None:
