@@ -17,6 +17,7 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -139,6 +140,51 @@ def atomic_directory(path: str | os.PathLike):
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+_SCRATCH = re.compile(r"\.tmp-(\d+)(?:-|$)")
+
+
+def scratch_prefix(name: str) -> str:
+    """The name prefix of a scratch file or directory for ``name``, with this process's id
+    (``NAME.tmp-PID-``): :func:`remove_dead_scratch` can tell whose it is."""
+    return f"{name}.tmp-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's process: alive
+        return True
+    return True
+
+
+def remove_dead_scratch(directory: str | os.PathLike) -> int:
+    """Remove the scratch files and directories in ``directory`` (``NAME.tmp-PID...``:
+    :func:`scratch_prefix`, :func:`atomic_open`) whose process is gone: a build killed with
+    SIGKILL never reaches its own cleanup, and its scratch (hundreds of MB for a link
+    index) would stay forever. A live process's scratch is left alone. Returns how many
+    were removed."""
+    removed = 0
+    try:
+        entries = list(Path(directory).iterdir())
+    except OSError:
+        return 0
+    for p in entries:
+        m = _SCRATCH.search(p.name)
+        if m is None or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
+            continue
+        try:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+            removed += 1
+        except OSError as e:
+            log.info("scratch %s of a dead process not removed (%s)", p, e)
+    return removed
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

@@ -177,3 +177,36 @@ def test_api_link_index_builds_the_caches(tmp_path, model_cache):
         assert kg.link_index()["caches"]["semantic"]["built"] == 0  # there already
     finally:
         kg.close()
+
+
+def test_the_scratch_of_a_killed_index_build_is_removed_by_the_next_build(tmp_path):
+    """A `link index` killed with SIGKILL never reached its cleanup: its scratch directory
+    (``labels-....tmp-PID-...``, up to 303 MB on the stand-in) stayed beside the store
+    forever. The next build removes the scratch of dead processes, never a live one's."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    make_store(store).close()
+    d = index_dir_of(store)
+    d.mkdir(parents=True)
+    code = ("import os, sys, time; from pathlib import Path; d = Path(sys.argv[1]) / "
+            "f'labels-0123456789abcdef-x-v9.tmp-{os.getpid()}-q1'; d.mkdir(); "
+            "(d / 'index.bin').write_bytes(b'x' * 4096); print('ready', flush=True); time.sleep(600)")
+    child = subprocess.Popen([sys.executable, "-c", code, str(d)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    child.send_signal(signal.SIGKILL)  # as a killed build: no cleanup ran
+    child.wait()
+    dead = d / f"labels-0123456789abcdef-x-v9.tmp-{child.pid}-q1"
+    live = d / f"labels-0123456789abcdef-x-v9.tmp-{os.getppid()}-q2"  # a live process's build
+    live.mkdir()
+    stray = d / f".sem-0123.npy.tmp-{child.pid}"  # an atomic write's sibling, killed
+    stray.write_bytes(b"x")
+    assert dead.is_dir()
+    r = run_cli(["link", "index"], store)
+    assert r.exit_code == 0, r.output
+    assert not dead.exists() and not stray.exists()
+    assert live.is_dir()
+    assert [p.name for p in d.iterdir() if ".tmp-" in p.name] == [live.name]

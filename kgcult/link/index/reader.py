@@ -35,7 +35,7 @@ import numpy as np
 
 from kgcult import ids, langtags
 from kgcult.errors import KgcultError
-from kgcult.files import atomic_write
+from kgcult.files import atomic_write, remove_dead_scratch, scratch_prefix
 from kgcult.link import normalize
 from kgcult.link.index import name_pools as pools
 from kgcult.link.index import layout as storage
@@ -394,7 +394,8 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
         return build(store, chash, topics)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=path.name + ".tmp-", dir=path.parent))
+        remove_dead_scratch(path.parent)  # the scratch of builds killed before their cleanup
+        tmp = Path(tempfile.mkdtemp(prefix=scratch_prefix(path.name), dir=path.parent))
     except OSError as e:
         log.info("link index not persisted (%s); it is rebuilt next time", e)
         return build(store, chash, topics)

@@ -15,6 +15,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from kgcult.files import scratch_prefix
 from kgcult.link import memo
 from kgcult.link.stages import morphology
 
@@ -90,7 +91,7 @@ def save(pool: morphology.KeyPool, path: Path) -> StoredKeyPool | None:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".tmp-", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=scratch_prefix(path.name), dir=path.parent)
         os.close(fd)
     except OSError:
         return None
