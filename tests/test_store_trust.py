@@ -146,3 +146,31 @@ def test_an_os_error_is_one_line_not_a_traceback(tmp_path):
     assert r.exit_code == 1
     assert r.stderr.strip().splitlines()[-1].startswith("error: /dev/null/datasets"), r.stderr
     assert "Traceback" not in r.output
+
+
+def test_a_load_that_cannot_write_the_store_is_one_line_and_leaves_no_bulk_files(tmp_path):
+    """A disk that fills during a load (here: a 2 MiB file-size limit on the loading
+    process, so RocksDB's write fails as on a full disk): one line naming the file and
+    what failed, not 47 lines of traceback; Oxigraph's bulk-*.sst files of the load are
+    removed (they kept the disk full), and the store holds nothing of the file."""
+    import resource
+
+    big = tmp_path / "big.nt"
+    big.write_bytes(_nt(300_000))  # 30 MB
+    store = tmp_path / "s"
+
+    def full_disk():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, 2 << 20))
+
+    r = subprocess.run([sys.executable, "-m", "kgcult", "--store", str(store), "load", str(big)],
+                       capture_output=True, text=True, preexec_fn=full_disk, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode == 1, r.stderr
+    errors = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {big}: the store could not be written (IO error"), r.stderr
+    assert "nothing was loaded" in errors[0] and "Traceback" not in r.stderr
+    assert not list(store.glob("bulk-*.sst"))
+    s = Store(store)
+    assert s.data_graphs() == [] and s.triple_count() == 0
+    s.close()

@@ -319,6 +319,8 @@ def _failure(path: str, error: BaseException | None, syntax: SyntaxError | None)
         if isinstance(error, MemoryError):  # Oxigraph's parser: "Reached the buffer maximal size of 16777216"
             return KgcultError(f"{path}: a line or literal is larger than the parser's buffer ({error}); "
                                "nothing was loaded")
+        if isinstance(error, OSError) and str(error).startswith("IO error"):  # RocksDB's: writing the store
+            return KgcultError(f"{path}: the store could not be written ({error}); nothing was loaded")
         if isinstance(error, (EOFError, OSError, ValueError)):
             return KgcultError(f"{path}: cannot read: {error}")
         return error.with_traceback(None)
