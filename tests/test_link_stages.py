@@ -66,6 +66,7 @@ BAD_LINES = [
     ('{"mention": "x", "lang": 3}', "lang must be a string"),
     ('{"mention": "x", "topic": "nope"}', "unknown topic 'nope'"),
     ('{"mention": "x", "topic": ["food"]}', "unknown topic"),
+    ('{"mention": "x", "topic": {"food": 1}}', "unknown topic"),
     ('{"mention": "x", "group": true}', "group must be a string or an integer"),
     ('{"id": "r", "entities": ["x"]}', "entities must be a JSON object"),
 ]
@@ -88,7 +89,7 @@ def test_mention_file_rows_checked_once_with_file_and_line(lstore, tmp_path, mon
     mentions = mention_rows.read(src, lk.topics, on_error="skip", country="Q29")
     got = list(lk.link_many(mentions))
     assert mentions.rows == 2 and [r["id"] for r in got] == [1, "e#0", "e#1"]
-    assert len(calls) == 3 + 5  # once per row (5 refused): the linker does not check a read row again
+    assert len(calls) == 3 + 6  # once per row (6 refused): the linker does not check a read row again
     assert got[1]["group"] == "g" and got[1]["prompt_country"] == "Q29" and got[0]["qid"] == "Q1093742"
 
 
