@@ -7,7 +7,7 @@ KG     := $(VENV)/bin/kgcult
 STORE  ?= .kgcult/store
 DEMO_OUT ?= build/demo
 
-.PHONY: install vendor demo lint test test-all bench seed clean
+.PHONY: install vendor demo lint test test-all attacks bench seed clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ test:
 
 test-all:
 	$(PY) -m pytest -q -m "slow or not slow"
+
+# Issue 30's attack list kept as tests (tests/attacks.toml): exactly those, slow ones too,
+# then held/total per category.
+attacks:
+	$(PY) -m tests.attacks
 
 # Each benchmark records bench/results/<name>.{json,md}; report.py assembles BENCHMARKS.md.
 BENCHES ?= load closure closure_rebuild closure_query mirror mirror_projection views build_repeat link link_scale link_long probe serve page serve_runaway synth wdqs ingest

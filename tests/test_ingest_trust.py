@@ -27,7 +27,7 @@ def _entity_lines() -> list[str]:
     ("empty.json", "", "no entities in the dump"),
     ("bracket.json", "[\n", "no entities in the dump"),
     ("noopen.json", "{0},\n{1}\n]\n", "starts with a '[' line"),
-])
+], ids=["cut", "cut-gz", "empty", "bracket", "no-open"])
 def test_an_incomplete_json_dump_is_refused_and_nothing_is_written(tmp_path, name, text, says):
     a, b = _entity_lines()
     body = text.format(a, b).encode()

@@ -197,7 +197,7 @@ DEEP_PARENS = "SELECT * WHERE { ?s ?p ?o FILTER(" + "(" * 5000 + "1" + ")" * 500
 
 @pytest.mark.parametrize("query,limit", [(DEEP_GROUPS, "nested more than 128"),
                                          (WIDE_UNION, "more than 2000 UNION"),
-                                         (DEEP_PARENS, "nested more than 128")])
+                                         (DEEP_PARENS, "nested more than 128")], ids=["groups", "union", "parens"])
 def test_cli_refuses_deep_queries_with_a_message(tmp_path, store_path, query, limit):
     """`kgcult sparql -f` died of SIGSEGV (exit 139, no message) on these."""
     f = tmp_path / "deep.rq"
