@@ -145,18 +145,17 @@ class RemoteStore(StoreReads):
         # would raise a bare SyntaxError in the caller's loop, after some rows were taken as
         # data. The whole answer is read once here (rows not kept), then parsed again for the
         # caller: the same bytes, so the rows it reads are all there are.
-        self._check_rows(parsed, ctype)
-        return ox.parse_query_results(reply.body, format=results_format)
-
-    def _check_rows(self, rows: ox.QuerySolutions, ctype: str) -> None:
-        n = 0
-        try:
-            for _row in rows:
-                n += 1
-        except (SyntaxError, ValueError, UnicodeError) as e:
+        problem = _unreadable_row(parsed)
+        # raised with no pyoxigraph object left in this frame: a traceback kept alive (as by a
+        # test's excinfo) would otherwise free it on whatever thread collects it, which
+        # pyoxigraph's objects refuse ("unsendable, but is being dropped on another thread")
+        del parsed
+        if problem is not None:
+            n, why = problem
             raise RemoteError(self.url, printable(
                 f"the endpoint's answer ({ctype}) is cut or malformed at row {n + 1:,} ({n:,} rows "
-                f"before it; none used): {e}")) from None
+                f"before it; none used): {why}"))
+        return ox.parse_query_results(reply.body, format=results_format)
 
     def _check_truncation(self, reply: Reply) -> None:
         hdrs = reply.headers
@@ -224,6 +223,18 @@ class RemoteStore(StoreReads):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _unreadable_row(rows: ox.QuerySolutions) -> tuple[int, str] | None:
+    """(rows read before it, the parser's message) for the first row of ``rows`` that
+    cannot be parsed; None when every row can."""
+    n = 0
+    try:
+        for _row in rows:
+            n += 1
+    except (SyntaxError, ValueError, UnicodeError) as e:
+        return n, str(e)
+    return None
 
 
 class RemoteOx:
