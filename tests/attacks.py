@@ -5,9 +5,9 @@ catalogued tests, slow ones included, then the count of attacks held per categor
     python -m tests.attacks --list     # the catalogue, no run
     python -m tests.attacks -- -x      # anything after -- goes to pytest
 
-An attack holds when every test that replays it passed (a skipped or failed one, or a node
-id pytest cannot find, does not hold it); a pending attack (another branch is on it) is
-counted apart. Exit status 0 when every catalogued attack with tests holds.
+An attack holds when every test that replays it passed (a skipped or failed one, or one
+that did not run -- deselected by arguments after --, does not hold it); a pending attack
+(another branch is on it) is counted apart. Exit status 0 when every catalogued attack with tests holds.
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ class _Outcomes:
 
 
 def verdicts(entries: list[dict], outcome: dict[str, str]) -> dict[str, str]:
-    """attack id -> 'held' | 'pending' | 'failed' | 'skipped' | 'not found'."""
+    """attack id -> 'held' | 'pending' | 'failed' | 'skipped' | 'not run'."""
     out = {}
     for e in entries:
         if e.get("pending"):
@@ -87,7 +87,7 @@ def verdicts(entries: list[dict], outcome: dict[str, str]) -> dict[str, str]:
         worst = "held"
         for node in e["tests"]:
             got = [v for k, v in outcome.items() if covers(node, k)]
-            state = ("not found" if not got else "failed" if "failed" in got
+            state = ("not run" if not got else "failed" if "failed" in got
                      else "skipped" if "skipped" in got else "held")
             if state != "held" and worst in ("held", "skipped"):
                 worst = state

@@ -77,7 +77,7 @@ def test_the_rerun_counts_what_held(tmp_path):
     outcome = {"tests/test_x.py::test_a[1]": "passed", "tests/test_x.py::test_a[2]": "passed",
                "tests/test_x.py::test_b[p]": "failed", "tests/test_x.py::test_b[q]": "passed"}
     assert attacks.verdicts(entries, outcome) == {"a": "held", "b": "failed", "c": "pending"}
-    assert attacks.verdicts(entries, {}) == {"a": "not found", "b": "not found", "c": "pending"}
+    assert attacks.verdicts(entries, {}) == {"a": "not run", "b": "not run", "c": "pending"}
     text = attacks.report(entries, attacks.verdicts(entries, outcome))
     assert "leaks             1/2" in text and "NOT HELD (failed): b: y" in text
     bad = tmp_path / "bad.toml"
