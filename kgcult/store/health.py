@@ -20,21 +20,31 @@ from kgcult.store import loadjournal
 PARTIAL = "partial:"
 _RUN = vocab.kgc("mirrorRun")
 _META = NamedNode(vocab.META_GRAPH)
+# a snapshot import under way or killed names its graphs so (kgcult.store.journal)
+_IMPORT_TARGET = vocab.kgc("importTarget")
+_IMPORT_RECORD = vocab.GRAPH + "meta/swap/"
 
 
 def partial_graphs(store) -> list[str]:
-    """Graphs whose last mirror or ingest did not finish writing them, and graphs that a
-    load is writing or left unfinished (rolled back by the next writable open)."""
+    """Graphs whose last mirror, ingest or snapshot import did not finish writing them, and
+    graphs that a load is writing or left unfinished (an interrupted load or import is rolled
+    back or finished by the next writable open)."""
     if getattr(store, "remote", False):
         rows = store.query("SELECT ?g ?r WHERE { GRAPH ?m { ?g ?run ?r } }",
                            bindings={"m": _META, "run": _RUN})
         pairs = [(r["g"].value, r["r"].value) for r in rows]
         loading = [r["g"].value for r in store.query(loadjournal.REMOTE_QUERY)]
+        rows = store.query("SELECT ?i ?g WHERE { GRAPH ?m { ?i ?t ?g } }", bindings={"m": _META, "t": _IMPORT_TARGET})
+        imports = [(r["i"].value, r["g"].value) for r in rows]
     else:
         pairs = [(vocab.value(q.subject), vocab.value(q.object))
                  for q in store.ox.quads_for_pattern(None, _RUN, None, _META)]
         loading = loadjournal.graphs_in_progress(store.ox)
-    return sorted({g for g, run in pairs if run.startswith(PARTIAL)} | set(loading))
+        imports = [(vocab.value(q.subject), vocab.value(q.object))
+                   for q in store.ox.quads_for_pattern(None, _IMPORT_TARGET, None, _META)]
+    partial = {g for g, run in pairs if run.startswith(PARTIAL)} | set(loading)
+    partial |= {g for record, g in imports if record.startswith(_IMPORT_RECORD)}
+    return sorted(partial)
 
 
 @lru_cache(maxsize=1)
@@ -58,9 +68,10 @@ def notices(store, query: str, *, partial: list[str] | None = None, closure_stal
     partial = partial_graphs(store) if partial is None else partial
     if partial:
         shown = ", ".join(partial[:3]) + (f" and {len(partial) - 3} more" if len(partial) > 3 else "")
-        out.append(f"partial graph(s) {shown}: a mirror, ingest or load of them was interrupted "
-                   "(or a load is running), so answers may lack their data; run the mirror or ingest again to "
-                   "complete them (an interrupted load is rolled back by the next writable open)")
+        out.append(f"partial graph(s) {shown}: a mirror, ingest, load or snapshot import of them was "
+                   "interrupted (or a load or import is running), so answers may lack or mix their data; run "
+                   "the mirror or ingest again to complete them (an interrupted load is rolled back, an "
+                   "import rolled back or finished, by the next writable open)")
     stale = getattr(store, "closure_stale", False) if closure_stale is None else closure_stale
     if stale and reads_closure(query):
         out.append("the closure is stale (data changed since `kgcult closure`): kgc:typedAs, kgc:broader and "

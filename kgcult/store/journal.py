@@ -14,14 +14,16 @@ repair of the per-file records an older kgcult wrote:
 A process killed in between leaves an in-progress record. The next writable open
 (:func:`repair`) rolls a load into a graph that was empty back (clears that graph and
 drops the record), or, when the graph held data before, keeps what landed and marks the
-record ``interrupted`` with the triples it added. Staging graphs of a killed snapshot
-import are dropped.
+record ``interrupted`` with the triples it added. A snapshot import is journaled by one
+record of its own (below): killed while loading into empty graphs it is rolled back, killed
+after its commit (``--replace``) it is finished.
 
 Updates here are SPARQL updates: Oxigraph applies each one as a single transaction.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 import uuid
 from datetime import datetime, timezone
@@ -33,6 +35,8 @@ from pyoxigraph import Literal, NamedNode, Quad
 from kgcult import vocab
 from kgcult.safe_text import strip_credentials
 from kgcult.store import setgraph
+
+log = logging.getLogger(__name__)
 
 META = NamedNode(vocab.META_GRAPH)
 STATE = NamedNode(vocab.KGC + "store")
@@ -208,9 +212,7 @@ def repair(store: ox.Store) -> list[str]:
                 Quad(node, vocab.kgc("tripleCount"), _int(added), META)])])
             messages.append(f"a load of {rec['source']} was interrupted: kept the {added} triples "
                             f"it added to {graph or 'the store'} (recorded as interrupted)")
-    for node in _unfinished_swaps(store):
-        _finish_swap(store, node)
-        messages.append("finished a snapshot import that was interrupted while swapping its graphs in")
+    messages += _repair_imports(store)
     staging = [g for g in store.named_graphs() if isinstance(g, NamedNode) and g.value.startswith(IMPORT_STAGING)]
     for g in staging:
         store.remove_graph(g)
@@ -238,44 +240,118 @@ def _bool(b: bool) -> Literal:
     return Literal("true" if b else "false", datatype=_XSD_BOOL)
 
 
-# -- snapshot imports: staged, then swapped in (rolled forward if killed) -------------
+# -- snapshot imports -------------------------------------------------------------------
+# One record per import, ``meta/swap/<id>``, names each data graph the import writes
+# (``kgc:importTarget``: readers see these graphs as partial while it exists, see
+# ``health``) and has a status:
+# - LOADING: every target was empty; the snapshot's files are being bulk-loaded straight into
+#   them. A kill is rolled back by the next writable open (the targets dropped), as a
+#   killed ``kgcult load`` into an empty graph is.
+# - IN_PROGRESS: the import is committed (provenance and state written) and its staged
+#   graphs are being swapped in (``kgc:swap "<staging> <target>"``). A kill is finished by
+#   the next writable open, from the staging graphs.
+
+LOADING = "loading"
+IMPORT_TARGET = vocab.kgc("importTarget")
+_SWAP = vocab.kgc("swap")
+
 
 def stage_graph(index: int) -> NamedNode:
     return NamedNode(f"{IMPORT_STAGING}{index}")
 
 
+def _import_node() -> NamedNode:
+    key = hashlib.sha256(f"{time.time_ns()}|{uuid.uuid4()}".encode()).hexdigest()[:16]
+    return NamedNode(f"{vocab.GRAPH}meta/swap/{key}")
+
+
+def _forget(node: NamedNode) -> str:
+    return f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"
+
+
+def begin_import(store: ox.Store, targets: list[str], ops: list[str]) -> NamedNode:
+    """Journal an import that bulk-loads straight into ``targets`` (all empty), with
+    ``ops`` (the stale marks), in one transaction; the targets are pending for the set."""
+    node = _import_node()
+    quads = [Quad(node, vocab.kgc("status"), Literal(LOADING), META)]
+    quads += [Quad(node, IMPORT_TARGET, NamedNode(t), META) for t in targets]
+    run(store, ops + [insert_data(quads)] + setgraph.mark_pending_ops(targets))
+    return node
+
+
+def finish_import(store: ox.Store, node: NamedNode, targets: list[str], ops: list[str]) -> None:
+    """The import's data is whole: drop its record and write ``ops`` (provenance, state),
+    in one transaction."""
+    run(store, [_forget(node)] + ops + setgraph.unmark_pending_ops(targets))
+
+
+def abort_import(store: ox.Store, node: NamedNode, targets: list[str], state: list[Quad]) -> None:
+    """Roll back an import that failed while loading: drop its targets (which were empty),
+    its record, and put back the state it invalidated."""
+    for t in targets:
+        setgraph.drop(store, t)
+    run(store, [_forget(node)] + delete_fields(STATE, _SAVED_STATES) + [insert_data(state)]
+        + setgraph.unmark_pending_ops(targets))
+
+
 def commit_swap(store: ox.Store, pairs: list[tuple[NamedNode, NamedNode]], ops: list[str]) -> None:
-    """Swap staged graphs in: ``pairs`` are (staging graph, target graph); a target that is
-    the metadata graph is merged, any other is replaced whole.
+    """Swap staged graphs in: ``pairs`` are (staging graph, target graph); each target is
+    made equal to its staging graph.
 
     One transaction records the swap as in progress together with ``ops`` (provenance,
-    state); from then on the swap is committed: if the process dies while copying, the
+    state); from then on the swap is committed: if the process dies while swapping, the
     next writable open finishes it from the staging graphs, which are dropped only once
-    their copy is complete."""
-    node = NamedNode(f"{vocab.GRAPH}meta/swap/{hashlib.sha256(str(time.time_ns()).encode()).hexdigest()[:16]}")
+    their target is whole. Meanwhile readers are told the targets are partial."""
+    node = _import_node()
     quads = [Quad(node, vocab.kgc("status"), Literal(IN_PROGRESS), META)]
-    quads += [Quad(node, vocab.kgc("swap"), Literal(f"{stage.value} {target.value}"), META)
-              for stage, target in pairs]
+    quads += [Quad(node, _SWAP, Literal(f"{stage.value} {target.value}"), META) for stage, target in pairs]
+    quads += [Quad(node, IMPORT_TARGET, target, META) for _, target in pairs]
     run(store, ops + [insert_data(quads)])
     _finish_swap(store, node)
 
 
 def _finish_swap(store: ox.Store, node: NamedNode) -> None:
-    for q in list(store.quads_for_pattern(node, vocab.kgc("swap"), None, META)):
-        stage, target = (NamedNode(x) for x in vocab.value(q.object).split(" "))
+    """Make each target of the swap equal to its staging graph, then forget the swap.
+    Idempotent: a pair whose staging graph is gone was done before."""
+    pairs = [tuple(NamedNode(x) for x in vocab.value(q.object).split(" "))
+             for q in store.quads_for_pattern(node, _SWAP, None, META)]
+    for stage, target in pairs:
         if not store.contains_named_graph(stage):
-            continue  # this pair was done before the process died
-        if target.value != vocab.META_GRAPH:
-            setgraph.drop(store, target.value)  # its triples leave the set unless held elsewhere
-        store.bulk_extend(Quad(s.subject, s.predicate, s.object, target)
-                          for s in store.quads_for_pattern(None, None, None, stage))
-        store.flush()
-        if setgraph.visible(target.value):  # then into the set: the named copy is whole
-            setgraph.add_graph(store, target.value)
-        store.remove_graph(stage)
-    run(store, [f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"])
+            continue
+        if target.value == vocab.META_GRAPH:  # a record written by an older kgcult: merged
+            store.bulk_extend(Quad(s.subject, s.predicate, s.object, target)
+                              for s in store.quads_for_pattern(None, None, None, stage))
+            store.flush()
+        else:
+            setgraph.replace_graph(store, target.value, stage.value)
+        setgraph.drop(store, stage.value)
+    run(store, [_forget(node)])
 
 
-def _unfinished_swaps(store: ox.Store) -> list[NamedNode]:
-    return [q.subject for q in store.quads_for_pattern(None, vocab.kgc("status"), Literal(IN_PROGRESS), META)
+def _unfinished_imports(store: ox.Store) -> list[tuple[NamedNode, str]]:
+    """(record, status) of every import a killed process left."""
+    return [(q.subject, vocab.value(q.object))
+            for q in store.quads_for_pattern(None, vocab.kgc("status"), None, META)
             if isinstance(q.subject, NamedNode) and q.subject.value.startswith(f"{vocab.GRAPH}meta/swap/")]
+
+
+def import_targets(store: ox.Store, node: NamedNode) -> list[str]:
+    return sorted(vocab.value(q.object) for q in store.quads_for_pattern(node, IMPORT_TARGET, None, META))
+
+
+def _repair_imports(store: ox.Store) -> list[str]:
+    messages = []
+    for node, status in _unfinished_imports(store):
+        targets = import_targets(store, node)
+        if status == LOADING:
+            for t in targets:
+                setgraph.drop(store, t)
+            run(store, stale_ops() + [_forget(node)])
+            messages.append(f"an interrupted snapshot import into {len(targets)} empty graph(s) was rolled back "
+                            f"({', '.join(targets)})")
+        else:
+            log.warning("finishing a snapshot import that was interrupted while swapping its graphs in "
+                        "(%s); this takes about as long as the swap itself", ", ".join(targets) or "?")
+            _finish_swap(store, node)
+            messages.append("finished a snapshot import that was interrupted while swapping its graphs in")
+    return messages

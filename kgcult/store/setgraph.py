@@ -222,6 +222,27 @@ def drop_ops(graph: str) -> list[str]:
     return [drop_op(g, None), f"DROP SILENT GRAPH {g}"]
 
 
+def replace_graph(store: ox.Store, graph: str, source: str) -> None:
+    """Make named graph ``graph`` equal to ``source`` (an invisible staging graph), keeping
+    the set: batches of triples only ``graph`` holds leave it (and the default graph, unless
+    another visible graph holds them), then batches of ``source``'s triples that ``graph``
+    lacks enter both. Work follows the difference: re-importing what a graph holds writes
+    nothing. Idempotent if killed (each batch is one transaction)."""
+    g, src = NamedNode(graph), NamedNode(source)
+    extra = f"GRAPH {g} {{ ?s ?p ?o }} FILTER NOT EXISTS {{ GRAPH {src} {{ ?s ?p ?o }} }}"
+    default = f"BIND(IF({_held_elsewhere(g)}, ?unbound_, ?o) AS ?d_)" if visible(graph) else ""
+    remove = (f"DELETE {{ GRAPH {g} {{ ?s ?p ?o }} ?s ?p ?d_ }} WHERE {{ "
+              f"{{ SELECT ?s ?p ?o WHERE {{ {extra} }} LIMIT {BATCH} }} {default} }}")
+    while store.query(f"ASK {{ {extra} }}"):
+        store.update(remove)
+    lacking = f"GRAPH {src} {{ ?s ?p ?o }} FILTER NOT EXISTS {{ GRAPH {g} {{ ?s ?p ?o }} }}"
+    into_default = "?s ?p ?o" if visible(graph) else ""
+    add = (f"INSERT {{ GRAPH {g} {{ ?s ?p ?o }} {into_default} }} WHERE {{ "
+           f"{{ SELECT ?s ?p ?o WHERE {{ {lacking} }} LIMIT {BATCH} }} }}")
+    while store.query(f"ASK {{ {lacking} }}"):
+        store.update(add)
+
+
 def delete_ops(graph: str, values: str) -> list[str]:
     """Operations deleting triples (``values``: VALUES rows ``(<s> <p> <o>)``) from
     ``graph`` and from the default graph unless another visible graph holds them."""

@@ -33,8 +33,8 @@ from kgcult.version import __version__
 from kgcult.errors import KgcultError
 from kgcult.safe_text import strip_credentials
 from kgcult.files import TapReader, atomic_open, sha256_file
-from kgcult.store import facts, graphnames, journal, rdfio
-from kgcult.store.embedded import Store
+from kgcult.store import facts, graphnames, journal, rdfio, setgraph, snapshot_stream
+from kgcult.store.embedded import Store, _remove_bulk_leftovers
 
 log = logging.getLogger(__name__)
 
@@ -355,49 +355,118 @@ def verify(directory: str | os.PathLike) -> dict:
     return manifest
 
 
-def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False) -> dict:
-    """Verify a snapshot completely (every line parsed), then load it all or nothing.
-    Graphs the store already holds are refused unless ``replace`` (then replaced whole);
-    the metadata graph's provenance records are merged (its store state is not: the store
-    keeps its own).
+def _check_before_writing(root: Path) -> tuple[dict, list[Quad]]:
+    """Everything an import checks before it writes anything: the manifest, every file's
+    hash, every data line's graph (:mod:`snapshot_stream`), every content hash and count,
+    and the metadata graph parsed whole. Returns the manifest and the metadata graph's
+    provenance (what an import copies of it)."""
+    manifest = read_manifest(root)
+    provenance: list[Quad] = []
+    data = {}
+    for g in manifest["graphs"]:
+        path = member_file(root, g["file"], f"{root / MANIFEST}")
+        if sha256_file(path) != g["sha256"]:
+            raise SnapshotError(f"{path}: sha256 does not match {MANIFEST}: the file was altered or truncated")
+        if g.get("metadata"):
+            provenance = [q for q in _graph_quads(root, g) if journal.is_provenance(q)]
+            continue
+        try:
+            snapshot_stream.GraphFile(path, g).scan()
+        except snapshot_stream.GraphFileError as e:
+            raise SnapshotError(str(e)) from None
+        data[g["iri"]] = g["content_sha256"]
+    if content_hash(data) != manifest.get("content_sha256"):
+        raise SnapshotError(f"{root / MANIFEST}: content_sha256 does not match the graphs it lists")
+    return manifest, provenance
 
-    Each graph is first written to a staging graph; a store left with staging graphs by a
-    killed import drops them on its next writable open. Then one transaction records the
-    swap with its provenance and state, and the staged graphs are copied over the targets;
-    a kill from then on is finished on the next writable open (see journal.commit_swap)."""
+
+def _bulk_load(store: Store, root: Path, g: dict, to_graph) -> None:
+    """Bulk-load one data graph file into ``to_graph`` (a named graph or the default graph),
+    streamed as N-Triples: Oxigraph's own parser and loader, as ``kgcult load``."""
+    path = member_file(root, g["file"], f"{root / MANIFEST}")
+    err: SyntaxError | None = None
+    try:
+        with snapshot_stream.GraphFile(path, g).triples() as stream:
+            try:
+                store.ox.bulk_load(**rdfio.reader_source(stream), format=RdfFormat.N_TRIPLES, to_graph=to_graph)
+            except SyntaxError as e:
+                err = e  # the stream's own error, if any, takes precedence on exit
+    except snapshot_stream.GraphFileError as e:
+        raise SnapshotError(str(e)) from None
+    if err is not None:
+        raise SnapshotError(str(rdfio.syntax_error(str(path), err))) from None
+    store.ox.flush()
+
+
+def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False) -> dict:
+    """Check a snapshot completely (before anything is written), then load it all or
+    nothing. Graphs the store already holds are refused unless ``replace`` (then replaced
+    whole); the metadata graph's provenance records are merged (its store state is not: the
+    store keeps its own).
+
+    When every graph it writes is empty or absent, the snapshot's files are bulk-loaded
+    straight into their graphs and the default graph (as ``kgcult load`` does), under one
+    journal record: a failure or a kill (on the next writable open) rolls them all back.
+    Otherwise each graph is first bulk-loaded into a staging graph (dropped if the import
+    fails or is killed), then one transaction commits the import (provenance, state, the
+    swap) and each target is made equal to its staging graph, writing only the difference;
+    a kill from then on is finished by the next writable open. While either is under way,
+    readers are told the graphs are partial."""
     root = Path(directory)
-    manifest = verify(root)
-    existing = set(store.graph_counts())
-    clashes = [g["iri"] for g in manifest["graphs"] if g["iri"] in existing and not g.get("metadata")]
+    manifest, provenance = _check_before_writing(root)
+    data = [g for g in manifest["graphs"] if not g.get("metadata")]
+    counts = store.graph_counts()
+    clashes = [g["iri"] for g in data if counts.get(g["iri"], 0) > 0]
     if clashes and not replace:
         raise SnapshotError(
             f"the store already holds graph(s) {', '.join(clashes)}; use --replace to replace them"
         )
-    pairs = []
-    try:
-        for i, g in enumerate(manifest["graphs"]):
-            stage = journal.stage_graph(i)
-            store.ox.bulk_extend(Quad(q.subject, q.predicate, q.object, stage)
-                                 for q in _graph_quads(root, g)
-                                 if not (g.get("metadata") and not journal.is_provenance(q)))
-            pairs.append((stage, NamedNode(g["iri"])))
-        store.flush()
-    except BaseException:
-        for i in range(len(manifest["graphs"])):
-            if store.ox.contains_named_graph(journal.stage_graph(i)):
-                store.ox.remove_graph(journal.stage_graph(i))
-        raise
-    records = []
-    for g in manifest["graphs"]:
-        if not g.get("metadata"):
-            records += journal.activity(kind="snapshot-import", source=str(root.resolve()),
-                                        sha256=g["content_sha256"], graph=g["iri"], triples=g["triples"])[1]
+    records = list(provenance)
+    for g in data:
+        records += journal.activity(kind="snapshot-import", source=str(root.resolve()),
+                                    sha256=g["content_sha256"], graph=g["iri"], triples=g["triples"])[1]
     state = Quad(journal.STATE, vocab.kgc("snapshotContentSha256"), Literal(manifest["content_sha256"]),
                  journal.META)
-    ops = journal.stale_ops()
-    journal.commit_swap(store.ox, pairs, ops + [journal.insert_data(records + [state])])
+    done = [journal.insert_data(records + [state])]
+    if clashes:
+        _stage_and_swap(store, root, data, journal.stale_ops() + done)
+    else:
+        _load_directly(store, root, data, done)
     store.flush()
     return manifest
+
+
+def _load_directly(store: Store, root: Path, data: list[dict], done: list[str]) -> None:
+    targets = [g["iri"] for g in data]
+    saved = journal.saved_state(store.ox)
+    node = journal.begin_import(store.ox, targets, journal.stale_ops())
+    try:
+        for g in data:
+            log.info("import: %s (%d triples)", g["iri"], g["triples"])
+            _bulk_load(store, root, g, NamedNode(g["iri"]))
+            _bulk_load(store, root, g, setgraph.DEFAULT)
+    except BaseException:
+        journal.abort_import(store.ox, node, targets, saved)
+        _remove_bulk_leftovers(store.location)
+        raise
+    journal.finish_import(store.ox, node, targets, done)
+
+
+def _stage_and_swap(store: Store, root: Path, data: list[dict], commit: list[str]) -> None:
+    pairs = []
+    try:
+        for i, g in enumerate(data):
+            log.info("import: staging %s (%d triples)", g["iri"], g["triples"])
+            stage = journal.stage_graph(i)
+            _bulk_load(store, root, g, stage)
+            pairs.append((stage, NamedNode(g["iri"])))
+    except BaseException:
+        for i in range(len(data)):
+            setgraph.drop(store.ox, journal.stage_graph(i).value)
+        _remove_bulk_leftovers(store.location)
+        raise
+    log.info("import: swapping %d graph(s) in", len(pairs))
+    journal.commit_swap(store.ox, pairs, commit)
 
 
 def store_content_hash(store: Store) -> str:

@@ -1,0 +1,140 @@
+"""A snapshot's data graph file read at the speed of ``kgcult load``: decompressed,
+hashed and checked line by line in C (``bytes.count``), and handed to Oxigraph's bulk
+loader as N-Triples for the one graph the manifest names.
+
+Every line of a data graph file that ``snapshot export`` writes is ``<s> <p> <o> <g> .``
+with ``g`` the graph of the file. The check is that every line ends with `` <g> .``
+(as many line ends as occurrences of that suffix, which itself ends with the line end);
+stripping it leaves N-Triples, which Oxigraph parses with the graph forced to ``g``
+(``to_graph``): a line that named any other graph keeps a fourth term and is a syntax
+error, so no quad of a snapshot file can land outside the graph the manifest lists it
+for, whatever the file holds. No quad goes through Python objects.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import zlib
+from pathlib import Path
+
+from kgcult.errors import KgcultError
+
+CHUNK = 1 << 20
+MAX_LINE = 16 << 20  # Oxigraph's parser refuses longer lines anyway
+_POISON = b"\n<kgcult:truncated> .\n"  # a line N-Triples refuses (the same as rdfio's)
+
+
+class GraphFileError(KgcultError):
+    """A graph file that is not what its manifest entry says (wrapped by the caller)."""
+
+
+class GraphFile:
+    """One data graph file of a snapshot: ``scan()`` checks it without writing anything;
+    ``triples()`` streams it as N-Triples (checked again on the way) for a bulk load.
+    ``manifest`` is the file's manifest entry (``file``, ``iri``, ``content_sha256``,
+    ``triples``)."""
+
+    def __init__(self, path: Path, entry: dict):
+        self.path, self.entry = path, entry
+        self.suffix = f" <{entry['iri']}> .\n".encode("utf-8")
+
+    def _chunks(self, strip: bool):
+        """The decompressed file in whole lines (stripped of the graph suffix when
+        ``strip``); checks the suffix of every line, then the content hash and count."""
+        sha, lines, tail = hashlib.sha256(), 0, b""
+        d = zlib.decompressobj(wbits=31)  # gzip, members concatenated are handled below
+        try:
+            with open(self.path, "rb") as raw:
+                while True:
+                    block = raw.read(CHUNK)
+                    if not block:
+                        break
+                    while block:
+                        data = d.decompress(block, 16 * CHUNK)  # bounded, whatever the ratio
+                        sha.update(data)
+                        whole = tail + data
+                        cut = whole.rfind(b"\n") + 1
+                        whole, tail = whole[:cut], whole[cut:]
+                        if len(tail) > MAX_LINE:
+                            raise GraphFileError(f"{self.path}:{lines + 1}: a line longer than "
+                                                 f"{MAX_LINE >> 20} MiB")
+                        if whole:
+                            n = whole.count(b"\n")
+                            if whole.count(self.suffix) != n:
+                                self._refuse(whole, lines)
+                            lines += n
+                            yield whole.replace(self.suffix, b" .\n") if strip else whole
+                        if d.eof:
+                            block = d.unused_data
+                            if block:  # a second gzip member
+                                d = zlib.decompressobj(wbits=31)
+                        else:
+                            block = d.unconsumed_tail
+                if not d.eof:
+                    raise GraphFileError(f"{self.path}: cannot decompress: the gzip data ends early "
+                                         "(the file is truncated)")
+        except zlib.error as e:
+            raise GraphFileError(f"{self.path}: cannot decompress: {e}") from None
+        except OSError as e:
+            raise GraphFileError(f"{self.path}: cannot read: {e.strerror or e}") from None
+        if tail:
+            raise GraphFileError(f"{self.path}:{lines + 1}: the last line has no line end "
+                                 "(the file is truncated or not written by snapshot export)")
+        if sha.hexdigest() != self.entry["content_sha256"]:
+            raise GraphFileError(f"{self.path}: content sha256 does not match MANIFEST.json")
+        if lines != self.entry["triples"]:
+            raise GraphFileError(f"{self.path}: {lines} triples, MANIFEST.json says {self.entry['triples']}")
+
+    def _refuse(self, whole: bytes, before: int) -> None:
+        """Name the first line of ``whole`` that is not a quad of the file's graph."""
+        for i, line in enumerate(whole.splitlines(keepends=True), start=before + 1):
+            if not line.endswith(self.suffix):
+                shown = line.decode("utf-8", "replace").strip()[:120]
+                raise GraphFileError(
+                    f"{self.path}:{i}: not a quad of graph {self.entry['iri']}, which MANIFEST.json lists "
+                    f"this file for (every line must end with `<{self.entry['iri']}> .`): {shown}")
+
+    def scan(self) -> None:
+        """Read the whole file and check it (hash, count, every line's graph)."""
+        for _ in self._chunks(strip=False):
+            pass
+
+    def triples(self) -> "_Pipe":
+        """A context manager giving a readable pipe of the file as N-Triples (fed by a
+        thread); leaving it raises the file's error, if any (after the consumer's)."""
+        return _Pipe(self)
+
+
+class _Pipe:
+    def __init__(self, graph_file: GraphFile):
+        self.file = graph_file
+        self.error: BaseException | None = None
+
+    def __enter__(self):
+        r, w = os.pipe()
+        self._reader = open(r, "rb", buffering=CHUNK)
+        self._thread = threading.Thread(target=self._pump, args=(w,), daemon=True)
+        self._thread.start()
+        return self._reader
+
+    def _pump(self, w: int) -> None:
+        with open(w, "wb", buffering=0) as sink:
+            try:
+                for chunk in self.file._chunks(strip=True):
+                    sink.write(chunk)
+            except BrokenPipeError:  # the parser stopped reading (a syntax error): fine
+                pass
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                self.error = e
+                try:
+                    sink.write(_POISON)
+                except OSError:
+                    pass
+
+    def __exit__(self, exc_type, exc, tb):
+        self._reader.close()
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        return False
