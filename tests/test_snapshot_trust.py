@@ -169,24 +169,22 @@ def test_replace_swaps_every_graph(tmp_path, snap):
 
 CHILD = textwrap.dedent("""
     import os, signal, sys
-    from kgcult.store import Store, journal, snapshot
+    from kgcult.store import Store, snapshot, snapshot_stream
     store_dir, snap, point = sys.argv[1:4]
-    if point == "staging":  # die once the first graph is staged
-        real = journal.stage_graph
-        def stage_graph(i):
-            if i == 1:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real(i)
-        journal.stage_graph = stage_graph
-    else:
-        real_finish = journal._finish_swap
-        def finish(store, node):
-            # copy the first pair, then die in the middle of the swap
-            q = next(iter(store.quads_for_pattern(node, journal.vocab.kgc("swap"), None, journal.META)))
-            stage, target = (journal.NamedNode(x) for x in q.object.value.split(" "))
-            store.remove_graph(target)
-            os.kill(os.getpid(), signal.SIGKILL)
-        journal._finish_swap = finish
+    die = lambda: os.kill(os.getpid(), signal.SIGKILL)
+    if point == "staging":  # die before the commit, while the second file is parsed
+        real_parse = snapshot_stream.parse_digests
+        calls = []
+        def parse_digests(*args):
+            calls.append(1)
+            if len(calls) == 2:
+                die()
+            return real_parse(*args)
+        snapshot_stream.parse_digests = parse_digests
+    else:  # die in the middle of the replace: the first target's old triples gone, its new not in
+        def load_graph(store, graph_file):
+            die()
+        snapshot_stream.load_graph = load_graph
     s = Store(store_dir)
     snapshot.import_(s, snap, replace=True)
 """)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from pathlib import Path
 import uuid
 from datetime import datetime, timezone
 from typing import Iterable
@@ -34,7 +35,8 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
 from kgcult.safe_text import strip_credentials
-from kgcult.store import setgraph
+from kgcult.errors import KgcultError
+from kgcult.store import setgraph, snapshot_stream
 
 log = logging.getLogger(__name__)
 
@@ -247,12 +249,16 @@ def _bool(b: bool) -> Literal:
 # - LOADING: every target was empty; the snapshot's files are being bulk-loaded straight into
 #   them. A kill is rolled back by the next writable open (the targets dropped), as a
 #   killed ``kgcult load`` into an empty graph is.
-# - IN_PROGRESS: the import is committed (provenance and state written) and its staged
-#   graphs are being swapped in (``kgc:swap "<staging> <target>"``). A kill is finished by
-#   the next writable open, from the staging graphs.
+# - REPLACING: the import is committed (provenance and state written with the record) and
+#   each target is being made equal to its file (``kgc:importFile``: path, content sha256,
+#   count, graph), checked and parsed whole before the commit. A kill is finished by the
+#   next writable open from the same files (checked again); if they are gone or changed,
+#   the record stays (the graphs are reported partial) until an import of them succeeds.
+# - IN_PROGRESS: a swap of staging graphs recorded by an older kgcult; finished on open.
 
-LOADING = "loading"
+LOADING, REPLACING = "loading", "replacing"
 IMPORT_TARGET = vocab.kgc("importTarget")
+_FILE = vocab.kgc("importFile")
 _SWAP = vocab.kgc("swap")
 
 
@@ -269,20 +275,27 @@ def _forget(node: NamedNode) -> str:
     return f"DELETE WHERE {{ GRAPH {META} {{ {node} ?p ?o }} }}"
 
 
-def begin_import(store: ox.Store, targets: list[str], ops: list[str]) -> NamedNode:
-    """Journal an import that bulk-loads straight into ``targets`` (all empty), with
-    ``ops`` (the stale marks), in one transaction; the targets are pending for the set."""
+def _begin(store: ox.Store, status: str, targets: list[str], ops: list[str], extra=()) -> NamedNode:
     node = _import_node()
-    quads = [Quad(node, vocab.kgc("status"), Literal(LOADING), META)]
+    quads = [Quad(node, vocab.kgc("status"), Literal(status), META)]
     quads += [Quad(node, IMPORT_TARGET, NamedNode(t), META) for t in targets]
+    quads += [Quad(node, p, o, META) for p, o in extra]
     run(store, ops + [insert_data(quads)] + setgraph.mark_pending_ops(targets))
     return node
 
 
+def begin_import(store: ox.Store, targets: list[str], ops: list[str]) -> NamedNode:
+    """Journal an import that bulk-loads straight into ``targets`` (all empty), with
+    ``ops`` (the stale marks), in one transaction; the targets are pending for the set."""
+    return _begin(store, LOADING, targets, ops)
+
+
 def finish_import(store: ox.Store, node: NamedNode, targets: list[str], ops: list[str]) -> None:
-    """The import's data is whole: drop its record and write ``ops`` (provenance, state),
-    in one transaction."""
-    run(store, [_forget(node)] + ops + setgraph.unmark_pending_ops(targets))
+    """The import's data is whole: drop its record (and the records of earlier imports of
+    the same graphs that could not be finished) and write ``ops``, in one transaction."""
+    stale = [other for other, _ in _unfinished_imports(store)
+             if other != node and set(import_targets(store, other)) <= set(targets)]
+    run(store, [_forget(n) for n in [node, *stale]] + ops + setgraph.unmark_pending_ops(targets))
 
 
 def abort_import(store: ox.Store, node: NamedNode, targets: list[str], state: list[Quad]) -> None:
@@ -294,31 +307,32 @@ def abort_import(store: ox.Store, node: NamedNode, targets: list[str], state: li
         + setgraph.unmark_pending_ops(targets))
 
 
-def commit_swap(store: ox.Store, pairs: list[tuple[NamedNode, NamedNode]], ops: list[str]) -> None:
-    """Swap staged graphs in: ``pairs`` are (staging graph, target graph); each target is
-    made equal to its staging graph.
+def begin_replace(store: ox.Store, files: list[tuple[str, dict]], ops: list[str]) -> NamedNode:
+    """Commit an import that replaces graphs: the record (its files, to finish it from),
+    with ``ops`` (stale marks, provenance, state), in one transaction."""
+    targets = [entry["iri"] for _, entry in files]
+    extra = [(_FILE, Literal("\t".join([path, entry["content_sha256"], str(entry["triples"]), entry["iri"]])))
+             for path, entry in files]
+    return _begin(store, REPLACING, targets, ops, extra)
 
-    One transaction records the swap as in progress together with ``ops`` (provenance,
-    state); from then on the swap is committed: if the process dies while swapping, the
-    next writable open finishes it from the staging graphs, which are dropped only once
-    their target is whole. Meanwhile readers are told the targets are partial."""
-    node = _import_node()
-    quads = [Quad(node, vocab.kgc("status"), Literal(IN_PROGRESS), META)]
-    quads += [Quad(node, _SWAP, Literal(f"{stage.value} {target.value}"), META) for stage, target in pairs]
-    quads += [Quad(node, IMPORT_TARGET, target, META) for _, target in pairs]
-    run(store, ops + [insert_data(quads)])
-    _finish_swap(store, node)
+
+def replace_files(store: ox.Store, node: NamedNode) -> list[tuple[str, dict]]:
+    out = []
+    for q in store.quads_for_pattern(node, _FILE, None, META):
+        path, sha, triples, iri = vocab.value(q.object).split("\t")
+        out.append((path, {"content_sha256": sha, "triples": int(triples), "iri": iri, "file": path}))
+    return sorted(out, key=lambda f: f[1]["iri"])
 
 
 def _finish_swap(store: ox.Store, node: NamedNode) -> None:
-    """Make each target of the swap equal to its staging graph, then forget the swap.
-    Idempotent: a pair whose staging graph is gone was done before."""
+    """Finish a swap of staging graphs that an older kgcult recorded: make each target equal
+    to its staging graph, then forget the swap."""
     pairs = [tuple(NamedNode(x) for x in vocab.value(q.object).split(" "))
              for q in store.quads_for_pattern(node, _SWAP, None, META)]
     for stage, target in pairs:
         if not store.contains_named_graph(stage):
             continue
-        if target.value == vocab.META_GRAPH:  # a record written by an older kgcult: merged
+        if target.value == vocab.META_GRAPH:
             store.bulk_extend(Quad(s.subject, s.predicate, s.object, target)
                               for s in store.quads_for_pattern(None, None, None, stage))
             store.flush()
@@ -349,9 +363,25 @@ def _repair_imports(store: ox.Store) -> list[str]:
             run(store, stale_ops() + [_forget(node)])
             messages.append(f"an interrupted snapshot import into {len(targets)} empty graph(s) was rolled back "
                             f"({', '.join(targets)})")
+        elif status == REPLACING:
+            messages.append(_finish_replace(store, node, targets))
         else:
-            log.warning("finishing a snapshot import that was interrupted while swapping its graphs in "
-                        "(%s); this takes about as long as the swap itself", ", ".join(targets) or "?")
             _finish_swap(store, node)
             messages.append("finished a snapshot import that was interrupted while swapping its graphs in")
     return messages
+
+
+def _finish_replace(store: ox.Store, node: NamedNode, targets: list[str]) -> str:
+    files = replace_files(store, node)
+    log.warning("finishing a snapshot import that was interrupted while replacing %s, from %s "
+                "(about as long as a load of them)", ", ".join(targets), ", ".join(p for p, _ in files))
+    try:
+        graph_files = [snapshot_stream.GraphFile(Path(path), entry) for path, entry in files]
+        kept = [snapshot_stream.parse_digests(f, True) for f in graph_files]  # all checked first
+        for f, keep in zip(graph_files, kept):
+            snapshot_stream.replace_graph(store, f, keep)
+    except KgcultError as e:
+        return (f"could not finish a snapshot import interrupted while replacing {', '.join(targets)}: {e}; "
+                "these graphs stay reported as partial until `kgcult snapshot import --replace` of them succeeds")
+    finish_import(store, node, targets, [])
+    return f"finished a snapshot import that was interrupted while replacing {', '.join(targets)}"

@@ -233,14 +233,20 @@ def replace_graph(store: ox.Store, graph: str, source: str) -> None:
     default = f"BIND(IF({_held_elsewhere(g)}, ?unbound_, ?o) AS ?d_)" if visible(graph) else ""
     remove = (f"DELETE {{ GRAPH {g} {{ ?s ?p ?o }} ?s ?p ?d_ }} WHERE {{ "
               f"{{ SELECT ?s ?p ?o WHERE {{ {extra} }} LIMIT {BATCH} }} {default} }}")
+    batches = 0
     while store.query(f"ASK {{ {extra} }}"):
         store.update(remove)
+        batches += 1
+        log.info("%s: up to %d of its old triples removed", graph, batches * BATCH)
     lacking = f"GRAPH {src} {{ ?s ?p ?o }} FILTER NOT EXISTS {{ GRAPH {g} {{ ?s ?p ?o }} }}"
     into_default = "?s ?p ?o" if visible(graph) else ""
     add = (f"INSERT {{ GRAPH {g} {{ ?s ?p ?o }} {into_default} }} WHERE {{ "
            f"{{ SELECT ?s ?p ?o WHERE {{ {lacking} }} LIMIT {BATCH} }} }}")
+    batches = 0
     while store.query(f"ASK {{ {lacking} }}"):
         store.update(add)
+        batches += 1
+        log.info("%s: up to %d of its new triples added", graph, batches * BATCH)
 
 
 def delete_ops(graph: str, values: str) -> list[str]:

@@ -33,7 +33,7 @@ from kgcult.version import __version__
 from kgcult.errors import KgcultError
 from kgcult.safe_text import strip_credentials
 from kgcult.files import TapReader, atomic_open, sha256_file
-from kgcult.store import facts, graphnames, journal, rdfio, setgraph, snapshot_stream
+from kgcult.store import facts, graphnames, journal, rdfio, snapshot_stream
 from kgcult.store.embedded import Store, _remove_bulk_leftovers
 
 log = logging.getLogger(__name__)
@@ -380,24 +380,6 @@ def _check_before_writing(root: Path) -> tuple[dict, list[Quad]]:
     return manifest, provenance
 
 
-def _bulk_load(store: Store, root: Path, g: dict, to_graph) -> None:
-    """Bulk-load one data graph file into ``to_graph`` (a named graph or the default graph),
-    streamed as N-Triples: Oxigraph's own parser and loader, as ``kgcult load``."""
-    path = member_file(root, g["file"], f"{root / MANIFEST}")
-    err: SyntaxError | None = None
-    try:
-        with snapshot_stream.GraphFile(path, g).triples() as stream:
-            try:
-                store.ox.bulk_load(**rdfio.reader_source(stream), format=RdfFormat.N_TRIPLES, to_graph=to_graph)
-            except SyntaxError as e:
-                err = e  # the stream's own error, if any, takes precedence on exit
-    except snapshot_stream.GraphFileError as e:
-        raise SnapshotError(str(e)) from None
-    if err is not None:
-        raise SnapshotError(str(rdfio.syntax_error(str(path), err))) from None
-    store.ox.flush()
-
-
 def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False) -> dict:
     """Check a snapshot completely (before anything is written), then load it all or
     nothing. Graphs the store already holds are refused unless ``replace`` (then replaced
@@ -407,11 +389,12 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
     When every graph it writes is empty or absent, the snapshot's files are bulk-loaded
     straight into their graphs and the default graph (as ``kgcult load`` does), under one
     journal record: a failure or a kill (on the next writable open) rolls them all back.
-    Otherwise each graph is first bulk-loaded into a staging graph (dropped if the import
-    fails or is killed), then one transaction commits the import (provenance, state, the
-    swap) and each target is made equal to its staging graph, writing only the difference;
-    a kill from then on is finished by the next writable open. While either is under way,
-    readers are told the graphs are partial."""
+    Otherwise every file is first parsed whole (nothing written), then one transaction
+    commits the import (provenance, state, the record of its files) and each target is made
+    to hold exactly its file's triples: what it holds that the file lacks is removed, then
+    the file is bulk-loaded into it; a kill from then on is finished by the next writable
+    open from the same files. While either is under way, readers are told the graphs are
+    partial."""
     root = Path(directory)
     manifest, provenance = _check_before_writing(root)
     data = [g for g in manifest["graphs"] if not g.get("metadata")]
@@ -429,7 +412,7 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
                  journal.META)
     done = [journal.insert_data(records + [state])]
     if clashes:
-        _stage_and_swap(store, root, data, journal.stale_ops() + done)
+        _replace(store, root, data, journal.stale_ops() + done)
     else:
         _load_directly(store, root, data, done)
     store.flush()
@@ -443,30 +426,34 @@ def _load_directly(store: Store, root: Path, data: list[dict], done: list[str]) 
     try:
         for g in data:
             log.info("import: %s (%d triples)", g["iri"], g["triples"])
-            _bulk_load(store, root, g, NamedNode(g["iri"]))
-            _bulk_load(store, root, g, setgraph.DEFAULT)
-    except BaseException:
+            snapshot_stream.load_graph(store.ox, _graph_file(root, g))
+    except BaseException as e:
         journal.abort_import(store.ox, node, targets, saved)
         _remove_bulk_leftovers(store.location)
+        if isinstance(e, snapshot_stream.GraphFileError):
+            raise SnapshotError(str(e)) from None
         raise
     journal.finish_import(store.ox, node, targets, done)
 
 
-def _stage_and_swap(store: Store, root: Path, data: list[dict], commit: list[str]) -> None:
-    pairs = []
+def _replace(store: Store, root: Path, data: list[dict], commit: list[str]) -> None:
+    """Parse every file whole (nothing is written yet; a replaced graph cannot be rolled
+    back), commit, then make each target hold exactly its file's triples."""
+    files = [_graph_file(root, g) for g in data]
+    counts = store.graph_counts()
     try:
-        for i, g in enumerate(data):
-            log.info("import: staging %s (%d triples)", g["iri"], g["triples"])
-            stage = journal.stage_graph(i)
-            _bulk_load(store, root, g, stage)
-            pairs.append((stage, NamedNode(g["iri"])))
-    except BaseException:
-        for i in range(len(data)):
-            setgraph.drop(store.ox, journal.stage_graph(i).value)
-        _remove_bulk_leftovers(store.location)
-        raise
-    log.info("import: swapping %d graph(s) in", len(pairs))
-    journal.commit_swap(store.ox, pairs, commit)
+        kept = [snapshot_stream.parse_digests(f, counts.get(f.entry["iri"], 0) > 0) for f in files]
+    except snapshot_stream.GraphFileError as e:
+        raise SnapshotError(str(e)) from None
+    node = journal.begin_replace(store.ox, [(str(f.path), f.entry) for f in files], commit)
+    for f, keep in zip(files, kept):
+        log.info("import: replacing %s (%d triples)", f.entry["iri"], f.entry["triples"])
+        snapshot_stream.replace_graph(store.ox, f, keep)
+    journal.finish_import(store.ox, node, [f.entry["iri"] for f in files], [])
+
+
+def _graph_file(root: Path, g: dict) -> snapshot_stream.GraphFile:
+    return snapshot_stream.GraphFile(member_file(root, g["file"], f"{root / MANIFEST}").resolve(), g)
 
 
 def store_content_hash(store: Store) -> str:

@@ -18,7 +18,11 @@ import threading
 import zlib
 from pathlib import Path
 
+import pyoxigraph
+from pyoxigraph import BlankNode, NamedNode, Quad, RdfFormat, Triple
+
 from kgcult.errors import KgcultError
+from kgcult.store import rdfio, setgraph
 
 CHUNK = 1 << 20
 MAX_LINE = 16 << 20  # Oxigraph's parser refuses longer lines anyway
@@ -136,5 +140,93 @@ class _Pipe:
         self._reader.close()
         self._thread.join()
         if self.error is not None:
-            raise self.error
+            errors, self.error = [self.error], None
+            raise errors.pop()
         return False
+
+
+# -- writing a graph file into the store -------------------------------------------------
+
+def _digest(triple) -> bytes:
+    return hashlib.blake2b(str(triple).encode("utf-8"), digest_size=16).digest()
+
+
+def parse_digests(graph_file: GraphFile, keep: bool) -> set[bytes]:
+    """Parse the whole file (Oxigraph's parser, as its bulk load will) without writing it;
+    with ``keep``, return a digest of each triple (what the graph will hold)."""
+    digests: set[bytes] = set()
+    failures: list[KgcultError] = []  # raised by pop(): no frame keeps a reference (a cycle
+    # through the traceback would keep the store open until a garbage collection)
+    with graph_file.triples() as stream:
+        try:
+            for t in pyoxigraph.parse(input=stream, format=RdfFormat.N_TRIPLES):
+                if keep:
+                    digests.add(_digest(t))
+        except SyntaxError as e:
+            failures.append(rdfio.syntax_error(str(graph_file.path), e))  # the stream's error first
+    if failures:
+        raise failures.pop()
+    return digests
+
+
+def bulk_load(store: pyoxigraph.Store, graph_file: GraphFile, to_graph) -> None:
+    """Bulk-load the file into ``to_graph`` (a named graph or the default graph), streamed
+    as N-Triples: Oxigraph's own parser and loader, as ``kgcult load``."""
+    failures: list[KgcultError] = []  # see parse_digests
+    with graph_file.triples() as stream:
+        try:
+            store.bulk_load(**rdfio.reader_source(stream), format=RdfFormat.N_TRIPLES, to_graph=to_graph)
+        except SyntaxError as e:
+            failures.append(rdfio.syntax_error(str(graph_file.path), e))  # the stream's error first
+    if failures:
+        raise failures.pop()
+    store.flush()
+
+
+def load_graph(store: pyoxigraph.Store, graph_file: GraphFile) -> None:
+    """The file into its graph, then into the default graph (the set; ``setgraph``)."""
+    bulk_load(store, graph_file, NamedNode(graph_file.entry["iri"]))
+    bulk_load(store, graph_file, setgraph.DEFAULT)
+
+
+def replace_graph(store: pyoxigraph.Store, graph_file: GraphFile, keep: set[bytes] | None = None) -> int:
+    """Make the file's graph hold exactly the file's triples: the triples it holds that the
+    file lacks leave it (and the default graph, unless another visible graph holds them),
+    a batch per transaction; then the file is bulk-loaded into it and into the default
+    graph (a triple it holds already is written again, unchanged). Idempotent if killed.
+    ``keep``: the file's digests when already computed. Returns the triples removed."""
+    graph = NamedNode(graph_file.entry["iri"])
+    removed = 0
+    if store.contains_named_graph(graph):
+        keep = parse_digests(graph_file, True) if keep is None else keep
+        doomed: list[Triple] = []
+        for q in store.quads_for_pattern(None, None, None, graph):  # a snapshot of the store
+            if _digest(q.triple) not in keep:
+                doomed.append(q.triple)
+                if len(doomed) == REMOVE_BATCH:
+                    removed += _remove(store, graph, doomed)
+        removed += _remove(store, graph, doomed)
+    load_graph(store, graph_file)
+    return removed
+
+
+REMOVE_BATCH = 20_000
+
+
+def _remove(store: pyoxigraph.Store, graph: NamedNode, triples: list[Triple]) -> int:
+    """Remove triples from ``graph`` and from the default graph unless another visible
+    graph holds them; one transaction (triples with blank nodes, which SPARQL cannot
+    name, one by one, under the pending mark the import holds)."""
+    n = len(triples)
+    blank = [t for t in triples if isinstance(t.subject, BlankNode) or isinstance(t.object, BlankNode)]
+    rows = " ".join(f"({t.subject} {t.predicate} {t.object})" for t in triples
+                    if not (isinstance(t.subject, BlankNode) or isinstance(t.object, BlankNode)))
+    if rows:
+        store.update(" ;\n".join(setgraph.delete_ops(graph.value, rows)))
+    for t in blank:
+        store.remove(Quad(t.subject, t.predicate, t.object, graph))
+        if not any(isinstance(q.graph_name, NamedNode) and setgraph.visible(q.graph_name.value)
+                   for q in store.quads_for_pattern(t.subject, t.predicate, t.object, None)):
+            store.remove(Quad(t.subject, t.predicate, t.object, setgraph.DEFAULT))
+    triples.clear()
+    return n
