@@ -34,7 +34,8 @@ from kgcult.errors import KgcultError
 from kgcult.safe_text import strip_credentials
 from kgcult.files import TapReader, atomic_open, sha256_file
 from kgcult.store import facts, graphnames, journal, rdfio, snapshot_stream
-from kgcult.store.embedded import Store, _remove_bulk_leftovers
+from kgcult.store.embedded import Store
+from kgcult.store.loading import remove_bulk_leftovers
 
 log = logging.getLogger(__name__)
 
@@ -429,7 +430,7 @@ def _load_directly(store: Store, root: Path, data: list[dict], done: list[str]) 
             snapshot_stream.load_graph(store.ox, _graph_file(root, g))
     except BaseException as e:
         journal.abort_import(store.ox, node, targets, saved)
-        _remove_bulk_leftovers(store.location)
+        remove_bulk_leftovers(store.location)
         if isinstance(e, snapshot_stream.GraphFileError):
             raise SnapshotError(str(e)) from None
         raise
