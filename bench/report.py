@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["load", "load_interrupt", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "views",
+ORDER = ["load", "load_interrupt", "snapshot_import", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "views",
          "build_repeat", "link", "link_scale", "link_first", "link_long", "link_long_mention", "probe", "serve", "page",
          "serve_runaway", "wdqs", "setgraph", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
+    "snapshot_import": "Snapshot import at the speed of load (issue 30)",
     "load_interrupt": "Load progress by triples; Ctrl-C stops a load (issue 31)",
     "closure_query": "Closure graphs vs property paths (issue 2)",
     "mirror": "Mirroring (issue 3)",
