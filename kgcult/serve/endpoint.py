@@ -27,7 +27,7 @@ from kgcult.serve.protocol import HttpError, QueryRequest, Reply, UpdateRequest
 from kgcult.serve.spool import IN_MEMORY, stream_file
 from kgcult.serve.workers import QueryPool
 from kgcult.sparql import nesting, service_guard, update_scope, wdqs
-from kgcult.store import setgraph
+from kgcult.store import update_set
 from kgcult.sparql.query_text import classify
 from kgcult.version import __version__
 
@@ -98,13 +98,14 @@ class SparqlApp:
             try:
                 wdqs.refuse_services(req.text)  # no request on a query's behalf (docs/wdqs.md)
                 service_guard.refuse_services(req.text, "update")  # as the engine reads it
-                refused = update_scope.default_graph_write(req.text, vocab.PREFIXES)
+                operations = update_scope.parse(req.text, vocab.PREFIXES)
+                refused = update_scope.first_default_write(operations)
                 if refused:
                     raise HttpError(400, f"{refused}: kgcult's default graph is the set of its named graphs' "
                                          "triples (each once, as on WDQS); write to a named graph "
                                          "(GRAPH <g> { ... }, WITH <g>, INTO GRAPH <g>)")
-                self.store.ox.update(req.text, prefixes=vocab.PREFIXES)
-                setgraph.sync(self.store.ox)  # the default graph follows the named graphs
+                # the default graph follows the named graphs, at the cost of what changed
+                update_set.run(self.store.ox, req.text, operations, vocab.PREFIXES)
             except KgcultError as e:
                 raise HttpError(400, str(e)) from None
             except SyntaxError as e:

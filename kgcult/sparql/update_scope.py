@@ -13,16 +13,25 @@ from kgcult.errors import KgcultError
 _WHOLE = ("DEFAULT", "ALL")
 
 
+def parse(text: str, prefixes: dict[str, str] | None = None) -> list:
+    """The operations of update ``text`` (``prefixes`` predeclared) as rdflib's algebra."""
+    prologue = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in (prefixes or {}).items())
+    try:
+        return list(translateUpdate(parseUpdate(prologue + text)).algebra)
+    except Exception as e:  # noqa: BLE001 - rdflib raises pyparsing's and its own errors
+        raise KgcultError(f"SPARQL update syntax error: {e}") from None
+
+
 def default_graph_write(text: str, prefixes: dict[str, str] | None = None) -> str | None:
     """The first operation of update ``text`` (``prefixes`` predeclared) that writes the
     default graph (its SPARQL form, e.g. ``INSERT DATA``), or None when every operation
     names its graph(s)."""
-    prologue = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in (prefixes or {}).items())
-    try:
-        update = translateUpdate(parseUpdate(prologue + text))
-    except Exception as e:  # noqa: BLE001 - rdflib raises pyparsing's and its own errors
-        raise KgcultError(f"SPARQL update syntax error: {e}") from None
-    for op in update.algebra:
+    return first_default_write(parse(text, prefixes))
+
+
+def first_default_write(operations: list) -> str | None:
+    """:func:`default_graph_write` over operations :func:`parse` returned."""
+    for op in operations:
         name, fields = op.name, dict(op)  # CompValue.get() is not dict.get()
         if name in ("InsertData", "DeleteData", "DeleteWhere") and fields.get("triples"):
             return {"InsertData": "INSERT DATA", "DeleteData": "DELETE DATA", "DeleteWhere": "DELETE WHERE"}[name]

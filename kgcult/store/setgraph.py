@@ -48,8 +48,12 @@ _FLAG = NamedNode(vocab.KGC + "defaultGraph")
 _PENDING = NamedNode(vocab.KGC + "setPending")
 _MIGRATING = NamedNode(vocab.KGC + "defaultGraphMigrating")
 SET = Literal("set")
+CAPTURE = vocab.STAGING_GRAPH + "update-capture/"  # kgcult.store.update_set's graphs
 DEFAULT = DefaultGraph()
 BATCH = 100_000  # quads per removal transaction (Oxigraph holds one in memory: ~1.4 KB a quad)
+# pending mark of a write whose graphs are not known (an update writing GRAPH ?g): the
+# repair then adds every visible graph's missing triples (:func:`add_missing`)
+ALL_GRAPHS = vocab.KGC + "allGraphs"
 # where a store written before the set keeps the triples it had in its default graph
 LEGACY_DEFAULT = vocab.GRAPH + "default"
 
@@ -289,7 +293,8 @@ def _in_batches(store: ox.Store, op: str) -> int:
 
 def sync(store: ox.Store) -> tuple[int, int]:
     """Make the default graph the set again after named graphs changed in ways not tracked
-    (a SPARQL Update): (triples removed, triples added). Two scans of the store."""
+    (a SPARQL Update whose graphs are not known, ``kgcult.store.update_set``): (triples
+    removed, triples added). Two scans of the store."""
     return remove_orphans(store), add_missing(store)
 
 
@@ -304,7 +309,12 @@ def repair(store: ox.Store) -> list[str]:
     for graph in graphs:
         if store.contains_named_graph(NamedNode(graph)):
             add_graph(store, graph)
+    if ALL_GRAPHS in graphs:
+        add_missing(store)
     orphans = remove_orphans(store)
+    for g in list(store.named_graphs()):  # what a killed update captured (kgcult.store.update_set)
+        if isinstance(g, NamedNode) and g.value.startswith(CAPTURE):
+            drop(store, g.value)
     unmark_pending(store, graphs)
     return [f"the default graph (the set of all graphs' triples) was brought up to date for "
             f"{len(graphs)} graph(s) an interrupted write left pending ({orphans} stale triple(s) removed)"]
