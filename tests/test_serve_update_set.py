@@ -77,7 +77,7 @@ def test_default_graph_is_the_set_after_every_update_form(tmp_path):
     rng = random.Random(28)
     with running_server(path, ServeConfig(port=0, writable=True, token=TOKEN), read_only=False) as srv:
         live = srv.app.store.ox
-        for i in range(120):
+        for i in range(60):
             text = _update(rng)
             assert _post(srv.url, text) == 204, text
             default, union = _default_and_union(live)
