@@ -11,7 +11,8 @@ From the update's operations (rdflib's algebra, :func:`kgcult.sparql.update_scop
   depends on it) is ``UNDEF`` in the row, so a row stands for every triple it could be. Inserted rows are
   copied into the default graph from the graph they were written to (``GRAPH <g>``, or
   any visible graph for ``GRAPH ?g``); deleted rows leave the default graph when no
-  visible graph holds them any more. Both are Oxigraph updates over the rows (indexed
+  visible graph holds them any more (never the closure's own triples, which live in the
+  default graph only: :func:`setgraph.own_filter`). Both are Oxigraph updates over the rows (indexed
   look-ups), so an update of N triples costs O(N).
 - ``CLEAR`` / ``DROP GRAPH <g>``, ``COPY`` / ``MOVE`` (which empty a graph): the graph's
   triples are copied into a staging graph (invisible) in the update's own transaction,
@@ -87,8 +88,8 @@ def _quads(clause, default_graph) -> list[tuple[str | None, tuple]]:
     return [(str(g) if isinstance(g, URIRef) else None, t) for g, t in out]
 
 
-def plan(operations: list) -> Plan:
-    """The default graph's share of an update (see the module docstring)."""
+def plan(operations: list, store: ox.Store) -> Plan:
+    """The default graph's share of an update on ``store`` (see the module docstring)."""
     p = Plan()
     for op in operations:
         name, fields = op.name, dict(op)
@@ -120,7 +121,7 @@ def plan(operations: list) -> Plan:
             _add_whole(p, target)
         elif name != "Create":
             p.full = True
-    return _finish(p)
+    return _finish(p, setgraph.own_filter("?p", store))
 
 
 def _insert(p: Plan, graph: str | None, triple) -> None:
@@ -158,7 +159,8 @@ def _capture(p: Plan, graph: str) -> None:
         _touch(p, graph)
 
 
-def _finish(p: Plan) -> Plan:
+def _finish(p: Plan, own: str) -> Plan:
+    """``own``: the FILTER keeping the closure's own triples (default graph only)."""
     if p.full:
         p.pending.add(setgraph.ALL_GRAPHS)
     p.before = setgraph.mark_pending_ops(p.pending) + p.before
@@ -172,11 +174,11 @@ def _finish(p: Plan) -> Plan:
                      f"{where} FILTER NOT EXISTS {{ ?s ?p ?o }} }}")
     if p._deletes:
         after.append(f"DELETE {{ ?s ?p ?o }} WHERE {{ VALUES (?s ?p ?o) {{ {' '.join(sorted(p._deletes))} }} "
-                     f"?s ?p ?o FILTER NOT EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} {_VISIBLE} }} }}")
+                     f"?s ?p ?o {own} FILTER NOT EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} {_VISIBLE} }} }}")
     for graph in sorted(p._added):
         after.append(f"INSERT {{ ?s ?p ?o }} WHERE {{ GRAPH <{graph}> {{ ?s ?p ?o }} FILTER NOT EXISTS {{ ?s ?p ?o }} }}")
     for cap in p._captured.values():
-        after.append(f"DELETE {{ ?s ?p ?o }} WHERE {{ GRAPH {cap} {{ ?s ?p ?o }} "
+        after.append(f"DELETE {{ ?s ?p ?o }} WHERE {{ GRAPH {cap} {{ ?s ?p ?o }} {own} "
                      f"FILTER NOT EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} {_VISIBLE} }} }}")
         after.append(f"DROP SILENT GRAPH {cap}")
     p.after = after + setgraph.unmark_pending_ops(p.pending)
@@ -186,7 +188,7 @@ def _finish(p: Plan) -> Plan:
 def run(store: ox.Store, text: str, operations: list, prefixes: dict[str, str]) -> None:
     """Run update ``text`` (``operations``: its parse) on ``store`` and bring the default
     graph up to date with it, keeping the crash story (see the module docstring)."""
-    p = plan(operations)
+    p = plan(operations, store)
     store.update(" ;\n".join(p.before + [text]) if p.before else text, prefixes=prefixes)
     if p.full:
         setgraph.sync(store)
