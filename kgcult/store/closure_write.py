@@ -17,13 +17,15 @@ not an IRI (not written by kgcult) is deleted.
 from __future__ import annotations
 
 import math
+import os
+import threading
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 from pyoxigraph import NamedNode, RdfFormat
 
-from kgcult.store import setgraph
+from kgcult.store import rdfio, setgraph
 
 MARK = 0xFFFFFFFF
 # Pairs per partition of the difference: each side's partition is sorted in memory as int64
@@ -165,8 +167,39 @@ def load_lines(store, blocks: Iterator[bytes]) -> None:
                 block = next(blocks, None)
                 if block is None:
                     return
-        store.ox.bulk_load(input=LineStream(call()), format=RdfFormat.N_TRIPLES, to_graph=setgraph.DEFAULT,
-                           lenient=True)
+        _bulk_load_piped(store.ox, LineStream(call()))
+
+
+PIPE_CHUNK = 1 << 20
+
+
+def _bulk_load_piped(ox, stream: LineStream) -> None:
+    """Bulk-load ``stream`` into the default graph through an OS pipe: a thread renders the
+    lines into it while Oxigraph reads its ``/dev/fd`` path in Rust, without the GIL, so
+    rendering and parsing overlap (fed through the Python stream, both ran on one thread)."""
+    r, w = os.pipe()
+    errors: list[BaseException] = []
+
+    def pump() -> None:
+        try:
+            with open(w, "wb", buffering=0) as sink:
+                while chunk := stream.read(PIPE_CHUNK):
+                    sink.write(chunk)
+        except BrokenPipeError:  # the loader stopped reading (its own error is raised)
+            pass
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            errors.append(e)
+
+    thread = threading.Thread(target=pump, name="closure-lines", daemon=True)
+    thread.start()
+    try:
+        with open(r, "rb", buffering=0) as source:
+            ox.bulk_load(**rdfio.reader_source(source), format=RdfFormat.N_TRIPLES, to_graph=setgraph.DEFAULT,
+                         lenient=True)
+    finally:
+        thread.join()
+    if errors:
+        raise errors.pop()
 
 
 def apply_difference(store, new: Partitions, old: Partitions, terms: list[bytes],
