@@ -84,7 +84,7 @@ class LogProgress:
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(LOG_EVERY / 2):
-            if time.monotonic() - self._last >= LOG_EVERY:
+            if time.monotonic() - self._last >= LOG_EVERY and not self._stop.is_set():
                 self._last = time.monotonic()
                 self._log.info("%s", self._line())
 
@@ -133,6 +133,8 @@ class LogProgress:
         if self._stop.is_set():
             return
         self._stop.set()
+        if threading.current_thread() is not self._beat:
+            self._beat.join(1.0)  # no line of this progress after it is closed
         if time.monotonic() - self._start >= LOG_EVERY:  # only long work gets a closing line
             self._log.info("%s: %s after %.0f s", self.desc, "stopped" if stopped else "done",
                            time.monotonic() - self._start)

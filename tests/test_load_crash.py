@@ -126,7 +126,11 @@ def _content(store_dir: Path) -> list[str]:
 def _child(store_dir: Path, files: list[Path], point: str, graph: str = "data", lines: int = 0) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-c", CHILD, str(store_dir), ",".join(map(str, files)), graph, point,
-                             str(lines)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                             str(lines)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            # as a terminal's Ctrl-C meets it: a test run started in the background by a
+                            # non-interactive shell (`make test &`, a CI runner) has SIGINT ignored,
+                            # and a child inherits that (Python then installs no KeyboardInterrupt)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _default_is_the_set(s: Store) -> None:
