@@ -371,3 +371,24 @@ def test_cli_progress_lines_say_triples(tmp_path, monkeypatch, caplog):
     res = run_cli(["load", str(f), "--graph", "g"], tmp_path / "s")
     assert res.exit_code == 0, res.stderr
     assert "of 6.0 k triples" in res.stderr and "100% (6.0 k triples" in res.stderr, res.stderr
+
+
+def test_a_chunk_pipe_whose_producer_fails_fails_the_load_and_says_why():
+    """rdfio.chunk_pipe (the closure's and the snapshot import's feed into Oxigraph): a
+    producer that fails midway must not end the input early as if it were whole; the
+    consumer fails and the producer's own error is raised."""
+    import pyoxigraph
+    from kgcult.store import rdfio
+
+    def blocks():
+        yield b"".join(b"<http://a/s%d> <http://a/p> <http://a/o> .\n" % i for i in range(1000))
+        raise ValueError("rendering failed")
+
+    ox = pyoxigraph.Store()
+    with pytest.raises(ValueError, match="rendering failed"):
+        with rdfio.chunk_pipe(blocks()) as source:
+            ox.bulk_load(**rdfio.reader_source(source), format=pyoxigraph.RdfFormat.N_TRIPLES)
+    assert len(ox) == 0  # the loader failed on the unparsable end: nothing of the cut input
+    with rdfio.chunk_pipe(iter([b"<http://a/s> <http://a/p> <http://a/o> .\n"])) as source:
+        ox.bulk_load(**rdfio.reader_source(source), format=pyoxigraph.RdfFormat.N_TRIPLES)
+    assert len(ox) == 1

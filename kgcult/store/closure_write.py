@@ -17,8 +17,6 @@ not an IRI (not written by kgcult) is deleted.
 from __future__ import annotations
 
 import math
-import os
-import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -174,32 +172,13 @@ PIPE_CHUNK = 1 << 20
 
 
 def _bulk_load_piped(ox, stream: LineStream) -> None:
-    """Bulk-load ``stream`` into the default graph through an OS pipe: a thread renders the
-    lines into it while Oxigraph reads its ``/dev/fd`` path in Rust, without the GIL, so
-    rendering and parsing overlap (fed through the Python stream, both ran on one thread)."""
-    r, w = os.pipe()
-    errors: list[BaseException] = []
-
-    def pump() -> None:
-        try:
-            with open(w, "wb", buffering=0) as sink:
-                while chunk := stream.read(PIPE_CHUNK):
-                    sink.write(chunk)
-        except BrokenPipeError:  # the loader stopped reading (its own error is raised)
-            pass
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
-            errors.append(e)
-
-    thread = threading.Thread(target=pump, name="closure-lines", daemon=True)
-    thread.start()
-    try:
-        with open(r, "rb", buffering=0) as source:
-            ox.bulk_load(**rdfio.reader_source(source), format=RdfFormat.N_TRIPLES, to_graph=setgraph.DEFAULT,
-                         lenient=True)
-    finally:
-        thread.join()
-    if errors:
-        raise errors.pop()
+    """Bulk-load ``stream`` into the default graph through an OS pipe (:class:`rdfio.chunk_pipe`):
+    a thread renders the lines into it while Oxigraph reads its ``/dev/fd`` path in Rust,
+    without the GIL, so rendering and parsing overlap (fed through the Python stream, both
+    ran on one thread). A rendering error fails the load instead of ending its input early."""
+    with rdfio.chunk_pipe(iter(lambda: stream.read(PIPE_CHUNK), b"")) as source:
+        ox.bulk_load(**rdfio.reader_source(source), format=RdfFormat.N_TRIPLES, to_graph=setgraph.DEFAULT,
+                     lenient=True)
 
 
 def apply_difference(store, new: Partitions, old: Partitions, terms: list[bytes],

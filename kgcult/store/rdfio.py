@@ -10,7 +10,7 @@ import io
 import os
 import threading
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Iterable
 
 import zstandard
 import pyoxigraph
@@ -118,6 +118,51 @@ class ZstdFrames(io.RawIOBase):
 def starts_with_bom(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(3) == BOM
+
+
+class chunk_pipe:
+    """Context manager giving a readable OS pipe fed by a thread with the byte blocks of
+    ``chunks``, so that a consumer in Rust (Oxigraph's bulk loader, by the pipe's
+    ``/dev/fd`` path: :func:`reader_source`) reads while Python produces. If producing
+    fails, the thread ends the stream with a line no parser accepts, so the consumer fails
+    rather than commit a truncated input, and leaving the context raises the producer's
+    error (after the consumer's own, which it replaces). A consumer that stops reading
+    (its own syntax error) ends the producer quietly."""
+
+    def __init__(self, chunks: Iterable[bytes], *, buffering: int = 1 << 20):
+        self.chunks, self.buffering = chunks, buffering
+        self.error: BaseException | None = None
+
+    def __enter__(self):
+        r, w = os.pipe()
+        self._reader = open(r, "rb", buffering=self.buffering)
+        self._thread = threading.Thread(target=self._pump, args=(w,), name="kgcult-pipe", daemon=True)
+        self._thread.start()
+        return self._reader
+
+    def _pump(self, w: int) -> None:
+        with open(w, "wb", buffering=0) as sink:
+            try:
+                for chunk in self.chunks:
+                    sink.write(chunk)
+            except BrokenPipeError:  # the consumer stopped reading (a syntax error): fine
+                pass
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                self.error = e
+                try:
+                    sink.write(_POISON)
+                except OSError:
+                    pass
+
+    def __exit__(self, exc_type, exc, tb):
+        self._reader.close()
+        self._thread.join()
+        if self.error is not None:
+            # no frame of this object holds the error once raised (an in-process caller
+            # may reopen the store as soon as it has it)
+            errors, self.error = [self.error], None
+            raise errors.pop()
+        return False
 
 
 class decompressing_pipe:

@@ -13,8 +13,6 @@ for, whatever the file holds. No quad goes through Python objects.
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
 import zlib
 from pathlib import Path
 
@@ -26,7 +24,6 @@ from kgcult.store import rdfio, setgraph
 
 CHUNK = 1 << 20
 MAX_LINE = 16 << 20  # Oxigraph's parser refuses longer lines anyway
-_POISON = b"\n<kgcult:truncated> .\n"  # a line N-Triples refuses (the same as rdfio's)
 
 
 class GraphFileError(KgcultError):
@@ -109,45 +106,10 @@ class GraphFile:
         for _ in self._chunks(strip=False):
             pass
 
-    def triples(self) -> "_Pipe":
+    def triples(self) -> rdfio.chunk_pipe:
         """A context manager giving a readable pipe of the file as N-Triples (fed by a
         thread); leaving it raises the file's error, if any (after the consumer's)."""
-        return _Pipe(self)
-
-
-class _Pipe:
-    def __init__(self, graph_file: GraphFile):
-        self.file = graph_file
-        self.error: BaseException | None = None
-
-    def __enter__(self):
-        r, w = os.pipe()
-        self._reader = open(r, "rb", buffering=CHUNK)
-        self._thread = threading.Thread(target=self._pump, args=(w,), daemon=True)
-        self._thread.start()
-        return self._reader
-
-    def _pump(self, w: int) -> None:
-        with open(w, "wb", buffering=0) as sink:
-            try:
-                for chunk in self.file._chunks(strip=True):
-                    sink.write(chunk)
-            except BrokenPipeError:  # the parser stopped reading (a syntax error): fine
-                pass
-            except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                self.error = e
-                try:
-                    sink.write(_POISON)
-                except OSError:
-                    pass
-
-    def __exit__(self, exc_type, exc, tb):
-        self._reader.close()
-        self._thread.join()
-        if self.error is not None:
-            errors, self.error = [self.error], None
-            raise errors.pop()
-        return False
+        return rdfio.chunk_pipe(self._chunks(strip=True), buffering=CHUNK)
 
 
 # -- writing a graph file into the store -------------------------------------------------
