@@ -85,14 +85,27 @@ def _parallel(url, n):
 def test_time_bucket_and_parallel_limit(server):
     # five parallel queries of 40 s of WDQS time each empty the 120 s bucket at t = 40 s:
     # the next query is throttled until the refill at t = 60 s
-    with Emulator(server.url, scale=20.0, fixed_cost=40.0) as emu:  # 2 s real each, the refill at 3 s
+    with Emulator(server.url, scale=20.0, fixed_cost=40.0, cost_factor=0.0) as emu:  # 2 s real each, the refill at 3 s
         assert _parallel(emu.url, 5) == [200] * 5
         status, headers, _ = _post(emu.url)
         assert status == 429 and 0 <= int(headers["Retry-After"]) <= 59, headers
         assert emu.server_seconds == pytest.approx(200, abs=5)
-    with Emulator(server.url, scale=20.0, fixed_cost=20.0) as emu:  # 1 s real each
+    # seven at once: five are admitted and held until the other two have been refused, so the
+    # overlap does not depend on how fast a loaded machine starts the threads
+    gate = threading.Event()
+    with Emulator(server.url, scale=20.0, fixed_cost=20.0, cost_factor=0.0, hold=gate) as emu:
+        releaser = threading.Thread(target=_release_when, args=(gate, lambda: emu.too_parallel >= 2))
+        releaser.start()
         assert _parallel(emu.url, 7) == [200] * 5 + [429] * 2
+        releaser.join()
         assert emu.max_in_flight == 5 and emu.too_parallel == 2
+
+
+def _release_when(gate: threading.Event, ready, limit: float = 30.0) -> None:
+    end = time.monotonic() + limit
+    while not ready() and time.monotonic() < end:
+        time.sleep(0.01)
+    gate.set()
 
 
 @pytest.mark.parametrize("mode", ["500", "cut200"])

@@ -48,6 +48,7 @@ import json
 import random
 import re
 import socket
+import threading
 import time
 import urllib.parse
 from datetime import datetime, timedelta, timezone
@@ -135,7 +136,8 @@ class Emulator(FaultProxy):
     def __init__(self, upstream: str, *, profile: str = "wdqs", scale: float = 60.0, cost_factor: float = 1.0,
                  fixed_cost: float = 0.0, deadline: float = DEADLINE, timeout_mode: str = "mixed",
                  timeout_rate: float = 0.0, max_consecutive: int = 2, seed: int = 0, max_parallel: int = 5,
-                 max_rows: int = 1_000_000, redirect_status: int = 308, grace: float = 0.05):
+                 max_rows: int = 1_000_000, redirect_status: int = 308, grace: float = 0.05,
+                 hold: threading.Event | None = None):
         if profile not in ("wdqs", "qlever") or timeout_mode not in ("500", "cut200", "mixed"):
             raise ValueError("profile wdqs|qlever, timeout_mode 500|cut200|mixed")
         super().__init__(upstream, faults=(), rate=0.0)
@@ -144,6 +146,7 @@ class Emulator(FaultProxy):
         self.timeout_mode, self.timeout_rate, self.max_consecutive = timeout_mode, timeout_rate, max_consecutive
         self.max_parallel, self.max_rows, self.redirect_status, self.grace = max_parallel, max_rows, redirect_status, grace
         self.rng = random.Random(seed)
+        self.hold = hold  # when given, every admitted query is held until it is set (deterministic overlap)
         self.clients: dict[tuple, Client] = {}
         self.timeouts_in_a_row: dict[bytes, int] = {}
         self.old_url = self.url.replace(self.upstream_path, "/old" + self.upstream_path)
@@ -252,6 +255,8 @@ class Emulator(FaultProxy):
             cut_at = int(len(data) * self.rng.uniform(0.1, 0.9))
         if late:
             cost = self.deadline
+        if self.hold is not None:
+            self.hold.wait(60)
         # hold the answer until its processing time has passed on the emulated clock
         time.sleep(max(0.0, cost / self.clock.scale - (time.monotonic() - t0)))
         if late:
