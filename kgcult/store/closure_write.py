@@ -2,11 +2,12 @@
 default graph, where its triples live once (``kgcult.store.setgraph``): a spec's closure
 is every default-graph triple with its derived property, plus its cycle marks.
 
-A spec with no triples yet is written by one streamed bulk load (:func:`load_lines`). One
-that holds an earlier build is changed by its difference only: the old triples are read
-back (by predicate) as integer-coded pairs, both sides are split into partitions by
-subject (bounded memory) and sorted, and the pairs that are gone are deleted, the new ones
-bulk-loaded. Oxigraph deletes about 30k quads/s, so deleting a closure to write it again
+A build writes every new triple, of every spec, in one streamed bulk load
+(:func:`load_lines`). A spec with no triples yet adds all of its own; one that holds an
+earlier build is changed by its difference only: the old triples are read back (by
+predicate) as integer-coded pairs, both sides are split into partitions by subject (bounded
+memory) and sorted, the pairs that are gone are deleted, and the new ones wait on disk for
+the load (:class:`Difference`). Oxigraph deletes about 30k quads/s, so deleting a closure to write it again
 costs several times what reading it does, and after a typical data change most of a
 closure stays as it was.
 
@@ -16,6 +17,7 @@ not an IRI (not written by kgcult) is deleted.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Iterator
@@ -137,35 +139,20 @@ class LineStream:
         return out
 
 
-# Triples per bulk-load call. Oxigraph's loader parses into batches of 1 M triples and
-# builds each batch's index files on its own thread, up to two at once: one streamed call
-# holds up to three batches (about 1.3 GB), and at 1 M edges the build peaked at 2.08 GiB
-# with one call per spec; a call of 2 M triples holds at most two. Measured in
-# BENCHMARKS.md ("Closure at Oxigraph's write rate").
-LOAD_LINES = 2_000_000
-
-
 def load_lines(store, blocks: Iterator[bytes]) -> None:
-    """Streamed bulk loads of N-Triples blocks into the default graph, about LOAD_LINES
-    triples a call (a call ends at the block that reaches it)."""
+    """One streamed bulk load of N-Triples blocks into the default graph: a whole build's
+    new triples, every spec's, under one commit. Oxigraph's loader parses them into batches
+    of 1 M triples and writes each batch's index files on a thread of its own, two at a
+    time; a commit hands the store all the files at once. Commits per 2 M triples (the
+    earlier way) had RocksDB merge each commit's files into the ones before them, in the
+    background, on the same two cores: at 300k edges that merging took 55-67 CPU s of a
+    107-121 s build, against 23 CPU s and 83-89 s with one commit (BENCHMARKS.md,
+    "Closure at Oxigraph's write rate"). The loader holds at most three batches whatever
+    the input's size, so memory does not grow with one commit."""
     blocks = iter(blocks)
-    while True:
-        first = next(blocks, None)
-        if first is None:
-            return
-
-        def call(first=first):
-            n = 0
-            block = first
-            while True:
-                yield block
-                n += block.count(b"\n")
-                if n >= LOAD_LINES:
-                    return
-                block = next(blocks, None)
-                if block is None:
-                    return
-        _bulk_load_piped(store.ox, LineStream(call()))
+    first = next(blocks, None)
+    if first is not None:
+        _bulk_load_piped(store.ox, LineStream(itertools.chain([first], blocks)))
 
 
 PIPE_CHUNK = 1 << 20
@@ -181,10 +168,30 @@ def _bulk_load_piped(ox, stream: LineStream) -> None:
                      lenient=True)
 
 
+class Difference:
+    """What a spec's difference adds, kept on disk (sorted codes, one file per partition)
+    until the build's one bulk load renders it (:meth:`blocks`)."""
+
+    def __init__(self, paths: list[Path], terms: list[bytes], derived: bytes, mark: bytes,
+                 deleted: int, added: int) -> None:
+        self.paths, self.terms, self.derived, self.mark = paths, terms, derived, mark
+        self.deleted, self.added = deleted, added
+
+    def blocks(self) -> Iterator[bytes]:
+        for path in self.paths:
+            yield from chunks(lines(np.fromfile(path, dtype=np.int64), self.terms, self.derived, self.mark),
+                              BLOCK_LINES)
+            path.unlink()
+
+    def remove(self) -> None:
+        for path in self.paths:
+            path.unlink(missing_ok=True)
+
+
 def apply_difference(store, new: Partitions, old: Partitions, terms: list[bytes],
-                     derived: bytes, mark: bytes) -> tuple[int, int]:
-    """Delete the old-only codes, partition by partition, then load the new-only ones in
-    one streamed bulk load; returns (deleted, added). Leaves ``new``'s files sorted and
+                     derived: bytes, mark: bytes) -> Difference:
+    """Delete the old-only codes, partition by partition, and keep the new-only ones on disk
+    for the build's bulk load (:class:`Difference`). Leaves ``new``'s files sorted and
     unique (the spec's state: ``closure_state``)."""
     deleted = added = 0
     fresh_paths = [path.with_suffix(".fresh") for path in new.paths]
@@ -198,17 +205,7 @@ def apply_difference(store, new: Partitions, old: Partitions, terms: list[bytes]
             store.ox.update(f"DELETE DATA {{ {text.decode()} }}")
         deleted += len(gone)
         added += fresh_paths[i].stat().st_size // 8
-
-    def fresh() -> Iterator[bytes]:
-        for path in fresh_paths:
-            yield from chunks(lines(np.fromfile(path, dtype=np.int64), terms, derived, mark), BLOCK_LINES)
-            path.unlink()
-
-    if added:
-        load_lines(store, fresh())
-    for path in fresh_paths:
-        path.unlink(missing_ok=True)
-    return deleted, added
+    return Difference(fresh_paths, terms, derived, mark, deleted, added)
 
 
 BLOCK_LINES = 20_000  # N-Triples lines per block handed to the streamed bulk load

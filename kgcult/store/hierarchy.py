@@ -243,8 +243,7 @@ def _blocks(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[in
         yield b"".join(buf)
 
 
-# N-Triples lines per block handed to the streamed bulk loads (``closure_write.LineStream``;
-# a call takes blocks until it holds ``closure_write.LOAD_LINES`` triples).
+# N-Triples lines per block handed to the build's streamed bulk load (``closure_write.LineStream``).
 BLOCK_LINES = closure_write.BLOCK_LINES
 
 
@@ -257,10 +256,11 @@ def _codes(out: ScratchWriter, cycles: list[list[int]]) -> np.ndarray:
 
 def _write_difference(store: Store, spec: ClosureSpec, out: ScratchWriter, cycles: list[list[int]],
                       nodes: intgraph.NodeIds, scratch: Path, derived: bytes, mark: bytes,
-                      prev: np.ndarray | None) -> tuple[int, int, np.ndarray]:
-    """Change the spec's triples of an earlier build into the new ones by their difference
-    (``closure_write``): the old side is ``prev`` (the state the last build kept) or, without
-    one, read back from the store. Returns (deleted, added, the new codes)."""
+                      prev: np.ndarray | None) -> tuple[closure_write.Difference, np.ndarray]:
+    """Start changing the spec's triples of an earlier build into the new ones by their
+    difference (``closure_write``): the old side is ``prev`` (the state the last build kept)
+    or, without one, read back from the store. The gone triples are deleted here; returns
+    what to add (for the build's one bulk load) and the new codes."""
     k = closure_write.partitions_for(out.pairs + sum(len(c) for c in cycles))
     new = closure_write.Partitions(scratch, spec.name + ".new", k)
     old = closure_write.Partitions(scratch, spec.name + ".old", k)
@@ -276,8 +276,8 @@ def _write_difference(store: Store, spec: ClosureSpec, out: ScratchWriter, cycle
             log.info("%s: reading the old closure back (no state kept by the last build)", spec.name)
             closure_write.old_codes(store.ox, spec.derived, vocab.KGC + spec.name, nodes.id, old)
         old.close()
-        deleted, added = closure_write.apply_difference(store, new, old, nodes.keys, derived, mark)
-        return deleted, added, np.concatenate([new.read(i) for i in range(new.k)])
+        diff = closure_write.apply_difference(store, new, old, nodes.keys, derived, mark)
+        return diff, np.concatenate([new.read(i) for i in range(new.k)])
     finally:
         new.close()
         old.close()
@@ -312,14 +312,15 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     A spec whose input (its spec and the edges it follows) is the same as when it was
     last built whole is kept as it is (see ``closure_inputs``); ``force`` rewrites it anyway.
 
-    Each closure triple is written once, into the default graph: a spec with none there
-    yet by streamed bulk loads (``closure_write.load_lines``), one with an earlier build by
-    its difference.
+    Each closure triple is written once, into the default graph. A spec with an earlier
+    build is changed by its difference (its gone triples deleted); then the new triples of
+    every spec, all of a spec with none yet and the additions of the others, go into the
+    store in one streamed bulk load (``closure_write.load_lines``): one commit.
 
     Crash safety: the closure is marked stale before anything changes; every spec is
     computed into compact records on disk first (the old triples stay whole meanwhile);
-    then each spec's triples are written; the closure is marked fresh only after the last
-    one. A build killed part-way leaves the store stale (so the next command that needs the
+    then every spec's record is dropped and its triples are written; the closure is marked
+    fresh only after the last one. A build killed part-way leaves the store stale (so the next command that needs the
     closure rebuilds it) and its scratch records, which the next build removes; a spec's
     input record is dropped before its triples are touched and written after its last
     one, so the next build keeps only closures written whole (and changes a partly
@@ -354,31 +355,38 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     in_cycle = f" <{vocab.KGC}inCycle> ".encode()
     state, nonce = closure_state.state_dir(store.location), closure_state.new_nonce()
     compute_s = time.perf_counter() - t_start
-    for spec, fp, out, cycles, n_edges, seconds in planned:
+    additions: list[Iterator[bytes]] = []
+    seconds_of: dict[str, float] = {}
+    for spec, _fp, out, cycles, _n_edges, seconds in planned:
         t0 = time.perf_counter()
         log.info("%s: writing %d pairs (%s)", spec.name, out.pairs, spec.derived)
         known = before.get(spec.graph)
-        kept_nonce = known[2] if known else None
         closure_inputs.forget(store.ox, spec.graph)  # no record while the closure is partial
         _retire(store, spec)
-        mark = in_cycle + f"<{vocab.KGC}{spec.name}> .\n".encode()
         derived = f" <{spec.derived}> ".encode()
+        mark = in_cycle + f"<{vocab.KGC}{spec.name}> .\n".encode()
         if closure_write.holds(store.ox, spec.derived, vocab.KGC + spec.name):
-            prev = closure_state.load(state, spec.name, spec.derived, kept_nonce, table.nodes.id)
-            deleted, added, codes = _write_difference(store, spec, out, cycles, table.nodes, scratch,
-                                                      derived, mark, prev)
-            log.debug("%s: %d triples deleted, %d added", spec.name, deleted, added)
+            prev = closure_state.load(state, spec.name, spec.derived, known[2] if known else None, table.nodes.id)
+            diff, codes = _write_difference(store, spec, out, cycles, table.nodes, scratch, derived, mark, prev)
+            log.debug("%s: %d triples deleted, %d to add", spec.name, diff.deleted, diff.added)
+            additions.append(diff.blocks())
         else:
-            closure_write.load_lines(store, _blocks(out.path, terms, derived, cycles, mark))
             codes = _codes(out, cycles)
-        closure_state.save(state, spec.name, spec.derived, nonce, codes, terms)  # before the record names it
+            additions.append(_blocks(out.path, terms, derived, cycles, mark))
+        # the state before the triples: a build killed after it has no record naming it
+        closure_state.save(state, spec.name, spec.derived, nonce, codes, terms)
         del codes
+        seconds_of[spec.name] = seconds + time.perf_counter() - t0
+    t_load = time.perf_counter()
+    closure_write.load_lines(store, (block for blocks in additions for block in blocks))
+    per_pair = (time.perf_counter() - t_load) / max(1, sum(item[2].pairs for item in planned))
+    for spec, fp, out, cycles, n_edges, _seconds in planned:
         out.path.unlink()
         named = sorted(sorted(terms[x][1:-1].decode() for x in cyc) for cyc in cycles)
         count = out.pairs + sum(len(c) for c in cycles)
         closure_inputs.remember(store.ox, spec.graph, fp, count, nonce)
         reports.append(ClosureReport(spec.name, spec.graph, n_edges, count, named,
-                                     seconds + time.perf_counter() - t0, derived=spec.derived))
+                                     seconds_of[spec.name] + per_pair * out.pairs, derived=spec.derived))
         log.info("%s", reports[-1])
     write_s = time.perf_counter() - t_start - compute_s
     shutil.rmtree(scratch, ignore_errors=True)
