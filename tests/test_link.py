@@ -1,6 +1,7 @@
 """Entity linking on a hand-written graph (tests/fixtures/link/graph.ttl)."""
 from __future__ import annotations
 
+import gc
 import json
 import random
 import re
@@ -319,9 +320,13 @@ def test_cli_stream(cli_store, tmp_path):
     assert [x["id"] for x in rows] == ["a", "b", "c#0", "c#1", "d", "e#0"]
     assert [x["qid"] for x in rows] == ["Q1093742", "Q90011", "Q90053", "Q90052", None, "Q46383"]
     assert rows[2]["type"] == "dish_name" and rows[2]["prompt_country"] == "Q29"
+    thresholds = gc.get_threshold()
     r = run_cli(["link", "-i", str(inp), "-o", str(tmp_path / "o2.jsonl")], cli_store)
     assert r.exit_code == 1 and f"{inp}:2: malformed JSON" in r.stderr
     assert not (tmp_path / "o2.jsonl").exists()
+    # the stream's collector settings (cli/link.py: fewer young passes, startup objects
+    # frozen) end with it, failed or not: an in-process caller keeps its own
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
 
 
 def test_cli_eval_and_index(cli_store, tmp_path):
