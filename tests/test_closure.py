@@ -104,9 +104,10 @@ def test_closure_equals_reference_on_seed(tmp_path):
         assert not scratch_dir(store).exists()
 
 
-def test_specs_are_streamed_in_one_bulk_load_into_the_default_graph(store, monkeypatch):
-    """Every spec's closure is written by one bulk load (one commit for the whole build), fed
-    block by block (tiny blocks here), into the default graph only: every triple once, every
+def test_specs_are_streamed_in_bounded_commits_into_the_default_graph(store, monkeypatch):
+    """Every spec's closure is written by one streamed bulk load for the whole build, fed
+    block by block (tiny blocks here), committed every COMMIT_LINES triples (the commit ends
+    at the block that reaches it), into the default graph only: every triple once, every
     spec equal to the reference."""
     store.load([MINI])
     calls, blocks = [], []
@@ -128,14 +129,16 @@ def test_specs_are_streamed_in_one_bulk_load_into_the_default_graph(store, monke
             yield text
 
     monkeypatch.setattr(hierarchy, "BLOCK_LINES", 3)
+    monkeypatch.setattr(closure_write, "COMMIT_LINES", 40)
     monkeypatch.setattr(closure_write, "LineStream", Counted)
     monkeypatch.setattr(hierarchy, "_blocks", counted_blocks)
     reports = hierarchy.build(store)
     monkeypatch.undo()
     n = sum(r.triples_out for r in reports)
     assert sum(calls) == n and max(blocks) < 3 + 10  # blocks stop soon after BLOCK_LINES
-    assert len(calls) == 1 and len(blocks) > 10  # one load, streamed
-    assert len([r for r in reports if r.triples_out]) > 1  # ... of several specs
+    # commits of about COMMIT_LINES triples: each ends at the block that reaches it
+    assert len(calls) > 1 and all(40 <= c < 40 + max(blocks) for c in calls[:-1]) and calls[-1] > 0
+    assert len(blocks) > len(calls)  # streamed: several blocks a commit
     assert_same_as_reference(store)
     assert n == sum(len(spec_quads(store, spec, None)) for spec in hierarchy.load_specs())
 

@@ -17,7 +17,6 @@ not an IRI (not written by kgcult) is deleted.
 """
 from __future__ import annotations
 
-import itertools
 import math
 from pathlib import Path
 from typing import Iterator
@@ -139,20 +138,41 @@ class LineStream:
         return out
 
 
+# Triples per commit of the build's bulk load. Oxigraph's loader parses its input into
+# batches of 1 M triples and writes each batch's index files (one per column family) on a
+# thread of its own; a commit hands the store all its files at once, into RocksDB's level 0.
+# Commits of 2 M triples (the earlier way) had RocksDB merge each commit's files into those
+# before them, in the background, on the same two cores: at 300k edges that merging took
+# 55-67 CPU s of a 107-121 s build, against 23 CPU s and 83-89 s with one commit. One commit
+# of the 46.6 M triples of 1 M edges put 47 files per column family in level 0, past
+# RocksDB's level0_stop_writes_trigger (36, Oxigraph's setting): writes stopped and the
+# compaction at the end of the build did not run, leaving a store twice its size. A commit
+# of at most 24 M triples stays under that trigger (BENCHMARKS.md, "Closure at Oxigraph's
+# write rate").
+COMMIT_LINES = 24_000_000
+
+
 def load_lines(store, blocks: Iterator[bytes]) -> None:
-    """One streamed bulk load of N-Triples blocks into the default graph: a whole build's
-    new triples, every spec's, under one commit. Oxigraph's loader parses them into batches
-    of 1 M triples and writes each batch's index files on a thread of its own, two at a
-    time; a commit hands the store all the files at once. Commits per 2 M triples (the
-    earlier way) had RocksDB merge each commit's files into the ones before them, in the
-    background, on the same two cores: at 300k edges that merging took 55-67 CPU s of a
-    107-121 s build, against 23 CPU s and 83-89 s with one commit (BENCHMARKS.md,
-    "Closure at Oxigraph's write rate"). The loader holds at most three batches whatever
-    the input's size, so memory does not grow with one commit."""
+    """Streamed bulk loads of N-Triples blocks into the default graph: a whole build's new
+    triples, every spec's, in commits of about COMMIT_LINES triples (a commit ends at the
+    block that reaches it). The loader holds at most three batches whatever a commit's size."""
     blocks = iter(blocks)
-    first = next(blocks, None)
-    if first is not None:
-        _bulk_load_piped(store.ox, LineStream(itertools.chain([first], blocks)))
+    while True:
+        first = next(blocks, None)
+        if first is None:
+            return
+
+        def commit(first=first) -> Iterator[bytes]:
+            n, block = 0, first
+            while True:
+                yield block
+                n += block.count(b"\n")
+                if n >= COMMIT_LINES:
+                    return
+                block = next(blocks, None)
+                if block is None:
+                    return
+        _bulk_load_piped(store.ox, LineStream(commit()))
 
 
 PIPE_CHUNK = 1 << 20
