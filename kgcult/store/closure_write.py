@@ -7,8 +7,8 @@ A build writes every new triple, of every spec, in one streamed bulk load
 earlier build is changed by its difference only: the old triples are read back (by
 predicate) as integer-coded pairs, both sides are split into partitions by subject (bounded
 memory) and sorted, the pairs that are gone are deleted, and the new ones wait on disk for
-the load (:class:`Difference`). Oxigraph deletes about 30k quads/s, so deleting a closure to write it again
-costs several times what reading it does, and after a typical data change most of a
+the load (:class:`Difference`). Oxigraph deletes about 30k quads/s, so deleting a closure to
+write it again costs several times what reading it does, and after a typical data change most of a
 closure stays as it was.
 
 A pair is coded ``subject << 32 | object`` over the build's node ids; a cycle mark
@@ -59,10 +59,6 @@ class Partitions:
     def remove(self) -> None:
         for p in self.paths:
             p.unlink(missing_ok=True)
-
-
-def pair_codes(subjects: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    return ((subjects.astype(np.int64)[:, None] << 32) | targets.astype(np.int64)[None, :]).ravel()
 
 
 def holds(ox, derived: str, mark_object: str) -> bool:
@@ -202,10 +198,6 @@ class Difference:
             yield from chunks(lines(np.fromfile(path, dtype=np.int64), self.terms, self.derived, self.mark),
                               BLOCK_LINES)
             path.unlink()
-
-    def remove(self) -> None:
-        for path in self.paths:
-            path.unlink(missing_ok=True)
 
 
 def apply_difference(store, new: Partitions, old: Partitions, terms: list[bytes],

@@ -284,15 +284,12 @@ def _write_difference(store: Store, spec: ClosureSpec, out: ScratchWriter, cycle
     """Start changing the spec's triples of an earlier build into the new ones by their
     difference (``closure_write``): the old side is ``prev`` (the state the last build kept)
     or, without one, read back from the store. The gone triples are deleted here; returns
-    what to add (for the build's one bulk load) and the new codes."""
+    what to add (for the build's bulk load) and the new codes."""
     k = closure_write.partitions_for(out.pairs + sum(len(c) for c in cycles))
     new = closure_write.Partitions(scratch, spec.name + ".new", k)
     old = closure_write.Partitions(scratch, spec.name + ".old", k)
     try:
-        for subjects, targets in _records(out.path):
-            new.add(closure_write.pair_codes(subjects, targets))
-        for cycle in cycles:
-            new.add(np.array(cycle, dtype=np.int64) << 32 | closure_write.MARK)
+        new.add(_codes(out, cycles))  # the same expansion a spec written whole is saved from
         new.close()
         if prev is not None:
             old.add(prev)
@@ -339,13 +336,14 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     Each closure triple is written once, into the default graph. A spec with an earlier
     build is changed by its difference (its gone triples deleted); then the new triples of
     every spec, all of a spec with none yet and the additions of the others, go into the
-    store in one streamed bulk load (``closure_write.load_lines``): one commit.
+    store in one streamed bulk load (``closure_write.load_lines``), committed every
+    ``closure_write.COMMIT_LINES`` triples.
 
     Crash safety: the closure is marked stale before anything changes; every spec is
     computed into compact records on disk first (the old triples stay whole meanwhile);
     then every spec's record is dropped and its triples are written; the closure is marked
-    fresh only after the last one. A build killed part-way leaves the store stale (so the next command that needs the
-    closure rebuilds it) and its scratch records, which the next build removes; a spec's
+    fresh only after the last one. A build killed part-way leaves the store stale (so the
+    next command that needs the closure rebuilds it) and its scratch records, which the next build removes; a spec's
     input record is dropped before its triples are touched and written after its last
     one, so the next build keeps only closures written whole (and changes a partly
     written one by its difference)."""
