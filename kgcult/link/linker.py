@@ -219,6 +219,9 @@ class Linker:
         for c0 in range(0, len(rows), AHEAD_CHUNK):  # a whole-batch stage works ahead
             chunk = [self._state(r) for r in rows[c0:c0 + AHEAD_CHUNK]]
             states += chunk
+            if c0 == 0:
+                for st in whole:
+                    st.start(chunk)
             todo = self._run(per_chunk, [s for s in chunk if s.text])
             reach += todo
             if c0 + AHEAD_CHUNK < len(rows):

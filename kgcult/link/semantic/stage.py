@@ -76,6 +76,18 @@ class Semantic(Stage):
                 self._encoder = semantic.UseEncoder()
             return self._encoder
 
+    def start(self, chunk: list[State]) -> None:
+        """Load the encoder in the worker thread while the main thread runs the first
+        chunk's lexical stages, when a mention of it has a topic (else it may never be
+        needed); no-op on a single core or once loaded."""
+        if self._encoder is not None or not any(s.topic is not None for s in chunk):
+            return
+        worker = self._worker_thread()
+        if worker is None:
+            return
+        semantic.prepare()  # the imports and any cache writing here, not in the worker
+        worker.submit(self.encoder)
+
     def ahead(self, chunk: list[State]) -> None:
         """Start encoding, in the worker thread, the texts of those of ``chunk`` that the
         stage will search (no-op on a single core)."""

