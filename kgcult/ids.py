@@ -92,6 +92,22 @@ def entity_of_term(term) -> str | None:
     return entity_of_iri(term.value) if isinstance(term, NamedNode) else None
 
 
+MAX_SITELINKS = 100_000  # far above any entity's sitelinks (Wikimedia has under 1,000 wikis)
+
+
+def sitelink_count(value) -> int | None:
+    """A ``wikibase:sitelinks`` value (a literal's lexical form, or a term) as a count, or
+    None when it is not one: ASCII digits only, at most :data:`MAX_SITELINKS`. Where counts
+    enter the store they are refused unless this reads them; where they are read, a value
+    it does not read is skipped, so a 40-digit count or a string from a loaded file never
+    breaks a command (issue 40)."""
+    text = getattr(value, "value", value)
+    if not isinstance(text, str) or not (0 < len(text) <= 6 and text.isascii() and text.isdigit()):
+        return None
+    n = int(text)
+    return n if n <= MAX_SITELINKS else None
+
+
 def shorten(iri: str) -> str:
     """The entity of a ``wd:`` IRI (Q42, L7-F1), any other IRI unchanged (for display and
     output rows)."""

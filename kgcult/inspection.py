@@ -83,7 +83,7 @@ def show(store, qid: str, lang: str = "en") -> dict:
         elif p == vocab.SCHEMA + "description":
             card["descriptions"][o.language or ""] = o.value
         elif p == vocab.WIKIBASE + "sitelinks":
-            card["sitelinks"] = int(o.value)
+            card["sitelinks"] = ids.sitelink_count(o)  # None for a value that is not a count
         elif p.startswith(vocab.WDT):
             card["claims"].append({"property": p[len(vocab.WDT):], "property_label": property_label(p),
                                    "value": o.value})

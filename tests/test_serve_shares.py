@@ -55,8 +55,10 @@ def test_a_fresh_address_is_answered_while_many_addresses_run_runaways(make_serv
     flight (eight, four times the workers). An ordinary query from a fresh address is
     answered 200 within its 30 s queue timeout: it pre-empts a runaway of the heaviest
     address, which gets 429 with Retry-After. Before (a free worker only at a runaway's
-    deadline), it waited the whole queue timeout and got 503."""
-    srv = make_server(ServeConfig(port=0, workers=2, per_client=2, timeout=120, queue_timeout=30))
+    deadline), it waited the whole queue timeout and got 503. Pre-emption is judged on
+    budget use (issue 40): the runaways pass their 1 worker second of budget at once."""
+    srv = make_server(ServeConfig(port=0, workers=2, per_client=2, timeout=120, queue_timeout=30,
+                                  client_budget=1.0))
     done: list[tuple] = []
     lock = threading.Lock()
 

@@ -37,7 +37,8 @@ from kgcult.serve.config import check_config, exposure_warning, open_for_serving
                    "per-client time budget).")
 @click.option("--preempt-after", type=float, default=0.5, show_default=True, metavar="SECONDS",
               help="A query whose client has nothing running and that finds no free worker for this long stops "
-                   "the longest-running query of a heavier client (429 for it) and takes its worker (0: never).")
+                   "the longest-running query of a heavier client over its --client-budget (429 for it) and "
+                   "takes its worker (0: never).")
 @click.option("--per-client-connections", type=int, default=16, show_default=True,
               help="Open connections per client address (429 at once beyond).")
 @click.option("--worker-memory", type=int, default=None, metavar="MIB",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import threading
 
 from cheroot import server as cheroot_server
@@ -250,6 +251,19 @@ class _Cheroot(wsgi.Server):
         log.log(level if level >= logging.WARNING else logging.DEBUG, "%s", msg, exc_info=traceback)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _stop_on_signals() -> dict:
+    """SIGTERM and SIGHUP end the server as Ctrl+C does (Python's default for them exits
+    without running any clean-up); returns the handlers they had."""
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        previous[signum] = signal.signal(signum, _interrupt)
+    return previous
+
+
 class Server:
     """``kgcult serve`` over ``store``: listening once made (the config is checked
     first), serving after :meth:`start` (a background thread) or :meth:`serve_forever`.
@@ -306,12 +320,16 @@ class Server:
         return self
 
     def serve_forever(self) -> None:
-        """Serve in this thread until interrupted (Ctrl+C), then stop."""
+        """Serve in this thread until interrupted (Ctrl+C, SIGTERM, SIGHUP), then stop: the
+        spool folder and the workers go with the server however it is told to end."""
+        handled = _stop_on_signals() if threading.current_thread() is threading.main_thread() else {}
         try:
             self._httpd.serve()
         except KeyboardInterrupt:
             pass
         finally:
+            for signum, previous in handled.items():
+                signal.signal(signum, previous)
             self.stop()
 
     def stop(self) -> None:

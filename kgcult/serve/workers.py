@@ -17,11 +17,15 @@ Admission happens in the server process, before a job reaches a worker:
   (:mod:`kgcult.serve.shares`) gets 429 with ``Retry-After`` at once while the workers
   are busy (it is served as before when they are not);
 - a request whose client has nothing on a worker and that found no free worker within
-  ``preempt_after`` seconds *pre-empts*: the longest-running job of the heaviest client
-  (at least twice the worker seconds of the waiting one lately plus 2 s, over budget first, running for at
-  least ``PREEMPT_MIN_RUN`` s) is stopped with its worker process, as at the deadline,
-  answered 429 with ``Retry-After``, and the fresh worker goes to the waiting request.
-  So however many addresses keep runaway queries going, a client with nothing running
+  ``preempt_after`` seconds *pre-empts* a job of a client *over its budget*: the
+  longest-running job of the heaviest such client (at least twice the worker seconds of the
+  waiting one lately plus 2 s, running for at least ``PREEMPT_MIN_RUN`` s) is stopped with
+  its worker process, as at the deadline, answered 429 with ``Retry-After``, and the fresh
+  worker goes to the waiting request. Pre-emption is judged on budget use, never on who
+  arrived last: a client within its budget keeps its worker until its query ends or
+  reaches the deadline, however many cheap queries others send meanwhile (before, three
+  ``ASK {}`` stopped another client's 15 s query three times out of three); runaway
+  queries spend their client's budget, and from then on a client with nothing running
   waits about ``preempt_after`` seconds, not until a runaway's deadline.
 
 Each job names the store directory its worker reads (``views``, see
@@ -35,7 +39,9 @@ import itertools
 import multiprocessing
 import os
 import resource
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from concurrent.futures import CancelledError
@@ -175,7 +181,19 @@ class QueryPool:
                 if w.is_alive() and w.pid is not None}
 
     def query(self, client: str, job: QueryJob) -> Answer:
-        return self._run(client, query_job, job, self.spool_dir)
+        """The worker's answer to ``job``. The worker spools into a folder of this job's
+        own, removed here however the job ended (answered, pre-empted, past its deadline,
+        its worker killed): before, a stopped worker's spool file stayed behind."""
+        job_dir = tempfile.mkdtemp(prefix="job-", dir=self.spool_dir)
+        try:
+            out = self._run(client, query_job, job, job_dir)
+            if isinstance(out, Answer) and out.path is not None:  # the body moves out, to be streamed
+                kept = os.path.join(self.spool_dir, os.path.basename(job_dir) + "-" + os.path.basename(out.path))
+                os.replace(out.path, kept)
+                out.path = kept
+            return out
+        finally:
+            shutil.rmtree(job_dir, ignore_errors=True)
 
     def card(self, client: str, qid: str, lang: str):
         return self._run(client, card_job, qid, lang)
@@ -256,13 +274,13 @@ class QueryPool:
             return False
 
     def _preempt_for(self, ticket: int, client: str) -> None:
-        """Stop the job of a heavier client so that its worker goes to request ``ticket``,
-        whose client has nothing on a worker and is within its budget. The victim: a job
-        running for at least PREEMPT_MIN_RUN s whose client has used at least twice the
-        worker seconds of this one lately, plus PREEMPT_MARGIN (so clients of equal weight,
-        such as many addresses each with runaways, do not take turns killing one another's
-        jobs); over-budget clients first, then the client with the most
-        jobs on workers, the most worker seconds, and its longest-running job."""
+        """Stop the job of a client over its budget so that its worker goes to request
+        ``ticket``, whose client has nothing on a worker and is within its budget. The
+        victim: a job running for at least PREEMPT_MIN_RUN s whose client is over its budget
+        and has used at least twice the worker seconds of this one lately, plus
+        PREEMPT_MARGIN (so clients of equal weight do not take turns killing one another's
+        jobs); the client with the most jobs on workers, the most worker seconds, then its
+        longest-running job. A client within its budget is never pre-empted."""
         with self._lock:
             now = time.monotonic()
             if (ticket not in self._waiting or self._busy.get(client, 0) or ticket in self._handover.values()
@@ -273,10 +291,12 @@ class QueryPool:
             for key, (other, start) in self._usage.running().items():
                 if other == client or key in self._handover or key not in self._futures or now - start < PREEMPT_MIN_RUN:
                     continue
+                if not self._usage.over_budget(other, now):  # within its budget: its worker is its own
+                    continue
                 used = self._usage.used(other, now)
                 if used < 2 * mine + PREEMPT_MARGIN:  # not clearly heavier: equals do not pre-empt one another
                     continue
-                rank = (self._usage.over_budget(other, now), self._busy.get(other, 0), used, now - start)
+                rank = (self._busy.get(other, 0), used, now - start)
                 if best is None or rank > best[0]:
                     best = (rank, key)
             if best is None:

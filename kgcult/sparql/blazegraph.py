@@ -17,9 +17,14 @@ from functools import lru_cache
 
 from kgcult import ontology, vocab
 from kgcult.errors import KgcultError
+from kgcult.sparql import nesting
 from kgcult.sparql.tokens import Token, blank_out, matching_close, tokenize
 
 HINT = "http://www.bigdata.com/queryHints#"
+# characters a query may grow to when its named subqueries are written out: each INCLUDE
+# copies a body, so twenty levels that each include the one before twice would grow a
+# 1.6 KB text a million-fold; refused (named) before the copies are made
+MAX_EXPANDED = 1 << 20
 
 
 @lru_cache(maxsize=1)
@@ -34,11 +39,15 @@ def _named(type_name: str) -> dict[str, str]:
 
 def named_subqueries(query: str) -> str:
     """The query with Blazegraph's named subqueries written as SPARQL subqueries (the
-    query unchanged when it has none)."""
+    query unchanged when it has none). Raises KgcultError when the written-out query would
+    pass :data:`MAX_EXPANDED` characters (or four times the query's own length, if more)
+    or nest deeper than the engine can take (:func:`kgcult.sparql.nesting.check` on the
+    written-out text: each INCLUDE adds a level the text as written does not show)."""
     if "INCLUDE" not in query.upper():
         return query
     tokens = tokenize(query)
     bodies: dict[str, str] = {}
+    budget = _Budget(max(MAX_EXPANDED, 4 * len(query)))
     edits: list[tuple[int, int, str]] = []
     i = 0
     while i < len(tokens):
@@ -51,7 +60,7 @@ def named_subqueries(query: str) -> str:
                 raise KgcultError("a named subquery is written WITH { SELECT ... } AS %name "
                                   f"(near offset {tok.start})")
             name = tokens[name_at].text
-            body = _include(query[tokens[i + 1].end:tokens[close].start], bodies)
+            body = _include(query[tokens[i + 1].end:tokens[close].start], bodies, budget)
             bodies[name] = body
             edits.append((tok.start, tokens[name_at].end, blank_out(query[tok.start:tokens[name_at].end])))
             i = name_at + 1
@@ -61,6 +70,7 @@ def named_subqueries(query: str) -> str:
             if name not in bodies:
                 raise KgcultError(f"INCLUDE %{name}: no named subquery %{name} is defined before it "
                                   "(WITH { SELECT ... } AS %" + name + ")")
+            budget.spend(len(bodies[name]) + 4)
             edits.append((tok.start, tokens[i + 2].end, "{ " + bodies[name] + " }"))
             i += 3
             continue
@@ -72,10 +82,26 @@ def named_subqueries(query: str) -> str:
         parts += [query[at:start], new]
         at = end
     parts.append(query[at:])
-    return "".join(parts)
+    out = "".join(parts)
+    nesting.check(out, "query (its named subqueries written out)")
+    return out
 
 
-def _include(text: str, bodies: dict[str, str]) -> str:
+class _Budget:
+    """Characters the named-subquery copies may still add."""
+
+    def __init__(self, limit: int):
+        self.limit = self.left = limit
+
+    def spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise KgcultError(f"the query's named subqueries (WITH {{ ... }} AS %name / INCLUDE %name) would "
+                              f"grow it past {self.limit} characters when written out: each INCLUDE copies the "
+                              "subquery it names; include each one fewer times")
+
+
+def _include(text: str, bodies: dict[str, str], budget: _Budget) -> str:
     """A named subquery's body with the INCLUDEs of earlier ones substituted."""
     if "INCLUDE" not in text.upper():
         return text
@@ -86,6 +112,7 @@ def _include(text: str, bodies: dict[str, str]) -> str:
             name = tokens[i + 2].text
             if name not in bodies:
                 raise KgcultError(f"INCLUDE %{name}: no named subquery %{name} is defined before it")
+            budget.spend(len(bodies[name]) + 4)
             out += [text[at:tok.start], "{ " + bodies[name] + " }"]
             at = tokens[i + 2].end
     out.append(text[at:])

@@ -31,7 +31,7 @@ import pyoxigraph as ox
 
 from kgcult import ontology, resources, vocab
 from kgcult.errors import KgcultError, QuerySyntaxError
-from kgcult.sparql import blazegraph, label_service, lookups, paths, service_guard
+from kgcult.sparql import blazegraph, label_service, lookups, nesting, paths, service_guard
 from kgcult.sparql.tokens import Token, blank_out, matching_close, tokenize
 
 LABEL_SERVICE = vocab.WIKIBASE + "label"
@@ -122,6 +122,7 @@ def prepare(query: str, *, closure_fresh: bool | None = None,
     if any("?" + _HELPER in e[2] for e in edits):
         text = _expand_select_star(text)
     service_guard.refuse_services(text)  # whatever the rewriting step did not recognise
+    nesting.check(text, "query (as rewritten for the engine)")  # every rewrite may add levels
     return Prepared(text, notices)
 
 

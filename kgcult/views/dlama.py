@@ -269,7 +269,8 @@ def _sitelinks(ctx: ViewContext, subjects: list[str]) -> dict[str, int]:
     if subjects:
         for r in ctx.select("sitelinks", rows=(["s"], [[NamedNode(s)] for s in subjects])):
             n = r.get("sitelinks")
-            rank[r["s"]] = int(float(n)) if n not in (None, "") else int(r.get("articles", 0) or 0)
+            count = ids.sitelink_count(n) if n not in (None, "") else None
+            rank[r["s"]] = count if count is not None else int(r.get("articles", 0) or 0)
     return rank
 
 

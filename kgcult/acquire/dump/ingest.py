@@ -250,6 +250,8 @@ def _scan_sitelinks(path: str, plan, inter) -> tuple[str, int]:
             return data, n
         if plan.sitelinks and data:
             r = scan.scan_nt_block(plan, first, data, terms=True)
+            if r.error:
+                raise IngestError(f"{path}:{r.error_line}: {r.error}")
             n += r.sitelink_counts
             if len(r.groups):
                 inter.write(scan.pack_frame(r))

@@ -20,6 +20,7 @@ import logging
 import multiprocessing
 import multiprocessing.pool
 import os
+import re
 import struct
 from array import array
 from collections import deque
@@ -255,6 +256,14 @@ def nt_entity(term: bytes) -> str | None:
     return None
 
 
+_SITELINK_COUNT = re.compile(rb'"[0-9]{1,6}"\^\^<http://www\.w3\.org/2001/XMLSchema#integer>')
+
+
+def _shown(o: bytes) -> str:
+    text = o.decode("utf-8", "replace")
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
 def _nt_predicates(plan: ScanPlan):
     struct = {_WDT_B + p.encode() + b">": p for p in plan.struct_props}
     keep = {_WDT_B + p.encode() + b">" for p in plan.keep_props}
@@ -297,6 +306,9 @@ def scan_nt_block(plan: ScanPlan, first_line: int, block, terms: bool = False, s
             if o.startswith(b"_:"):  # somevalue: the blank node WDQS skolemizes
                 line = b"%s %s %s%s> ." % (s, p, _GENID_B, o[2:])
         elif p == site:
+            if not _SITELINK_COUNT.fullmatch(o) or int(o[1:o.index(b'"', 1)]) > ids.MAX_SITELINKS:
+                return _failed(first_line, n, f"wikibase:sitelinks value {_shown(o)} is not a count "
+                                              f'("N"^^xsd:integer, at most {ids.MAX_SITELINKS})', i)
             kept = True
             n_site += 1
             if s.startswith(_DATA_B):  # the full RDF dump: on the data node, as WDQS's munger moves it

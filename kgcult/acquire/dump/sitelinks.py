@@ -50,6 +50,10 @@ def _line(path: str, n: int, raw: bytes) -> bytes:
             return s + b"\n"
         raise IngestError(f"{path}:{n}: not a wikibase:sitelinks N-Triples line")
     fields = s.split()
-    if len(fields) != 2 or not ids.is_entity(fields[0].decode("ascii", "replace")) or not fields[1].isdigit():
+    if len(fields) != 2 or not ids.is_entity(fields[0].decode("ascii", "replace")):
         raise IngestError(f"{path}:{n}: expected 'QID<TAB>count' or a wikibase:sitelinks N-Triples line")
-    return b'%s%s> %s "%d"^^%s .\n' % (_WD, fields[0], _SITELINKS, int(fields[1]), _INT)
+    count = ids.sitelink_count(fields[1].decode("ascii", "replace"))
+    if count is None:
+        shown = fields[1][:30].decode("utf-8", "replace") + ("..." if len(fields[1]) > 30 else "")
+        raise IngestError(f"{path}:{n}: sitelink count {shown!r} is not a number from 0 to {ids.MAX_SITELINKS}")
+    return b'%s%s> %s "%d"^^%s .\n' % (_WD, fields[0], _SITELINKS, count, _INT)

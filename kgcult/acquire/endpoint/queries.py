@@ -123,7 +123,10 @@ class Requested:
     def wanted(self, triple) -> bool:
         if triple.subject.value not in self.subjects or triple.predicate.value not in self.predicates:
             return False
-        if self.languages and triple.predicate.value != SITELINKS:
+        if triple.predicate.value == SITELINKS:  # a count, or nothing (ids.sitelink_count)
+            return ids.sitelink_count(triple.object) is not None and \
+                getattr(getattr(triple.object, "datatype", None), "value", "") == vocab.XSD + "integer"
+        if self.languages:
             return (getattr(triple.object, "language", None) or "").lower() in self.languages
         return True
 

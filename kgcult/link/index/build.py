@@ -235,11 +235,9 @@ class _Builder:
             for batch in _batched(reads.data(SITELINKS)):
                 e = self.eids([qnum_of(_local(q.subject)) for q in batch])
                 for ei, q in zip(e.tolist(), batch):
-                    if ei >= 0:
-                        try:
-                            sl[ei] = int(q.object.value)
-                        except ValueError:
-                            pass
+                    count = ids.sitelink_count(q.object) if ei >= 0 else None
+                    if count is not None:  # else the articles counted above stand
+                        sl[ei] = count
         layout.save_array(self.dir, "sitelinks", sl)
 
     def descriptions(self) -> list[str]:
