@@ -23,6 +23,7 @@ import pyoxigraph as ox
 
 from kgcult import extras, inspection, spectral, views
 from kgcult.acquire.dump.ingest import ingest
+from kgcult.annotate import Annotator
 from kgcult.acquire.endpoint.client import MirrorConfig
 from kgcult.acquire.endpoint.mirror import mirror
 from kgcult.acquire.outcome import SubgraphReport
@@ -215,6 +216,26 @@ class KG:
         """An entity linker over this store (``kgcult link``); ``linker.link("lemon",
         lang="en", topic="food")`` gives one result dict."""
         return Linker.open(self.store, **options)
+
+    def annotator(self) -> Annotator:
+        """The annotator over this store (``kgcult annotate``), opened once per KG."""
+        ann = self.__dict__.get("_annotator")
+        if ann is None:
+            ann = self.__dict__["_annotator"] = Annotator.open(self.store)
+        return ann
+
+    def annotate(self, text: str, *, lang: str = "en", topic: str = "food",
+                 country: str | None = None) -> list[dict]:
+        """The entity spans of a raw text (``kgcult annotate``): start, end (code points,
+        end exclusive), text, qid, label, match, evidence, granularity, country; in text
+        order, never overlapping. ``country``: the prompt's country (a QID), context for
+        choosing the entities."""
+        return self.annotator().annotate(text, lang=lang, topic=topic, country=country)
+
+    def annotate_many(self, rows: Sequence[dict]) -> list[dict]:
+        """``{"id", "spans"}`` per row ``{"id", "text", "lang", "topic", "country"?}``, in
+        order (a bad row raises naming its field)."""
+        return list(self.annotator().annotate_many(rows))
 
     def link_index(self, *, rebuild: bool = False, all_caches: bool = False,
                    model: str | None = None) -> dict:

@@ -78,6 +78,7 @@ COMMANDS = {
     "views": "kgcult.cli.views:views_command",
     "build": "kgcult.cli.views:build_command",
     "link": "kgcult.cli.link:link_group",
+    "annotate": "kgcult.cli.annotate:annotate_command",
     "makieval": "kgcult.cli.link:makieval_group",
     "probe": "kgcult.cli.probe:probe_group",
     "spectral": "kgcult.cli.probe:spectral_cmd",

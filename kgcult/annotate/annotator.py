@@ -1,0 +1,105 @@
+"""The annotator: names found in a text (``finder``), the entity of each span chosen in
+the text's context (``choose``), the span's record built with the linker's fields
+(``kgcult.link.record.Records``: label, evidence, granularity, country, description)."""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator
+
+from kgcult.annotate import grammar as gram
+from kgcult.annotate.choose import choose
+from kgcult.annotate.finder import Finder, select
+from kgcult.annotate.names import Names, load_or_build
+from kgcult.annotate.rows import MAX_TEXT_CHARS, TextRow, check
+from kgcult.errors import KgcultError
+from kgcult.link.disambiguate import GraphFacts
+from kgcult.link.index.reader import LabelIndex
+from kgcult.link.index.reader import load_or_build as load_index
+from kgcult.link.index.reader import open_unopened
+from kgcult.link.record import Records
+from kgcult.store import open_store
+
+
+class Annotator:
+    """Spans and QIDs in raw texts over one label index. ``Annotator.open(store)``."""
+
+    def __init__(self, index: LabelIndex, *, max_chars: int = MAX_TEXT_CHARS):
+        self.ix = index
+        self.max_chars = max_chars
+        self.facts = GraphFacts(index)
+        self.records = Records(self.facts)
+        self._finders: dict[tuple[str, str], Finder] = {}
+        self.topics = [t.name for t in index.topics]
+        self.langs = frozenset(index.langs) | frozenset(gram.languages())
+
+    @classmethod
+    def open(cls, store, *, opener=None, **options) -> "Annotator":
+        """An annotator on ``store`` (an open store, or the location of an embedded one:
+        its label index is opened without opening the store when it is known; else the
+        store is opened, by ``opener`` or read-only, and its index built if missing)."""
+        if isinstance(store, (str, os.PathLike)):
+            ix = open_unopened(store)
+            if ix is not None:
+                return cls(ix, **options)
+            store = opener() if opener is not None else open_store(store, read_only=True)
+        return cls(load_index(store), **options)
+
+    def names(self, topic: str) -> Names:
+        if topic not in self.topics:
+            raise KgcultError(f"unknown topic {topic!r}: one of {', '.join(sorted(self.topics))}")
+        return load_or_build(self.ix, topic)
+
+    def finder(self, topic: str, lang: str) -> Finder:
+        k = (topic, lang)
+        f = self._finders.get(k)
+        if f is None:
+            g = gram.grammar(lang)
+            f = self._finders[k] = Finder(self.names(topic), g, lang)
+        return f
+
+    def annotate(self, text: str, lang: str = "en", topic: str = "food",
+                 country: str | None = None) -> list[dict]:
+        """The spans of ``text`` (start, end in code points, end exclusive; text, qid, label,
+        match, evidence, granularity, ...), in text order, never overlapping."""
+        row = check({"id": 0, "text": text, "lang": lang, "topic": topic, "country": country},
+                    topics=self.topics, langs=self.langs, max_chars=self.max_chars)
+        return self._spans(row)
+
+    def annotate_many(self, rows: Iterable[dict | TextRow]) -> Iterator[dict]:
+        """``{"id", "spans"}`` per row (dicts are checked as :func:`rows.check` does), in order."""
+        for r in rows:
+            if not isinstance(r, TextRow):
+                r = check(r, topics=self.topics, langs=self.langs, max_chars=self.max_chars)
+            yield {"id": r.id, "spans": self._spans(r)}
+
+    def _spans(self, row: TextRow) -> list[dict]:
+        fd = self.finder(row.topic, row.lang)
+        found = [k for f in fd.find(row.text) if (k := fd.kept(row.text, f)) is not None]
+        spans = select(found)
+        langs = fd.names.langs
+        # entities named without doubt are the context the others are chosen in
+        chosen: list = [None] * len(spans)
+        context: list[int] = []
+        for i, f in enumerate(spans):
+            eid, tier, steps = choose(f.codes, langs, row.lang, facts=self.facts, topic=row.topic,
+                                      country=row.country, context=[])
+            if not steps:
+                chosen[i] = (eid, tier, steps)
+                context.append(eid)
+        out = []
+        for i, f in enumerate(spans):
+            if chosen[i] is None:
+                chosen[i] = choose(f.codes, langs, row.lang, facts=self.facts, topic=row.topic,
+                                   country=row.country, context=context)
+            eid, tier, steps = chosen[i]
+            ent = self.records.entity(eid, row.lang, row.topic)
+            span = {"start": f.start, "end": f.end, "text": row.text[f.start:f.end],
+                    "qid": ent["qid"], "label": ent["label"] or ent["label_en"],
+                    "match": f"{f.how}-{'alias' if tier % 2 else 'label'}",
+                    "evidence": [list(x) for x in ent["evidence"]],
+                    "granularity": ent["granularity"], "granularity_score": ent["granularity_score"],
+                    "country": list(ent["country"])}
+            if steps:
+                span["decided_by"] = steps
+            out.append(span)
+        return out

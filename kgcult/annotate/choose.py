@@ -1,0 +1,35 @@
+"""Which entity a span names, among those whose names it matches: the names in the text's
+language first (a label before an alias), then the graph settles what is left
+(``kgcult.link.disambiguate.settle``: specificity, the prompt's country, coherence with the
+other entities the text names, popularity, granularity), the lowest QID last."""
+from __future__ import annotations
+
+from kgcult.link import disambiguate
+from kgcult.link.index.reader import label_chain
+from kgcult.annotate.names import decode
+
+
+def tiers(codes: tuple[int, ...], langs: list[str], lang: str) -> dict[int, int]:
+    """eid -> its best tier: 0 a label in the text's language (or its fallbacks), 1 an
+    alias there, 2 a label in another language, 3 an alias there."""
+    chain = set(label_chain(lang))
+    out: dict[int, int] = {}
+    for c in codes:
+        eid, lid, _, alias = decode(c)
+        t = (0 if langs[lid] in chain else 2) + alias
+        if t < out.get(eid, 9):
+            out[eid] = t
+    return out
+
+
+def choose(codes: tuple[int, ...], langs: list[str], lang: str, *, facts: disambiguate.GraphFacts,
+           topic: str, country: str | None, context: list[int]) -> tuple[int, int, list[dict]]:
+    """(eid, tier, the criteria that settled it) of the entity a span with ``codes`` names."""
+    t = tiers(codes, langs, lang)
+    best = min(t.values())
+    tied = sorted((e for e, v in t.items() if v == best), key=lambda e: facts.ix.qnums[e])
+    steps: list[dict] = []
+    if len(tied) > 1:
+        tied, steps = disambiguate.settle(tied, facts, topic=topic, country=country,
+                                          context=[e for e in context if e not in tied])
+    return tied[0], best, steps

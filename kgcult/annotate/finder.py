@@ -1,0 +1,245 @@
+"""Where names are in a text: the words of a spaced script looked up as word sequences
+(longest first, attached grammar stripped per ``grammar``), the runs of an unspaced script
+searched with the dictionary's automaton; then the longest name wins and spans never
+overlap (:func:`select`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgcult.annotate.grammar import Grammar
+from kgcult.annotate.names import MAX_WORDS, Names, capitalized, decode, stem_key
+from kgcult.annotate.text import Word, fold, joined, katakana, words
+
+# how a name was found, best first (the order breaks ties between spans of one length)
+HOW = ("exact", "article", "stem", "suffix")
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A name found at ``text[start:end]``: its entities' codes, how it was found, the
+    folded key that matched, and how many words it spans."""
+    start: int
+    end: int
+    codes: tuple[int, ...]
+    how: str
+    key: str
+    nwords: int
+
+
+class Finder:
+    """Finds names of one dictionary in texts of one language."""
+
+    def __init__(self, names: Names, grammar: Grammar, lang: str):
+        self.names = names
+        self.g = grammar
+        self.lang = grammar.lang or lang
+        self._stem = names.stem.get(self.lang)
+        self._memo: dict[tuple, tuple | None] = {}
+        self._lids = {i for i, lg in enumerate(names.langs) if lg.split("-", 1)[0] == self.lang}
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def lookup(self, parts: tuple[str, ...]) -> tuple | None:
+        """(codes, how, key) of the folded words ``parts``, or None."""
+        r = self._memo.get(parts, False)
+        if r is not False:
+            return r  # type: ignore[return-value]
+        r = self._lookup(parts)
+        if len(self._memo) < 100_000:
+            self._memo[parts] = r
+        return r
+
+    def _lookup(self, parts: tuple[str, ...]):
+        exact = self.names.exact
+        key = " ".join(parts)
+        hit = exact.get(key)
+        if hit:
+            return hit, "exact", key
+        for art in self.g.article:
+            bare = tuple(w[len(art):] if w.startswith(art) and len(w) > len(art) + 1 else w for w in parts)
+            for k in dict.fromkeys((" ".join((bare[0],) + parts[1:]), " ".join(bare))):
+                hit = exact.get(k)
+                if hit:
+                    return hit, "article", k
+        if self._stem is not None:
+            sk = stem_key(parts, self.lang)
+            hit = self._stem.get(sk) if sk else None
+            if hit and sk and self._inflected(parts, self.names.forms[self.lang].get(sk, ())):
+                return hit, "stem", key
+        return None
+
+    def _inflected(self, parts: tuple[str, ...], forms: tuple[str, ...]) -> bool:
+        """Whether the words are an inflected form of one of the names ``forms``: word by
+        word, the name's word less at most its last two letters begins the text's word,
+        which adds at most four (two to a word of four letters or fewer); an everyday word
+        of the language is never a name's inflection."""
+        every = self.names.everyday.get(self.lang, ())
+        for form in forms:
+            fw = form.split(" ")
+            if len(fw) != len(parts):
+                continue
+            if all(_inflection_of(t, n, every) for t, n in zip(parts, fw)):
+                return True
+        return False
+
+    def _head(self, parts: tuple[str, ...]) -> bool:
+        """Whether some longer name begins with ``parts``."""
+        heads = self.names.heads
+        if " ".join(parts) in heads:
+            return True
+        for art in self.g.article:
+            bare = " ".join(w[len(art):] if w.startswith(art) and len(w) > len(art) + 1 else w for w in parts)
+            if bare in heads:
+                return True
+        if self._stem is not None:
+            sk = stem_key(parts, self.lang)
+            return sk is not None and ("\x00" + sk) in heads
+        return False
+
+    # -- finding -------------------------------------------------------------------------
+
+    def find(self, text: str) -> list[Found]:
+        """Every name found in ``text`` (overlapping; :func:`select` picks the spans)."""
+        ws = words(text)
+        folds = [fold(w.text) for w in ws]
+        out: list[Found] = []
+        for i, w in enumerate(ws):
+            if w.unspaced:
+                out.extend(self._unspaced(w))
+                continue
+            if not folds[i]:
+                continue
+            for first, cut in self._firsts(w, folds[i]):
+                self._from(text, ws, folds, i, first, cut, out)
+        return out
+
+    def _firsts(self, w: Word, f: str) -> list[tuple[str, int]]:
+        """The first word as written, then without each proclitic it begins with
+        (``cut``: the proclitic's length in the text)."""
+        out = [(f, 0)]
+        for p in self.g.prefixes:
+            if f.startswith(p) and len(f) - len(p) >= 2:
+                cut = _cut_front(w.text, len(p))
+                out.append((fold(w.text[cut:]), cut))
+        return out
+
+    def _from(self, text: str, ws: list[Word], folds: list[str], i: int, first: str, cut: int,
+              out: list[Found]) -> None:
+        g = self.g
+        if first in g.before and i + 1 < len(ws):
+            return  # a designator before a name is outside the span
+        parts: tuple[str, ...] = ()
+        for j in range(i, min(len(ws), i + MAX_WORDS)):
+            if j > i:
+                if ws[j].unspaced or not joined(text, ws[j - 1], ws[j]):
+                    break
+            word = first if j == i else folds[j]
+            parts = parts + (word,)
+            if not (j > i and word in g.after):
+                hit = self.lookup(parts)
+                if hit:
+                    out.append(Found(ws[i].start + cut, ws[j].end, hit[0], hit[1], hit[2], len(parts)))
+                elif g.suffixes:
+                    self._suffixed(ws[i].start + cut, ws[j], parts, out)
+            if not self._head(parts):
+                break
+
+    def _suffixed(self, start: int, last: Word, parts: tuple[str, ...], out: list[Found]) -> None:
+        """The last word without a particle or case ending (the longest that leaves a name)."""
+        w = parts[-1]
+        for s in self.g.suffixes:
+            if w.endswith(s) and (len(w) - len(s) >= 2 or (len(w) > len(s) and _syllable(w[0]))):
+                hit = self.lookup(parts[:-1] + (w[:-len(s)],))
+                if hit:
+                    end = last.end - _cut_back(last.text, len(s))
+                    out.append(Found(start, end, hit[0], "suffix", hit[2], len(parts)))
+                    return
+
+    def _unspaced(self, w: Word) -> list[Found]:
+        ac, pats = self.names.automaton()
+        if ac is None:
+            return []
+        out = []
+        before = self.g.before
+        run = w.text
+        for idx, s, e in ac.find_matches_as_indexes(run, overlapping=True):
+            name = pats[idx]
+            if any(name.startswith(d) and len(name) > len(d) for d in before):
+                continue  # a designator written onto a name stays outside it
+            if e - s == 1 and len(run) > 1:
+                continue  # one character inside a longer run: a piece of a word
+            if katakana(name) and ((s > 0 and katakana(run[s - 1])) or (e < len(run) and katakana(run[e]))):
+                continue  # a katakana name inside a longer katakana word
+            out.append(Found(w.start + s, w.start + e, self.names.unspaced[name], "exact", name, 1))
+        return out
+
+    # -- guards ------------------------------------------------------------------------
+
+    def kept(self, text: str, f: Found) -> Found | None:
+        """``f`` with the entities it may name here, or None: never a generic entity; a
+        word written in lower case never names what is spelled with a capital (a
+        common noun is no proper name); never an everyday word of the language met in
+        another language's names."""
+        lower = text[f.start].islower() and f.key in self.names.common.get(self.lang, ())
+        generic = self.names.generic
+        codes = tuple(c for c in f.codes if not (lower and capitalized(c)) and decode(c)[0] not in generic)
+        if not codes:
+            return None
+        if codes != f.codes:
+            f = Found(f.start, f.end, codes, f.how, f.key, f.nwords)
+        return None if self.everyday(f) else f
+
+    def everyday(self, f: Found) -> bool:
+        """A one-word name that is an everyday word of the text's language and that is
+        no name in that language (a word of another language's label, met by chance)."""
+        if f.nwords != 1 or f.key not in self.names.common.get(self.lang, ()):
+            return False
+        return not any(decode(c)[1] in self._lids for c in f.codes)
+
+
+def _syllable(ch: str) -> bool:
+    """A Hangul syllable: a one-letter name is a word there (밥)."""
+    return "\uac00" <= ch <= "\ud7a3"
+
+
+def _inflection_of(t: str, n: str, everyday) -> bool:
+    if t == n:
+        return True
+    if t in everyday:
+        return False
+    p = len(n) - 2 if len(n) > 4 else len(n) - 1
+    if p < 3 or not t.startswith(n[:p]):
+        return False
+    return len(t) - len(n) <= (4 if len(n) > 4 else 2)
+
+
+def _cut_front(word: str, n: int) -> int:
+    """Characters of ``word`` whose fold is ``n`` characters long (marks dropped by the fold)."""
+    for j in range(1, len(word) + 1):
+        if len(fold(word[:j])) >= n:
+            while j < len(word) and not fold(word[j]):
+                j += 1
+            return j
+    return len(word)
+
+
+def _cut_back(word: str, n: int) -> int:
+    for j in range(1, len(word) + 1):
+        if len(fold(word[-j:])) >= n:
+            return j
+    return len(word)
+
+
+def select(found: list[Found]) -> list[Found]:
+    """Non-overlapping spans: the longest first, then the better way of finding, then the
+    leftmost; returned in text order."""
+    rank = {h: i for i, h in enumerate(HOW)}
+    order = sorted(found, key=lambda f: (-(f.end - f.start), rank[f.how], f.start, f.end))
+    taken: list[Found] = []
+    used: list[tuple[int, int]] = []
+    for f in order:
+        if any(f.start < e and s < f.end for s, e in used):
+            continue
+        taken.append(f)
+        used.append((f.start, f.end))
+    return sorted(taken, key=lambda f: (f.start, f.end))

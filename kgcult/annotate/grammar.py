@@ -1,0 +1,78 @@
+"""What a language writes onto a name (``ontology/annotate-grammar.json``): proclitics and
+articles before it, particles, case endings and the ezafe after it, designators beside it,
+whether its inflection stays inside a span (stemmed lookup), and whether its script is
+written without spaces. Data, read once; no language is special-cased in code."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from kgcult import resources
+from kgcult.link import normalize
+
+GRAMMAR_FILE = "annotate-grammar.json"
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """One language's attached grammar (folded like the names: :func:`kgcult.annotate.text.fold`)."""
+    lang: str
+    prefixes: tuple[str, ...] = ()      # outside the span, longest first
+    article: tuple[str, ...] = ()       # inside the span, dropped for the lookup
+    suffixes: tuple[str, ...] = ()      # outside the span, longest first
+    before: frozenset = field(default_factory=frozenset)  # designators before a name
+    after: frozenset = field(default_factory=frozenset)   # designators after a name
+    stem: bool = False
+    unspaced: bool = False
+
+    @property
+    def max_suffix(self) -> int:
+        return max((len(s) for s in self.suffixes), default=0)
+
+
+def _longest_first(xs) -> tuple[str, ...]:
+    return tuple(sorted(set(xs), key=lambda s: (-len(s), s)))
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    with open(resources.ontology(GRAMMAR_FILE), encoding="utf-8") as f:
+        return json.load(f)["languages"]
+
+
+@lru_cache(maxsize=64)
+def grammar(lang: str) -> Grammar:
+    """The grammar of ``lang`` (its base language's; none known: an empty one)."""
+    from kgcult.annotate.text import fold
+    base = normalize.base_lang(lang)
+    d = _table().get(base, {})
+    des = d.get("designators", {})
+    return Grammar(
+        lang=base,
+        prefixes=_longest_first(fold(p) for p in d.get("prefixes", ())),
+        article=_longest_first(fold(p) for p in d.get("article", ())),
+        suffixes=_longest_first(fold(p) for p in d.get("suffixes", ()) if fold(p)),
+        before=frozenset(fold(w) for w in des.get("before", ())),
+        after=frozenset(fold(w) for w in des.get("after", ())),
+        stem=bool(d.get("stem")),
+        unspaced=bool(d.get("unspaced")),
+    )
+
+
+def languages() -> list[str]:
+    """The languages the grammar file describes."""
+    return sorted(_table())
+
+
+def topic_spec(topic: str) -> dict:
+    """What the grammar file says of ``topic`` (generic words, whether classes make spans)."""
+    with open(resources.ontology(GRAMMAR_FILE), encoding="utf-8") as f:
+        return json.load(f).get("topics", {}).get(topic, {})
+
+
+@lru_cache(maxsize=1)
+def digest() -> str:
+    """A short hash of the grammar file (the dictionaries built with it are named by it)."""
+    return hashlib.sha256(resources.ontology(GRAMMAR_FILE).read_bytes()).hexdigest()[:12]

@@ -1,0 +1,244 @@
+"""The annotator's name dictionary: every name (label and alias, every language) of a
+topic's entities in the link index, under the keys a text's words are looked up by.
+
+* ``exact``: folded name (:func:`kgcult.annotate.text.fold`) -> codes;
+* ``stem[lang]``: the Snowball stems of a name's folded words, for the names in ``lang``
+  of the languages whose inflection stays inside a span (``grammar.stem``) -> codes;
+* ``heads``: every folded or stemmed word sequence that begins some key (a lookup of a
+  longer word sequence stops when its beginning is none);
+* ``unspaced``: the names written wholly in a script without spaces, searched inside
+  runs of that script by an Aho-Corasick automaton (ahocorasick-rs), and their codes;
+* ``common[lang]``: the folded one-word names that are everyday words of ``lang``
+  (wordfreq's Zipf frequency at least :data:`COMMON_ZIPF`).
+
+A code is ``(((eid << LANG_BITS) | language id) << 1 | capitalized) << 1 | alias``.
+* ``forms[lang]``: stem key -> the folded names under it (a stem match is checked
+  word by word against them);
+* ``everyday[lang]``: wordfreq's words of ``lang`` at Zipf :data:`EVERYDAY_ZIPF` or more
+  (never matched by their stem alone);
+* ``generic``: eids that never make a span (the topic's roots, its generic words,
+  and for a topic without classes every class). The dictionary is built
+once per index and topic and saved beside the index (``annotate-<topic>-<grammar hash>-v<VERSION>.marshal``, plain
+containers: nothing in it runs code when read);
+a fresh process loads it in a fraction of a second.
+"""
+from __future__ import annotations
+
+import logging
+import marshal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kgcult import extras
+from kgcult.annotate import grammar as gram
+from kgcult.annotate.text import fold
+from kgcult.annotate.text import unspaced as unspaced_script
+from kgcult.files import atomic_write
+from kgcult.link import normalize
+from kgcult.link.stages import morphology
+
+log = logging.getLogger(__name__)
+
+VERSION = 3
+LANG_BITS = 10
+COMMON_ZIPF = 4.0
+EVERYDAY_ZIPF = 4.5
+MAX_WORDS = 8  # longest name looked up, in words
+FEATURE = "kgcult annotate's search of names in unspaced scripts"
+
+
+def code(eid: int, lid: int, cap: int, alias: int) -> int:
+    return ((((eid << LANG_BITS) | lid) << 1 | cap) << 1) | alias
+
+
+def decode(c: int) -> tuple[int, int, int, int]:
+    """(eid, language id, capitalized, alias) of a code."""
+    return c >> (LANG_BITS + 2), (c >> 2) & ((1 << LANG_BITS) - 1), (c >> 1) & 1, c & 1
+
+
+def capitalized(c: int) -> bool:
+    """Whether the name of a code begins with a capital letter (a proper name in a cased script)."""
+    return bool((c >> 1) & 1)
+
+
+@dataclass
+class Names:
+    topic: str
+    langs: list[str]
+    exact: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    stem: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    heads: set[str] = field(default_factory=set)
+    unspaced: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    common: dict[str, frozenset] = field(default_factory=dict)
+    forms: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    everyday: dict[str, frozenset] = field(default_factory=dict)
+    generic: frozenset = field(default_factory=frozenset)
+    _automaton: object = None
+
+    def automaton(self):
+        """The Aho-Corasick automaton over ``unspaced`` names (built on first use) and its
+        patterns, in pattern order."""
+        if self._automaton is None:
+            ac = extras.require("ahocorasick_rs", "annotate", FEATURE)
+            pats = sorted(self.unspaced)
+            self._automaton = (ac.AhoCorasick(pats) if pats else None, pats)
+        return self._automaton
+
+    def dump(self) -> bytes:
+        return marshal.dumps({"version": VERSION, "topic": self.topic, "langs": self.langs,
+                              "exact": self.exact, "stem": self.stem, "heads": self.heads,
+                              "unspaced": self.unspaced, "common": self.common,
+                              "forms": self.forms, "everyday": self.everyday, "generic": self.generic})
+
+    @classmethod
+    def loads(cls, data: bytes) -> "Names | None":
+        d = marshal.loads(data)
+        if not isinstance(d, dict) or d.get("version") != VERSION:
+            return None
+        d.pop("version")
+        return cls(**d)
+
+
+def stem_key(words: list[str] | tuple[str, ...], lang: str) -> str | None:
+    """The stem key of folded words in ``lang`` (None: no stemmer). English folds plurals
+    only (``normalize.stem``): its Snowball stems meet verbs and adjectives."""
+    if lang in normalize.STEM_LANGS and lang == "en":
+        return normalize.stem(" ".join(words), lang)
+    st = morphology.stemmer(lang) if morphology.stems_in(lang) else None
+    if st is None:
+        return None
+    return " ".join(st.stemWord(w) for w in words)
+
+
+def members(ix, topic: str) -> np.ndarray:
+    """Per eid, whether the entity belongs to ``topic``: typed under its roots, or pointed
+    at by a member with one of the topic's inverse via properties (a dish's P527
+    ingredient), as the linker takes it (``disambiguate.GraphFacts.inverse_typed``)."""
+    bit = ix.topic_bit(topic)
+    member = (np.asarray(ix.topic_bits.arr) & bit) != 0
+    inv = list(ix.topic(topic).via_inverse)
+    if inv:
+        extra = []
+        # the index keeps a claim's inverse on its object: (object, ^P527, subject)
+        q = f"SELECT s, o FROM edges WHERE pid IN ({','.join('?' * len(inv))})"
+        for s, o in ix.db.execute(q, ["^" + p for p in inv]):
+            se = ix.eid_of.get(o)
+            if se is not None and member[se]:
+                oe = ix.eid_of.get(f"Q{s}")
+                if oe is not None:
+                    extra.append(oe)
+        member = member.copy()
+        member[extra] = True
+    return member
+
+
+def build(ix, topic: str) -> Names:
+    """The dictionary of ``topic`` over the label index ``ix`` (every language)."""
+    member = members(ix, topic)
+    langs = list(ix.langs)
+    stem_langs = {lg for lg in gram.languages() if gram.grammar(lg).stem and morphology.stems_in(lg)}
+    exact: dict[str, set] = {}
+    stems: dict[str, dict[str, set]] = {lg: {} for lg in stem_langs}
+    forms: dict[str, dict[str, set]] = {lg: {} for lg in stem_langs}
+    unspaced: dict[str, set] = {}
+    heads: set[str] = set()
+    lang_of = {i: lg for i, lg in enumerate(langs)}
+    for eid, lid, text, alias in ix.db.execute("SELECT eid, lang, text, alias FROM names"):
+        if not member[eid]:
+            continue
+        c = code(eid, lid, int(text[:1].isupper()), alias)
+        k = fold(text)
+        if not k:
+            continue
+        exact.setdefault(k, set()).add(c)
+        ws = k.split(" ")
+        for n in range(1, min(len(ws), MAX_WORDS)):
+            heads.add(" ".join(ws[:n]))
+        base = lang_of[lid].split("-", 1)[0]
+        if base in stem_langs and len(ws) <= MAX_WORDS:
+            sk = stem_key(ws, base)
+            if sk:
+                stems[base].setdefault(sk, set()).add(c)
+                forms[base].setdefault(sk, set()).add(k)
+                sws = sk.split(" ")
+                for n in range(1, len(sws)):
+                    heads.add("\x00" + " ".join(sws[:n]))
+        raw = text.strip()
+        if unspaced_script(raw):
+            unspaced.setdefault(raw, set()).add(c)
+    names = Names(topic=topic, langs=langs,
+                  exact={k: tuple(sorted(v)) for k, v in exact.items()},
+                  stem={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in stems.items()},
+                  heads=heads, unspaced={k: tuple(sorted(v)) for k, v in unspaced.items()},
+                  forms={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in forms.items()})
+    names.common, names.everyday = _common(names.exact)
+    names.generic = frozenset(_generic(ix, topic, member))
+    return names
+
+
+def _generic(ix, topic: str, member) -> list[int]:
+    """The eids of the topic that never make a span."""
+    spec = gram.topic_spec(topic)
+    out = {e for e in (ix.eid_of.get(q) for q in ix.topic(topic).roots) if e is not None}
+    en = ix.lang_id.get("en")
+    for w in spec.get("generic", ()):
+        for (e,) in ix.db.execute("SELECT eid FROM names WHERE lang = ? AND text = ? AND alias = 0", (en, w)):
+            out.add(int(e))
+    if not spec.get("classes", True):
+        cls = ix.is_class
+        out.update(int(e) for e in np.flatnonzero(member) if int(e) in cls)
+    return sorted(out)
+
+
+def _common(exact: dict) -> tuple[dict[str, frozenset], dict[str, frozenset]]:
+    """Per language of the grammar file, the one-word keys that are everyday words there,
+    and its everyday words (:data:`EVERYDAY_ZIPF`)."""
+    if not extras.available("wordfreq"):
+        log.info("wordfreq is not installed: no commonness guard")
+        return {}, {}
+    import wordfreq
+    one = [k for k in exact if " " not in k]
+    out, every = {}, {}
+    for lg in gram.languages():
+        try:
+            freqs = wordfreq.get_frequency_dict(lg, wordlist="best")
+        except (LookupError, ValueError):
+            continue
+        floor = 10 ** (COMMON_ZIPF - 9)
+        out[lg] = frozenset(k for k in one if freqs.get(k, 0.0) >= floor)
+        high = 10 ** (EVERYDAY_ZIPF - 9)
+        every[lg] = frozenset(fold(w) for w, v in freqs.items() if v >= high)
+    return out, every
+
+
+def path_of(ix, topic: str) -> Path:
+    """Beside the index, named by the topic, the grammar file's content and the format."""
+    return Path(ix.directory) / f"annotate-{topic}-{gram.digest()}-v{VERSION}.marshal"
+
+
+_LOADED: dict = {}
+
+
+def load_or_build(ix, topic: str) -> Names:
+    """The topic's dictionary of ``ix``: from memory, else from its file beside the
+    index, else built (and saved there when the directory is writable)."""
+    key = (str(ix.directory), topic)
+    names = _LOADED.get(key)
+    if names is not None:
+        return names
+    p = path_of(ix, topic)
+    try:
+        names = Names.loads(p.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        names = None
+    if names is None:
+        log.info("building the annotator's %s dictionary (once per index)", topic)
+        names = build(ix, topic)
+        try:
+            atomic_write(p, names.dump())
+        except OSError as e:
+            log.info("annotator dictionary not saved (%s); it is rebuilt next time", e)
+    _LOADED[key] = names
+    return names

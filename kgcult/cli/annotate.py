@@ -1,0 +1,46 @@
+"""``kgcult annotate``: entity spans and QIDs in raw texts (model answers), offline.
+Thin layer over :mod:`kgcult.annotate`."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import click
+
+from kgcult.annotate import Annotator, rows
+from kgcult.cli.main import info
+from kgcult.files import atomic_open
+
+
+@click.command("annotate")
+@click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False, allow_dash=True), required=True,
+              help="JSONL rows {\"id\", \"text\", \"lang\", \"topic\", \"country\"?} (- for stdin).")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              show_default=True, help="JSONL rows {\"id\", \"spans\"}, in input order (- for stdout).")
+@click.option("--on-error", type=click.Choice(["skip", "fail"]), default="fail", show_default=True,
+              help="A bad row: stop with its FILE:LINE (fail), or report it and go on (skip).")
+@click.option("--max-text-chars", type=click.IntRange(min=0), default=rows.MAX_TEXT_CHARS, show_default=True,
+              help="The longest text annotated, in characters (0: no cap).")
+@click.pass_obj
+def annotate_command(obj, input_path, output_path, on_error, max_text_chars):
+    """Find the topic's entities in raw texts and link them: per input row, its spans
+    (start, end in code points, end exclusive; text, qid, label, match, evidence,
+    granularity, country), never overlapping, every occurrence listed.
+
+    \b
+    Example:
+      kgcult annotate -i answers.jsonl -o spans.jsonl
+    """
+    ann = Annotator.open(obj.location, opener=lambda: obj.reader(closure=True), max_chars=max_text_chars)
+    src = sys.stdin if input_path == "-" else input_path
+    t0 = time.perf_counter()
+    n = spans = 0
+    reader = rows.read(src, topics=ann.topics, langs=ann.langs, on_error=on_error,
+                       max_chars=max_text_chars, where="<stdin>" if input_path == "-" else None)
+    with atomic_open(output_path) as out:
+        for res in ann.annotate_many(reader):
+            n += 1
+            spans += len(res["spans"])
+            out.write(json.dumps(res, ensure_ascii=False) + "\n")
+    info(f"annotated {n} texts in {time.perf_counter() - t0:.2f} s: {spans} spans")

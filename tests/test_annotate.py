@@ -1,0 +1,174 @@
+"""`kgcult annotate` on a hand-written graph (tests/fixtures/annotate/graph.ttl): spans per
+script, attached grammar outside the span, the longest name, every occurrence, context,
+bad rows, determinism."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from kgcult.errors import KgcultError
+
+pytest.importorskip("ahocorasick_rs")
+pytest.importorskip("snowballstemmer")
+
+FIX = Path(__file__).parent / "fixtures" / "annotate"
+
+
+def run_cli(args, store_path, input=None):  # noqa: A002 - CliRunner.invoke's name
+    from click.testing import CliRunner
+
+    from kgcult.cli.main import main
+
+    return CliRunner().invoke(main, ["--store", str(store_path)] + list(args), input=input,
+                              catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def astore(tmp_path_factory):
+    from kgcult.store import Store, hierarchy
+
+    path = tmp_path_factory.mktemp("annotate") / "store"
+    s = Store(path)
+    s.load([FIX / "graph.ttl"], graph="annotatefixture")
+    hierarchy.build(s)
+    s.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def ann(astore):
+    from kgcult.annotate import Annotator
+
+    return Annotator.open(astore)
+
+
+def spans(ann, text, lang, topic="food", country=None):
+    out = ann.annotate(text, lang=lang, topic=topic, country=country)
+    for s in out:
+        assert text[s["start"]:s["end"]] == s["text"]
+    return [(s["text"], s["qid"]) for s in out]
+
+
+def test_longest_name_and_every_occurrence(ann):
+    got = spans(ann, "Miso soup, then pad thai with shrimp and more soup.", "en")
+    assert got == [("Miso soup", "Q91001"), ("pad thai", "Q91010"), ("shrimp", "Q91011"), ("soup", "Q91003")]
+
+
+def test_japanese_and_chinese_names_inside_runs(ann):
+    assert spans(ann, "朝は味噌汁とご飯、夜は餃子です。", "ja") == [
+        ("味噌汁", "Q91001"), ("ご飯", "Q91004"), ("餃子", "Q91013")]
+    assert spans(ann, "晚饭吃饺子和米饭。", "zh") == [("饺子", "Q91013"), ("米饭", "Q91004")]
+    # generic words (city, country) are no spans
+    assert spans(ann, "日本の都市、東京と京都。", "ja", topic="place") == [
+        ("日本", "Q91017"), ("東京", "Q91020"), ("京都", "Q91021")]
+
+
+def test_arabic_proclitics_outside_article_inside(ann):
+    got = spans(ann, "والكسكس مع زيت الزيتون وبالأرز", "ar")
+    assert got == [("الكسكس", "Q91006"), ("زيت الزيتون", "Q91005"), ("الأرز", "Q91004")]
+
+
+def test_turkish_suffixes_and_designators(ann):
+    got = spans(ann, "Japonya'ya gidince İstanbul'dan Tokyo'ya, sonra Antalya ili.", "tr", topic="place")
+    assert got == [("Japonya", "Q91017"), ("İstanbul", "Q91022"), ("Tokyo", "Q91020"), ("Antalya", "Q91026")]
+    assert spans(ann, "Sıcak çorbayla başlar.", "tr") == [("çorba", "Q91003")]
+
+
+def test_korean_particles(ann):
+    assert spans(ann, "서울에서 도쿄로 갑니다.", "ko", topic="place") == [("서울", "Q91025"), ("도쿄", "Q91020")]
+    assert spans(ann, "미소국과 밥을 먹어요.", "ko") == [("미소국", "Q91001"), ("밥", "Q91004")]
+
+
+def test_inflected_forms_spanned_whole(ann):
+    assert spans(ann, "Ужин с пельменями и хлебом.", "ru") == [("пельменями", "Q91008"), ("хлебом", "Q91012")]
+    assert spans(ann, "Un plat d'aubergines et de l'hummus.", "fr") == [("aubergines", "Q91007"), ("hummus", "Q91009")]
+
+
+def test_persian_hindi_thai_places(ann):
+    assert spans(ann, "سفر به استان فارس و کیوتوی زیبا", "fa", topic="place") == [("فارس", "Q91023"), ("کیوتو", "Q91021")]
+    assert spans(ann, "जापान में टोक्यो सबसे बड़ा शहर है।", "hi", topic="place") == [("जापान", "Q91017"), ("टोक्यो", "Q91020")]
+    assert spans(ann, "เที่ยวจังหวัดเลยและโตเกียว", "th", topic="place") == [("เลย", "Q91024"), ("โตเกียว", "Q91020")]
+
+
+def test_commonness_guard_and_generic_words(ann):
+    pytest.importorskip("wordfreq")
+    # "pain" is French bread, but an everyday English word; "meal" is no span
+    assert spans(ann, "No pain at this meal, only bread.", "en") == [("bread", "Q91012")]
+
+
+def test_context_chooses_the_entity(ann):
+    assert spans(ann, "Springfield", "en", topic="place", country="Q91033") == [("Springfield", "Q91040")]
+    assert spans(ann, "Springfield", "en", topic="place", country="Q91034") == [("Springfield", "Q91041")]
+
+
+def test_span_record_fields(ann):
+    (s,) = ann.annotate("miso soup", lang="en", topic="food")
+    assert (s["start"], s["end"], s["qid"], s["label"]) == (0, 9, "Q91001", "miso soup")
+    assert s["match"] == "exact-label" and s["granularity"] and s["evidence"]
+
+
+def test_bad_rows_raise(ann):
+    with pytest.raises(KgcultError, match="unknown topic"):
+        ann.annotate("x", lang="en", topic="nope")
+    with pytest.raises(KgcultError, match="unknown language"):
+        ann.annotate("x", lang="xx-nowhere", topic="food")
+    with pytest.raises(KgcultError, match="lone surrogate"):
+        ann.annotate("soup \ud800", lang="en", topic="food")
+    with pytest.raises(KgcultError, match="missing field 'text'"):
+        list(ann.annotate_many([{"id": 1, "lang": "en", "topic": "food"}]))
+
+
+ROWS = [
+    {"id": "a", "text": "Miso soup and rice.", "lang": "en", "topic": "food"},
+    {"id": "b", "text": "朝は味噌汁とご飯。", "lang": "ja", "topic": "food"},
+    {"id": "c", "text": "Japonya'ya ve Tokyo'ya.", "lang": "tr", "topic": "place", "country": "Q91017"},
+    {"id": "d", "text": "والكسكس مع زيت الزيتون", "lang": "ar", "topic": "food"},
+]
+
+
+def test_cli_rows_deterministic(astore, tmp_path):
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ROWS), encoding="utf-8")
+    outs = []
+    for n in range(2):
+        out = tmp_path / f"out{n}.jsonl"
+        r = run_cli(["annotate", "-i", str(inp), "-o", str(out)], astore)
+        assert r.exit_code == 0, r.output
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    got = [json.loads(x) for x in outs[0].decode().splitlines()]
+    assert [g["id"] for g in got] == ["a", "b", "c", "d"]
+    assert [(s["text"], s["qid"]) for s in got[2]["spans"]] == [("Japonya", "Q91017"), ("Tokyo", "Q91020")]
+    # input order does not change a row's spans
+    rows = ROWS[:]
+    random.Random(7).shuffle(rows)
+    inp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "shuffled.jsonl"
+    assert run_cli(["annotate", "-i", str(inp), "-o", str(out)], astore).exit_code == 0
+    shuffled = {json.loads(x)["id"]: x for x in out.read_text(encoding="utf-8").splitlines()}
+    assert all(shuffled[json.loads(x)["id"]] == x for x in outs[0].decode().splitlines())
+
+
+def test_cli_bad_input_names_file_and_line(astore, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"id": 1, "text": "soup", "lang": "en", "topic": "food"}\n'
+                    b'\xff\xfe not utf-8\n'
+                    b'{"id": 3, "text": "\\ud800 soup", "lang": "en", "topic": "food"}\n'
+                    b'{"id": 4, "text": "soup", "lang": "en"}\n'
+                    b'{"id": 5, "text": "soup", "lang": "zz", "topic": "food"}\n'
+                    b'{"id": 6, "text": "soup", "lang": "en", "topic": "weather"}\n'
+                    b'{"id": 7, "text": "' + b"soup " * 5000 + b'", "lang": "en", "topic": "food"}\n'
+                    b'{"id": 8, "text": "rice", "lang": "en", "topic": "food"}\n')
+    out = tmp_path / "out.jsonl"
+    r = run_cli(["annotate", "-i", str(bad), "-o", str(out)], astore)
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    assert f"{bad}:2: not UTF-8" in r.output and not out.exists()
+    r = run_cli(["annotate", "-i", str(bad), "-o", str(out), "--on-error", "skip"], astore)
+    assert r.exit_code == 0, r.output
+    for line, what in ((2, "not UTF-8"), (3, "text holds a lone surrogate"), (4, "missing field 'topic'"),
+                       (5, "unknown language"), (6, "unknown topic"), (7, "text of 25,000 characters")):
+        assert f"{bad}:{line}: {what}" in r.output
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [1, 8]
