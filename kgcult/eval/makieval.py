@@ -36,6 +36,7 @@ import numpy as np
 from kgcult import extras
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_open, atomic_write, iter_jsonl, reject
+from kgcult.safe_text import csv_cell
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +193,7 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             for r in rows:
-                w.writerow({k: "" if v is None else v for k, v in r.items()})
+                w.writerow({k: "" if v is None else csv_cell(v) for k, v in r.items()})
 
 
 def metrics_file(linked, out_dir, on_error: str = "fail", granularity_from: str = "type") -> dict:

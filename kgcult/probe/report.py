@@ -29,6 +29,7 @@ from kgcult.probe import plots, vectors
 from kgcult.probe.run import read_predictions
 from kgcult.views import dlama as dlama_view
 from kgcult.views.registry import get_view
+from kgcult.safe_text import csv_row
 
 ALL = "All"
 
@@ -102,11 +103,11 @@ def fmlama_report(out_dir: str | Path, embeddings: str = "auto", plot: bool = Tr
     files.atomic_write(d / "results.json", json.dumps(result, ensure_ascii=False, indent=2) + "\n")
     with files.atomic_open(d / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["grouping", "origin", "dishes", "mAP", "mAP_std", "mWS", "mWS_std"])
+        w.writerow(csv_row(["grouping", "origin", "dishes", "mAP", "mAP_std", "mWS", "mWS_std"]))
         for gname, table in [("origin", countries), *groupings.items()]:
             for c in table:
-                w.writerow([gname, c["origin"], c["dishes"]]
-                           + [_num(c[k]) for k in ("mAP", "mAP_std", "mWS", "mWS_std")])
+                w.writerow(csv_row([gname, c["origin"], c["dishes"]]
+                                   + [_num(c[k]) for k in ("mAP", "mAP_std", "mWS", "mWS_std")]))
     lines = [
         f"FmLAMA probing of `{run.get('model')}` ({run.get('kind')}, scoring {run.get('scoring')}); "
         f"templates {run.get('lang')}, subjects {run.get('subject_lang')}, context {run.get('context')}; "
@@ -196,13 +197,13 @@ def dlama_report(out_dir: str | Path, plot: bool = True) -> dict:
     files.atomic_write(d / "entropy.jsonl", "".join(x + "\n" for x in ent_lines))
     with files.atomic_open(d / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["pair", "culture", "predicate", "group", "facts", "P@1", "entropy"])
+        w.writerow(csv_row(["pair", "culture", "predicate", "group", "facts", "P@1", "entropy"]))
         for c in cells:
-            w.writerow([c["pair"], c["culture"], c["predicate"], c["group"], c["facts"], _num(c["P@1"]),
-                        _num(c["entropy"])])
+            w.writerow(csv_row([c["pair"], c["culture"], c["predicate"], c["group"], c["facts"], _num(c["P@1"]),
+                                _num(c["entropy"])]))
         for c in cultures:
-            w.writerow([c["pair"], c["culture"], ALL if c["scope"] == "v1" else "extras", c["scope"], c["facts"],
-                        _num(c["P@1"]), _num(c["entropy"])])
+            w.writerow(csv_row([c["pair"], c["culture"], ALL if c["scope"] == "v1" else "extras", c["scope"],
+                                c["facts"], _num(c["P@1"]), _num(c["entropy"])]))
 
     def name(c):
         return f"{c['pair']}: {c['culture']}" if c["pair"] else c["culture"]

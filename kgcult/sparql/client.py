@@ -35,6 +35,7 @@ parser into a :class:`RemoteError`. The refused answers are not asked for again.
 """
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import random
@@ -70,6 +71,45 @@ _TIMEOUT_NOTE = re.compile(r"\s*\((?:read|connect) timeout=[^)]*\)")
 MAX_REDIRECTS = 5
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _PROTOCOL_HEADERS = frozenset({"user-agent", "accept", "accept-encoding", "content-type"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``, the default port filled in: credentials are sent
+    to this origin only (RFC 6454; a redirect to another port of the same host is another
+    origin)."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port if port is not None else _DEFAULT_PORTS.get(scheme)
+
+
+def redact(url: str) -> str:
+    """``url`` with the password of its user information replaced by ``***``: what a
+    message or a log may show of it."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return urllib.parse.urlunsplit((parts.scheme, f"{user}:***@{hostport}" if user else f"***@{hostport}",
+                                    parts.path, parts.query, parts.fragment))
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """(``url`` without its user information, the ``Authorization: Basic`` value made of
+    it, or None when it has none): credentials in an endpoint URL are used, as curl and
+    requests use them, never silently dropped."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()).decode()
+    return urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment)), f"Basic {token}"
 # what Blazegraph writes after an answer its deadline cut (WDQS): the query, then the trace
 _QUERY_MARK = b"SPARQL-QUERY: queryStr="
 _TIMEOUT_MARK = b"java.util.concurrent.TimeoutException"
@@ -263,8 +303,16 @@ class SparqlClient:
                  throttle: Throttle | None = None, parallel: int | None = None,
                  clock: Callable[[], float] = time.monotonic, max_answer: int = MAX_ANSWER):
         self.max_answer = max_answer
+        endpoint, basic = split_credentials(endpoint)
+        headers = dict(headers or {})
+        if basic is not None:
+            if any(k.lower() == "authorization" for k in headers):
+                raise KgcultError(f"{endpoint}: credentials in the endpoint URL and an Authorization header "
+                                  "(KGCULT_REMOTE_TOKEN) at once: give one of them")
+            headers["Authorization"] = basic
         self.endpoint, self.timeout, self.retry_budget, self._sleep = endpoint, timeout, retry_budget, sleep
         self.url = endpoint
+        self._origin = origin(endpoint)  # the one origin credentials go to
         # retry_reads=False: a request whose answer had started (or timed out) is not sent again
         self.policy = Backoff(total=attempts - 1, read=None if retry_reads else 0, allowed_methods={"POST"},
                               status_forcelist=retry_status, backoff_factor=backoff, backoff_max=max_backoff,
@@ -326,7 +374,7 @@ class SparqlClient:
         url, hops = self.url, 0
         while True:
             with self.throttle:
-                resp, data = self._send(url, body, headers)
+                resp, data = self._send(url, body, headers if origin(url) == self._origin else _protocol_only(headers))
             if resp.status not in REDIRECTS or not resp.headers.get("Location"):
                 break
             url, headers, hops = self._redirect(url, resp, headers, hops)
@@ -389,7 +437,7 @@ class SparqlClient:
 
     def _redirect(self, url: str, resp, headers: dict, hops: int):
         """The next address of a redirect, with the headers to send there."""
-        target = urllib.parse.urljoin(url, resp.headers["Location"])
+        target, _ = split_credentials(urllib.parse.urljoin(url, resp.headers["Location"]))  # never used, never shown
         old, new = urllib.parse.urlsplit(url), urllib.parse.urlsplit(target)
         if hops >= MAX_REDIRECTS:
             raise RemoteError(self.endpoint, f"more than {MAX_REDIRECTS} redirects (last to {target})",
@@ -397,8 +445,8 @@ class SparqlClient:
         if new.scheme not in ("http", "https") or (old.scheme == "https" and new.scheme == "http"):
             raise RemoteError(self.endpoint, f"HTTP {resp.status} redirect to {target} refused "
                                              "(not http(s), or from https to http)", status=resp.status)
-        if new.hostname != old.hostname:
-            headers = {k: v for k, v in headers.items() if k.lower() in _PROTOCOL_HEADERS}
+        if origin(target) != origin(url):  # scheme, host and port: another origin gets no credentials
+            headers = _protocol_only(headers)
         with self._lock:
             self.redirects += 1
             if resp.status in (301, 308) and self.url != target:
@@ -437,6 +485,11 @@ class SparqlClient:
             if time.monotonic() > deadline:
                 raise self._deadline_error()
         return b"".join(parts)
+
+
+def _protocol_only(headers: dict) -> dict:
+    """The headers any origin may see (no Authorization, cookies or custom headers)."""
+    return {k: v for k, v in headers.items() if k.lower() in _PROTOCOL_HEADERS}
 
 
 def _reason(error: Exception) -> str:

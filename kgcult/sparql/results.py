@@ -22,6 +22,7 @@ import pyoxigraph as ox
 from pyoxigraph import BlankNode, Literal, NamedNode
 
 from kgcult import vocab
+from kgcult.safe_text import csv_row
 
 FORMATS = ("table", "csv", "tsv", "json", "jsonl")  # of `kgcult sparql`
 W3C = ("json", "xml", "csv", "tsv")
@@ -96,7 +97,7 @@ def write_rows(variables: Sequence[str], rows: Iterable[Sequence], fmt: str, wri
 
         line(names)
         for r in rows:
-            line(["" if t is None else str(t) if isinstance(t, ox.Triple) else t.value for t in r])
+            line(csv_row(["" if t is None else str(t) if isinstance(t, ox.Triple) else t.value for t in r]))
             n += 1
     else:  # tsv: terms in N-Triples syntax
         write("\t".join("?" + k for k in names) + "\n")

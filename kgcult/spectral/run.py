@@ -18,6 +18,7 @@ from kgcult.spectral.items import items_from_view, read_items
 from kgcult.spectral.matrices import ground_truth_matrix, model_matrix
 from kgcult.spectral.measures import analyse, categorize
 from kgcult.spectral.plots import heatmaps
+from kgcult.safe_text import csv_row
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def write(rows: list[dict], out_dir, plot: bool = True) -> None:
         w = csv.writer(f)
         w.writerow(cols)
         for r in rows:
-            w.writerow([r.get(c, "") if not isinstance(r.get(c), float) else f"{r[c]:.6f}" for c in cols])
+            w.writerow(csv_row([r.get(c, "") if not isinstance(r.get(c), float) else f"{r[c]:.6f}" for c in cols]))
     lines = ["| source | question | countries | items | ER | SR | category | human |",
              "|---|---|---:|---:|---:|---:|---|---|"]
     for r in rows:

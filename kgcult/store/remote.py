@@ -35,7 +35,7 @@ from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.safe_text import printable
 from kgcult.sparql import wdqs
-from kgcult.sparql.client import MAX_ANSWER, USER_AGENT, RemoteError, Reply, SparqlClient
+from kgcult.sparql.client import MAX_ANSWER, USER_AGENT, RemoteError, Reply, SparqlClient, split_credentials
 from kgcult.sparql.query_text import bind_values, first_keyword
 from kgcult.store.base import StoreReads
 
@@ -71,7 +71,9 @@ class RemoteStore(StoreReads):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise KgcultError(f"not an http(s) SPARQL endpoint: {url!r} (use sparql+https://host/path)")
-        self.url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path or "/", "", ""))
+        # user:password@ in the URL: sent as Basic auth to this origin only, never shown
+        with_credentials = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path or "/", "", ""))
+        self.url = split_credentials(with_credentials)[0]
         self.location = "sparql+" + url
         # URL parameters (e.g. ?union-default-graph for oxigraph serve) go with every request
         self.extra_params = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
@@ -88,7 +90,7 @@ class RemoteStore(StoreReads):
             headers.setdefault("Authorization", f"Bearer {token}")
         # a query whose answer had started, timed out or failed on the server (500, 504: often
         # the endpoint's own timeout) is not run again: it would be as slow; busy answers are
-        self.client = SparqlClient(self.url, user_agent=user_agent, headers=headers, timeout=self.timeout,
+        self.client = SparqlClient(with_credentials, user_agent=user_agent, headers=headers, timeout=self.timeout,
                                    attempts=retries + 1, max_retry_after=30.0, retry_reads=False,
                                    retry_status=RETRY_STATUS, max_answer=cap)
         self._named: bool | None = None

@@ -20,6 +20,7 @@ from kgcult.store.snapshot import store_content_hash
 from kgcult.version import __version__
 from kgcult.views import hf
 from kgcult.views.spec import View, ViewError, param_text
+from kgcult.safe_text import csv_row
 
 MANIFEST = "MANIFEST.json"
 
@@ -87,9 +88,14 @@ def csv_bytes(rows: list[dict], fields: list[str]) -> bytes:
         cols.extend(k for k in r if k not in cols)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
+    # a cell with a carriage return is quoted (the writer quotes only the line terminator's
+    # characters): unquoted, it would end the row in a spreadsheet and start the next one
+    # with what follows it, a formula perhaps
+    quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
     w.writerow(cols)
     for r in rows:
-        w.writerow([_cell(r.get(c)) for c in cols])
+        cells = csv_row([_cell(r.get(c)) for c in cols])  # no cell a spreadsheet evaluates
+        (quoted if any(isinstance(c, str) and "\r" in c for c in cells) else w).writerow(cells)
     return buf.getvalue().encode("utf-8")
 
 

@@ -7,7 +7,10 @@
   const WKT = "http://www.opengis.net/ont/geosparql#wktLiteral";
   const POINT = /^\s*(?:<[^>]*>\s*)?Point\(\s*([-+0-9.eE]+)\s+([-+0-9.eE]+)\s*\)\s*$/i;
   const NUMERIC = /#(integer|decimal|double|float|int|long|short|nonNegativeInteger|positiveInteger)$/;
-  const IMAGE = /^https?:\/\/commons\.wikimedia\.org\/wiki\/Special:FilePath\/|\.(jpe?g|png|gif|svg|webp)$/i;
+  // Commons files only (Special:FilePath, as Wikidata's P18 values are written): the whole IRI is
+  // anchored, so an IRI on any other host ending in .png is not fetched (no tracking pixel);
+  // the page's Content-Security-Policy allows images from Commons and this server alone
+  const IMAGE = /^https?:\/\/commons\.wikimedia\.org\/wiki\/Special:FilePath\/[^\/?#]+$/i;
   const SVG = "http://www.w3.org/2000/svg";
   const MAX_MARKS = 5000;   // points, bars or images drawn (a note says when more were left out)
 
@@ -102,7 +105,8 @@
       const grid = document.createElement("div"); grid.className = "kg-images";
       for (const b of rows.slice(0, 500)) {
         const fig = document.createElement("figure"), img = document.createElement("img"), cap = document.createElement("figcaption");
-        img.loading = "lazy"; img.src = b[col].value + (b[col].value.includes("Special:FilePath") ? "?width=240" : "");
+        img.loading = "lazy"; img.referrerPolicy = "no-referrer";
+        img.src = b[col].value.replace(/^http:/i, "https:") + "?width=240";
         img.alt = decodeURIComponent(b[col].value.replace(/^.*\//, ""));
         cap.textContent = rowName(b, col) || img.alt;
         fig.append(img, cap); grid.append(fig);
