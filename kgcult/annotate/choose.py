@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from kgcult.link import disambiguate
 from kgcult.link.index.reader import label_chain
+from kgcult.annotate.grammar import grammar
 from kgcult.annotate.names import decode
 
 
 def tiers(codes: tuple[int, ...], langs: list[str], lang: str) -> dict[int, int]:
-    """eid -> its best tier: 0 a label in the text's language (or its fallbacks), 1 an
+    """eid -> its best tier: 0 a label in the text's language (or its fallbacks and kin), 1 an
     alias there, 2 a label in another language, 3 an alias there."""
-    chain = set(label_chain(lang))
+    chain = set(label_chain(lang)) | set(grammar(lang).kin)
     out: dict[int, int] = {}
     for c in codes:
         eid, lid, _, alias = decode(c)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import MAX_WORDS, Names, capitalized, decode, stem_key
-from kgcult.annotate.text import Word, fold, joined, katakana, words
+from kgcult.annotate.text import Word, fold, han_fold, joined, katakana, unspaced, words
 
 # how a name was found, best first (the order breaks ties between spans of one length)
 HOW = ("exact", "article", "stem", "suffix")
@@ -35,7 +35,9 @@ class Finder:
         self.lang = grammar.lang or lang
         self._stem = names.stem.get(self.lang)
         self._memo: dict[tuple, tuple | None] = {}
-        self._lids = {i for i, lg in enumerate(names.langs) if lg.split("-", 1)[0] == self.lang}
+        own = {self.lang, *grammar.kin}
+        self._lids = {i for i, lg in enumerate(names.langs) if lg.split("-", 1)[0] in own}
+        self._every = names.everyday.get(self.lang, frozenset())
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -117,6 +119,8 @@ class Finder:
         """The first word as written, then without each proclitic it begins with
         (``cut``: the proclitic's length in the text)."""
         out = [(f, 0)]
+        if f in self._every:
+            return out  # an everyday word is no name with a proclitic
         for p in self.g.prefixes:
             if f.startswith(p) and len(f) - len(p) >= 2:
                 cut = _cut_front(w.text, len(p))
@@ -139,7 +143,7 @@ class Finder:
                 hit = self.lookup(parts)
                 if hit:
                     out.append(Found(ws[i].start + cut, ws[j].end, hit[0], hit[1], hit[2], len(parts)))
-                elif g.suffixes:
+                elif g.suffixes and word not in self._every:
                     self._suffixed(ws[i].start + cut, ws[j], parts, out)
             if not self._head(parts):
                 break
@@ -148,7 +152,7 @@ class Finder:
         """The last word without a particle or case ending (the longest that leaves a name)."""
         w = parts[-1]
         for s in self.g.suffixes:
-            if w.endswith(s) and (len(w) - len(s) >= 2 or (len(w) > len(s) and _syllable(w[0]))):
+            if w.endswith(s) and (len(w) - len(s) >= 3 or (len(w) > len(s) and _syllable(w[0]))):
                 hit = self.lookup(parts[:-1] + (w[:-len(s)],))
                 if hit:
                     end = last.end - _cut_back(last.text, len(s))
@@ -161,7 +165,7 @@ class Finder:
             return []
         out = []
         before = self.g.before
-        run = w.text
+        run = han_fold(w.text)
         for idx, s, e in ac.find_matches_as_indexes(run, overlapping=True):
             name = pats[idx]
             if any(name.startswith(d) and len(name) > len(d) for d in before):
@@ -194,6 +198,8 @@ class Finder:
         no name in that language (a word of another language's label, met by chance)."""
         if f.nwords != 1 or f.key not in self.names.common.get(self.lang, ()):
             return False
+        if len(f.key) <= 2 and f.key in self._every and not unspaced(f.key) and not _syllable(f.key[0]):
+            return True  # a two-letter everyday word of an alphabet (a particle, a pronoun) is no name
         return not any(decode(c)[1] in self._lids for c in f.codes)
 
 

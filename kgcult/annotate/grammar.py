@@ -26,6 +26,7 @@ class Grammar:
     after: frozenset = field(default_factory=frozenset)   # designators after a name
     stem: bool = False
     unspaced: bool = False
+    kin: tuple[str, ...] = ()   # languages whose names count as the text's own
 
     @property
     def max_suffix(self) -> int:
@@ -58,6 +59,7 @@ def grammar(lang: str) -> Grammar:
         after=frozenset(fold(w) for w in des.get("after", ())),
         stem=bool(d.get("stem")),
         unspaced=bool(d.get("unspaced")),
+        kin=tuple(d.get("kin", ())),
     )
 
 

@@ -6,7 +6,8 @@ topic's entities in the link index, under the keys a text's words are looked up 
   of the languages whose inflection stays inside a span (``grammar.stem``) -> codes;
 * ``heads``: every folded or stemmed word sequence that begins some key (a lookup of a
   longer word sequence stops when its beginning is none);
-* ``unspaced``: the names written wholly in a script without spaces, searched inside
+* ``unspaced``: the names written wholly in a script without spaces (Han folded to
+  simplified Chinese: ``text.han_fold``), searched inside
   runs of that script by an Aho-Corasick automaton (ahocorasick-rs), and their codes;
 * ``common[lang]``: the folded one-word names that are everyday words of ``lang``
   (wordfreq's Zipf frequency at least :data:`COMMON_ZIPF`).
@@ -33,7 +34,7 @@ import numpy as np
 
 from kgcult import extras
 from kgcult.annotate import grammar as gram
-from kgcult.annotate.text import fold
+from kgcult.annotate.text import fold, han_fold
 from kgcult.annotate.text import unspaced as unspaced_script
 from kgcult.files import atomic_write
 from kgcult.link import normalize
@@ -41,7 +42,7 @@ from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 3
+VERSION = 5
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
@@ -167,7 +168,7 @@ def build(ix, topic: str) -> Names:
                     heads.add("\x00" + " ".join(sws[:n]))
         raw = text.strip()
         if unspaced_script(raw):
-            unspaced.setdefault(raw, set()).add(c)
+            unspaced.setdefault(han_fold(raw), set()).add(c)
     names = Names(topic=topic, langs=langs,
                   exact={k: tuple(sorted(v)) for k, v in exact.items()},
                   stem={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in stems.items()},
@@ -207,7 +208,8 @@ def _common(exact: dict) -> tuple[dict[str, frozenset], dict[str, frozenset]]:
         except (LookupError, ValueError):
             continue
         floor = 10 ** (COMMON_ZIPF - 9)
-        out[lg] = frozenset(k for k in one if freqs.get(k, 0.0) >= floor)
+        words = {fold(w) for w, v in freqs.items() if v >= floor}
+        out[lg] = frozenset(k for k in one if k in words)
         high = 10 ** (EVERYDAY_ZIPF - 9)
         every[lg] = frozenset(fold(w) for w, v in freqs.items() if v >= high)
     return out, every
