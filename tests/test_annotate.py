@@ -172,3 +172,21 @@ def test_cli_bad_input_names_file_and_line(astore, tmp_path):
                        (5, "unknown language"), (6, "unknown topic"), (7, "text of 25,000 characters")):
         assert f"{bad}:{line}: {what}" in r.output
     assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [1, 8]
+
+
+def test_cli_makieval_metrics_from_raw_answers(astore, tmp_path):
+    """answers -> spans -> MakiEval's four metrics, with no LLM."""
+    inp = tmp_path / "answers.jsonl"
+    rows = [{"id": "en-1", "text": "Miso soup, rice and gyoza.", "lang": "en", "topic": "food", "country": "Q91017",
+             "model": "m"},
+            {"id": "ja-1", "text": "味噌汁とご飯。", "lang": "ja", "topic": "food", "country": "Q91017", "model": "m"}]
+    inp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out, mdir = tmp_path / "spans.jsonl", tmp_path / "metrics"
+    r = run_cli(["annotate", "-i", str(inp), "-o", str(out), "--metrics", str(mdir)], astore)
+    assert r.exit_code == 0, r.output
+    res = json.loads((mdir / "metrics.json").read_text())
+    assert {d["lang"]: d["diversity"] for d in res["diversity"]} == {"en": 3, "ja": 2}
+    (cons,) = res["consensus"]
+    assert (cons["lang_a"], cons["lang_b"], cons["jaccard"]) == ("en", "ja", round(2 / 3, 4))
+    spec = {s["lang"]: s["specificity"] for s in res["specificity"]}
+    assert spec == {"en": round(1 / 3, 4), "ja": 0.5}  # miso soup is from Japan (P495)

@@ -70,7 +70,11 @@ class Annotator:
         for r in rows:
             if not isinstance(r, TextRow):
                 r = check(r, topics=self.topics, langs=self.langs, max_chars=self.max_chars)
-            yield {"id": r.id, "spans": self._spans(r)}
+            yield self.annotate_row(r)
+
+    def annotate_row(self, row: TextRow) -> dict:
+        """``{"id", "spans"}`` of a checked row."""
+        return {"id": row.id, "spans": self._spans(row)}
 
     def _spans(self, row: TextRow) -> list[dict]:
         fd = self.finder(row.topic, row.lang)

@@ -26,6 +26,12 @@ class TextRow:
     lang: str
     topic: str
     country: str | None
+    model: str | None = None        # MakiEval's prompt: kept for the metrics
+    prompt_type: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "text": self.text, "lang": self.lang, "topic": self.topic,
+                "country": self.country, "model": self.model, "prompt_type": self.prompt_type}
 
 
 def check(row: dict, *, topics: Collection[str], langs: Collection[str],
@@ -61,7 +67,13 @@ def check(row: dict, *, topics: Collection[str], langs: Collection[str],
     country = row.get("country")
     if country is not None and (not isinstance(country, str) or not ids.is_item(country)):
         raise KgcultError(f"country must be a QID such as Q17 or null, got {country!r}")
-    return TextRow(rid, text, lang, topic, country)
+    extra: list[str | None] = []
+    for name in ("model", "prompt_type"):
+        x = row.get(name)
+        if x is not None and not isinstance(x, str):
+            raise KgcultError(f"{name} must be a string, got {type(x).__name__}")
+        extra.append(x)
+    return TextRow(rid, text, lang, topic, country, *extra)
 
 
 def _valid_unicode(field: str, s: str) -> None:

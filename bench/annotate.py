@@ -1,0 +1,163 @@
+"""Benchmark: ``kgcult annotate`` on the annotation dev half (issue 37, parts 3 and 4).
+
+* quality against ``../shared/annotation/annotation-dev.jsonl``, overall and per language
+  (``kgcult.annotate.evaluate``): strong match (same span and QID), weak match
+  (overlapping span, same QID), span only, NIL spans linked; beside it, MakiEval's label
+  matching (``kgcult.eval.link_baseline``) fed the gold spans (its span F1 is 1 by
+  construction; an unmatched span counts as a null span);
+* speed: texts/s of ``kgcult annotate -i`` in a fresh process (interpreter start to exit,
+  the label index and the annotator's dictionaries already on disk) on the dev texts and
+  on ``--copies`` copies of them, and warm (in one process, after a first pass); peak RSS
+  of the fresh process (``wait4``);
+* determinism: two fresh runs and a run on the rows shuffled give byte-identical rows;
+* MakiEval's four metrics (``kgcult.annotate.metrics``) from the annotator's spans next
+  to the same metrics from the gold spans.
+
+    .venv/bin/python bench/annotate.py [--store PATH] [--copies 10]
+
+The store: ``--store`` (a loaded stand-in with its closure), else the stand-in loaded into
+$KGCULT_BENCH_DIR/annotate/store. Writes bench/results/annotate.json and .md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import ROOT, SHARED, STANDIN, WORK, child_env, load_in_child, require, save
+
+RESULT_NAME = "annotate"
+GOLD = SHARED / "annotation" / "annotation-dev.jsonl"
+TARGET_F1, TARGET_LANG_F1, TARGET_NIL, TARGET_SPEED = 0.85, 0.75, 0.10, 200
+
+
+def fresh(store: Path, inp: Path, out: Path) -> dict:
+    """One ``kgcult annotate`` process: wall seconds, CPU seconds, peak RSS (MiB)."""
+    cmd = [sys.executable, "-m", "kgcult", "-q", "--store", str(store), "annotate", "-i", str(inp), "-o", str(out)]
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, env=child_env(), stdout=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"kgcult annotate failed ({status})")
+    return {"wall_s": round(wall, 3), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
+            "peak_rss_mib": round(ru.ru_maxrss / 1024, 1)}
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def baseline_spans(ix, gold: list[dict]) -> dict:
+    """MakiEval's label matching on the gold spans: id -> spans with its QIDs."""
+    from kgcult.eval import link_baseline
+    return {g["id"]: [{"start": s["start"], "end": s["end"], "text": s["text"],
+                       "qid": link_baseline.link(ix, s["text"], g["lang"], g["topic"])} for s in g["spans"]]
+            for g in gold}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--store", type=Path, default=None)
+    ap.add_argument("--copies", type=int, default=10)
+    args = ap.parse_args()
+    require(GOLD)
+    work = WORK / "annotate"
+    work.mkdir(parents=True, exist_ok=True)
+    store = args.store
+    if store is None:
+        store = work / "store"
+        if not store.exists():
+            load_in_child(store, [require(STANDIN)], "standin")
+    gold = [json.loads(x) for x in GOLD.read_text(encoding="utf-8").splitlines() if x.strip()]
+    rows = [{k: g[k] for k in ("id", "text", "lang", "topic", "country")} for g in gold]
+    dev = work / "dev.jsonl"
+    write_rows(dev, rows)
+    many = work / "dev-many.jsonl"
+    write_rows(many, [{**r, "id": f"{r['id']}#{c}"} for c in range(args.copies) for r in rows])
+    shuffled = rows[:]
+    random.Random(37).shuffle(shuffled)
+    shuf = work / "dev-shuffled.jsonl"
+    write_rows(shuf, shuffled)
+
+    # the index and the dictionaries on disk first (not timed)
+    fresh(store, dev, work / "warmup.jsonl")
+    runs = {"dev": fresh(store, dev, work / "out1.jsonl"), "dev_again": fresh(store, dev, work / "out2.jsonl"),
+            "shuffled": fresh(store, shuf, work / "out3.jsonl"), "many": fresh(store, many, work / "out-many.jsonl")}
+    out1 = (work / "out1.jsonl").read_bytes()
+    identical = out1 == (work / "out2.jsonl").read_bytes()
+    by_id = {json.loads(x)["id"]: x for x in (work / "out3.jsonl").read_text(encoding="utf-8").splitlines()}
+    order_free = all(by_id[json.loads(x)["id"]] == x for x in out1.decode().splitlines())
+    many_lines = (work / "out-many.jsonl").read_text(encoding="utf-8").splitlines()
+    copies_same = all(json.loads(x)["spans"] == json.loads(many_lines[i % len(rows)])["spans"]
+                      for i, x in enumerate(many_lines))
+
+    from kgcult.annotate import Annotator, evaluate
+    from kgcult.annotate import metrics as ametrics
+
+    pred = {json.loads(x)["id"]: json.loads(x)["spans"] for x in out1.decode().splitlines()}
+    quality = evaluate.score(gold, pred)
+    ann = Annotator.open(store)
+    base = evaluate.score(gold, baseline_spans(ann.ix, gold))
+    # warm: one process, after a first pass
+    many_rows = [json.loads(x) for x in many.read_text(encoding="utf-8").splitlines()]
+    list(ann.annotate_many(rows))
+    t0 = time.perf_counter()
+    list(ann.annotate_many(many_rows))
+    warm_s = time.perf_counter() - t0
+    mk_ours = ametrics.summary(ametrics.metrics(ann, rows, pred))
+    mk_gold = ametrics.summary(ametrics.metrics(ann, rows, {g["id"]: g["spans"] for g in gold}))
+
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    n, nm = len(rows), len(many_rows)
+    speed = {"fresh_dev_texts_per_s": round(n / runs["dev"]["wall_s"], 1),
+             "fresh_many_texts_per_s": round(nm / runs["many"]["wall_s"], 1),
+             "warm_texts_per_s": round(nm / warm_s, 1), "texts": n, "many_texts": nm,
+             "peak_rss_mib": runs["many"]["peak_rss_mib"]}
+    data = {"commit": commit, "quality": quality, "makieval_label_matching_gold_spans": base,
+            "speed": speed, "runs": runs,
+            "deterministic": {"rerun_identical": identical, "input_order_free": order_free,
+                              "copies_identical": copies_same},
+            "makieval_metrics": {"from_annotate": mk_ours, "from_gold_spans": mk_gold}}
+    o = quality["overall"]
+    lines = [f"Commit `{commit}`; `kgcult annotate` on `../shared/annotation/annotation-dev.jsonl` "
+             f"({n} texts, {o['gold']} gold spans, {o['nil']} NIL); MakiEval's label matching is fed the gold "
+             "spans (so its span F1 is 1).\n",
+             "| lang | strong F1 (P / R) | weak F1 | span F1 | NIL linked | MakiEval label matching, gold spans: strong F1 |",
+             "|---|---|---|---|---|---|"]
+
+    def line(name, v, b):
+        s = v["strong"]
+        return (f"| {name} | **{s['f1']:.3f}** ({s['precision']:.3f} / {s['recall']:.3f}) | {v['weak']['f1']:.3f} | "
+                f"{v['span']['f1']:.3f} | {v['nil_linked']}/{v['nil']} | {b['strong']['f1']:.3f} |")
+    lines.append(line("all", o, base["overall"]))
+    for lg, v in quality["by_lang"].items():
+        lines.append(line(lg, v, base["by_lang"][lg]))
+    lines += ["", f"Targets (judged on the hidden half): strong F1 >= {TARGET_F1} overall "
+              f"({'met' if o['strong']['f1'] >= TARGET_F1 else 'not met'} here), >= {TARGET_LANG_F1} per language "
+              f"({sum(1 for v in quality['by_lang'].values() if v['strong']['f1'] >= TARGET_LANG_F1)} of "
+              f"{len(quality['by_lang'])} here), NIL linked <= {TARGET_NIL:.0%} ({o['nil_linked_rate']:.1%} here).", "",
+              "| speed | texts/s | |", "|---|---|---|",
+              f"| fresh process, {n} dev texts | {speed['fresh_dev_texts_per_s']} | wall {runs['dev']['wall_s']} s, CPU {runs['dev']['cpu_s']} s |",
+              f"| fresh process, {nm} texts ({args.copies} copies) | {speed['fresh_many_texts_per_s']} | "
+              f"wall {runs['many']['wall_s']} s, peak RSS {runs['many']['peak_rss_mib']} MiB |",
+              f"| warm, in one process | {speed['warm_texts_per_s']} | |", "",
+              f"Target: >= {TARGET_SPEED} texts/s in a fresh process. Reruns byte-identical: {identical}; "
+              f"input order changes no row: {order_free}; copies get the same spans: {copies_same}.", "",
+              "MakiEval's four metrics (means over prompts), from the annotator's spans and from the gold spans:", "",
+              "| metric | from `kgcult annotate` | from gold spans |", "|---|---|---|"]
+    for k in ("granularity", "diversity", "specificity", "consensus"):
+        lines.append(f"| {k} | {mk_ours[k]} | {mk_gold[k]} |")
+    save(RESULT_NAME, data, "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
