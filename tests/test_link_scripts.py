@@ -2,6 +2,8 @@
 spelling of the same name; the keys are deterministic."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kgcult.link import scripts
@@ -47,3 +49,61 @@ def test_keys_are_plain_ascii_words_and_deterministic():
     assert scripts.romanize("!!", "en") == ""
     assert scripts.compact("ko samui") == "kosamui"
     assert scripts.is_latin("Ko Samui") and not scripts.is_latin("เกาะสมุย")
+
+
+# -- the affix and cross-script stages on a hand-written graph ---------------------------
+
+FIX = Path(__file__).parent / "fixtures" / "link"
+BEFORE = ["exact", "normalized", "english", "any", "fuzzy", "anyfuzzy", "tokens"]
+
+
+@pytest.fixture(scope="module")
+def linker(tmp_path_factory):
+    from kgcult.link import Linker
+    from kgcult.store import Store, hierarchy
+
+    s = Store(tmp_path_factory.mktemp("xscript") / "store")
+    s.load([FIX / "scripts.ttl"], graph="linkscripts")
+    hierarchy.build(s)
+    yield Linker.open(s, stages=BEFORE + ["affix", "xscript", "xfuzzy"])
+    s.close()
+
+
+@pytest.mark.parametrize("mention,lang,topic,qid,match", [
+    ("ภูเก็ต", "th", "place", "Q99201", "cross-script"),
+    ("ลำปาง", "th", "place", "Q99202", "cross-script"),          # the city, not "Lampang Province"
+    ("तेहरान", "hi", "place", "Q99204", "cross-script-fuzzy"),  # teharan ~ tehran
+    ("تهران", "fa", "place", "Q99204", "cross-script"),           # by its consonants
+    ("राजस्थान", "hi", "place", "Q99205", "cross-script"),
+    ("寿司", "ja", "food", "Q99210", "cross-script"),
+    ("비빔밥", "ko", "food", "Q99211", "cross-script"),
+    ("粽子", "zh", "food", "Q99212", "cross-script"),
+    ("пельмени", "ru", "food", "Q99214", "cross-script"),
+    ("เชียงใหม่", "th", "place", "Q99208", "cross-script-fuzzy"),   # chianghaim ~ chiangmai
+    ("الكمون", "ar", "food", "Q99213", "affix"),                  # the article off
+    ("وبالكمون", "ar", "food", "Q99213", "affix"),                # proclitics and article off
+    ("서울에서", "ko", "place", "Q99207", "affix"),                # a particle off
+    ("京都", "ja", "place", "Q99206", "affix"),                    # a designator added
+])
+def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
+    r = linker.link(mention, lang=lang, topic=topic)
+    assert (r["qid"], r["match"]) == (qid, match), r
+    assert linker.with_stages(BEFORE).link(mention, lang=lang, topic=topic)["qid"] is None
+
+
+def test_cross_script_needs_the_topic_and_a_name(linker):
+    assert linker.link("ภูเก็ต", lang="th", topic="food")["qid"] is None   # no food of that name
+    assert linker.link("ภูเก็ต", lang="th")["qid"] is None                 # no topic: no guess
+    assert linker.link("กรุงโซล", lang="th", topic="place")["qid"] is None  # krungson: nothing near
+
+
+def test_cross_script_pool_kept_beside_the_index(linker, monkeypatch):
+    from kgcult.link.stages import xscript
+    st = linker.stage("xscript")
+    assert st.caches() and all(isinstance(n, int) for _k, n in st.caches())
+    for key, _n in st.caches():
+        st.build_cache(key)
+    assert list(linker.cache_dir.glob(f"xscript-*-place-v{xscript.FORMAT}.sqlite"))
+    monkeypatch.setattr(xscript.CrossPool, "build", lambda *a: pytest.fail("pool rebuilt"))
+    assert st.build_cache("place") is False
+    assert st._open("place").by_key["lampang"]

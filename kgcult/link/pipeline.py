@@ -16,16 +16,20 @@ from kgcult.link.stages import lexical
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.embedding import Embedding
 from kgcult.link.stages.stemmed import Compound, Stem
+from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy
 
 REGISTRY: tuple[type[Stage], ...] = (
     lexical.Exact,
     lexical.Normalized,
     lexical.English,
     lexical.AnyLanguage,
+    Affix,
+    CrossScript,
     Stem,
     Compound,
     lexical.Fuzzy,
     lexical.AnyFuzzy,
+    CrossScriptFuzzy,
     lexical.Tokens,
     Semantic,
     Embedding,

@@ -143,7 +143,18 @@ def _hangul() -> Callable[[str], str]:
     return lambda s: Romanizer(s).romanize()
 
 
+# the letters Arabic script writes a long (or final) a / i with: kept as vowels, where
+# anyascii drops the alef
+_ALEF = str.maketrans({"ا": "a", "آ": "a", "أ": "a", "إ": "i", "ى": "a", "ة": "a"})
+
+
+def _arabic(s: str) -> str:
+    return _anyascii()(s.translate(_ALEF))
+
+
 def _romanizer(script: str, lang: str) -> Callable[[str], str]:
+    if script == "ARABIC":
+        return _arabic
     if script == "THAI":
         return _thai()
     if script in _BRAHMIC:
@@ -200,3 +211,29 @@ def abjad(text: str) -> bool:
     """Whether ``text`` is written in a script without short vowels (Arabic, Persian,
     Urdu, Hebrew): compared by :func:`skeleton`."""
     return bool(scripts_in(text) & ABJAD)
+
+
+_VOWEL_RUN = "[aeiouy]*"
+
+
+@lru_cache(maxsize=4096)
+def abjad_matcher(key: str):
+    """Whether a Latin name's key can be the name ``key`` (a romanized abjad spelling)
+    writes: its consonants in order (folded as :func:`skeleton` folds them), any vowels
+    between them, and a vowel where the spelling writes one (``w``, ``y``, an alef); a final ``h`` may be a vowel (Persian ``ه``)."""
+    pat = ["^", _VOWEL_RUN]
+    k = compact(key).translate(str.maketrans("ckqpv", "kkkbf"))
+    for i, ch in enumerate(k):
+        if ch in "wy":
+            pat.append("[aeiouywf]+")
+        elif ch in "aeiou":
+            pat.append("[aeiouy]+")
+        elif ch == "h" and i == len(k) - 1:
+            pat.append("h?")
+        else:
+            pat.append(re.escape(ch) + "+")
+        pat.append(_VOWEL_RUN)
+    pat.append("$")
+    rx = re.compile("".join(pat))
+    fold = str.maketrans("ckqpv", "kkkbf")
+    return lambda name_key: rx.match(name_key.translate(fold)) is not None

@@ -1,0 +1,139 @@
+"""Attached grammar and designators per language, read from ``ontology/link-affixes.json``
+(data, not code): the forms a mention is also looked up as once they are taken off.
+
+* ``prefixes`` (Arabic proclitics و ب ل ف ك): taken off a word that then starts with the
+  ``article``, which is then taken off too (``وبالكمون`` -> ``كمون``); the article alone is
+  taken off every word (``زيت الزيتون`` -> ``زيت زيتون``);
+* ``suffixes`` (particles, case endings, the ezafe, plural endings): taken off the last
+  word, longest first, leaving ``min_stem`` letters or more (``서울에서`` -> ``서울``);
+  ``apostrophe``: a suffix after an apostrophe goes (``İstanbul'a`` -> ``İstanbul``);
+* ``designators``: generic words of a place name, before or after it (a separate word,
+  or written onto it in a script without spaces): a mention is also looked up with each
+  (``京都`` -> ``京都市``) and without it (``استان فارس`` -> ``فارس``);
+* ``latin_designators``: the same words romanized, which the cross-script pool files a
+  Latin name without (``Gilan Province`` also as ``gilan``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kgcult import resources
+from kgcult.link import normalize
+
+_APOSTROPHES = "'’ʼ"
+
+
+@dataclass(frozen=True)
+class Grammar:
+    prefixes: tuple[str, ...] = ()
+    article: tuple[str, ...] = ()
+    suffixes: tuple[str, ...] = ()
+    designators: tuple[str, ...] = ()
+    apostrophe: bool = False
+
+
+@lru_cache(maxsize=None)
+def _data() -> dict:
+    return json.loads(resources.ontology("link-affixes.json").read_text(encoding="utf-8"))
+
+
+def min_stem() -> int:
+    return int(_data().get("min_stem", 2))
+
+
+@lru_cache(maxsize=None)
+def latin_designators() -> frozenset[str]:
+    return frozenset(_data().get("latin_designators", ()))
+
+
+@lru_cache(maxsize=None)
+def grammar(lang: str) -> Grammar:
+    """The attached grammar of ``lang`` (its base language's), empty when none is known."""
+    d = _data()["languages"].get(normalize.base_lang(lang))
+    if not d:
+        return Grammar()
+    longest = lambda xs: tuple(sorted(xs, key=lambda x: (-len(x), x)))  # noqa: E731
+    return Grammar(prefixes=longest(d.get("prefixes", ())), article=longest(d.get("article", ())),
+                   suffixes=longest(d.get("suffixes", ())), designators=tuple(d.get("designators", ())),
+                   apostrophe=bool(d.get("apostrophe", False)))
+
+
+def _unspaced(text: str) -> bool:
+    return " " not in text
+
+
+def stripped(text: str, lang: str) -> list[str]:
+    """The forms of ``text`` with its attached grammar taken off (most taken off last), not
+    ``text`` itself; in a fixed order, without repeats."""
+    g = grammar(lang)
+    out: list[str] = []
+    words = text.split()
+    if not words:
+        return out
+    n = min_stem()
+    if g.apostrophe:
+        last = words[-1]
+        for a in _APOSTROPHES:
+            i = last.find(a)
+            if i >= n:
+                words = words[:-1] + [last[:i]]
+                out.append(" ".join(words))
+                break
+    if g.prefixes or g.article:
+        first = words[0]
+        for p in g.prefixes:
+            rest = first[len(p):]
+            if first.startswith(p) and (any(rest.startswith(a) for a in g.article) or
+                                        (p.endswith("ل") and rest.startswith("ل"))):
+                if not any(rest.startswith(a) for a in g.article):  # لل: ل + ال with its alef dropped
+                    rest = g.article[0] + rest[1:] if g.article else rest
+                words = [rest] + words[1:]
+                out.append(" ".join(words))
+                break
+        if g.article:
+            bare = []
+            for w in words:
+                for a in g.article:
+                    if w.startswith(a) and len(w) - len(a) >= n:
+                        w = w[len(a):]
+                        break
+                bare.append(w)
+            out.append(" ".join(bare))
+    if g.suffixes:
+        last = words[-1]
+        for sfx in g.suffixes:
+            if last.endswith(sfx) and len(last) - len(sfx) >= n:
+                out.append(" ".join(words[:-1] + [last[:-len(sfx)]]))
+                break
+    return [v for v in dict.fromkeys(out) if v and v != text]
+
+
+def designated(text: str, lang: str) -> list[str]:
+    """``text`` with each designator of ``lang`` added (after it, and before it; written
+    onto it in a script without spaces), then without a designator it carries."""
+    g = grammar(lang)
+    if not g.designators:
+        return []
+    out = []
+    glue = "" if _unspaced(text) and not normalize.basic(text).isascii() else " "
+    for d in g.designators:
+        if text.startswith(d) and len(text) > len(d):
+            out.append(text[len(d):].strip())
+        elif text.endswith(d) and len(text) > len(d):
+            out.append(text[:-len(d)].strip())
+    for d in g.designators:
+        out.append(text + glue + d)
+        out.append(d + glue + text)
+    return [v for v in dict.fromkeys(out) if v and v != text]
+
+
+def latin_without_designators(key: str) -> str | None:
+    """A romanized key without its designator words (``gilan province`` -> ``gilan``), or
+    None when it has none (or is nothing else)."""
+    ws = key.split()
+    keep = [w for w in ws if w not in latin_designators()]
+    if len(keep) == len(ws) or not keep:
+        return None
+    return " ".join(keep)

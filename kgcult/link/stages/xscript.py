@@ -1,0 +1,300 @@
+"""The stages that reach a name across attached grammar and across scripts:
+
+* ``affix``: the mention with its attached grammar taken off, or with a designator added
+  or taken off (``kgcult/link/affixes.py``, data in ``ontology/link-affixes.json``), among
+  the names in its language (exact, then normalized) and the language-free keys
+  (``الكمون`` -> ``كمون``, ``서울에서`` -> ``서울``, ``京都`` -> ``京都市``);
+* ``xscript``: a mention written in another script than Latin, romanized
+  (``kgcult/link/scripts.py``), among the romanized Latin names of the topic's entities
+  in every language: the same key (``寿司`` ``sushi``), or, in Arabic and Persian script,
+  the same consonants (``تهران`` ~ ``Tehran``); a Latin name is filed also without its
+  designator words (``Gilan Province`` as ``gilan``);
+* ``xfuzzy``: the same keys within a few edits (``เชียงใหม่`` ``chianghaim`` ~ ``chiangmai``),
+  when one entity alone is nearest.
+
+The cross-script pool of a topic is built from the index's parts on first use and kept
+beside the label index (``xscript-<index hash>-<topics hash>-<topic>-v<FORMAT>.sqlite``);
+``kgcult link index`` builds it with the other caches.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from kgcult.files import scratch_prefix
+from kgcult.link import affixes, memo, normalize, scripts
+from kgcult.link.index.reader import label_chain
+from kgcult.link.stages.base import Stage
+from kgcult.link.stages.lexical import any_language, exact, normalized
+
+FORMAT = 3
+_FOLD = str.maketrans("ckqpv", "kkkbf")
+MIN_KEY = 3        # romanized keys (skeletons) shorter than this are not compared
+FUZZY_MIN_KEY = 5  # nor, within edits, keys shorter than this
+ROMANIZERS = ("anyascii", "pythainlp", "indic_transliteration", "pykakasi", "korean_romanizer")
+
+
+def fuzzy_bound(n: int) -> int:
+    """Edits allowed between romanized keys of n characters (romanizations of one name
+    differ more than spellings in one script): 1 up to 9, 2 up to 13, then 3."""
+    if n < FUZZY_MIN_KEY:
+        return 0
+    return 1 if n < 10 else 2 if n < 14 else 3
+
+
+def _topic_valid(ctx, topic: str):
+    bit = ctx.ix.topic_bit(topic)
+    tb = ctx.ix.topic_bits
+    return lambda eid: bool(tb[eid] & bit)
+
+
+class Affix(Stage):
+    """The mention without its attached grammar, or with a designator added or taken off."""
+    name = "affix"
+    base_score = 0.78
+
+    def run(self, batch):
+        ix = self.ctx.ix
+        for s in batch:
+            if s.topic is None:
+                continue
+            valid = _topic_valid(self.ctx, s.topic)
+            for v in affixes.stripped(s.text, s.lang) + affixes.designated(s.text, s.lang):
+                found = self.lookup(ix, v, s.lang)
+                if found:
+                    s.add_found(found, self)
+                    if any(valid(e) for e in found):
+                        break
+
+    @staticmethod
+    def lookup(ix, text: str, lang: str) -> dict:
+        for lg in label_chain(lang):
+            found = exact(ix, text, lg)
+            if found:
+                return found
+        keys = normalize.keys(text, lang)
+        return normalized(ix, text, lang, keys) or any_language(ix, text, lang, keys)
+
+
+class CrossPool:
+    """The romanized Latin names of a topic's entities: per key and per skeleton, the
+    entities, with the language and name of the first (by language, name)."""
+
+    def __init__(self, rows):
+        # (key, skel, eid, designator taken off: 0/1, languages with the key, lang, name), sorted
+        self.rows = rows
+        self.by_key: dict[str, list[int]] = {}
+        self.by_skel: dict[str, list[int]] = {}
+        for i, (k, sk, _e, _d, _n, _lg, _nm) in enumerate(rows):
+            self.by_key.setdefault(k, []).append(i)
+            if sk:
+                self.by_skel.setdefault(sk, []).append(i)
+        self.keys = list(self.by_key)
+        self.skels = list(self.by_skel)
+
+    @classmethod
+    def build(cls, names) -> "CrossPool":
+        """From (eid, lang, name) rows: the Latin-script names, each under its romanized
+        key and, without its designator words, under that key too."""
+        best: dict = {}
+        langs: dict = {}
+        for eid, lg, name in names:
+            if not scripts.is_latin(name):
+                continue
+            key = scripts.romanize(name, lg)
+            for flag, k in enumerate((key, affixes.latin_without_designators(key))):
+                if not k:
+                    continue
+                ck = scripts.compact(k)
+                if len(ck) < MIN_KEY:
+                    continue
+                cur = best.get((ck, eid))
+                if cur is None or (flag, lg, name) < cur:
+                    best[(ck, eid)] = (flag, lg, name)
+                langs.setdefault((ck, eid), set()).add(normalize.base_lang(lg))
+        rows = sorted((ck, scripts.skeleton(ck), eid, flag, len(langs[(ck, eid)]), lg, name)
+                      for (ck, eid), (flag, lg, name) in best.items())
+        return cls(rows)
+
+    def hits(self, idx: list[int], key: str, keep=None) -> dict:
+        """{eid: (0, lang, order)}: the order is the edit distance of the entity's nearest
+        name's key to ``key`` (both folded as skeletons fold consonants), half an edit more
+        for a name whose designator was taken off (``Lampang`` before ``Lampang
+        Province``), and, below a tenth of an edit, fewer languages that call the entity
+        so (a name many languages give it before a stub's one name); ``keep(name key)``:
+        which rows count."""
+        from rapidfuzz.distance.Levenshtein import distance
+        out: dict = {}
+        fk = key.translate(_FOLD)
+        for i in idx:
+            k, _sk, eid, flag, support, lg, _name = self.rows[i]
+            if keep is not None and not keep(k):
+                continue
+            d = distance(fk, k.translate(_FOLD)) + 0.5 * flag + round(0.1 / (1 + support), 4)
+            cur = out.get(eid)
+            if cur is None or (d, lg) < (cur[2], cur[1]):
+                out[eid] = (0, lg, d)
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def _save(pool: CrossPool, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=scratch_prefix(path.name), dir=path.parent)
+    os.close(fd)
+    try:
+        con = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            con.execute("PRAGMA journal_mode=OFF")
+            con.execute("BEGIN")
+            con.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
+            con.execute("CREATE TABLE rows(seq INTEGER PRIMARY KEY, key TEXT, skel TEXT, eid INTEGER, "
+                        "flag INTEGER, support INTEGER, lang TEXT, name TEXT)")
+            con.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
+            con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            ((i, *r) for i, r in enumerate(pool.rows)))
+            con.execute("COMMIT")
+        finally:
+            con.close()
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _load(path: Path) -> CrossPool | None:
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            meta = dict(con.execute("SELECT key, value FROM meta"))
+            if int(meta.get("format", -1)) != FORMAT:
+                return None
+            return CrossPool(con.execute("SELECT key, skel, eid, flag, support, lang, name FROM rows ORDER BY seq").fetchall())
+        finally:
+            con.close()
+    except (sqlite3.Error, ValueError, OSError):
+        return None
+
+
+class CrossScript(Stage):
+    """A mention in another script than Latin: its romanized key (in Arabic script, its
+    consonants) among the topic's romanized Latin names."""
+    name = "xscript"
+    match = "cross-script"
+    base_score = 0.7
+    needs = ROMANIZERS
+    feature = "the linker's cross-script stages"
+    scored = True
+    fuzzy = False
+
+    def __init__(self, ctx, rank: int):
+        super().__init__(ctx, rank)
+        self.pools = memo.Pools.cached_in(ctx.cache_dir)
+        self._memo = memo.Memo(memo.MENTIONS)
+
+    def score(self, alias, sub):
+        return round(self.base_score - 0.05 * sub, 4)
+
+    def run(self, batch):
+        for s in batch:
+            if s.topic is None or scripts.is_latin(s.text):
+                continue
+            k = (s.text, s.lang, s.topic)
+            found = self._memo.get(k)
+            if found is None:
+                found = self._memo.put(k, self.search(s.text, s.lang, s.topic))
+            s.add_found(found, self)
+
+    def search(self, text: str, lang: str, topic: str) -> dict:
+        pool = self.pool(topic)
+        # the forms without attached grammar first: an article romanized (``al``) is noise
+        for v in affixes.stripped(text, lang)[::-1] + [text]:
+            key = scripts.compact(scripts.romanize(v, lang))
+            found = self._fuzzy(pool, key, v) if self.fuzzy else self._exact(pool, key, v)
+            if found:
+                return found
+        return {}
+
+    def _exact(self, pool: CrossPool, key: str, text: str) -> dict:
+        if scripts.abjad(text):
+            sk = scripts.skeleton(key)
+            if len(sk) < MIN_KEY:
+                return {}
+            return pool.hits(pool.by_skel.get(sk, []), key, scripts.abjad_matcher(key))
+        return pool.hits(pool.by_key.get(key, []), key) if len(key) >= MIN_KEY else {}
+
+    def _fuzzy(self, pool: CrossPool, key: str, text: str) -> dict:
+        if scripts.abjad(text):  # a skeleton is too short to spell it another way
+            return {}
+        from rapidfuzz import process
+        from rapidfuzz.distance import Levenshtein
+        bound = fuzzy_bound(len(key))
+        if not bound:
+            return {}
+        near = process.extract(key, pool.keys, scorer=Levenshtein.distance, score_cutoff=bound, limit=None)
+        # a romanization keeps the first sound of a name
+        idx = sorted(i for c, _d, _i in near if c[0] == key[0] for i in pool.by_key[c])
+        found = pool.hits(idx, key)
+        if not found:
+            return {}
+        best = min(int(v[2] * 2) for v in found.values())  # edits, designators
+        top = {e: v for e, v in found.items() if int(v[2] * 2) == best}
+        if len(top) != 1:  # several entities as near: no guess
+            return {}
+        return top
+
+    # -- the pool, kept beside the label index -----------------------------------------
+
+    def _path(self, topic: str) -> Path | None:
+        ctx = self.ctx
+        if ctx.cache_dir is None:
+            return None
+        return ctx.cache_dir / f"xscript-{ctx.ix.content_hash[:16]}-{ctx.ix.topics_key}-{topic}-v{FORMAT}.sqlite"
+
+    def pool(self, topic: str) -> CrossPool:
+        return self.pools.get_or_open(topic, lambda: self._open(topic))
+
+    def _open(self, topic: str) -> CrossPool:
+        path = self._path(topic)
+        if path is not None and path.exists():
+            pool = _load(path)
+            if pool is not None:
+                return pool
+        ix = self.ctx.ix
+        pool = CrossPool.build(self.ctx.names(topic, [lg for lg, n in ix.parts(topic) if n]))
+        if path is not None:
+            try:
+                _save(pool, path)
+            except (OSError, sqlite3.Error):
+                pass
+        return pool
+
+    def caches(self) -> list:
+        if self.ctx.cache_dir is None or self.fuzzy:  # xfuzzy reads xscript's pools
+            return []
+        return [(t.name, sum(n for _lg, n in self.ctx.ix.parts(t.name))) for t in self.ctx.ix.topics]
+
+    def build_cache(self, key) -> bool:
+        path = self._path(key)
+        had = path is not None and path.exists()
+        self._open(key)
+        return not had
+
+
+class CrossScriptFuzzy(CrossScript):
+    """:class:`CrossScript` within ``fuzzy_bound`` edits (in Arabic script, one edit of a
+    skeleton of 5+ consonants), when one entity alone is nearest; ``sub``: the edits."""
+    name = "xfuzzy"
+    match = "cross-script-fuzzy"
+    base_score = 0.6
+    fuzzy = True
+
+    def pool(self, topic: str) -> CrossPool:
+        st = self.ctx.stage("xscript") if hasattr(self.ctx, "stage") else None
+        if st is not None and st is not self:
+            return st.pool(topic)
+        return super().pool(topic)
