@@ -30,7 +30,8 @@ class Grammar:
     prefixes: tuple[str, ...] = ()
     article: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()
-    designators: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()  # designators written before a name
+    after: tuple[str, ...] = ()   # ... and after it
     apostrophe: bool = False
 
 
@@ -56,7 +57,9 @@ def grammar(lang: str) -> Grammar:
         return Grammar()
     longest = lambda xs: tuple(sorted(xs, key=lambda x: (-len(x), x)))  # noqa: E731
     return Grammar(prefixes=longest(d.get("prefixes", ())), article=longest(d.get("article", ())),
-                   suffixes=longest(d.get("suffixes", ())), designators=tuple(d.get("designators", ())),
+                   suffixes=longest(d.get("suffixes", ())),
+                   before=tuple(d.get("designators", {}).get("before", ())),
+                   after=tuple(d.get("designators", {}).get("after", ())),
                    apostrophe=bool(d.get("apostrophe", False)))
 
 
@@ -110,22 +113,23 @@ def stripped(text: str, lang: str) -> list[str]:
     return [v for v in dict.fromkeys(out) if v and v != text]
 
 
+def designator_topics() -> frozenset[str]:
+    return frozenset(_data().get("designator_topics", ()))
+
+
 def designated(text: str, lang: str) -> list[str]:
-    """``text`` with each designator of ``lang`` added (after it, and before it; written
-    onto it in a script without spaces), then without a designator it carries."""
+    """``text`` without a designator of ``lang`` it carries, then with each designator
+    added where the language writes it (written onto it in a script without spaces)."""
     g = grammar(lang)
-    if not g.designators:
-        return []
     out = []
-    glue = "" if _unspaced(text) and not normalize.basic(text).isascii() else " "
-    for d in g.designators:
+    for d in g.before:
         if text.startswith(d) and len(text) > len(d):
             out.append(text[len(d):].strip())
-        elif text.endswith(d) and len(text) > len(d):
+    for d in g.after:
+        if text.endswith(d) and len(text) > len(d):
             out.append(text[:-len(d)].strip())
-    for d in g.designators:
-        out.append(text + glue + d)
-        out.append(d + glue + text)
+    glue = "" if _unspaced(text) and not normalize.basic(text).isascii() else " "
+    out += [d + glue + text for d in g.before] + [text + glue + d for d in g.after]
     return [v for v in dict.fromkeys(out) if v and v != text]
 
 

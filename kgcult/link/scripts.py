@@ -7,10 +7,12 @@ maintained packages, each imported on the first text that needs it:
 
 * Thai: pythainlp's RTGS rules (``royin``, no download), applied to the whole run of Thai
   letters (its dictionary word segmenter, a 2 s load, is not needed for a name);
-* Devanagari and the other Brahmic scripts: indic-transliteration (IAST, diacritics
-  folded), with the inherent vowel of a word's last consonant dropped, as Hindi, Marathi
-  and Nepali pronounce it (``राजस्थान`` -> ``rajasthan``);
+* Devanagari and the other Brahmic scripts: anyascii's letter values plus the inherent
+  vowel of each consonant, but for a word's last one, as Hindi, Marathi and Nepali
+  pronounce it (``राजस्थान`` -> ``rajasthan``);
 * Japanese with kanji: pykakasi (Hepburn); long vowels folded (``toukyou`` -> ``tokyo``);
+  its kanji dictionary is read from a converted copy (:func:`convert_kanwa`, written by
+  ``kgcult link index`` or the first use), one first kanji at a time;
 * Hangul: korean-romanizer (Revised Romanization);
 * everything else (kana alone, Chinese as pinyin, Arabic and Persian script, Cyrillic,
   Greek, Hebrew, Latin with diacritics, ...): anyascii.
@@ -20,15 +22,21 @@ only, so a name is compared by its consonants there (``تهران`` ``thrn`` ~ `
 """
 from __future__ import annotations
 
+import os
+import pickle
 import re
+import sqlite3
+import tempfile
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable
 
+from kgcult.files import scratch_prefix
+
 # the scripts with their own romanizer, by the first word of a letter's Unicode name
-_BRAHMIC = {"DEVANAGARI": "devanagari", "BENGALI": "bengali", "GURMUKHI": "gurmukhi",
-            "GUJARATI": "gujarati", "ORIYA": "oriya", "TAMIL": "tamil", "TELUGU": "telugu",
-            "KANNADA": "kannada", "MALAYALAM": "malayalam"}
+_BRAHMIC = frozenset({"DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU",
+                      "KANNADA", "MALAYALAM"})
 ABJAD = frozenset({"ARABIC", "HEBREW", "SYRIAC"})
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _JA_LONG = re.compile(r"ou|oo|uu|aa|ee|ii")
@@ -103,33 +111,119 @@ def _thai() -> Callable[[str], str]:
         return _anyascii()
 
 
-@lru_cache(maxsize=None)
-def _brahmic(script: str) -> Callable[[str], str]:
-    try:
-        from indic_transliteration import sanscript
-    except ImportError:  # pragma: no cover
-        return _anyascii()
-    scheme = getattr(sanscript, script.upper())
-
-    def run(s: str) -> str:
+def _brahmic(run: str) -> str:
+    """A Brahmic script (an abugida) letter by letter with anyascii's values, plus the
+    inherent ``a`` a consonant carries unless a vowel sign or a virama follows it or it
+    ends the word (Hindi, Marathi and Nepali do not pronounce it there); anusvara and
+    candrabindu as ``n``."""
+    anyascii = _anyascii()
+    words = []
+    for w in run.split():
         out = []
-        for w in s.split():
-            r = sanscript.transliterate(w, scheme, sanscript.IAST).replace("ṃ", "n").replace("ṁ", "n")
-            # a word ending in a bare consonant: its inherent vowel is not pronounced
-            name = unicodedata.name(w[-1], "").split(" ")
-            if name[1:2] == ["LETTER"] and name[-1] not in ("A", "AA") and r.endswith("a"):
-                r = r[:-1]
+        for i, ch in enumerate(w):
+            name = unicodedata.name(ch, "")
+            if name.endswith(("SIGN ANUSVARA", "SIGN CANDRABINDU")):
+                out.append("n")
+                continue
+            r = anyascii(ch).lower()
             out.append(r)
-        return " ".join(out)
-    return run
+            if " LETTER " not in name or any(v in r for v in "aeiou"):
+                continue  # not a consonant letter
+            j = i + 1
+            while j < len(w) and unicodedata.name(w[j], "").endswith("SIGN NUKTA"):
+                j += 1
+            if j >= len(w):
+                continue  # word-final: no inherent vowel
+            nxt = unicodedata.name(w[j], "")
+            if "VOWEL SIGN" not in nxt and not nxt.endswith("SIGN VIRAMA"):
+                out.append("a")
+        words.append("".join(out))
+    return " ".join(words)
+
+
+def kanwa_path() -> Path:
+    """Where the converted copy of pykakasi's kanji dictionary lives (``$KGCULT_CACHE``,
+    default ``~/.cache/kgcult``, ``models/pykakasi-<version>-kanwa.sqlite``)."""
+    from importlib.metadata import version
+    root = Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult") / "models"
+    return root / f"pykakasi-{version('pykakasi')}-kanwa.sqlite"
+
+
+class _Kanwa:
+    """pykakasi's kanji dictionary (``{first kanji: {word: readings}}``) read one first
+    kanji at a time from its converted copy, instead of unpickled whole (10 MB, 0.5-2 s)
+    by every process that reads one Japanese name."""
+
+    def __init__(self, path: Path):
+        self.con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                                   check_same_thread=False)
+        self.memo: dict = {}
+
+    def get(self, key: int, default=None):
+        v = self.memo.get(key)
+        if v is None:
+            row = self.con.execute("SELECT data FROM kanwa WHERE first = ?", (key,)).fetchone()
+            # the copy holds pykakasi's own pickled entries, written by convert_kanwa
+            v = self.memo[key] = pickle.loads(row[0]) if row else False
+        return v if v is not False else default
+
+
+def convert_kanwa() -> Path | None:
+    """Write the converted copy of pykakasi's kanji dictionary (atomically) when missing;
+    its path, or None when it cannot be written."""
+    path = kanwa_path()
+    if path.exists():
+        return path
+    from pykakasi.properties import Configurations
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        dictpath = Configurations.dictpath(Configurations.jisyo_kanwa)  # type: ignore[call-arg, arg-type]
+        with open(dictpath, "rb") as f:
+            table = pickle.load(f)
+        fd, tmp = tempfile.mkstemp(prefix=scratch_prefix(path.name), dir=path.parent)
+        os.close(fd)
+        try:
+            con = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                con.execute("PRAGMA journal_mode=OFF")
+                con.execute("BEGIN")
+                con.execute("CREATE TABLE kanwa(first INTEGER PRIMARY KEY, data BLOB)")
+                con.executemany("INSERT INTO kanwa VALUES (?, ?)",
+                                ((k, pickle.dumps(table[k], protocol=4)) for k in sorted(table)))
+                con.execute("COMMIT")
+            finally:
+                con.close()
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except (OSError, sqlite3.Error):
+        return None
+    return path
+
+
+def prepare() -> None:
+    """What a first Japanese name needs, made ready: the converted kanji dictionary."""
+    if _installed("pykakasi"):
+        convert_kanwa()
+
+
+def _installed(module: str) -> bool:
+    from importlib.util import find_spec
+    return find_spec(module) is not None
 
 
 @lru_cache(maxsize=None)
 def _kakasi() -> Callable[[str], str]:
     try:
         import pykakasi
+        from pykakasi import kanji
     except ImportError:  # pragma: no cover
         return _anyascii()
+    path = convert_kanwa()
+    state = getattr(kanji.Kanwa, "_shared_state", None)
+    if path is not None and isinstance(state, dict) and state.get("_jisyo_table") is None:
+        state["_jisyo_table"] = _Kanwa(path)  # pykakasi's own loader then reads nothing
     k = pykakasi.kakasi()
     return lambda s: " ".join(t["hepburn"] for t in k.convert(s) if t["hepburn"])
 
@@ -158,7 +252,7 @@ def _romanizer(script: str, lang: str) -> Callable[[str], str]:
     if script == "THAI":
         return _thai()
     if script in _BRAHMIC:
-        return _brahmic(_BRAHMIC[script])
+        return _brahmic
     if script == "HANGUL":
         return _hangul()
     return _anyascii()

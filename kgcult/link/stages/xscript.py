@@ -29,11 +29,11 @@ from kgcult.link.index.reader import label_chain
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.lexical import any_language, exact, normalized
 
-FORMAT = 3
+FORMAT = 4
 _FOLD = str.maketrans("ckqpv", "kkkbf")
 MIN_KEY = 3        # romanized keys (skeletons) shorter than this are not compared
 FUZZY_MIN_KEY = 5  # nor, within edits, keys shorter than this
-ROMANIZERS = ("anyascii", "pythainlp", "indic_transliteration", "pykakasi", "korean_romanizer")
+ROMANIZERS = ("anyascii", "pythainlp", "pykakasi", "korean_romanizer")
 
 
 def fuzzy_bound(n: int) -> int:
@@ -61,12 +61,20 @@ class Affix(Stage):
             if s.topic is None:
                 continue
             valid = _topic_valid(self.ctx, s.topic)
-            for v in affixes.stripped(s.text, s.lang) + affixes.designated(s.text, s.lang):
-                found = self.lookup(ix, v, s.lang)
+            forms = [(v, self.lookup) for v in affixes.stripped(s.text, s.lang)]
+            # with a designator: the name as its own language writes it, verbatim
+            if s.topic in affixes.designator_topics():
+                forms += [(v, self.verbatim) for v in affixes.designated(s.text, s.lang)]
+            for v, lookup in forms:
+                found = lookup(ix, v, s.lang)
                 if found:
                     s.add_found(found, self)
                     if any(valid(e) for e in found):
                         break
+
+    @staticmethod
+    def verbatim(ix, text: str, lang: str) -> dict:
+        return exact(ix, text, lang) or exact(ix, text, normalize.base_lang(lang))
 
     @staticmethod
     def lookup(ix, text: str, lang: str) -> dict:
@@ -78,26 +86,33 @@ class Affix(Stage):
         return normalized(ix, text, lang, keys) or any_language(ix, text, lang, keys)
 
 
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE rows(key TEXT, skel TEXT, eid INTEGER, flag INTEGER, support INTEGER, lang TEXT,
+                  name TEXT, first TEXT, len INTEGER);
+"""
+INDEXES = """
+CREATE INDEX rows_key ON rows(key);
+CREATE INDEX rows_skel ON rows(skel);
+CREATE INDEX rows_len ON rows(first, len, key);
+"""
+CACHE_KIB = 512  # page cache of an open pool
+
+
 class CrossPool:
-    """The romanized Latin names of a topic's entities: per key and per skeleton, the
-    entities, with the language and name of the first (by language, name)."""
+    """The romanized Latin names of a topic's entities in an SQLite file (or in memory):
+    rows (key, skeleton, entity, designator taken off 0/1, languages with the key, the
+    first language and name), searched by key, by skeleton, or by first letter and length
+    (the fuzzy stage's candidates)."""
 
-    def __init__(self, rows):
-        # (key, skel, eid, designator taken off: 0/1, languages with the key, lang, name), sorted
-        self.rows = rows
-        self.by_key: dict[str, list[int]] = {}
-        self.by_skel: dict[str, list[int]] = {}
-        for i, (k, sk, _e, _d, _n, _lg, _nm) in enumerate(rows):
-            self.by_key.setdefault(k, []).append(i)
-            if sk:
-                self.by_skel.setdefault(sk, []).append(i)
-        self.keys = list(self.by_key)
-        self.skels = list(self.by_skel)
+    def __init__(self, con: sqlite3.Connection):
+        self.con = con
+        self._memo = memo.Memo(memo.PER_PART)
 
-    @classmethod
-    def build(cls, names) -> "CrossPool":
+    @staticmethod
+    def rows(names) -> list[tuple]:
         """From (eid, lang, name) rows: the Latin-script names, each under its romanized
-        key and, without its designator words, under that key too."""
+        key and, without its designator words, under that key too; sorted."""
         best: dict = {}
         langs: dict = {}
         for eid, lg, name in names:
@@ -114,22 +129,72 @@ class CrossPool:
                 if cur is None or (flag, lg, name) < cur:
                     best[(ck, eid)] = (flag, lg, name)
                 langs.setdefault((ck, eid), set()).add(normalize.base_lang(lg))
-        rows = sorted((ck, scripts.skeleton(ck), eid, flag, len(langs[(ck, eid)]), lg, name)
+        return sorted((ck, scripts.skeleton(ck), eid, flag, len(langs[(ck, eid)]), lg, name, ck[0], len(ck))
                       for (ck, eid), (flag, lg, name) in best.items())
-        return cls(rows)
 
-    def hits(self, idx: list[int], key: str, keep=None) -> dict:
-        """{eid: (0, lang, order)}: the order is the edit distance of the entity's nearest
-        name's key to ``key`` (both folded as skeletons fold consonants), half an edit more
-        for a name whose designator was taken off (``Lampang`` before ``Lampang
-        Province``), and, below a tenth of an edit, fewer languages that call the entity
-        so (a name many languages give it before a stub's one name); ``keep(name key)``:
-        which rows count."""
+    @classmethod
+    def write(cls, con: sqlite3.Connection, names) -> None:
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("BEGIN")
+        for stmt in (SCHEMA + INDEXES).split(";"):
+            if stmt.strip():
+                con.execute(stmt)
+        con.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
+        con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", cls.rows(names))
+        con.execute("COMMIT")
+
+    @classmethod
+    def in_memory(cls, names) -> "CrossPool":
+        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        cls.write(con, names)
+        return cls(con)
+
+    @classmethod
+    def open(cls, path: Path) -> "CrossPool | None":
+        try:
+            con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                                  check_same_thread=False)
+            con.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+            meta = dict(con.execute("SELECT key, value FROM meta"))
+            if int(meta.get("format", -1)) != FORMAT:
+                con.close()
+                return None
+            return cls(con)
+        except (sqlite3.Error, ValueError, OSError):
+            return None
+
+    def _select(self, where: str, args: tuple) -> list[tuple]:
+        k = (where, args)
+        v = self._memo.get(k)
+        if v is None:
+            v = self._memo.put(k, self.con.execute(
+                f"SELECT key, eid, flag, support, lang FROM rows WHERE {where} ORDER BY rowid", args).fetchall())
+        return v
+
+    def by_key(self, key: str) -> list[tuple]:
+        return self._select("key = ?", (key,))
+
+    def by_skel(self, skel: str) -> list[tuple]:
+        return self._select("skel = ?", (skel,))
+
+    def near_keys(self, key: str, bound: int) -> list[str]:
+        """The keys with the first letter of ``key`` and a length within ``bound`` of it."""
+        return [k for (k,) in self.con.execute(
+            "SELECT DISTINCT key FROM rows WHERE first = ? AND len BETWEEN ? AND ? ORDER BY key",
+            (key[0], len(key) - bound, len(key) + bound))]
+
+    @staticmethod
+    def hits(rows: list[tuple], key: str, keep=None) -> dict:
+        """{eid: (0, lang, order)} of (key, eid, flag, support, lang) rows: the order is the
+        edit distance of the entity's nearest name's key to ``key`` (both folded as
+        skeletons fold consonants), half an edit more for a name whose designator was taken
+        off (``Lampang`` before ``Lampang Province``), and, below a tenth of an edit, fewer
+        languages that call the entity so (a name many languages give it before a stub's
+        one name); ``keep(name key)``: which rows count."""
         from rapidfuzz.distance.Levenshtein import distance
         out: dict = {}
         fk = key.translate(_FOLD)
-        for i in idx:
-            k, _sk, eid, flag, support, lg, _name = self.rows[i]
+        for k, eid, flag, support, lg in rows:
             if keep is not None and not keep(k):
                 continue
             d = distance(fk, k.translate(_FOLD)) + 0.5 * flag + round(0.1 / (1 + support), 4)
@@ -139,45 +204,23 @@ class CrossPool:
         return out
 
     def close(self) -> None:
-        pass
+        self.con.close()
 
 
-def _save(pool: CrossPool, path: Path) -> None:
+def _save(names, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=scratch_prefix(path.name), dir=path.parent)
     os.close(fd)
     try:
         con = sqlite3.connect(tmp, isolation_level=None)
         try:
-            con.execute("PRAGMA journal_mode=OFF")
-            con.execute("BEGIN")
-            con.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
-            con.execute("CREATE TABLE rows(seq INTEGER PRIMARY KEY, key TEXT, skel TEXT, eid INTEGER, "
-                        "flag INTEGER, support INTEGER, lang TEXT, name TEXT)")
-            con.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
-            con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            ((i, *r) for i, r in enumerate(pool.rows)))
-            con.execute("COMMIT")
+            CrossPool.write(con, names)
         finally:
             con.close()
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-
-
-def _load(path: Path) -> CrossPool | None:
-    try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
-        try:
-            meta = dict(con.execute("SELECT key, value FROM meta"))
-            if int(meta.get("format", -1)) != FORMAT:
-                return None
-            return CrossPool(con.execute("SELECT key, skel, eid, flag, support, lang, name FROM rows ORDER BY seq").fetchall())
-        finally:
-            con.close()
-    except (sqlite3.Error, ValueError, OSError):
-        return None
 
 
 class CrossScript(Stage):
@@ -201,7 +244,8 @@ class CrossScript(Stage):
 
     def run(self, batch):
         for s in batch:
-            if s.topic is None or scripts.is_latin(s.text):
+            # a mention that is another entity's name in its own language names that one
+            if s.topic is None or scripts.is_latin(s.text) or s.names_something():
                 continue
             k = (s.text, s.lang, s.topic)
             found = self._memo.get(k)
@@ -224,8 +268,8 @@ class CrossScript(Stage):
             sk = scripts.skeleton(key)
             if len(sk) < MIN_KEY:
                 return {}
-            return pool.hits(pool.by_skel.get(sk, []), key, scripts.abjad_matcher(key))
-        return pool.hits(pool.by_key.get(key, []), key) if len(key) >= MIN_KEY else {}
+            return pool.hits(pool.by_skel(sk), key, scripts.abjad_matcher(key))
+        return pool.hits(pool.by_key(key), key) if len(key) >= MIN_KEY else {}
 
     def _fuzzy(self, pool: CrossPool, key: str, text: str) -> dict:
         if scripts.abjad(text):  # a skeleton is too short to spell it another way
@@ -235,10 +279,10 @@ class CrossScript(Stage):
         bound = fuzzy_bound(len(key))
         if not bound:
             return {}
-        near = process.extract(key, pool.keys, scorer=Levenshtein.distance, score_cutoff=bound, limit=None)
         # a romanization keeps the first sound of a name
-        idx = sorted(i for c, _d, _i in near if c[0] == key[0] for i in pool.by_key[c])
-        found = pool.hits(idx, key)
+        near = process.extract(key, pool.near_keys(key, bound), scorer=Levenshtein.distance,
+                               score_cutoff=bound, limit=None)
+        found = pool.hits([r for c, _d, _i in sorted(near) for r in pool.by_key(c)], key)
         if not found:
             return {}
         best = min(int(v[2] * 2) for v in found.values())  # edits, designators
@@ -261,17 +305,24 @@ class CrossScript(Stage):
     def _open(self, topic: str) -> CrossPool:
         path = self._path(topic)
         if path is not None and path.exists():
-            pool = _load(path)
+            pool = CrossPool.open(path)
             if pool is not None:
                 return pool
         ix = self.ctx.ix
-        pool = CrossPool.build(self.ctx.names(topic, [lg for lg, n in ix.parts(topic) if n]))
+        names = self.ctx.names(topic, [lg for lg, n in ix.parts(topic) if n])
         if path is not None:
             try:
-                _save(pool, path)
+                _save(names, path)
+                pool = CrossPool.open(path)
+                if pool is not None:
+                    return pool
             except (OSError, sqlite3.Error):
                 pass
-        return pool
+        return CrossPool.in_memory(names)
+
+    def prepare(self) -> None:
+        """The converted copy of the Japanese romanizer's dictionary (``scripts.prepare``)."""
+        scripts.prepare()
 
     def caches(self) -> list:
         if self.ctx.cache_dir is None or self.fuzzy:  # xfuzzy reads xscript's pools
@@ -281,7 +332,7 @@ class CrossScript(Stage):
     def build_cache(self, key) -> bool:
         path = self._path(key)
         had = path is not None and path.exists()
-        self._open(key)
+        self._open(key).close()
         return not had
 
 
