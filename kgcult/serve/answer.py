@@ -7,7 +7,7 @@ server process).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, cast
 
 import pyoxigraph as ox
@@ -124,7 +124,16 @@ def _answer(store, job: QueryJob, spool: Spool, deadline: float) -> Answer:
         fmt = RESULTS_TYPES[choose(list(job.accept), RESULTS_TYPES, "application/sparql-results+json")]
         body = results.serialize_boolean(bool(result), fmt)
         return Answer(200, RESULTS_MEDIA[fmt] + "; charset=utf-8", headers, body, None, len(body))
-    counted = _limited(result, job, headers, deadline)
+    paged = not isinstance(result, ox.QueryTriples) and bool(job.offset or job.rows is not None or job.total)
+    window_cap = None
+    if paged and job.truncate and job.max_rows is None:
+        # the query page: TRUNCATE_ROWS bounds what one answer writes (the window), not the
+        # rows it may page through or count (before, the result itself was cut at 100,000
+        # rows: "next" stopped there and the count said 100000 for 1.2 M rows)
+        window_cap = TRUNCATE_ROWS
+        counted = _limited(result, replace(job, truncate=False), headers, deadline)
+    else:
+        counted = _limited(result, job, headers, deadline)
     if isinstance(result, ox.QueryTriples):
         rdf_format = RDF_TYPES[choose(list(job.accept), RDF_TYPES, "application/n-triples")]
         content_type = rdf_format.media_type + "; charset=utf-8"
@@ -133,29 +142,35 @@ def _answer(store, job: QueryJob, spool: Spool, deadline: float) -> Answer:
     else:
         fmt = RESULTS_TYPES[choose(list(job.accept), RESULTS_TYPES, "application/sparql-results+json")]
         content_type = RESULTS_MEDIA[fmt] + "; charset=utf-8"
-        paged = job.offset or job.rows is not None or job.total
-        results.write_rows([v.value for v in result.variables], _window(counted, job, headers) if paged else counted,
-                           fmt, spool.write)
+        results.write_rows([v.value for v in result.variables],
+                           _window(counted, job, headers, window_cap) if paged else counted, fmt, spool.write)
     headers["X-Kgcult-Rows"] = str(headers.pop("_shown", headers.get("_rows", 0)))
     headers.pop("_rows", None)
     spooled, path = spool.finish()
     return Answer(200, content_type, headers, spooled, path, spool.size)
 
 
-def _window(rows, job: QueryJob, headers: dict):
+def _window(rows, job: QueryJob, headers: dict, cap: int | None = None):
     """Rows ``offset`` .. ``offset + rows`` of a SELECT (the query page asks one page at a
     time, so its first rows come without the whole result being written). Past the
     window: ``X-Kgcult-More`` says whether a row follows (one more row is read), or, with
-    ``total``, ``X-Kgcult-Total-Rows`` counts them all (read, not written)."""
+    ``total``, ``X-Kgcult-Total-Rows`` counts them all (read, not written). ``cap``: at
+    most this many rows written however many are asked for (``X-Kgcult-Truncated`` when
+    the window was cut there)."""
     it = iter(rows)
     read = shown = 0
-    more = False
+    more = cut = False
+    limit = job.rows
+    if cap is not None and (limit is None or limit > cap):
+        limit, cut = cap, True
     for row in it:
         read += 1
         if read <= job.offset:
             continue
-        if job.rows is not None and shown >= job.rows:
+        if limit is not None and shown >= limit:
             more = True  # this row lies past the window
+            if cut:
+                headers["X-Kgcult-Truncated"] = "true"
             break
         shown += 1
         headers["_shown"] = shown

@@ -2,6 +2,8 @@
 negotiation, and the answers and errors the endpoint gives (status, type, body)."""
 from __future__ import annotations
 
+import re
+
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -87,6 +89,9 @@ class UpdateRequest:
     using_named_graphs: list[str]
 
 
+_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
+
+
 def parse_accept(header: str | None) -> list[str]:
     """Media types of an Accept header, best first (q values, then order)."""
     if not header:
@@ -99,11 +104,8 @@ def parse_accept(header: str | None) -> list[str]:
             continue
         q = 1.0
         for f in fields[1:]:
-            if f.startswith("q="):
-                try:
-                    q = float(f[2:])
-                except ValueError:
-                    q = 0.0
+            if f.startswith("q="):  # RFC 9110's qvalue, ASCII digits (float() also reads "١.٥", "1_0")
+                q = float(f[2:]) if _QVALUE.fullmatch(f[2:]) else 0.0
         if q > 0:
             items.append((-q, i, mt))
     return [mt for _, _, mt in sorted(items)]
@@ -176,7 +178,9 @@ def _count(fields: dict[str, list[str]], name: str) -> int | None:
     values = fields.get(name)
     if not values:
         return None
-    if len(values) > 1 or not values[0].isdigit() or len(values[0]) > 12:
+    # ASCII digits only: str.isdigit() also takes "²" (int() then raised: 500) and "١٢"
+    # (which int() read as 12)
+    if len(values) > 1 or not (values[0].isascii() and values[0].isdigit()) or len(values[0]) > 12:
         raise HttpError(400, f"{name}={values[0]!r}: give one whole number of rows, 0 or more")
     return int(values[0])
 

@@ -144,7 +144,7 @@ def hint_edits(query: str, tokens: list[Token], resolve) -> list[tuple[int, int,
         iri = resolve(tok) if tok.kind in ("pname", "iri") else None
         if not iri or not iri.startswith(HINT):
             continue
-        if i and not tokens[i - 1].is_punct("{", ".", "}"):
+        if i and not _starts_pattern(tokens, i):
             continue  # a hint term as a predicate or object: left to Oxigraph (a plain IRI)
         end = i + 3
         if end > len(tokens):
@@ -154,6 +154,33 @@ def hint_edits(query: str, tokens: list[Token], resolve) -> list[tuple[int, int,
             stop = tokens[end].end
         edits.append((tok.start, stop, blank_out(query[tok.start:stop])))
     return edits
+
+
+def _starts_pattern(tokens: list[Token], i: int) -> bool:
+    """Whether ``tokens[i]`` can begin a triple pattern, wherever WDQS accepts a hint: after
+    ``{``, ``.`` or ``}``, after a VALUES data block, after ``BIND(...)`` or
+    ``FILTER(...)`` / ``FILTER fn(...)`` (before, a hint there stayed in the query as an
+    ordinary triple pattern, matched nothing and emptied the answer without a word)."""
+    prev = tokens[i - 1]
+    if prev.is_punct("{", ".", "}") or prev.kind == "values":
+        return True
+    if not prev.is_punct(")"):
+        return False
+    depth, k = 0, i - 1
+    while k >= 0:  # the "(" that this ")" closes
+        if tokens[k].is_punct(")"):
+            depth += 1
+        elif tokens[k].is_punct("("):
+            depth -= 1
+            if depth == 0:
+                break
+        k -= 1
+    if k <= 0:
+        return False
+    before = tokens[k - 1]
+    if before.is_word("BIND", "FILTER"):
+        return True
+    return before.kind in ("word", "pname", "iri") and k >= 2 and tokens[k - 2].is_word("FILTER")
 
 
 __all__ = ["named_subqueries", "refuse", "hint_edits", "HINT"]

@@ -121,15 +121,24 @@ class RemoteStore(StoreReads):
         text = wdqs.prefix_prologue(sparql) + sparql
         form = _query_form(sparql)
         if form in ("construct", "describe"):
-            reply = self._post(text, "application/n-triples, text/turtle;q=0.9", graph)
+            reply = self._post(text, "application/n-triples, text/turtle;q=0.9, application/n-quads;q=0.8, "
+                                     "application/rdf+xml;q=0.7", graph)
             self._check_truncation(reply)
             ctype = reply.content_type or "application/n-triples"
-            fmt = RdfFormat.from_media_type(ctype) or RdfFormat.N_TRIPLES
+            fmt = RdfFormat.from_media_type(ctype)
+            if fmt is None:  # never guessed: an HTML page or a results document read as N-Triples is empty
+                raise RemoteError(self.url, f"the endpoint answered a {form.upper()} with {printable(ctype[:80])}, "
+                                            "not an RDF syntax kgcult reads (N-Triples, N-Quads, Turtle, TriG, "
+                                            "RDF/XML, JSON-LD)")
             try:
+                # by the answer's real syntax; the triples of every graph of a quad syntax
+                # (N-Quads, TriG) go to the one graph a CONSTRUCT answers (before, an N-Quads
+                # answer was loaded into its named graphs and read back as empty)
                 scratch = ox.Store()
-                scratch.load(reply.body, format=fmt)
+                scratch.extend(ox.Quad(q.subject, q.predicate, q.object, ox.DefaultGraph())
+                               for q in ox.parse(reply.body, format=fmt))
             except (SyntaxError, ValueError) as e:
-                raise RemoteError(self.url, f"the endpoint sent unreadable {ctype}: {e}") from None
+                raise RemoteError(self.url, f"the endpoint sent unreadable {ctype}: {printable(str(e)[:300])}") from None
             # a real QueryTriples, as the embedded store returns
             return scratch.query("CONSTRUCT WHERE { ?s ?p ?o }")
         reply = self._post(text, "application/sparql-results+json, application/sparql-results+xml;q=0.8", graph)

@@ -77,13 +77,15 @@
 
   // -- paging by request ------------------------------------------------------------------
   // paging.query: the query whose rows are shown; offset: the first row of the block shown;
-  // total: every row of the result (null until counted); all: every row is loaded
-  let paging = { query: null, offset: 0, total: null, all: false };
+  // total: every row of the result (null until counted); all: every row is loaded;
+  // cut: the server cut an answer (X-Kgcult-Truncated: its --max-rows, or one answer's cap)
+  let paging = { query: null, offset: 0, total: null, all: false, cut: false };
+  const wasCut = (resp) => resp.headers.get("X-Kgcult-Truncated") === "true";
   function partial(yasr) {
     const rows = yasr && yasr.results && yasr.results.getBindings && yasr.results.getBindings();
     // a block: BLOCK rows (more may follow: the count tells), or a later block; a result of
     // another size is whole (a smaller one, or every row loaded, as restored from storage)
-    const p = !paging.all && !!rows && (rows.length === BLOCK || paging.offset > 0);
+    const p = !paging.all && !!rows && (rows.length === BLOCK || paging.offset > 0 || paging.cut);
     document.body.classList.toggle("kg-partial", p);
     return p;
   }
@@ -100,7 +102,8 @@
     const n = parseInt(got.resp.headers.get("X-Kgcult-Total-Rows"), 10);
     if (!got.resp.ok || isNaN(n)) { message("could not count the rows: " + got.text.slice(0, 200), true); return; }
     paging.total = n;
-    document.body.dataset.total = String(n);
+    if (wasCut(got.resp)) paging.cut = true;   // a count cut by the server: at least n rows
+    document.body.dataset.total = String(n) + (paging.cut ? "+" : "");
     if (n <= BLOCK && paging.offset === 0) {   // the block was the whole result: sort and filter it
       paging.all = true;
       tab().getYasr().draw();
@@ -113,11 +116,15 @@
     const got = await fetchRows(query, offset === null ? {} : { offset: String(offset), rows: String(BLOCK) });
     if (query !== paging.query) return;
     if (!got.resp.ok) { message("the query failed: " + got.text.slice(0, 200), true); drawPager(); return; }
-    paging.all = offset === null;
+    const cut = wasCut(got.resp);
+    if (cut) paging.cut = true;
+    paging.all = offset === null && !cut;   // "all rows" cut by the server is not all of them
     paging.offset = offset || 0;
     tab().getYasr().setResponse({ data: got.text, contentType: got.resp.headers.get("Content-Type"),
                                   status: got.resp.status, executionTime: Math.round(got.ms) }, Math.round(got.ms));
     drawPager();
+    if (cut) message("the server cut this answer at " + tab().getYasr().results.getBindings().length +
+                     " rows (X-Kgcult-Truncated): page through the rest with next", true);
   }
   function drawPager() {
     const pager = $("pager"), yasr = tab().getYasr();
@@ -135,14 +142,15 @@
       pager.append(b, " ");
     };
     pager.append(Object.assign(document.createElement("span"), { id: "pager-range",
-      textContent: "rows " + (paging.offset + 1) + "–" + last + " of " + (total === null ? "…" : total) }), " ");
+      textContent: "rows " + (paging.offset + 1) + "–" + last + " of " + (total === null ? "…" : total + (paging.cut ? "+" : "")) }), " ");
     button("pager-previous", "◀ previous " + BLOCK, paging.offset > 0, () => showBlock(Math.max(0, paging.offset - BLOCK)));
-    button("pager-next", "next " + BLOCK + " ▶", total === null || last < total, () => showBlock(paging.offset + BLOCK));
+    button("pager-next", "next " + BLOCK + " ▶", total === null || last < total || paging.cut, () => showBlock(paging.offset + BLOCK));
     button("pager-all", "all rows", true, () => showBlock(null));
     pager.append(Object.assign(document.createElement("span"), { className: "hint",
       textContent: "The table sorts and filters the rows loaded: load all rows to sort or filter the whole result " +
                    "(downloads always hold every row)." }));
-    message(total === null ? "counting rows…" : total + " rows, loaded " + BLOCK + " at a time");
+    message(total === null ? "counting rows…" : paging.cut ? "at least " + total + " rows (the server cut the count: " +
+            "X-Kgcult-Truncated), loaded " + BLOCK + " at a time" : total + " rows, loaded " + BLOCK + " at a time");
   }
 
   // -- the query in the URL, downloads, history --------------------------------------------
@@ -228,7 +236,7 @@
     });
     // a new query: its first block is drawn as a block (no sorting of a part) until counted
     yasgui.on("query", () => {
-      paging = { query: null, offset: 0, total: null, all: false };
+      paging = { query: null, offset: 0, total: null, all: false, cut: false };
       delete document.body.dataset.total;
     });
     yasgui.on("queryResponse", (_yg, t) => {
