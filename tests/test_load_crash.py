@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kgcult import vocab
-from kgcult.store import Store, journal, loadjournal, setgraph
+from kgcult.store import Store, recovery, setgraph
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAPH = vocab.GRAPH + "data"
@@ -36,7 +36,7 @@ GRAPH = vocab.GRAPH + "data"
 #              (the CLI runs)
 CHILD = textwrap.dedent("""
     import os, signal, sys
-    from kgcult.store import Store, loading, loadjournal
+    from kgcult.store import Store, loading, recovery
     store_dir, files, graph, point = sys.argv[1:5]
     lines = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 
@@ -44,8 +44,8 @@ CHILD = textwrap.dedent("""
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
 
-    begin, load_file, bulk, forward = (loadjournal.begin, loading._load_file, loading._bulk_load,
-                                       loadjournal.roll_forward)
+    begin, load_file, bulk, forward = (recovery.begin, loading._load_file, loading._bulk_load,
+                                       recovery.roll_forward)
     calls = {"file": 0, "bulk": 0}
     def begin_(*a, **k):
         cmd = begin(*a, **k)
@@ -67,7 +67,7 @@ CHILD = textwrap.dedent("""
         if point == "commit":
             die()
         forward(*a, **k)
-    loadjournal.begin, loading._load_file, loading._bulk_load, loadjournal.roll_forward = (
+    recovery.begin, loading._load_file, loading._bulk_load, recovery.roll_forward = (
         begin_, load_file_, bulk_, forward_)
     if point == "sigint":
         tally_counter = loading._Tally.counter
@@ -160,7 +160,7 @@ def test_a_command_killed_anywhere_is_all_or_nothing(tmp_path, point, existing):
     s = Store(store_dir)  # repairs
     try:
         assert not list(store_dir.glob("bulk-*.sst"))
-        assert loadjournal.unfinished(s.ox) == [] and journal.unfinished(s.ox) == []
+        assert recovery.read(store_dir) == [] and not recovery.path_of(store_dir).exists()
         _default_is_the_set(s)
         if point in ("begin", "between", "second"):
             s.close()
@@ -179,7 +179,7 @@ def test_a_command_killed_anywhere_is_all_or_nothing(tmp_path, point, existing):
             s.close()
     # a second open finds nothing more to repair, and the store takes loads again
     with Store(store_dir) as s:
-        assert loadjournal.repair(s.ox) == []
+        assert recovery.recover(s) == []
         [r] = s.load([files[0]], graph="again")
         assert r.triples == 3_000
 
@@ -219,20 +219,6 @@ def test_a_failure_in_the_second_file_leaves_nothing_of_the_first(tmp_path, monk
         assert not list(store_dir.glob("bulk-*.sst"))
     s.close()
     assert _content(store_dir) == before
-
-
-def test_a_forged_load_record_in_a_snapshot_is_not_acted_on():
-    """The command record's fields are journal, not provenance: a snapshot import never
-    copies them (so no import can make the next open drop a graph)."""
-    from pyoxigraph import Literal, NamedNode, Quad
-
-    node = NamedNode(loadjournal.PREFIX + "forged")
-    k = vocab.kgc
-    forged = [Quad(node, k("status"), Literal("in-progress"), journal.META),
-              Quad(node, k("loadCreates"), NamedNode(GRAPH), journal.META),
-              Quad(node, k("loadStage"), Literal(f"{GRAPH} {GRAPH}"), journal.META),
-              Quad(node, k("savedState"), Literal("[]"), journal.META)]
-    assert not any(journal.is_provenance(q) for q in forged)
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from pyoxigraph import DefaultGraph, NamedNode
 
 from kgcult import inspection, vocab
 from kgcult.errors import KgcultError
-from kgcult.store import Store, hierarchy, journal, setgraph, snapshot
+from kgcult.store import Store, hierarchy, setgraph, snapshot
 from tests.conftest import ROOT, STANDIN, require_shared, run_cli
 from tests.test_mirror import default_is_the_set
 
@@ -136,11 +136,9 @@ def test_closure_writes_keep_the_set(two, tmp_path):
 
 def test_killed_load_is_repaired_on_open(two, tmp_path):
     # what a writer killed between the named load and the default load leaves
-    node = journal.begin_load(two.ox, kind="load", source="x.ttl", sha256="0", graph=vocab.GRAPH + "x",
-                              before=0, target_empty=False, pending=[vocab.GRAPH + "x"])
+    setgraph.mark_pending(two.ox, [vocab.GRAPH + "x"])
     two.ox.bulk_load(input=(PRE + "wd:Q999 wdt:P495 wd:Q17 ; wdt:P31 wd:Q746549 .\n").encode(),
                      format=ox.RdfFormat.TURTLE, to_graph=NamedNode(vocab.GRAPH + "x"))
-    journal.finish_load(two.ox, node, 2)
     # and a stale default triple no graph holds
     two.ox.add(ox.Quad(NamedNode(WD + "Q1"), NamedNode(WD + "P1"), NamedNode(WD + "Q2"), DefaultGraph()))
     loc = two.location

@@ -27,7 +27,7 @@ from kgcult.serve.protocol import HttpError, QueryRequest, Reply, UpdateRequest
 from kgcult.serve.spool import IN_MEMORY, stream_file
 from kgcult.serve.workers import QueryPool
 from kgcult.sparql import nesting, service_guard, update_scope, wdqs
-from kgcult.store import update_set
+from kgcult.store import graphnames, update_set
 from kgcult.sparql.query_text import classify
 from kgcult.version import __version__
 
@@ -99,6 +99,9 @@ class SparqlApp:
                 wdqs.refuse_services(req.text)  # no request on a query's behalf (docs/wdqs.md)
                 service_guard.refuse_services(req.text, "update")  # as the engine reads it
                 operations = update_scope.parse(req.text, vocab.PREFIXES)
+                refused = update_scope.refused_write(operations, graphnames.is_reserved)
+                if refused:  # kgcult's own graphs steer nothing, but they are not a client's to write
+                    raise HttpError(400, refused)
                 refused = update_scope.first_default_write(operations)
                 if refused:
                     raise HttpError(400, f"{refused}: kgcult's default graph is the set of its named graphs' "

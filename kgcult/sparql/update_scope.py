@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 
+from rdflib import URIRef, Variable
 from rdflib.plugins.sparql import algebra
 from rdflib.plugins.sparql.algebra import translateUpdate
 from rdflib.plugins.sparql.parser import parseUpdate
@@ -79,3 +80,47 @@ def first_default_write(operations: list) -> str | None:
             if target == "DEFAULT" or (name == "Move" and source == "DEFAULT"):
                 return f"{name.upper()} ... DEFAULT"
     return None
+
+
+def refused_write(operations: list, reserved) -> str | None:
+    """Why kgcult refuses the update whose ``operations`` :func:`parse` returned, or None:
+    ``LOAD`` (the server would fetch whatever URL it names: kgcult sends no request on a
+    query's behalf), and any write to a graph ``reserved(iri)`` holds (kgcult's own:
+    metadata, closures, staging). A graph chosen at run time (``GRAPH ?g`` in a template,
+    ``CLEAR``/``DROP NAMED``) could be one of them, so it is refused too: name the graph."""
+    for op in operations:
+        name, fields = op.name, dict(op)
+        if name == "Load":
+            return ("LOAD: kgcult sends no request on a query's behalf, and an update may not make it fetch a "
+                    "URL; load files with `kgcult load FILE --graph NAME`")
+        written: list = []
+        if name in ("InsertData", "DeleteData", "DeleteWhere"):
+            written += list(dict(fields.get("quads") or {}))
+        elif name == "Modify":
+            if fields.get("withClause") is not None:
+                written.append(fields["withClause"])
+            for clause in ("delete", "insert"):
+                part = fields.get(clause)
+                if part is not None:
+                    written += list(dict(dict(part).get("quads") or {}))
+        elif name in ("Clear", "Drop", "Create"):
+            written.append(fields.get("graphiri"))
+        elif name in ("Add", "Copy", "Move"):
+            source, target = fields.get("graph") or (None, None)
+            written += [target, source] if name == "Move" else [target]
+        for g in written:
+            if isinstance(g, URIRef):
+                if reserved(str(g)):
+                    return (f"{_FORM.get(name, name.upper())} writes graph <{g}>, which is kgcult's own "
+                            "(metadata, closures, staging): updates may write data graphs only")
+            elif g not in _WHOLE and g is not None:
+                what = "NAMED" if g == "NAMED" else f"GRAPH ?{g}" if isinstance(g, Variable) else str(g)
+                return (f"{_FORM.get(name, name.upper())} with {what}: a graph chosen when the update runs could be "
+                        "one of kgcult's own (metadata, closures, staging); name each graph it writes "
+                        "(GRAPH <g> { ... }, WITH <g>)")
+    return None
+
+
+_FORM = {"InsertData": "INSERT DATA", "DeleteData": "DELETE DATA", "DeleteWhere": "DELETE WHERE",
+         "Modify": "DELETE/INSERT", "Clear": "CLEAR", "Drop": "DROP", "Create": "CREATE",
+         "Add": "ADD", "Copy": "COPY", "Move": "MOVE"}

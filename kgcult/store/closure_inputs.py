@@ -20,7 +20,7 @@ import hashlib
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import journal, setgraph
+from kgcult.store import provenance, setgraph
 
 # Part of every fingerprint: change it when the same edges would give a graph different
 # content (a new cycle marking, another derived term), so old records stop matching.
@@ -58,7 +58,7 @@ def recorded(ox) -> dict[str, tuple[str, int, str | None]]:
     """spec IRI -> (fingerprint, triples, nonce) of the specs built whole by an earlier
     build (the nonce names that write: ``closure_state``; None in older records)."""
     out = {}
-    for q in ox.quads_for_pattern(journal.STATE, _RECORD, None, journal.META):
+    for q in ox.quads_for_pattern(provenance.STATE, _RECORD, None, provenance.META):
         graph, fp, triples, *rest = vocab.value(q.object).split(" ")
         out[graph] = (fp, int(triples), rest[0] if rest else None)
     return out
@@ -66,7 +66,7 @@ def recorded(ox) -> dict[str, tuple[str, int, str | None]]:
 
 def forget(ox, graph: str) -> None:
     """Drop a spec's record (before its triples are touched)."""
-    for q in list(ox.quads_for_pattern(journal.STATE, _RECORD, None, journal.META)):
+    for q in list(ox.quads_for_pattern(provenance.STATE, _RECORD, None, provenance.META)):
         if vocab.value(q.object).split(" ", 1)[0] == graph:
             ox.remove(q)
 
@@ -75,8 +75,8 @@ def remember(ox, graph: str, fp: str, triples: int, nonce: str | None = None) ->
     """Record a spec written whole from the input with fingerprint ``fp`` (by the write
     named ``nonce``)."""
     forget(ox, graph)
-    ox.add(Quad(journal.STATE, _RECORD, Literal(f"{graph} {fp} {triples}" + (f" {nonce}" if nonce else "")),
-                journal.META))
+    ox.add(Quad(provenance.STATE, _RECORD, Literal(f"{graph} {fp} {triples}" + (f" {nonce}" if nonce else "")),
+                provenance.META))
 
 
 def still_there(ox, spec, triples: int) -> bool:

@@ -16,7 +16,7 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import health, journal, loading, loadjournal, readers, setgraph
+from kgcult.store import health, loading, provenance, readers, recovery, setgraph
 from kgcult.store.loading import LoadInterrupted, LoadReport
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.sparql import nesting, wdqs
@@ -33,7 +33,7 @@ _META = NamedNode(vocab.META_GRAPH)
 log = logging.getLogger(__name__)
 
 
-now_iso = journal.now_iso
+now_iso = provenance.now_iso
 
 
 class Store(StoreReads):
@@ -62,14 +62,22 @@ class Store(StoreReads):
             raise KgcultError(f"cannot open the store at {self.location}: {e}") from e
         if not read_only:
             # Only one writer holds the store: an unfinished journal entry is a killed writer's.
-            for message in (setgraph.migrate(self._ox) + journal.repair(self._ox) + loadjournal.repair(self._ox)
-                            + setgraph.repair(self._ox)):
+            try:
+                messages = recovery.recover(self)
+            except recovery.JournalDamaged:
+                del self._ox
+                raise
+            for message in messages:
                 log.warning("%s: %s", self.location, message)
-            loading.remove_bulk_leftovers(self.location)
             for reader in readers.live(self.location):
                 log.warning("%s: %s (pid %s) reads this store and will not see what is written now; "
                             "restart it to serve the changes", self.location, reader.get("what", "a reader"),
                             reader["pid"])
+        else:
+            try:
+                recovery.read(self.location)
+            except recovery.JournalDamaged as e:
+                log.warning("%s", e)
         self.is_set = setgraph.is_set(self._ox)
         if not self.is_set:  # an older store opened read-only: the union, as it was written
             log.warning("%s: this store was written by an older kgcult: queries see the union of its "
@@ -178,7 +186,7 @@ class Store(StoreReads):
         """Bulk-load RDF files as one command, all or nothing: a malformed file raises
         RdfSyntaxError (with file, line and column) and the store keeps exactly what it had
         before; a process killed at any point leaves a journal entry that the next writable
-        open rolls back (:mod:`kgcult.store.loading`, :mod:`kgcult.store.loadjournal`).
+        open rolls back (:mod:`kgcult.store.loading`, :mod:`kgcult.store.recovery`).
 
         Triple formats (nt, ttl) go to ``graph``, by default the graph named after the file
         stem (``dishes.ttl`` -> .../graph/dishes); quad formats keep their own graphs unless
@@ -208,7 +216,7 @@ class Store(StoreReads):
         extra: dict[str, str] | None = None,
     ) -> NamedNode:
         """Write one provenance record (a kgc:Load) to the metadata graph."""
-        node, quads = journal.activity(kind=kind, source=source, sha256=sha256, graph=graph,
+        node, quads = provenance.activity(kind=kind, source=source, sha256=sha256, graph=graph,
                                        triples=triples, extra=extra)
         self._ox.extend(quads)
         return node
@@ -246,7 +254,7 @@ class Store(StoreReads):
     def mark_closure_stale(self) -> None:
         """Data changed: derived closures and the cached hashes are out of date, and the data
         has a new version (:mod:`kgcult.store.facts`)."""
-        journal.run(self._ox, journal.stale_ops())
+        provenance.run(self._ox, provenance.stale_ops())
 
     def remove_state(self, name: str) -> None:
         for q in list(self._ox.quads_for_pattern(_STATE, vocab.kgc(name), None, _META)):

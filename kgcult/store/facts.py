@@ -2,7 +2,7 @@
 store until the data changes, for read-only opens as well as writable ones.
 
 Every write marks the data with a new version (``kgc:dataVersion`` in the metadata graph,
-:func:`kgcult.store.journal.stale_ops`). :func:`cached` keeps each fact in
+:func:`kgcult.store.provenance.stale_ops`). :func:`cached` keeps each fact in
 ``<store>.facts.json`` with the version it was computed for, so a command that opens the
 store read-only (``kgcult build``) reads it back instead of reading the whole store again.
 A store written by an older kgcult gets a version on its next writable open; until then a
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kgcult.files import atomic_write
-from kgcult.store import journal
+from kgcult.store import provenance
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def data_version(store) -> str | None:
     if version:
         return version
     if not store.read_only:
-        version = journal.new_data_version()
+        version = provenance.new_data_version()
         store.set_state("dataVersion", version)
         return version
     files = store_files(Path(str(store.location)))

@@ -1,9 +1,10 @@
 """What a reader should be told about the store it reads: graphs that an interrupted mirror,
 ingest or load left partial, and a closure that is stale while a query reads it.
 
-All are recorded in the metadata graph (``kgc:mirrorRun "partial:<run>"`` per graph,
-written by :mod:`kgcult.acquire.staging`; an unfinished load's journal entry, which names
-its graphs, :mod:`kgcult.store.loadjournal`; ``kgc:closureStale``); :func:`notices` turns them
+A mirror's partial graphs are recorded in the metadata graph (``kgc:mirrorRun
+"partial:<run>"`` per graph, written by :mod:`kgcult.acquire.staging`), as is
+``kgc:closureStale``; an unfinished load, import or ingest names its graphs in the journal
+beside the store (:mod:`kgcult.store.recovery`); :func:`notices` turns them
 into one-line notices that ``kgcult sparql``, the API and ``kgcult serve`` (the
 ``X-Kgcult-Notice`` header) pass on, and ``kgcult stats`` lists them.
 """
@@ -15,14 +16,18 @@ from functools import lru_cache
 from pyoxigraph import NamedNode
 
 from kgcult import ontology, vocab
-from kgcult.store import loadjournal
+from kgcult.store import recovery
 
 PARTIAL = "partial:"
 _RUN = vocab.kgc("mirrorRun")
 _META = NamedNode(vocab.META_GRAPH)
-# a snapshot import under way or killed names its graphs so (kgcult.store.journal)
+# what an older kgcult's journal records in a remote store's metadata graph name
 _IMPORT_TARGET = vocab.kgc("importTarget")
 _IMPORT_RECORD = vocab.GRAPH + "meta/swap/"
+REMOTE_QUERY = f"""SELECT DISTINCT ?g WHERE {{ GRAPH <{vocab.META_GRAPH}> {{
+  ?n <{vocab.KGC}status> ?st FILTER(?st IN ("in-progress", "committing"))
+  {{ ?n <{vocab.KGC}loadCreates> ?g }} UNION {{ ?n <{vocab.KGC}targetGraph> ?g }} UNION
+  {{ ?n <{vocab.KGC}loadStage> ?pair BIND(IRI(STRAFTER(STR(?pair), " ")) AS ?g) }} }} }}"""
 
 
 def partial_graphs(store) -> list[str]:
@@ -33,15 +38,14 @@ def partial_graphs(store) -> list[str]:
         rows = store.query("SELECT ?g ?r WHERE { GRAPH ?m { ?g ?run ?r } }",
                            bindings={"m": _META, "run": _RUN})
         pairs = [(r["g"].value, r["r"].value) for r in rows]
-        loading = [r["g"].value for r in store.query(loadjournal.REMOTE_QUERY)]
+        loading = [r["g"].value for r in store.query(REMOTE_QUERY)]
         rows = store.query("SELECT ?i ?g WHERE { GRAPH ?m { ?i ?t ?g } }", bindings={"m": _META, "t": _IMPORT_TARGET})
         imports = [(r["i"].value, r["g"].value) for r in rows]
     else:
         pairs = [(vocab.value(q.subject), vocab.value(q.object))
                  for q in store.ox.quads_for_pattern(None, _RUN, None, _META)]
-        loading = loadjournal.graphs_in_progress(store.ox)
-        imports = [(vocab.value(q.subject), vocab.value(q.object))
-                   for q in store.ox.quads_for_pattern(None, _IMPORT_TARGET, None, _META)]
+        loading = recovery.partial_graphs(store.location)
+        imports = []
     partial = {g for g, run in pairs if run.startswith(PARTIAL)} | set(loading)
     partial |= {g for record, g in imports if record.startswith(_IMPORT_RECORD)}
     return sorted(partial)

@@ -1,7 +1,7 @@
 """Bulk loads (``kgcult load``, :meth:`kgcult.store.embedded.Store.load`): all or nothing
 across every file of one command, progress counted in triples, Ctrl-C answered at once.
 
-- **All or nothing.** One journal entry per command (:mod:`kgcult.store.loadjournal`): a
+- **All or nothing.** One journal entry per command (:mod:`kgcult.store.recovery`): a
   file into a graph that is empty before the command is bulk-loaded into it (rolled back
   by dropping the graph); a file into a graph that holds data is bulk-loaded into a
   staging graph beside it, copied in at commit. A bad file, a full disk or a kill
@@ -32,7 +32,7 @@ from pyoxigraph import NamedNode, Quad, RdfFormat
 from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.files import sha256_file
-from kgcult.store import graphnames, journal, loadjournal, rdfio, setgraph
+from kgcult.store import graphnames, provenance, rdfio, recovery, setgraph
 
 log = logging.getLogger(__name__)
 
@@ -86,19 +86,19 @@ def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
         if len(plans) > 1 or plan.quads:
             _validate(plan, tally)
     db: ox.Store = store.ox
-    key = loadjournal.new_key()
+    key = recovery.new_key()
     held = {g for plan in plans for g in plan.graphs if _holds_data(db, g)}
     creates = sorted({g for plan in plans for g in plan.graphs} - held)
     n = 0
     for plan in plans:
         for g in sorted(plan.graphs & held):
-            plan.stages[g] = loadjournal.staging_graph(key, n)
+            plan.stages[g] = recovery.staging_graph(key, n)
             n += 1
         tally.set_passes(plan)
     digests = [sha256_file(plan.path) for plan in plans]
     tally.fed = 0  # from here, lines fed to the store
-    cmd = loadjournal.begin(db, key, files=[_display_path(p.path) for p in plans], creates=creates,
-                            stages=[(s, t) for plan in plans for t, s in plan.stages.items()])
+    cmd = recovery.begin(store, kind="load", what=", ".join(_display_path(p.path) for p in plans), key=key,
+                         creates=creates, stages=[(s, t) for plan in plans for t, s in plan.stages.items()])
     reports: list[LoadReport] = []
     records: list[Quad] = []
     try:
@@ -106,18 +106,18 @@ def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
             t0 = time.perf_counter()
             added = _load_file(store, plan, tally)
             reports.append(LoadReport(plan.path, plan.target, added, time.perf_counter() - t0, digest))
-            records += journal.activity(kind=kind, source=_display_path(plan.path), sha256=digest,
+            records += provenance.activity(kind=kind, source=_display_path(plan.path), sha256=digest,
                                         graph=plan.target, triples=added)[1]
-        loadjournal.commit(db, cmd, records)
+        recovery.commit(store, cmd, [provenance.insert_data(records)])
     except _Interrupted as stop:
         raise _after_interrupt(store, cmd, tally, stop.running) from None
     except KeyboardInterrupt:
         raise _after_interrupt(store, cmd, tally, False) from None
     except BaseException:
-        if loadjournal.status(db, cmd.node) != journal.IN_PROGRESS:
+        if recovery.status(store, cmd) != recovery.IN_PROGRESS:
             raise  # failed while committing: the next writable open finishes the commit
         try:
-            loadjournal.rollback(db, cmd)
+            recovery.rollback(store, cmd)
         except KeyboardInterrupt:
             raise _after_interrupt(store, cmd, tally, False, roll_back=False) from None
         _remove_bulk_leftovers(store.location)  # a failed (e.g. disk-full) load's files
@@ -126,23 +126,23 @@ def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
     return reports
 
 
-def _after_interrupt(store, cmd: loadjournal.Command, tally: "_Tally", running: bool, *,
+def _after_interrupt(store, cmd: recovery.Entry, tally: "_Tally", running: bool, *,
                      roll_back: bool = True) -> LoadInterrupted:
     """Ctrl-C: roll a small load back now; leave a big one (or one whose worker has not
     stopped) to the journal. The error says which."""
     into = ", ".join(cmd.graphs()) or "the store"
-    what = f"the load of {cmd.files} into {into}"
+    what = f"the load of {cmd.what} into {into}"
     if not running:
-        status = loadjournal.status(store.ox, cmd.node)
+        status = recovery.status(store, cmd)
         if status is None:
             return LoadInterrupted(f"interrupted: {what} had completed", rolled_back=False, worker_running=False)
-        if status != journal.IN_PROGRESS:  # committed: finished, never undone
+        if status != recovery.IN_PROGRESS:  # committed: finished, never undone
             return LoadInterrupted(
                 f"interrupted while committing: {what} is completed at the next writable open of "
                 f"{store.location}; until then readers see it as partial",
                 rolled_back=False, worker_running=False)
     if not running and roll_back and tally.fed <= SMALL:
-        loadjournal.rollback(store.ox, cmd)
+        recovery.rollback(store, cmd)
         _remove_bulk_leftovers(store.location)
         return LoadInterrupted(f"interrupted: {what} was rolled back; the store is as it was before",
                                rolled_back=True, worker_running=False)
@@ -224,11 +224,11 @@ def _load_file(store, plan: _Plan, tally: "_Tally") -> int:
     if plan.target in plan.stages:
         stage = plan.stages[plan.target]
         _bulk_load(db, plan, tally, NamedNode(stage))
-        return journal.size(db, stage) - _overlap(db, stage, plan.target)
-    before = journal.size(db, plan.target)
+        return provenance.size(db, stage) - _overlap(db, stage, plan.target)
+    before = provenance.size(db, plan.target)
     store_before = len(db) if _cheaper_to_count_store(store.location, plan.path) else None
     _bulk_load(db, plan, tally, NamedNode(plan.target))
-    added = len(db) - store_before if store_before is not None else journal.size(db, plan.target) - before
+    added = len(db) - store_before if store_before is not None else provenance.size(db, plan.target) - before
     if setgraph.visible(plan.target):
         _bulk_load(db, plan, tally, setgraph.DEFAULT)
     return added
@@ -431,24 +431,7 @@ def _count_lines(path: str) -> int:
 
 # -- helpers -------------------------------------------------------------------------
 
-def _remove_bulk_leftovers(location: str) -> None:
-    """Delete the ``bulk-*.sst`` files Oxigraph's bulk loader writes into the store directory
-    and ingests at its end: a killed or failed load leaves them behind (hundreds of MB, for
-    ever). Called only by the process that holds the store for writing, with no load of its
-    own running, so no load can be using them."""
-    freed, n = 0, 0
-    for f in Path(location).glob("bulk-*.sst"):
-        try:
-            size = f.stat().st_size
-            f.unlink()
-        except OSError:
-            continue
-        freed, n = freed + size, n + 1
-    if n:
-        log.info("%s: removed %d file(s) (%.1f MB) left by an interrupted bulk load", location, n, freed / 1e6)
-
-
-remove_bulk_leftovers = _remove_bulk_leftovers
+_remove_bulk_leftovers = recovery.remove_bulk_leftovers
 
 
 def _display_path(path: str) -> str:

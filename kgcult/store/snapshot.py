@@ -33,9 +33,9 @@ from kgcult.version import __version__
 from kgcult.errors import KgcultError
 from kgcult.safe_text import strip_credentials
 from kgcult.files import TapReader, atomic_open, sha256_file
-from kgcult.store import facts, graphnames, journal, rdfio, snapshot_stream
+from kgcult.store import facts, graphnames, rdfio, recovery, snapshot_stream
+from kgcult.store import provenance as prov
 from kgcult.store.embedded import Store
-from kgcult.store.loading import remove_bulk_leftovers
 
 log = logging.getLogger(__name__)
 
@@ -333,7 +333,7 @@ def _graph_quads(root: Path, g: dict) -> Iterator[Quad]:
 def _is_kgcult_metadata(q: Quad) -> bool:
     s = q.subject
     return isinstance(s, NamedNode) and (
-        s == journal.STATE or s.value.startswith(vocab.GRAPH + "meta/activity/")
+        s == prov.STATE or s.value.startswith(vocab.GRAPH + "meta/activity/")
     ) and (q.predicate.value.startswith(vocab.KGC) or q.predicate.value == vocab.RDF + "type")
 
 
@@ -369,7 +369,7 @@ def _check_before_writing(root: Path) -> tuple[dict, list[Quad]]:
         if sha256_file(path) != g["sha256"]:
             raise SnapshotError(f"{path}: sha256 does not match {MANIFEST}: the file was altered or truncated")
         if g.get("metadata"):
-            provenance = [q for q in _graph_quads(root, g) if journal.is_provenance(q)]
+            provenance = [q for q in _graph_quads(root, g) if prov.is_provenance(q)]
             continue
         try:
             snapshot_stream.GraphFile(path, g).scan()
@@ -389,7 +389,7 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
 
     When every graph it writes is empty or absent, the snapshot's files are bulk-loaded
     straight into their graphs and the default graph (as ``kgcult load`` does), under one
-    journal record: a failure or a kill (on the next writable open) rolls them all back.
+    journal entry: a failure or a kill (on the next writable open) rolls them all back.
     Otherwise every file is first parsed whole (nothing written), then one transaction
     commits the import (provenance, state, the record of its files) and each target is made
     to hold exactly its file's triples: what it holds that the file lacks is removed, then
@@ -407,13 +407,13 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
         )
     records = list(provenance)
     for g in data:
-        records += journal.activity(kind="snapshot-import", source=str(root.resolve()),
+        records += prov.activity(kind="snapshot-import", source=str(root.resolve()),
                                     sha256=g["content_sha256"], graph=g["iri"], triples=g["triples"])[1]
-    state = Quad(journal.STATE, vocab.kgc("snapshotContentSha256"), Literal(manifest["content_sha256"]),
-                 journal.META)
-    done = [journal.insert_data(records + [state])]
+    state = Quad(prov.STATE, vocab.kgc("snapshotContentSha256"), Literal(manifest["content_sha256"]),
+                 prov.META)
+    done = [prov.insert_data(records + [state])]
     if clashes:
-        _replace(store, root, data, journal.stale_ops() + done)
+        _replace(store, root, data, prov.stale_ops() + done)
     else:
         _load_directly(store, root, data, done)
     store.flush()
@@ -422,19 +422,17 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
 
 def _load_directly(store: Store, root: Path, data: list[dict], done: list[str]) -> None:
     targets = [g["iri"] for g in data]
-    saved = journal.saved_state(store.ox)
-    node = journal.begin_import(store.ox, targets, journal.stale_ops())
+    entry = recovery.begin(store, kind="import", what=str(root), creates=targets, marks=targets)
     try:
         for g in data:
             log.info("import: %s (%d triples)", g["iri"], g["triples"])
             snapshot_stream.load_graph(store.ox, _graph_file(root, g))
     except BaseException as e:
-        journal.abort_import(store.ox, node, targets, saved)
-        remove_bulk_leftovers(store.location)
+        recovery.rollback(store, entry)
         if isinstance(e, snapshot_stream.GraphFileError):
             raise SnapshotError(str(e)) from None
         raise
-    journal.finish_import(store.ox, node, targets, done)
+    recovery.commit(store, entry, done)
 
 
 def _replace(store: Store, root: Path, data: list[dict], commit: list[str]) -> None:
@@ -446,11 +444,9 @@ def _replace(store: Store, root: Path, data: list[dict], commit: list[str]) -> N
         kept = [snapshot_stream.parse_digests(f, counts.get(f.entry["iri"], 0) > 0) for f in files]
     except snapshot_stream.GraphFileError as e:
         raise SnapshotError(str(e)) from None
-    node = journal.begin_replace(store.ox, [(str(f.path), f.entry) for f in files], commit)
-    for f, keep in zip(files, kept):
-        log.info("import: replacing %s (%d triples)", f.entry["iri"], f.entry["triples"])
-        snapshot_stream.replace_graph(store.ox, f, keep)
-    journal.finish_import(store.ox, node, [f.entry["iri"] for f in files], [])
+    targets = [f.entry["iri"] for f in files]
+    entry = recovery.begin(store, kind="import", what=str(root), marks=targets)
+    recovery.commit(store, entry, commit, [(str(f.path), f.entry) for f in files], kept)
 
 
 def _graph_file(root: Path, g: dict) -> snapshot_stream.GraphFile:
