@@ -93,7 +93,11 @@ def test_a_writer_is_told_that_a_server_reads_the_store(seed_store, caplog):
         other.write_text(marker.read_text().replace(str(os.getpid()), "1"), encoding="utf-8")
         try:
             with caplog.at_level(logging.WARNING, logger="kgcult"):
-                Store(seed_store).close()
+                Store(seed_store).close()  # opened for writing, nothing written: nothing to tell
+                assert not any("will not see" in m for m in caplog.messages)
+                s = Store(seed_store)
+                s.mark_closure_stale()  # a write: the writer, and only a writer, is told
+                s.close()
         finally:
             other.unlink()
     assert any("kgcult serve at http://127.0.0.1:" in m and "will not see" in m for m in caplog.messages)

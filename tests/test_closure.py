@@ -451,3 +451,41 @@ def test_a_rebuild_takes_the_old_side_from_the_kept_state(store, tmp_path, monke
     store.load([more])
     hierarchy.build(store)
     assert_same_as_reference(store)
+
+
+@pytest.mark.parametrize("damage", ["out-of-range", "symlinked-terms", "flipped-byte"])
+def test_a_damaged_closure_state_is_read_back_not_a_traceback(store, tmp_path, damage, caplog):
+    """issue 40: an out-of-range code or a symlinked terms file in the state kept beside the
+    store gave an IndexError traceback on the next `kgcult closure`. The state is checked
+    (checksum, ranges, no links): a damaged one is not used, and the closure is read back."""
+    import logging
+
+    import numpy as np
+
+    from kgcult.store import closure_state
+    store.load([MINI])
+    hierarchy.build(store)
+    state = closure_state.state_dir(store.location)
+    codes = max(state.glob("*.i64"), key=lambda p: p.stat().st_size)
+    terms = codes.with_suffix(".terms")
+    if damage == "out-of-range":
+        local = np.fromfile(codes, dtype=np.int64)
+        local[0] = (10**6) << 32 | 5
+        local.tofile(codes)
+    elif damage == "symlinked-terms":
+        elsewhere = tmp_path / "elsewhere.terms"
+        elsewhere.write_bytes(terms.read_bytes().split(b"\n")[0])  # another file: one term
+        terms.unlink()
+        terms.symlink_to(elsewhere)
+    else:
+        data = bytearray(terms.read_bytes())
+        data[0] ^= 1
+        terms.write_bytes(bytes(data))
+    extra = tmp_path / "extra.nt"
+    extra.write_text(f"<{WD}Q2095> <{vocab.WDT}P279> <{WD}Q9000098> .\n")
+    store.load([extra])
+    with caplog.at_level(logging.WARNING):
+        hierarchy.build(store)
+    assert_same_as_reference(store)
+    if damage != "symlinked-terms":
+        assert any("closure state" in m and "damaged" in m for m in caplog.messages)

@@ -285,3 +285,68 @@ def test_ctrl_c_early_in_a_small_load_rolls_back_at_once(tmp_path):
     assert proc.returncode == 130, err
     assert "was rolled back; the store is as it was before" in err
     assert _content(store_dir) == before  # no repair needed: read-only open sees it as before
+
+
+# -- ingest: one journal entry for every subgraph (issue 40: "a killed ingest is left half-done")
+
+INGEST_CHILD = textwrap.dedent("""
+    import os, signal, sys
+    from kgcult.acquire.dump import ingest as ing
+    from kgcult.store import Store, recovery, setgraph
+    store_dir, dump, point = sys.argv[1:4]
+
+    def die():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    commit, replace = recovery.commit, setgraph.replace_graph
+    calls = []
+    def commit_(*a, **k):
+        if point == "written":
+            die()
+        return commit(*a, **k)
+    def replace_(*a, **k):
+        replace(*a, **k)
+        calls.append(1)
+        if point == "swapping" and len(calls) == 2:
+            die()
+    recovery.commit, setgraph.replace_graph = commit_, replace_
+    ing.ingest(Store(store_dir), dump, refresh=True, jobs=1)
+""")
+
+
+@pytest.mark.parametrize("point", ["written", "swapping"])
+def test_a_killed_ingest_is_rolled_back_or_finished(tmp_path, point):
+    """An ingest refreshing every subgraph, killed once its data is written (before the
+    commit) or halfway through swapping the new graphs in: the next writable open leaves the
+    store as before the ingest, or as a whole ingest leaves it; never old and new side by
+    side, never a staging graph left."""
+    from tests.test_ingest import ENTITIES, item, write_dump
+    from tests.test_mirror import data_quads
+
+    old = write_dump(tmp_path / "old.json")
+    new_entities = [e for e in ENTITIES if e["id"] != "Q38"] + [item("Q39", [("P31", "Q6256", "normal")],
+                                                                     {"en": "Switzerland"})]
+    new = write_dump(tmp_path / "new.json", new_entities)
+    from kgcult.acquire.dump import ingest as ing
+    with Store(tmp_path / "s") as s:
+        ing.ingest(s, str(old), jobs=1)
+    with Store(tmp_path / "whole") as s:  # what a whole refresh gives
+        ing.ingest(s, str(old), jobs=1)
+        ing.ingest(s, str(new), refresh=True, jobs=1)
+        after = data_quads(s)
+    before = _content(tmp_path / "s")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", INGEST_CHILD, str(tmp_path / "s"), str(new), point],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    with Store(tmp_path / "s", read_only=True) as r:  # readers are told, meanwhile
+        assert r.partial_graphs()
+    with Store(tmp_path / "s") as s:  # recovers
+        assert not [g for g in s.graph_counts() if g.startswith(vocab.STAGING_GRAPH)]
+        assert s.partial_graphs() == []
+        _default_is_the_set(s)
+        got = data_quads(s)
+    if point == "written":
+        assert _content(tmp_path / "s") == before
+    else:
+        assert got == after

@@ -71,3 +71,46 @@ def test_api_open_read_only(tmp_path):
         assert kg.sparql("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")[0]["n"] > 0
         with pytest.raises(KgcultError, match="read-only"):
             kg.load(MINI)
+
+
+@pytest.mark.parametrize("name", ["missing.nt", "file.unknown"])
+def test_a_failed_first_load_leaves_no_store_folder(tmp_path, name):
+    """issue 41: `kgcult load missing.nt` left an empty store folder behind."""
+    if name == "file.unknown":
+        (tmp_path / name).write_text("x")
+    res = run_cli(["load", str(tmp_path / name)], tmp_path / "new")
+    assert res.exit_code == 1 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert not (tmp_path / "new").exists()
+    assert not list(tmp_path.glob("new.*"))
+
+
+def test_a_second_writer_is_told_who_holds_the_store(tmp_path):
+    """issue 41: a second writer got RocksDB's "IO error: While lock file: .../LOCK:
+    Resource temporarily unavailable"; it is told which kgcult process holds the store
+    (pid, command) and what to do, and read commands keep working."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    store = tmp_path / "s"
+    assert run_cli(["load", str(MINI)], store).exit_code == 0
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from kgcult.store import Store; "
+                               "s = Store(sys.argv[1]); print('HELD', flush=True); time.sleep(120)", str(store)],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout.readline().strip() == "HELD"
+        res = subprocess.run([sys.executable, "-m", "kgcult", "--store", str(store), "load", str(MINI),
+                              "--graph", "again"], capture_output=True, text=True, env=env, timeout=120)
+        errors = [x for x in res.stderr.splitlines() if x.startswith("error:")]
+        assert res.returncode == 1 and len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+        assert f"pid {holder.pid}" in errors[0] and "Only one process may write" in errors[0], errors
+        assert "While lock file" not in res.stderr
+        res = subprocess.run([sys.executable, "-m", "kgcult", "--store", str(store), "stats"],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert res.returncode == 0, res.stderr
+    finally:
+        holder.kill()
+        holder.wait()

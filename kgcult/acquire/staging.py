@@ -39,10 +39,16 @@ def is_complete(value: str | None) -> bool:
 
 def set_marker(store, graph: str, value: str, set_ops: tuple[str, ...] | list[str] = ()) -> None:
     """Record (atomically, with ``set_ops``) which run wrote ``graph``."""
+    store.ox.update(" ;\n".join(marker_ops(graph, value) + list(set_ops)))
+
+
+def marker_ops(graph: str, value: str | None) -> list[str]:
+    """Update operations recording which run wrote ``graph`` (None: no run)."""
     g = NamedNode(graph)
-    store.ox.update(" ;\n".join([
-        f"DELETE WHERE {{ GRAPH {_META} {{ {g} {_RUN} ?r }} }}",
-        f"INSERT DATA {{ GRAPH {_META} {{ {g} {_RUN} {Literal(value)} }} }}", *set_ops]))
+    ops = [f"DELETE WHERE {{ GRAPH {_META} {{ {g} {_RUN} ?r }} }}"]
+    if value is not None:
+        ops.append(f"INSERT DATA {{ GRAPH {_META} {{ {g} {_RUN} {Literal(value)} }} }}")
+    return ops
 
 
 def swap(store, spec: SubgraphSpec, run_id: str) -> None:

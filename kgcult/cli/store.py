@@ -37,6 +37,7 @@ def load(obj: Context, files, graph, progress):
     """
     if graph is not None and not graph.strip():
         raise KgcultError("--graph '': an empty graph name; name the graph (e.g. --graph dishes)")
+    loading.check_inputs(files, graph)  # before the store is opened: a bad first load creates nothing
     store = obj.store()
     disable = None if progress is None else not progress
     unit = loading.progress_unit(files)

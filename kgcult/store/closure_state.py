@@ -15,7 +15,9 @@ closure back as before.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -24,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from kgcult.store.closure_write import MARK
+
+log = logging.getLogger(__name__)
 
 
 def state_dir(location: str | os.PathLike) -> Path:
@@ -58,11 +62,28 @@ def save(directory: Path, name: str, derived: str, nonce: str, codes: np.ndarray
     local = local_of[subjects] << 32 | np.where(marks, MARK, local_of[np.where(marks, 0, objects)])
     del local_of, subjects, objects, marks
     codes_path, terms_path, meta_path = _paths(directory, name)
-    local.astype(np.int64).tofile(codes_path)
-    terms_path.write_bytes(b"\n".join(terms[i] for i in ids.tolist()))
+    data = local.astype(np.int64).tobytes()
+    text = b"\n".join(terms[i] for i in ids.tolist())
+    codes_path.write_bytes(data)
+    terms_path.write_bytes(text)
     tmp = meta_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"nonce": nonce, "derived": derived, "pairs": int(len(codes))}))
+    tmp.write_text(json.dumps({"nonce": nonce, "derived": derived, "pairs": int(len(codes)),
+                               "sha256": _digest(data, text)}))
     tmp.replace(meta_path)
+
+
+def _digest(codes: bytes, terms: bytes) -> str:
+    h = hashlib.sha256(codes)
+    h.update(b"\0terms\0")
+    h.update(terms)
+    return h.hexdigest()
+
+
+def _read(path: Path) -> bytes:
+    """A state file's bytes, never through a link (a symlinked file is not the state)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def load(directory: Path, name: str, derived: str, nonce: str | None, node_id) -> np.ndarray | None:
@@ -70,18 +91,23 @@ def load(directory: Path, name: str, derived: str, nonce: str | None, node_id) -
     no state matches ``nonce`` (the store's recorded one) and ``derived``."""
     codes_path, terms_path, meta_path = _paths(directory, name)
     try:
-        meta = json.loads(meta_path.read_text())
-        if nonce is None or meta.get("nonce") != nonce or meta.get("derived") != derived:
+        meta = json.loads(_read(meta_path))
+        if nonce is None or not isinstance(meta, dict) or meta.get("nonce") != nonce or meta.get("derived") != derived:
             return None
-        local = np.fromfile(codes_path, dtype=np.int64)
-        text = terms_path.read_bytes()
+        data, text = _read(codes_path), _read(terms_path)
     except (OSError, ValueError):
         return None
-    if len(local) != meta.get("pairs"):
-        return None
-    ids = np.array([node_id(t) for t in text.split(b"\n")] if text else [], dtype=np.int64)
+    terms = text.split(b"\n") if text else []
+    local = np.frombuffer(data, dtype=np.int64) if len(data) % 8 == 0 else np.zeros(0, dtype=np.int64)
     objects = local & MARK
     marks = objects == MARK
+    if (meta.get("sha256") != _digest(data, text) or len(local) != meta.get("pairs")
+            or (len(local) and (int((local >> 32).min()) < 0 or int((local >> 32).max()) >= len(terms)
+                                or int(np.where(marks, 0, objects).max()) >= len(terms)))):
+        log.warning("%s: the closure state of %s is damaged or was changed (checksum or codes out of range): "
+                    "the closure is read back from the store instead (slower, same result)", directory, name)
+        return None
+    ids = np.array([node_id(t) for t in terms], dtype=np.int64)
     return ids[local >> 32] << 32 | np.where(marks, MARK, ids[np.where(marks, 0, objects)])
 
 

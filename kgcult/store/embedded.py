@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
@@ -46,6 +48,7 @@ class Store(StoreReads):
         self.read_only = read_only
         self._notices_given: set[str] = set()  # each notice once per store on stderr
         self._partial_graphs: list[str] | None = None
+        self._readers_told = False
         _refuse_foreign_directory(self.location)
         try:
             if read_only:
@@ -59,6 +62,8 @@ class Store(StoreReads):
                 Path(self.location).mkdir(parents=True, exist_ok=True)
                 self._ox = ox.Store(self.location)
         except OSError as e:
+            if not read_only and "lock" in str(e).lower():
+                raise KgcultError(_held_by_another(self.location)) from None
             raise KgcultError(f"cannot open the store at {self.location}: {e}") from e
         if not read_only:
             # Only one writer holds the store: an unfinished journal entry is a killed writer's.
@@ -69,10 +74,6 @@ class Store(StoreReads):
                 raise
             for message in messages:
                 log.warning("%s: %s", self.location, message)
-            for reader in readers.live(self.location):
-                log.warning("%s: %s (pid %s) reads this store and will not see what is written now; "
-                            "restart it to serve the changes", self.location, reader.get("what", "a reader"),
-                            reader["pid"])
         else:
             try:
                 recovery.read(self.location)
@@ -203,6 +204,32 @@ class Store(StoreReads):
             raise KgcultError(f"{self.location}: the store is open read-only; cannot load into it")
         return loading.load(self, paths, graph, progress=progress, kind=kind)
 
+    # -- the write gateway -------------------------------------------------------------
+
+    @contextmanager
+    def writing(self, kind: str, what: str, *, creates: Iterable[str] = (), swaps: Iterable[tuple[str, str]] = (),
+                marks: Iterable[str] = (), undo: Iterable[str] = ()) -> Iterator["Writing"]:
+        """One journaled write command, all or nothing (:mod:`kgcult.store.recovery`):
+        ``creates`` (graphs empty before it, dropped by a rollback), ``swaps`` ((staging
+        graph, target): the target replaced by the staging graph at the commit), ``marks``
+        (graphs pending for the default graph's set until the commit), ``undo`` (operations
+        a rollback runs). The block writes; what it adds to ``Writing.ops`` and records
+        with ``Writing.record`` commits with it. An exception rolls it back; a kill leaves it
+        to the next writable open."""
+        if self.read_only:
+            raise KgcultError(f"{self.location}: the store is open read-only; cannot write to it")
+        entry = recovery.begin(self, kind=kind, what=what, creates=creates, swaps=swaps, marks=marks, undo=undo)
+        w = Writing()
+        try:
+            yield w
+        except BaseException:
+            if recovery.status(self, entry) == recovery.IN_PROGRESS:
+                recovery.rollback(self, entry)
+                recovery.remove_bulk_leftovers(self.location)
+            raise
+        recovery.commit(self, entry, w.ops)
+        self._ox.flush()
+
     # -- metadata: provenance and state ---------------------------------------------
 
     def record_activity(
@@ -254,7 +281,19 @@ class Store(StoreReads):
     def mark_closure_stale(self) -> None:
         """Data changed: derived closures and the cached hashes are out of date, and the data
         has a new version (:mod:`kgcult.store.facts`)."""
+        self.note_write()
         provenance.run(self._ox, provenance.stale_ops())
+
+    def note_write(self) -> None:
+        """A write begins: servers reading this store keep answering from the data they
+        opened; the writer (only the writer, once) is told so."""
+        if self._readers_told:
+            return
+        self._readers_told = True
+        for reader in readers.live(self.location):
+            log.warning("%s: %s (pid %s) reads this store and will not see what is written now; "
+                        "restart it to serve the changes", self.location, reader.get("what", "a reader"),
+                        reader["pid"])
 
     def remove_state(self, name: str) -> None:
         for q in list(self._ox.quads_for_pattern(_STATE, vocab.kgc(name), None, _META)):
@@ -282,6 +321,52 @@ class Store(StoreReads):
     def __exit__(self, *exc):
         self.close()
 
+
+
+@dataclass
+class Writing:
+    """What a write command (:meth:`Store.writing`) commits with its data."""
+    ops: list[str] = field(default_factory=list)
+
+    def record(self, *, kind: str, source: str, sha256: str | None = None, graph: str | None = None,
+               triples: int | None = None, extra: dict[str, str] | None = None) -> None:
+        """A provenance record (a kgc:Load), written by the commit."""
+        _, quads = provenance.activity(kind=kind, source=source, sha256=sha256, graph=graph, triples=triples,
+                                       extra=extra)
+        self.ops.append(provenance.insert_data(quads))
+
+
+def _held_by_another(location: str) -> str:
+    """What to tell a writer that finds the store's RocksDB ``LOCK`` held: which process
+    holds it (found by its open file, as ``fuser`` would) and what to do."""
+    lock = os.path.join(os.path.abspath(location), "LOCK")
+    holders = []
+    for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int) if os.path.isdir("/proc") else []:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if not any(os.readlink(f"/proc/{pid}/fd/{fd}") == lock for fd in fds):
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if int(pid) != os.getpid():
+            holders.append(f"pid {pid}: `{_command(argv)}`")
+    who = ("another process is writing it (" + "; ".join(holders) + ")") if holders else \
+        "another process holds it open for writing (its LOCK file is taken)"
+    return (f"{location}: {who}. Only one process may write a store at a time: wait for it to end (a load, "
+            "import or ingest it leaves unfinished is rolled back by the next writable open, so stopping it is "
+            "safe), then run this command again. Read commands (sparql, stats, show, build) work meanwhile.")
+
+
+def _command(argv: list[str]) -> str:
+    """A process's command line as a user would recognise it: ``kgcult load x.nt``."""
+    for i, a in enumerate(argv):
+        if a == "-m" and i + 1 < len(argv) and argv[i + 1] == "kgcult":
+            return " ".join(["kgcult", *argv[i + 2:]])[:200]
+        if os.path.basename(a) == "kgcult":
+            return " ".join(["kgcult", *argv[i + 1:]])[:200]
+    return " ".join(argv)[:200]
 
 
 def _refuse_foreign_directory(location: str) -> None:

@@ -156,6 +156,13 @@ def _after_interrupt(store, cmd: recovery.Entry, tally: "_Tally", running: bool,
 
 # -- planning ------------------------------------------------------------------------
 
+def check_inputs(paths: Sequence[str | os.PathLike], graph: str | None = None) -> None:
+    """What a load checks of its files before it opens the store (each one there, of a
+    known format, and its graph one a user may write): a first load that cannot start
+    leaves no store folder behind."""
+    _plan(paths, graph)
+
+
 def _plan(paths: Sequence[str | os.PathLike], graph: str | None) -> list[_Plan]:
     plans = []
     for path in paths:

@@ -74,6 +74,8 @@ class Entry:
     commit: list[str] = field(default_factory=list)          # update operations
     replace: list[list] = field(default_factory=list)        # [path, manifest entry]
     marks: list[str] = field(default_factory=list)           # graphs marked pending for the set
+    swaps: list[list[str]] = field(default_factory=list)     # [staging graph, target it replaces]
+    undo: list[str] = field(default_factory=list)            # update operations a rollback runs
 
     @property
     def title(self) -> str:
@@ -81,7 +83,8 @@ class Entry:
 
     def graphs(self) -> list[str]:
         """The graphs readers take as partial while the entry is there."""
-        return sorted({*self.creates, *(t for _, t in self.stages), *(e["iri"] for _, e in self.replace)})
+        return sorted({*self.creates, *(t for _, t in self.stages + self.swaps),
+                       *(e["iri"] for _, e in self.replace)})
 
 
 def path_of(location: str | os.PathLike) -> Path:
@@ -155,14 +158,16 @@ def _entry(raw) -> Entry:
     for g in e.creates:
         if graphnames.is_reserved(g):
             raise ValueError(f"entry {e.key}: would drop kgcult's own graph {g}")
-    for pair in raw.get("stages", []):
-        stage, target = _strings(pair, "stages")
-        if not stage.startswith((STAGING, IMPORT_STAGING, vocab.STAGING_GRAPH)) or graphnames.is_reserved(target):
-            raise ValueError(f"entry {e.key}: a staging pair that is not one")
-        e.stages.append([_iri(stage, "stage"), _iri(target, "target")])
+    for name in ("stages", "swaps"):
+        for pair in raw.get(name, []):
+            stage, target = _strings(pair, name)
+            if not stage.startswith(vocab.STAGING_GRAPH) or graphnames.is_reserved(target):
+                raise ValueError(f"entry {e.key}: a staging pair that is not one")
+            getattr(e, name).append([_iri(stage, "stage"), _iri(target, "target")])
     e.saved = _strings(raw.get("saved", []), "saved")
     e.commit = _strings(raw.get("commit", []), "commit")
     e.marks = _strings(raw.get("marks", []), "marks")
+    e.undo = _strings(raw.get("undo", []), "undo")
     for item in raw.get("replace", []):
         path, entry = item
         if not isinstance(path, str) or not isinstance(entry, dict) or graphnames.is_reserved(_iri(entry["iri"], "iri")):
@@ -206,14 +211,18 @@ def _drop(location, *keys: str) -> None:
 # -- a command's life -------------------------------------------------------------------
 
 def begin(store, *, kind: str, what: str, creates: Iterable[str] = (), stages: Iterable[tuple[str, str]] = (),
-          marks: Iterable[str] = (), key: str | None = None) -> Entry:
+          marks: Iterable[str] = (), key: str | None = None, swaps: Iterable[tuple[str, str]] = (),
+          undo: Iterable[str] = ()) -> Entry:
     """Journal a command about to write (in the file, first), then mark the store's data
-    changed (closure stale, a new data version) and ``marks`` pending for the set."""
+    changed (closure stale, a new data version) and ``marks`` pending for the set.
+    ``stages`` are added to their targets at the commit, ``swaps`` replace theirs; ``undo``
+    runs with a rollback's last transaction."""
     db: ox.Store = store.ox
     entry = Entry(key or new_key(), kind, what, IN_PROGRESS, sorted(set(creates)),
                   [[s, t] for s, t in stages], [str(q) for q in provenance.saved_state(db)],
-                  marks=sorted(set(marks)))
+                  marks=sorted(set(marks)), swaps=[[s, t] for s, t in swaps], undo=list(undo))
     _put(store.location, entry)
+    store.note_write()
     provenance.run(db, provenance.stale_ops() + setgraph.mark_pending_ops(entry.marks))
     return entry
 
@@ -241,6 +250,10 @@ def roll_forward(store, entry: Entry, kept: list[set[bytes]] | None = None) -> N
         db.bulk_extend(_both(db.quads_for_pattern(None, None, None, s), t, visible))
         db.flush()
         setgraph.drop(db, stage)
+    for stage, target in entry.swaps:
+        if db.contains_named_graph(NamedNode(stage)):  # else done before a kill
+            setgraph.replace_graph(db, target, stage)  # batches: idempotent
+            setgraph.drop(db, stage)
     if entry.replace:
         _finish_replace(store, entry, kept)
     provenance.run(db, setgraph.unmark_pending_ops(entry.marks))
@@ -262,13 +275,13 @@ def rollback(store, entry: Entry) -> None:
     batch per transaction, each triple leaving the default graph unless another graph
     holds it), put the saved state back, then forget it; idempotent."""
     db: ox.Store = store.ox
-    for stage, _ in entry.stages:
+    for stage, _ in entry.stages + entry.swaps:
         setgraph.drop(db, stage)
     for graph in entry.creates:
         setgraph.drop(db, graph)
     saved = [_quad(text) for text in entry.saved]
     provenance.run(db, provenance.delete_fields(provenance.STATE, provenance.SAVED_STATES)
-                   + [provenance.insert_data(saved)] + setgraph.unmark_pending_ops(entry.marks))
+                   + [provenance.insert_data(saved)] + setgraph.unmark_pending_ops(entry.marks) + entry.undo)
     _drop(store.location, entry.key)
 
 

@@ -139,34 +139,45 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
                                        "load it with `kgcult load ... --graph`)")
         return list(reports.values())
     run_id = os.urandom(8).hex()
-    writer = Writer(store, _scratch_dir(store), loaders=2 if (jobs or cpu_count()) > 1 else 1)
+    markers = {s.graph: staging.marker(store, s.graph) for s in todo}  # put back by a rollback
     try:
         write_to = {s.name: staging.begin(store, s, run_id) for s in todo}
-        graphs = {s.name: NamedNode(write_to[s.name]) for s in todo}
-        for name, chunk in source.emit(todo):
-            writer.add_ntriples(chunk, graphs[name], dump)
-        source.remove()  # the frames are spent: their disk space is free before the load
-        writer.flush()
-    finally:
+    except BaseException:
         source.remove()
-        writer.remove()
+        raise
+    direct = [s.graph for s in todo if write_to[s.name] == s.graph]
+    swaps = [(write_to[s.name], s.graph) for s in todo if write_to[s.name] != s.graph]
+    # one journal entry for every subgraph: a failure or a kill leaves the store as before
+    # (graphs written directly dropped, staging graphs dropped), a commit swaps them all in
+    with store.writing("ingest", dump, creates=direct, swaps=swaps, marks=direct,
+                       undo=[op for g in direct for op in staging.marker_ops(g, markers[g])]) as w:
+        writer = Writer(store, _scratch_dir(store), loaders=2 if (jobs or cpu_count()) > 1 else 1)
+        try:
+            graphs = {s.name: NamedNode(write_to[s.name]) for s in todo}
+            for name, chunk in source.emit(todo):
+                writer.add_ntriples(chunk, graphs[name], dump)
+            source.remove()  # the frames are spent: their disk space is free before the load
+            writer.flush()
+        finally:
+            source.remove()
+            writer.remove()
+        for s in todo:
+            rep = reports[s.name]
+            rep.triples = store.triple_count(write_to[s.name])
+            extra = {"subgraph": s.name, "specSha256": s.fingerprint(), "startedAt": started,
+                     "members": rep.members, "dumpFormat": kind, "runId": run_id, "engine": engine}
+            if s.name in missing:
+                extra["notCarried"] = missing[s.name]
+            if sitelinks is not None and s.is_labels and s.sitelinks:
+                extra["sitelinksSource"] = os.path.abspath(sitelinks)
+                extra["sitelinksSha256"] = carried.get("sitelinksSha256", "")
+            w.ops += staging.marker_ops(s.graph, run_id)
+            w.record(kind="ingest", source=dump if "://" in dump else os.path.abspath(dump),
+                     sha256=digest, graph=s.graph, triples=rep.triples, extra=extra)
     for s in todo:
-        staging.finish(store, s, run_id, write_to[s.name])
         rep = reports[s.name]
-        rep.triples = store.triple_count(s.graph)
-        extra = {"subgraph": s.name, "specSha256": s.fingerprint(), "startedAt": started,
-                 "members": rep.members, "dumpFormat": kind, "runId": run_id, "engine": engine}
-        if s.name in missing:
-            extra["notCarried"] = missing[s.name]
-        if sitelinks is not None and s.is_labels and s.sitelinks:
-            extra["sitelinksSource"] = os.path.abspath(sitelinks)
-            extra["sitelinksSha256"] = carried.get("sitelinksSha256", "")
-        store.record_activity(kind="ingest", source=dump if "://" in dump else os.path.abspath(dump),
-                              sha256=digest, graph=s.graph, triples=rep.triples, extra=extra)
         rep.seconds = time.perf_counter() - t0
         log.info("%s: %d triples in %s (%d members)", s.name, rep.triples, s.graph, rep.members)
-    store.mark_closure_stale()
-    store.flush()
     return list(reports.values())
 
 
