@@ -18,6 +18,7 @@ across every file of one command, progress counted in triples, Ctrl-C answered a
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -68,6 +69,15 @@ class _Plan:
     target: str | None                      # a triple file's graph; None for a quad file
     graphs: set[str]                        # the graphs it writes
     stages: dict[str, str] = field(default_factory=dict)  # target -> staging graph
+    sha256: str | None = None               # the file's, from its first whole read
+
+    def hashing(self):
+        """A sha256 to update while the file is read, until one read gave the digest."""
+        return None if self.sha256 is not None else hashlib.sha256()
+
+    def hashed(self, digest) -> None:
+        if digest is not None and self.sha256 is None:
+            self.sha256 = digest.hexdigest()
 
     @property
     def quads(self) -> bool:
@@ -95,16 +105,16 @@ def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
             plan.stages[g] = recovery.staging_graph(key, n)
             n += 1
         tally.set_passes(plan)
-    digests = [sha256_file(plan.path) for plan in plans]
     tally.fed = 0  # from here, lines fed to the store
     cmd = recovery.begin(store, kind="load", what=", ".join(_display_path(p.path) for p in plans), key=key,
                          creates=creates, stages=[(s, t) for plan in plans for t, s in plan.stages.items()])
     reports: list[LoadReport] = []
     records: list[Quad] = []
     try:
-        for plan, digest in zip(plans, digests):
+        for plan in plans:
             t0 = time.perf_counter()
             added = _load_file(store, plan, tally)
+            digest = plan.sha256 or sha256_file(plan.path)  # read while it was loaded
             reports.append(LoadReport(plan.path, plan.target, added, time.perf_counter() - t0, digest))
             records += provenance.activity(kind=kind, source=_display_path(plan.path), sha256=digest,
                                         graph=plan.target, triples=added)[1]
@@ -123,6 +133,7 @@ def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
         _remove_bulk_leftovers(store.location)  # a failed (e.g. disk-full) load's files
         raise
     db.flush()
+    tally.finish()
     return reports
 
 
@@ -208,7 +219,9 @@ def _validate(plan: _Plan, tally: "_Tally") -> None:
                               "for kgcult's own data (metadata, closures, staging)")
         plan.graphs.add(g.value)
 
-    rdfio.check_file(path, plan.fmt, check if plan.quads else None, lines=tally.counter(plan))
+    digest = plan.hashing()
+    rdfio.check_file(path, plan.fmt, check if plan.quads else None, lines=tally.counter(plan), digest=digest)
+    plan.hashed(digest)
 
 
 # -- one file ------------------------------------------------------------------------
@@ -279,7 +292,8 @@ def _in_worker(plan: _Plan, tally: "_Tally", work: Callable) -> None:
     main thread waits, so Ctrl-C reaches it at once, cuts the pipe and raises
     :class:`_Interrupted` (running: the worker did not stop within GRACE seconds)."""
     box: dict = {}
-    pipe = rdfio.decompressing_pipe(plan.path, lines=tally.counter(plan))
+    digest = plan.hashing()
+    pipe = rdfio.decompressing_pipe(plan.path, lines=tally.counter(plan), digest=digest)
     done = threading.Event()  # not Thread.is_alive: a join that Ctrl-C interrupts can misreport it
 
     def run() -> None:
@@ -306,6 +320,8 @@ def _in_worker(plan: _Plan, tally: "_Tally", work: Callable) -> None:
     if pipe.stopped:
         raise _Interrupted(False)
     failure = _failure(plan.path, box.pop("error", None), box.pop("syntax", None))
+    if failure is None:
+        plan.hashed(digest)  # the parser read the whole file
     if failure is not None:
         # no reference from the error's frames to the store (through ``work``): an
         # in-process caller may reopen the store as soon as it has the error
@@ -339,35 +355,34 @@ def _failure(path: str, error: BaseException | None, syntax: SyntaxError | None)
 # -- progress --------------------------------------------------------------------------
 
 class _Tally:
-    """One progress bar (or nothing) for a whole command, counting the lines fed to the
-    parser in every pass over every file. Uncompressed files' lines are counted first
-    (exact totals); a compressed file's total is estimated from the compressed bytes read
-    until one pass over it has counted them, and the bar says "estimated" meanwhile."""
+    """One progress bar (or nothing) for a whole command, in one unit: the input's triples
+    (its lines: one triple a line in N-Triples and N-Quads). A file read in several passes
+    (the check of several or quad files, the named graph, the default graph) advances the
+    bar by its share per pass, so the bar goes once from 0 to the input's size. A file's
+    size in triples is estimated from the bytes read (no pass is spent counting) until one
+    pass has counted its lines, and the bar says "estimated" meanwhile."""
 
     def __init__(self, progress, plans: list[_Plan]):
         self.bar = progress if progress is None or hasattr(progress, "update") else _Callback(progress)
         self.fed = 0  # lines fed to the parser (after the checks: an upper bound of what landed)
         self._lock = threading.Lock()
         self._lines: dict[str, int] = {}       # exact line counts
-        self._guess: dict[str, float] = {}     # estimates while compressed
-        self._passes = {}
+        self._guess: dict[str, float] = {}     # estimates until a pass counted them
+        self._passes: dict[str, int] = {}
+        self._done, self._shown = 0.0, 0       # triples' worth of passes done; shown on the bar
         for plan in plans:
             self._passes[plan.path] = (1 if len(plans) > 1 or plan.quads else 0) + 2
             if self.bar is None:
                 continue
             _, compression = rdfio.split_name(plan.path)
-            size = os.path.getsize(plan.path)
-            if compression is None:
-                self._lines[plan.path] = _count_lines(plan.path)
-            else:
-                self._guess[plan.path] = size / 14  # ~14 compressed bytes a triple (the stand-in)
+            # ~14 compressed bytes a triple (the stand-in), ~130 uncompressed
+            self._guess[plan.path] = os.path.getsize(plan.path) / (14 if compression else 130)
         self._set_total()
 
     def _set_total(self) -> None:
         if self.bar is None:
             return
-        total = sum(self._passes[p] * self._lines.get(p, self._guess.get(p, 0)) for p in self._passes)
-        self.bar.total = int(total)
+        self.bar.total = int(sum(self._lines.get(p, self._guess.get(p, 0)) for p in self._passes))
         if hasattr(self.bar, "set_description"):
             self.bar.set_description("load (total estimated)" if self._guess else "load", refresh=False)
 
@@ -380,9 +395,8 @@ class _Tally:
             passes = 1 + (1 if set(plan.graphs) - set(plan.stages) else 0)
         else:
             passes = 1 if plan.target in plan.stages or not setgraph.visible(plan.target or "") else 2
-        self._passes[plan.path] = checked + passes
         with self._lock:
-            self._set_total()
+            self._passes[plan.path] = checked + passes
 
     def counter(self, plan: _Plan) -> Callable[[int, int | None], None]:
         path, size = plan.path, os.path.getsize(plan.path)
@@ -398,12 +412,24 @@ class _Tally:
                     if raw is None:  # one whole pass: the exact count
                         del self._guess[path]
                         self._lines[path] = seen[0]
-                    elif raw > 4 << 20:  # the bytes read run ahead of the lines by a 1 MB buffer
+                    elif raw > 4 << 20 or raw >= size:  # bytes read run ahead of lines by a 1 MB buffer
                         self._guess[path] = seen[0] * size / raw
                     self._set_total()
                 if lines:
-                    self.bar.update(lines)
+                    self._done += lines / self._passes[path]
+                    self._show(min(int(self._done), self.bar.total or int(self._done)))
         return count
+
+    def _show(self, n: int) -> None:
+        if n > self._shown:
+            self.bar.update(n - self._shown)
+            self._shown = n
+
+    def finish(self) -> None:
+        """The command is done: the bar at its (now exact) total."""
+        if self.bar is not None:
+            with self._lock:
+                self._show(int(self.bar.total or 0))
 
 
 class _Callback:
@@ -426,14 +452,6 @@ def progress_unit(paths) -> str:
         if fmt not in (RdfFormat.N_TRIPLES, RdfFormat.N_QUADS):
             return " lines"
     return " triples"
-
-
-def _count_lines(path: str) -> int:
-    n = 0
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            n += block.count(b"\n")
-    return n
 
 
 # -- helpers -------------------------------------------------------------------------

@@ -176,12 +176,14 @@ class decompressing_pipe:
     of the parser's error). ``progress(n)`` receives compressed byte counts; ``lines(n,
     raw)`` the newlines of each decompressed block and the compressed bytes read so far
     (N-Triples and N-Quads: one triple a line), and ``(0, None)`` once the whole file is
-    read. :meth:`stop` (from any thread, e.g. on
+    read; ``digest`` (a hashlib object) is updated with the file's bytes as they are read,
+    so a consumer that read it all has its hash without a read of its own. :meth:`stop`
+    (from any thread, e.g. on
     Ctrl-C) ends the stream early with that same unparsable line, so the consumer stops
     within a block and commits nothing more."""
 
-    def __init__(self, path: str, progress=None, *, lines=None):
-        self.path, self.progress, self.lines = path, progress, lines
+    def __init__(self, path: str, progress=None, *, lines=None, digest=None):
+        self.path, self.progress, self.lines, self.digest = path, progress, lines, digest
         self.error: BaseException | None = None
         self._stop = threading.Event()
         self._raw_read = 0
@@ -202,6 +204,8 @@ class decompressing_pipe:
 
     def _count(self, data: bytes) -> None:
         self._raw_read += len(data)
+        if self.digest is not None:
+            self.digest.update(data)
         if self.progress:
             self.progress(len(data))
 
@@ -268,14 +272,14 @@ def read_error(path: str, exc: BaseException) -> KgcultError:
     return KgcultError(f"{path}: cannot read: {what}")
 
 
-def check_file(path: str, fmt: RdfFormat, on_quad=None, *, lines=None) -> int:
+def check_file(path: str, fmt: RdfFormat, on_quad=None, *, lines=None, digest=None) -> int:
     """Parse a whole file without storing it (streamed, bounded memory); ``on_quad(quad,
-    n)`` (n: the quad's 1-based position) may raise to refuse it; ``lines`` as for
-    :class:`decompressing_pipe`. Returns the quad count."""
+    n)`` (n: the quad's 1-based position) may raise to refuse it; ``lines`` and ``digest``
+    as for :class:`decompressing_pipe`. Returns the quad count."""
     n = 0
     err: SyntaxError | None
     too_long: KgcultError | None
-    with decompressing_pipe(path, lines=lines) as stream:
+    with decompressing_pipe(path, lines=lines, digest=digest) as stream:
         try:
             for quad in pyoxigraph.parse(input=stream, format=fmt):
                 n += 1
