@@ -84,6 +84,7 @@ def linker(tmp_path_factory):
     ("وبالكمون", "ar", "food", "Q99213", "affix"),                # proclitics and article off
     ("서울에서", "ko", "place", "Q99207", "affix"),                # a particle off
     ("京都", "ja", "place", "Q99206", "affix"),                    # a designator added
+    ("ねぎ", "ja", "food", "Q99215", "affix"),                     # hiragana as katakana
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)
@@ -108,3 +109,34 @@ def test_cross_script_pool_kept_beside_the_index(linker, monkeypatch):
     assert st.build_cache("place") is False
     pool = st._open("place")
     assert {r[1] for r in pool.by_key("lampang")} == {linker.ix.eid_of[q] for q in ("Q99202", "Q99203")}
+
+
+def test_coherence_settles_what_popularity_decided_without_context(linker):
+    alone = linker.link("Oyo", lang="en", topic="place")
+    assert alone["qid"] == "Q99220"  # the province: a place is located in it
+    assert [d["by"] for d in alone["decided_by"]][-1] == "popularity"
+    rows = [{"mention": m, "lang": "en", "topic": "place", "group": "t1"} for m in ("Ibadan", "Oyo")]
+    out = list(linker.link_many(rows))
+    assert out[1]["qid"] == "Q99221"  # a city among cities
+    assert "coherence" in [d["by"] for d in out[1]["decided_by"]]
+
+
+def test_link_eval_reads_texts_with_gold_spans(linker, tmp_path):
+    import json
+
+    from kgcult.eval import linking
+    gold = tmp_path / "spans.jsonl"
+    text = {"id": "t1", "lang": "th", "topic": "place", "country": None, "text": "ภูเก็ต และ ลำปาง",
+            "spans": [{"start": 0, "end": 6, "text": "ภูเก็ต", "qid": "Q99201"},
+                      {"start": 11, "end": 16, "text": "ลำปาง", "qid": "Q99203", "alt": ["Q99202"]},
+                      {"start": 0, "end": 1, "text": "ภู", "qid": None, "why": "invented"}]}
+    gold.write_text(json.dumps(text, ensure_ascii=False) + "\n", encoding="utf-8")
+    rows = linking.read_gold(gold)
+    assert [(r["mention"], r["group"], r["_line"]) for r in rows] == [
+        ("ภูเก็ต", "t1", 1), ("ลำปาง", "t1", 1), ("ภู", "t1", 1)]
+    rep = linking.evaluate(linker, rows, stage_gain=False, makieval=False)["report"]
+    assert (rep["overall"]["tp"], rep["overall"]["fp"], rep["overall"]["positives"]) == (2, 0, 2)  # alt counts
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**text, "spans": [{"text": "x", "qid": "Q1", "alt": "Q2"}]}) + "\n")
+    with pytest.raises(Exception, match="bad.jsonl:1: alt must be a list of QIDs"):
+        linking.read_gold(bad)

@@ -1,7 +1,8 @@
 """``kgcult link eval``: precision, recall and F1 of the linker against a gold file.
 
 Gold rows: ``{"mention", "lang", "topic", "gold_qid"}`` (``gold_qid`` null = must not
-link); other fields (e.g. ``source``) are carried into the error file and, for
+link; optional ``alt``, other QIDs that count as right), or texts with their gold spans
+(``{"id", "text", "lang", "topic", "country", "spans": [...]}``, one row per span); other fields (e.g. ``source``) are carried into the error file and, for
 ``source = "<dataset>:<case>"``, into a per-case breakdown; the linker never sees them.
 
 Counting: a prediction is the result's ``qid`` (resolved or ambiguous; with
@@ -37,22 +38,61 @@ def _prf(tp: int, fp: int, pos: int) -> dict:
             "tp": tp, "fp": fp, "positives": pos}
 
 
+def _span_rows(obj: dict, path, lineno: int, on_error: str) -> list[dict]:
+    """A text with its gold spans (``../shared/annotation`` format: id, text, lang, topic,
+    country, spans [{start, end, text, qid, alt?}]) as one gold row per span: the span's
+    text as the mention, the text's id as its group."""
+    rows = []
+    for i, sp in enumerate(obj["spans"]):
+        if not isinstance(sp, dict) or not isinstance(sp.get("text"), str) or "qid" not in sp:
+            reject(f"{path}:{lineno}: span {i} needs the fields text and qid", on_error)
+            return []
+        row = {"mention": sp["text"], "lang": obj.get("lang"), "topic": obj.get("topic"),
+               "gold_qid": sp["qid"], "source": f"{obj.get('id')}:{obj.get('lang')}"}
+        if obj.get("country") is not None:
+            row["country"] = obj["country"]
+        if obj.get("id") is not None:
+            row["group"] = obj["id"]
+        if sp.get("alt"):
+            row["alt"] = sp["alt"]
+        rows.append(row)
+    return rows
+
+
 def read_gold(path: str | os.PathLike, on_error: str = "fail") -> list[dict]:
-    """The gold rows of a JSONL file, each with its line number as ``_line``."""
+    """The gold rows of a JSONL file, each with its line number as ``_line``. A row with
+    ``spans`` (a text with its gold spans) gives one row per span (:func:`_span_rows`)."""
     rows = []
     for lineno, obj in iter_jsonl(path, on_error=on_error):
+        if isinstance(obj.get("spans"), list) and "mention" not in obj:
+            for row in _span_rows(obj, path, lineno, on_error):
+                if not _gold_ok(row, path, lineno, on_error):
+                    break
+                row["_line"] = lineno
+                rows.append(row)
+            continue
         if "mention" not in obj or "gold_qid" not in obj:
             reject(f"{path}:{lineno}: a gold row needs the fields mention and gold_qid", on_error)
             continue
-        g = obj["gold_qid"]
-        if g is not None and not ids.is_item(g):
-            reject(f"{path}:{lineno}: gold_qid must be a QID or null, got {g!r}", on_error)
+        if not _gold_ok(obj, path, lineno, on_error):
             continue
         obj["_line"] = lineno
         rows.append(obj)
     if not rows:
         raise KgcultError(f"{path}: no gold rows")
     return rows
+
+
+def _gold_ok(obj: dict, path, lineno: int, on_error: str) -> bool:
+    g = obj["gold_qid"]
+    if g is not None and not ids.is_item(g):
+        reject(f"{path}:{lineno}: gold_qid must be a QID or null, got {g!r}", on_error)
+        return False
+    alt = obj.get("alt", [])
+    if not isinstance(alt, list) or not all(isinstance(a, str) and ids.is_item(a) for a in alt):
+        reject(f"{path}:{lineno}: alt must be a list of QIDs, got {alt!r}", on_error)
+        return False
+    return True
 
 
 def score(gold: list[dict], results: list[dict], count_ambiguous: bool = True):
@@ -68,8 +108,9 @@ def score(gold: list[dict], results: list[dict], count_ambiguous: bool = True):
         if r["status"] == "ambiguous" and not count_ambiguous:
             pred = None
         gq = g["gold_qid"]
-        tp = int(pred is not None and pred == gq)
-        fp = int(pred is not None and pred != gq)
+        # ``alt``: other QIDs as right as the gold (near-duplicates in the graph)
+        tp = int(pred is not None and gq is not None and (pred == gq or pred in g.get("alt", ())))
+        fp = int(pred is not None and not tp)
         pos = int(gq is not None)
         src = g.get("source")
         case = src.split(":", 1)[1] if isinstance(src, str) and ":" in src else None

@@ -282,12 +282,24 @@ class Linker:
         return self._records.record(s, ranked, decided, tied)
 
     def _coherence(self, states: list[State], out: list[dict]) -> None:
-        """Ties in a group settled again against the group's resolved entities."""
+        """Ties in a group settled again against the entities resolved for the group's
+        other mentions: an ambiguous result, and one that a criterion after coherence
+        (popularity, granularity, label) decided, since coherence comes before them and the
+        first pass had no context to read."""
         groups: dict = {}
-        for s, r in zip(states, out):
+        for i, (s, r) in enumerate(zip(states, out)):
             if s.group is not None and r["status"] == "resolved":
-                groups.setdefault(s.group, []).append(self.ix.eid_of[r["qid"]])
-        if groups:
-            for i, (s, r) in enumerate(zip(states, out)):
-                if r["status"] == "ambiguous" and groups.get(s.group):
-                    out[i] = self._finish(s, context=groups[s.group])
+                groups.setdefault(s.group, []).append((i, self.ix.eid_of[r["qid"]]))
+        if not groups:
+            return
+        for i, (s, r) in enumerate(zip(states, out)):
+            if s.group is None or not (r["status"] == "ambiguous" or any(
+                    d["by"] in _AFTER_COHERENCE for d in r.get("decided_by") or ())):
+                continue
+            context = [e for j, e in groups.get(s.group, ()) if j != i]
+            if context:
+                out[i] = self._finish(s, context=context)
+
+
+# the tie criteria that come after coherence (disambiguate.CRITERIA, then ties.py's label)
+_AFTER_COHERENCE = frozenset({"popularity", "granularity", "label"})

@@ -38,6 +38,9 @@ from kgcult.files import scratch_prefix
 _BRAHMIC = frozenset({"DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU",
                       "KANNADA", "MALAYALAM"})
 ABJAD = frozenset({"ARABIC", "HEBREW", "SYRIAC"})
+# alphabets whose letters map one to one onto Latin ones: a romanized name is as exact as
+# the name itself, so a spelling neighbour is the same-script fuzzy stages' business
+ALPHABETS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "GEORGIAN"})
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _JA_LONG = re.compile(r"ou|oo|uu|aa|ee|ii")
 _APOSTROPHES = str.maketrans("", "", "'’ʼʻ`")
@@ -331,3 +334,22 @@ def abjad_matcher(key: str):
     rx = re.compile("".join(pat))
     fold = str.maketrans("ckqpv", "kkkbf")
     return lambda name_key: rx.match(name_key.translate(fold)) is not None
+
+
+def alphabetic(text: str) -> bool:
+    """Whether every letter of ``text`` is of an alphabet that maps one to one onto Latin
+    (:data:`ALPHABETS`)."""
+    return scripts_in(text) <= ALPHABETS
+
+
+_HIRA_KATA = 0x60  # katakana code point minus its hiragana's (U+3041-3096 / U+30A1-30F6)
+
+
+def kana_folded(text: str) -> str | None:
+    """``text`` with hiragana written as katakana (or, when it has none, katakana as
+    hiragana): Japanese writes a word in either (``ねぎ`` / ``ネギ``); None when it has no kana."""
+    if any("\u3041" <= c <= "\u3096" for c in text):
+        return "".join(chr(ord(c) + _HIRA_KATA) if "\u3041" <= c <= "\u3096" else c for c in text)
+    if any("\u30a1" <= c <= "\u30f6" for c in text):
+        return "".join(chr(ord(c) - _HIRA_KATA) if "\u30a1" <= c <= "\u30f6" else c for c in text)
+    return None

@@ -1,7 +1,7 @@
 """The stages that reach a name across attached grammar and across scripts:
 
-* ``affix``: the mention with its attached grammar taken off, or with a designator added
-  or taken off (``kgcult/link/affixes.py``, data in ``ontology/link-affixes.json``), among
+* ``affix``: the mention in the other kana, with its attached grammar taken off, or with
+  a designator added or taken off (``kgcult/link/affixes.py``, data in ``ontology/link-affixes.json``), among
   the names in its language (exact, then normalized) and the language-free keys
   (``الكمون`` -> ``كمون``, ``서울에서`` -> ``서울``, ``京都`` -> ``京都市``);
 * ``xscript``: a mention written in another script than Latin, romanized
@@ -62,6 +62,9 @@ class Affix(Stage):
                 continue
             valid = _topic_valid(self.ctx, s.topic)
             forms = [(v, self.lookup) for v in affixes.stripped(s.text, s.lang)]
+            kana = scripts.kana_folded(s.text)  # ねぎ / ネギ
+            if kana is not None:
+                forms.insert(0, (kana, self.verbatim))
             # with a designator: the name as its own language writes it, verbatim
             if s.topic in affixes.designator_topics():
                 forms += [(v, self.verbatim) for v in affixes.designated(s.text, s.lang)]
@@ -272,7 +275,9 @@ class CrossScript(Stage):
         return pool.hits(pool.by_key(key), key) if len(key) >= MIN_KEY else {}
 
     def _fuzzy(self, pool: CrossPool, key: str, text: str) -> dict:
-        if scripts.abjad(text):  # a skeleton is too short to spell it another way
+        # a skeleton is too short to spell it another way; an alphabet's neighbours are
+        # the fuzzy stages' (an inflected Russian word one letter from a Czech name)
+        if scripts.abjad(text) or scripts.alphabetic(text):
             return {}
         from rapidfuzz import process
         from rapidfuzz.distance import Levenshtein
