@@ -190,3 +190,20 @@ def test_cli_makieval_metrics_from_raw_answers(astore, tmp_path):
     assert (cons["lang_a"], cons["lang_b"], cons["jaccard"]) == ("en", "ja", round(2 / 3, 4))
     spec = {s["lang"]: s["specificity"] for s in res["specificity"]}
     assert spec == {"en": round(1 / 3, 4), "ja": 0.5}  # miso soup is from Japan (P495)
+
+
+def test_cross_script_guesses(ann):
+    """The words no name matched, as the linker's cross-script stages get them: as written,
+    without the language's attached grammar, two adjacent words first."""
+    from kgcult.annotate import across
+    from kgcult.annotate.grammar import grammar
+
+    names = ann.names("place")
+    g = [[x.mention for x in grp] for grp in across.guesses("방콕에서 출발", grammar("ko"), names, [])]
+    assert g[0][:2] == ["방콕에서", "방콕"]  # 출발 (departure) is a known word: never guessed
+    g = across.guesses("وبالبروسكيتا", grammar("ar"), names, [])
+    assert "البروسكيتا" in [x.mention for x in g[0]]
+    # a word taken by a span is not guessed; katakana and Han words inside a run are
+    text = "東京からホーチミンへ"
+    g = across.guesses(text, grammar("ja"), names, [(0, 2)])
+    assert [[text[x.start:x.end] for x in grp] for grp in g] == [["ホーチミン"]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator
 
+from kgcult.annotate import across
 from kgcult.annotate import grammar as gram
 from kgcult.annotate.choose import choose
 from kgcult.annotate.finder import Finder, select
@@ -23,8 +24,10 @@ from kgcult.store import open_store
 class Annotator:
     """Spans and QIDs in raw texts over one label index. ``Annotator.open(store)``."""
 
-    def __init__(self, index: LabelIndex, *, max_chars: int = MAX_TEXT_CHARS):
+    def __init__(self, index: LabelIndex, *, max_chars: int = MAX_TEXT_CHARS, location=None):
         self.ix = index
+        self.location = location
+        self._across: across.Across | None = None
         self.max_chars = max_chars
         self.facts = GraphFacts(index)
         self.records = Records(self.facts)
@@ -40,9 +43,11 @@ class Annotator:
         if isinstance(store, (str, os.PathLike)):
             ix = open_unopened(store)
             if ix is not None:
-                return cls(ix, **options)
+                return cls(ix, location=store, **options)
+            location = store
             store = opener() if opener is not None else open_store(store, read_only=True)
-        return cls(load_index(store), **options)
+            return cls(load_index(store), location=location, **options)
+        return cls(load_index(store), location=getattr(store, "location", None), **options)
 
     def names(self, topic: str) -> Names:
         if topic not in self.topics:
@@ -106,4 +111,42 @@ class Annotator:
             if steps:
                 span["decided_by"] = steps
             out.append(span)
+        if fd.g.across and across.stages():
+            out = sorted(out + self._across_spans(row, fd, out), key=lambda s: (s["start"], s["end"]))
         return out
+
+    def _across_spans(self, row: TextRow, fd: Finder, spans: list[dict]) -> list[dict]:
+        """Spans the linker's cross-script stages find among the words no name matched."""
+        if self._across is None:
+            self._across = across.Across(self.ix, location=self.location)
+        taken = [(s["start"], s["end"]) for s in spans]
+        groups = across.guesses(row.text, fd.g, fd.names, taken)
+        flat = [g for grp in groups for g in grp]
+        res: dict[across.Guess, dict | None] = dict(zip(flat, self._across.resolve(
+            [g.mention for g in flat], row.lang, row.topic, row.country)))
+        out = []
+        for grp in groups:
+            ok = [g for g in grp if _taken_ok(res[g], fd, self.ix) and not any(g.start < e and s < g.end for s, e in taken)]
+            if not ok:
+                continue
+            # the word without its attached grammar, when that names the same entity
+            best = ok[0]
+            for g in ok[1:]:
+                if (res[g] or {}).get("qid") == (res[best] or {}).get("qid") and best.start <= g.start and g.end <= best.end:
+                    best = g
+            for g in (best,):
+                r = res[g] or {}
+                taken.append((g.start, g.end))
+                out.append({"start": g.start, "end": g.end, "text": row.text[g.start:g.end], "qid": r["qid"],
+                            "label": r["label"] or r["label_en"], "match": r["match"],
+                            "evidence": r["evidence"], "granularity": r["granularity"],
+                            "granularity_score": r["granularity_score"], "country": r["country"]})
+        return out
+
+
+def _taken_ok(r: dict | None, fd: Finder, ix) -> bool:
+    """A cross-script answer of a kind the language takes, naming no generic entity."""
+    if r is None or r["match"] not in fd.g.across:
+        return False
+    e = ix.eid_of.get(r["qid"])
+    return e is not None and e not in fd.names.generic

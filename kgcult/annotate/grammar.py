@@ -27,6 +27,7 @@ class Grammar:
     stem: bool = False
     unspaced: bool = False
     kin: tuple[str, ...] = ()   # languages whose names count as the text's own
+    across: tuple[str, ...] = ()  # the linker's cross-script matches taken for unmatched words
 
     @property
     def max_suffix(self) -> int:
@@ -60,6 +61,7 @@ def grammar(lang: str) -> Grammar:
         stem=bool(d.get("stem")),
         unspaced=bool(d.get("unspaced")),
         kin=tuple(d.get("kin", ())),
+        across=tuple(d.get("across", ())),
     )
 
 

@@ -17,6 +17,8 @@ A code is ``(((eid << LANG_BITS) | language id) << 1 | capitalized) << 1 | alias
   word by word against them);
 * ``everyday[lang]``: wordfreq's words of ``lang`` at Zipf :data:`EVERYDAY_ZIPF` or more
   (never matched by their stem alone);
+* ``known[lang]``: for the languages whose unmatched words go across scripts, the words
+  at Zipf :data:`KNOWN_ZIPF` or more (a known word of the language is no foreign name);
 * ``generic``: eids that never make a span (the topic's roots, its generic words,
   and for a topic without classes every class). The dictionary is built
 once per index and topic and saved beside the index (``annotate-<topic>-<grammar hash>-v<VERSION>.marshal``, plain
@@ -42,10 +44,11 @@ from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 5
+VERSION = 6
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
+KNOWN_ZIPF = 3.0
 MAX_WORDS = 8  # longest name looked up, in words
 FEATURE = "kgcult annotate's search of names in unspaced scripts"
 
@@ -75,6 +78,7 @@ class Names:
     common: dict[str, frozenset] = field(default_factory=dict)
     forms: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     everyday: dict[str, frozenset] = field(default_factory=dict)
+    known: dict[str, frozenset] = field(default_factory=dict)
     generic: frozenset = field(default_factory=frozenset)
     _automaton: object = None
 
@@ -91,7 +95,8 @@ class Names:
         return marshal.dumps({"version": VERSION, "topic": self.topic, "langs": self.langs,
                               "exact": self.exact, "stem": self.stem, "heads": self.heads,
                               "unspaced": self.unspaced, "common": self.common,
-                              "forms": self.forms, "everyday": self.everyday, "generic": self.generic})
+                              "forms": self.forms, "everyday": self.everyday, "generic": self.generic,
+                              "known": self.known})
 
     @classmethod
     def loads(cls, data: bytes) -> "Names | None":
@@ -174,7 +179,7 @@ def build(ix, topic: str) -> Names:
                   stem={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in stems.items()},
                   heads=heads, unspaced={k: tuple(sorted(v)) for k, v in unspaced.items()},
                   forms={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in forms.items()})
-    names.common, names.everyday = _common(names.exact)
+    names.common, names.everyday, names.known = _common(names.exact)
     names.generic = frozenset(_generic(ix, topic, member))
     return names
 
@@ -193,15 +198,15 @@ def _generic(ix, topic: str, member) -> list[int]:
     return sorted(out)
 
 
-def _common(exact: dict) -> tuple[dict[str, frozenset], dict[str, frozenset]]:
+def _common(exact: dict) -> tuple[dict[str, frozenset], dict[str, frozenset], dict[str, frozenset]]:
     """Per language of the grammar file, the one-word keys that are everyday words there,
     and its everyday words (:data:`EVERYDAY_ZIPF`)."""
     if not extras.available("wordfreq"):
         log.info("wordfreq is not installed: no commonness guard")
-        return {}, {}
+        return {}, {}, {}
     import wordfreq
     one = [k for k in exact if " " not in k]
-    out, every = {}, {}
+    out, every, known = {}, {}, {}
     for lg in gram.languages():
         try:
             freqs = wordfreq.get_frequency_dict(lg, wordlist="best")
@@ -212,7 +217,10 @@ def _common(exact: dict) -> tuple[dict[str, frozenset], dict[str, frozenset]]:
         out[lg] = frozenset(k for k in one if k in words)
         high = 10 ** (EVERYDAY_ZIPF - 9)
         every[lg] = frozenset(fold(w) for w, v in freqs.items() if v >= high)
-    return out, every
+        if gram.grammar(lg).across:
+            low = 10 ** (KNOWN_ZIPF - 9)
+            known[lg] = frozenset(fold(w) for w, v in freqs.items() if v >= low)
+    return out, every, known
 
 
 def path_of(ix, topic: str) -> Path:

@@ -1,0 +1,121 @@
+"""Names across scripts: the words of a text that no name of the dictionary matched, in the
+languages whose grammar says ``across`` (names in a script the graph often lacks labels
+in), sent to the linker's cross-script stages (``affix``, ``xscript``, ``xfuzzy`` of
+``kgcult.link``: romanized keys against the topic's Latin names) when the installed linker
+has them. Each word is tried as written, without a suffix or a proclitic of the language
+(the span then leaves it outside), and as its stem (the span keeps the inflection); two
+adjacent words before one. Everyday words of the language are never tried."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgcult.annotate.finder import _cut_front
+from kgcult.annotate.grammar import Grammar
+from kgcult.annotate.names import Names, stem_key
+from kgcult.annotate.text import fold, joined, katakana, unspaced, words
+from kgcult.link import pipeline
+
+STAGES = ("affix", "xscript", "xfuzzy")
+MIN_CHARS = 3
+MEMO = 50_000
+
+
+@dataclass(frozen=True, slots=True)
+class Guess:
+    start: int
+    end: int
+    mention: str
+
+
+def stages() -> tuple[str, ...]:
+    """The cross-script stages the installed linker has (none: no guesses are made)."""
+    return tuple(s for s in STAGES if s in pipeline.STAGES)
+
+
+def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -> list[list[Guess]]:
+    """Per place in the text not taken by a span, the mentions to try there, best first."""
+    every = names.known.get(g.lang) or names.everyday.get(g.lang, frozenset())
+    def free(a: int, b: int) -> bool:
+        return not any(a < e and s < b for s, e in taken)
+
+    ws = [w for w in words(text) if w.unspaced or free(w.start, w.end)]
+    out: list[list[Guess]] = []
+    for i, w in enumerate(ws):
+        if w.unspaced:
+            out.extend([Guess(w.start + a, w.start + b, w.text[a:b])] for a, b in _runs(w.text)
+                       if free(w.start + a, w.start + b) and fold(w.text[a:b]) not in every)
+            continue
+        f = fold(w.text)
+        if f in every or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
+            continue
+        tries: list[Guess] = []
+        if i + 1 < len(ws) and joined(text, w, ws[i + 1]) and fold(ws[i + 1].text) not in every:
+            nxt = ws[i + 1]
+            tries.append(Guess(w.start, nxt.end, text[w.start:nxt.end]))
+        tries.append(Guess(w.start, w.end, w.text))
+        for s in g.suffixes:
+            if f.endswith(s) and len(f) - len(s) >= 2:
+                tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)]))
+        for p in g.prefixes:
+            if f.startswith(p) and len(f) - len(p) >= MIN_CHARS:
+                cut = _cut_front(w.text, len(p))
+                if fold(w.text[cut:]) in every:
+                    break
+                tries.append(Guess(w.start + cut, w.end, w.text[cut:]))
+        if g.stem:
+            sk = stem_key((f,), g.lang)
+            if sk and sk != f and len(sk) >= MIN_CHARS and w.text.lower().startswith(sk):
+                tries.append(Guess(w.start, w.end, w.text[:len(sk)]))
+        out.append(tries)
+    return out
+
+
+def _hangul(s: str) -> bool:
+    return any("\uac00" <= c <= "\ud7a3" for c in s)
+
+
+def _runs(run: str) -> list[tuple[int, int]]:
+    """Katakana words and Han words (two to four characters) inside an unspaced run."""
+    out = []
+    i = 0
+    while i < len(run):
+        j = i
+        if katakana(run[i]):
+            while j < len(run) and katakana(run[j]):
+                j += 1
+            if j - i >= 2:
+                out.append((i, j))
+        elif unspaced(run[i]) and "\u3400" <= run[i] <= "\u9fff":
+            while j < len(run) and "\u3400" <= run[j] <= "\u9fff":
+                j += 1
+            if 2 <= j - i <= 4:
+                out.append((i, j))
+        j = max(j, i + 1)
+        i = j
+    return out
+
+
+class Across:
+    """The linker's cross-script stages over one index, with a bounded memo of answers."""
+
+    def __init__(self, ix, location=None):
+        from kgcult.link import Linker
+        self.stages = stages()
+        self.linker = Linker(ix, location=location, stages=self.stages) if self.stages else None
+        self._memo: dict[tuple, dict | None] = {}
+
+    def resolve(self, mentions: list[str], lang: str, topic: str, country: str | None) -> list[dict | None]:
+        """The linker's result for each mention (None: unresolved, or not by these stages)."""
+        if self.linker is None:
+            return [None] * len(mentions)
+        keys = [(m, lang, topic, country) for m in mentions]
+        todo = sorted({k for k in keys if k not in self._memo})
+        if todo:
+            rows = [{"mention": m, "lang": lg, "topic": t, "country": c} for m, lg, t, c in todo]
+            for k, r in zip(todo, self.linker.link_many(rows)):
+                ok = r["status"] == "resolved" and r["qid"]
+                if len(self._memo) >= MEMO:
+                    self._memo.clear()
+                self._memo[k] = r if ok else None
+        return [self._memo[k] for k in keys]
+
