@@ -91,8 +91,8 @@ def show(store, qid: str, lang: str = "en") -> dict:
                 objects.append(o.value)
     if not (card["labels"] or card["claims"]):
         raise KgcultError(f"{card['qid']}: not in the store")
-    for k in card["aliases"]:
-        card["aliases"][k].sort()
+    # every mapping sorted by key: the card's bytes do not depend on the engine's row order
+    card["aliases"] = {k: sorted(v) for k, v in sorted(card["aliases"].items())}
     card["disagreements"] = disagreements(store, node)
     for d in card["disagreements"]:  # the card shows the first value; the rest are listed
         field = {"label": "labels", "description": "descriptions"}.get(d["field"])

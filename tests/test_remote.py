@@ -271,17 +271,31 @@ def test_truncated_results_are_an_error(embedded):
         st.close()
 
 
-def test_truncation_header_detected():
-    """An endpoint that truncates (Virtuoso's X-SPARQL-MaxRows) is refused, not trusted."""
+def test_truncation_header_pages_the_answer():
+    """An endpoint that cuts an answer at its row cap and says so (Virtuoso's
+    X-SPARQL-MaxRows) is read again page by page (ordered, OFFSET/LIMIT): every row comes
+    back, never the cut answer."""
+    import re
+    import urllib.parse
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    rows = [f"r{i}" for i in range(5)]
+    seen = []
 
     class H(BaseHTTPRequestHandler):
         def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            body = b'{"head":{"vars":["x"]},"results":{"bindings":[]}}'
+            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            q = form["query"][0]
+            seen.append(q)
+            m = re.search(r"OFFSET (\d+) LIMIT (\d+)", q)
+            start, n = (int(m.group(1)), int(m.group(2))) if m else (0, 2)
+            page = rows[start:start + min(n, 2)]
+            body = json.dumps({"head": {"vars": ["x"]}, "results": {"bindings": [
+                {"x": {"type": "literal", "value": v}} for v in page]}}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/sparql-results+json")
-            self.send_header("X-SPARQL-MaxRows", "10000")
+            if len(page) == 2:
+                self.send_header("X-SPARQL-MaxRows", "2")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -293,11 +307,12 @@ def test_truncation_header_detected():
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
     t.start()
     try:
-        with pytest.raises(RemoteError, match="truncated"):
-            RemoteStore(f"http://127.0.0.1:{httpd.server_address[1]}/sparql").select("SELECT ?x {}")
+        got = RemoteStore(f"http://127.0.0.1:{httpd.server_address[1]}/sparql").select("SELECT ?x {}")
     finally:
         httpd.shutdown()
         httpd.server_close()
+    assert [r["x"].value for r in got] == rows
+    assert len(seen) == 1 + 3 and all("ORDER BY ?x" in q for q in seen[1:])
 
 
 def test_prefixes_added_on_the_first_line(served, local):

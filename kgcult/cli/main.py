@@ -36,11 +36,19 @@ class Context:
             self._store = open_store(self.location, read_only=read_only)
         return self._store
 
-    def reader(self, closure: bool = False):
+    def reader(self, closure: bool = False, require: bool = True):
         """The store opened read-only, for read commands: a store that does not exist is an
         error (never silently created empty). With ``closure``, a store whose hierarchy
-        closure is stale is reopened read-write so the command can rebuild it first."""
+        closure is stale is reopened read-write so the command can rebuild it first, and a
+        remote endpoint that holds no closure is an error saying how to provide one (a
+        warning with ``require=False``: the command shows what it can without it)."""
         store = self.store(read_only=True)
+        if closure and getattr(store, "remote", False):
+            if require:
+                store.require_closure()
+            elif not store.has_closure():
+                _cli_log.warning("%s holds no kgcult closure: ancestors and root counts are empty "
+                                 "(docs/serve.md, \"The closure on a remote engine\")", store.location)
         if closure and not getattr(store, "remote", False) and store.closure_stale:
             self.close()
             try:

@@ -67,7 +67,7 @@ def show(obj: Context, entity, lang, fmt):
       kgcult show 寿司 --lang ja
       kgcult show P495
     """
-    store = obj.reader(closure=True)
+    store = obj.reader(closure=True, require=False)
     qid = inspection.resolve(store, entity, lang)
     if qid != entity:
         info(f"{entity}: {qid}")

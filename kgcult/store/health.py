@@ -35,12 +35,14 @@ def partial_graphs(store) -> list[str]:
     graphs that a load is writing or left unfinished (an interrupted load or import is rolled
     back or finished by the next writable open)."""
     if getattr(store, "remote", False):
+        # rows with an unbound value are skipped: Virtuoso answers a GRAPH pattern that matches
+        # nothing with one row that binds nothing
         rows = store.query("SELECT ?g ?r WHERE { GRAPH ?m { ?g ?run ?r } }",
                            bindings={"m": _META, "run": _RUN})
-        pairs = [(r["g"].value, r["r"].value) for r in rows]
-        loading = [r["g"].value for r in store.query(REMOTE_QUERY)]
+        pairs = [(r["g"].value, r["r"].value) for r in rows if r["g"] is not None and r["r"] is not None]
+        loading = [r["g"].value for r in store.query(REMOTE_QUERY) if r["g"] is not None]
         rows = store.query("SELECT ?i ?g WHERE { GRAPH ?m { ?i ?t ?g } }", bindings={"m": _META, "t": _IMPORT_TARGET})
-        imports = [(r["i"].value, r["g"].value) for r in rows]
+        imports = [(r["i"].value, r["g"].value) for r in rows if r["i"] is not None and r["g"] is not None]
     else:
         pairs = [(vocab.value(q.subject), vocab.value(q.object))
                  for q in store.ox.quads_for_pattern(None, _RUN, None, _META)]

@@ -1,0 +1,271 @@
+"""kgcult's read commands on real second engines, compared on the same work.
+
+The seed (dumps/seed, hand-curated, with its closure) is served by ``oxigraph serve`` (over
+a kgcult store directory: its default graph is the set) and by Virtuoso Open Source
+(Debian's package, default limits: a 10,000-row result cap; ``tests/virtuoso.py``), and
+``build fmlama``, ``build dlama``, ``show`` (text and JSON), ``stats`` and ``link -i`` must
+give the embedded store's output, byte for byte (manifests and the store's name aside).
+Then what only an engine with limits shows: results paged past the row cap, VALUES blocks
+cut to the engine's size, refusals as one line, an endpoint without the closure, blank nodes
+of Virtuoso's system graphs; and QLever's documented limits through the emulator
+(``tests/wdqs_emulator.py``, profile ``qlever``; no QLever binary is installable here).
+Slow: the same on the stand-in.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, OxigraphServer, require_shared, run_cli
+from tests.virtuoso import DEFAULT_GRAPH, VirtuosoServer, export_store
+
+SEED = ROOT / "dumps" / "seed"
+SHOW = ["Q46383", "Q17", "Q746549", "Q1016"]
+MENTIONS = [
+    {"id": "1", "mention": "sushi", "lang": "en", "topic": "food"},
+    {"id": "2", "mention": "寿司", "lang": "ja", "topic": "food"},
+    {"id": "3", "mention": "Japan", "lang": "en", "topic": "place"},
+    {"id": "4", "mention": "pizza", "lang": "it", "topic": "food"},
+    {"id": "5", "mention": "\"} DROP ALL #", "lang": "en", "topic": "food"},
+    {"id": "6", "mention": "kimchi", "lang": "ko", "topic": "food"},
+]
+
+
+def _seed_store(path: Path) -> Path:
+    r = run_cli(["snapshot", "import", str(SEED)], path)
+    assert r.exit_code == 0, r.output
+    r = run_cli(["closure"], path)
+    assert r.exit_code == 0, r.output
+    return path
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory):
+    """{"embedded": store path, "oxigraph": --store URL, "virtuoso": --store URL} over the
+    seed and its closure; an engine that is not installed is left out (its tests skip)."""
+    base = tmp_path_factory.mktemp("engines")
+    store = _seed_store(base / "store")
+    out: dict = {"embedded": str(store), "_servers": []}
+    ox_dir = base / "oxserve"
+    shutil.copytree(store, ox_dir)
+    try:
+        ox = OxigraphServer(ox_dir, [])
+        out["oxigraph"] = "sparql+" + ox.url
+        out["_servers"].append(ox)
+    except pytest.skip.Exception as e:
+        out["oxigraph_skip"] = str(e)
+    try:
+        v = VirtuosoServer(base / "virtuoso")
+        out["_servers"].append(v)
+        v.load(list(export_store(store, base / "export")))
+        out["virtuoso"], out["virtuoso_server"] = v.url(), v
+    except pytest.skip.Exception as e:
+        out["virtuoso_skip"] = str(e)
+    yield out
+    for s in out["_servers"]:
+        s.stop()
+
+
+def _engine(engines, name) -> str:
+    if name not in engines:
+        pytest.skip(engines.get(f"{name}_skip", f"{name} is not available"))
+    return engines[name]
+
+
+ENGINES = ["oxigraph", "virtuoso"]
+
+
+def _cli(store: str, *args) -> str:
+    r = run_cli(list(args), store)
+    assert r.exit_code == 0, f"{store}: {r.output}"
+    return r.stdout
+
+
+def _tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*"))
+            if p.is_file() and p.name != "MANIFEST.json"}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("view", ["fmlama", "dlama"])
+def test_build_matches_the_embedded_store(engines, engine, view, tmp_path):
+    url = _engine(engines, engine)
+    _cli(engines["embedded"], "build", view, "--out", str(tmp_path / "embedded"))
+    _cli(url, "build", view, "--out", str(tmp_path / engine))
+    want, got = _tree(tmp_path / "embedded"), _tree(tmp_path / engine)
+    assert want and sorted(got) == sorted(want)
+    assert [f for f in want if want[f] != got[f]] == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_show_and_stats_match_the_embedded_store(engines, engine):
+    url = _engine(engines, engine)
+    for qid in SHOW:
+        for fmt in ("text", "json"):
+            assert _cli(url, "show", qid, "--format", fmt) == _cli(engines["embedded"], "show", qid, "--format", fmt)
+    want = json.loads(_cli(engines["embedded"], "stats", "--format", "json"))
+    got = json.loads(_cli(url, "stats", "--format", "json"))
+    assert want.pop("store") != got.pop("store")
+    assert got == want and got["entities_per_root"]["Q746549 dish"] > 0
+    assert not any("openlinksw" in g or "ldp#" in g for g in got["graphs"])  # Virtuoso's own graphs left out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_link_matches_the_embedded_store(engines, engine, tmp_path, monkeypatch):
+    url = _engine(engines, engine)
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path / "cache"))
+    src = tmp_path / "mentions.jsonl"
+    src.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in MENTIONS))
+    # the semantic stage's caches (a model's, not the engine's work) are left to the slow test
+    stages = ["--stages", "exact,normalized,english,any,stem,compound,fuzzy,anyfuzzy,tokens"]
+    want = _cli(engines["embedded"], "link", "-i", str(src), *stages)
+    got = _cli(url, "link", "-i", str(src), *stages)
+    assert got == want and '"Q' in want
+
+
+# -- what an engine's limits show ---------------------------------------------------------
+
+def test_a_result_past_virtuosos_row_cap_is_paged(engines):
+    from kgcult.store import open_store
+
+    url = _engine(engines, "virtuoso")
+    q = "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"
+    with open_store(engines["embedded"], read_only=True) as st:
+        want = sorted(str(tuple(r)) for r in st.query(q))
+    assert len(want) > 10000  # past Virtuoso's default ResultSetMaxRows
+    with open_store(url) as st:
+        got = sorted(str(tuple(r)) for r in st.query(q))
+        ordered = [r["s"].value for r in st.query("SELECT ?s WHERE { ?s ?p ?o } ORDER BY DESC(?s)")]
+    assert got == want
+    assert len(ordered) == len(want) and ordered == sorted(ordered, reverse=True)  # its own order kept
+
+
+def test_values_blocks_are_cut_to_the_engines_limit(engines, monkeypatch):
+    from pyoxigraph import NamedNode
+
+    from kgcult.errors import KgcultError
+    from kgcult.store import open_store
+
+    url = _engine(engines, "virtuoso")
+    rows = (["x"], [[NamedNode(f"http://www.wikidata.org/entity/Q{i}")] for i in range(1, 9001)])
+    q = "SELECT ?x ?l WHERE { ?x rdfs:label ?l FILTER(LANG(?l) = \"en\") }"
+    with open_store(engines["embedded"], read_only=True) as st:
+        want = sorted(str(tuple(r)) for r in st.query(q, rows=rows))
+    with open_store(url) as st:
+        assert sorted(str(tuple(r)) for r in st.query(q, rows=rows)) == want and want
+        assert st.query("ASK { ?x rdfs:label ?l }", rows=rows)
+    monkeypatch.setenv("KGCULT_REMOTE_VALUES_ROWS", "100000")
+    with open_store(url) as st, pytest.raises(KgcultError) as e:
+        list(st.query(q, rows=rows))
+    msg = str(e.value)
+    assert "\n" not in msg and "Virtuoso refused the query" in msg and "KGCULT_REMOTE_VALUES_ROWS" in msg
+
+
+def test_an_engines_refusal_is_one_line_naming_the_setting(engines):
+    url = _engine(engines, "virtuoso")
+    r = run_cli(["sparql", "SELECT ?x ?y WHERE { ?x wdt:P279* ?y }"], url)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    err = r.stderr.strip()
+    assert "\n" not in err and "transitive" in err and "kgc:typedAs" in err
+
+
+def test_blank_nodes_are_read(engines, tmp_path):
+    """Virtuoso names blank nodes ``nodeID://b10001`` in its JSON answers (pyoxigraph refused
+    them: "Invalid bnode value"); they are read as blank nodes, the same label the same node."""
+    from pyoxigraph import BlankNode
+
+    from kgcult.store import open_store
+
+    url = _engine(engines, "virtuoso")
+    server = engines["virtuoso_server"]
+    g = "urn:kgcult:test:bnodes"
+    nt = server.location / "bnodes.nt"
+    nt.write_text('_:a <http://example.org/p> _:b .\n_:b <http://example.org/q> "x" .\n')
+    server.sql(f"DB.DBA.TTLP(file_to_string('{nt}'), '', '{g}');")
+    try:
+        with open_store(url) as st:
+            quads = sorted(st.quads(g), key=lambda q: q.predicate.value)
+    finally:
+        server.sql(f"SPARQL CLEAR GRAPH <{g}>;")
+    assert len(quads) == 2 and isinstance(quads[0].subject, BlankNode)
+    assert quads[0].object == quads[1].subject and isinstance(quads[1].subject, BlankNode)
+
+
+def test_an_endpoint_without_the_closure_says_so(engines, tmp_path):
+    url = _engine(engines, "virtuoso")
+    bare = url.split("?")[0] + "?default-graph-uri=https://w3id.org/kgcult/graph/dishes"
+    r = run_cli(["build", "fmlama", "--out", str(tmp_path)], bare)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "holds no kgcult closure" in r.stderr and "closure --export" in r.stderr
+    r = run_cli(["show", "Q46383"], bare)  # show works without it, and says what is missing
+    assert r.exit_code == 0 and "holds no kgcult closure" in r.stderr
+
+
+def test_virtuoso_answers_stats_with_the_default_graph_named(engines):
+    """default-graph-uri honoured: the graph holding the set is the default graph, not a
+    named graph of the counts."""
+    url = _engine(engines, "virtuoso")
+    got = json.loads(_cli(url, "stats", "--format", "json"))
+    assert DEFAULT_GRAPH not in got["graphs"] and got["partial_graphs"] == []
+
+
+# -- QLever's documented limits, emulated --------------------------------------------------
+
+def test_qlever_row_cap_is_paged(engines):
+    """QLever cuts a SELECT at its row cap without saying so; with that cap given
+    (``KGCULT_REMOTE_PAGE_ROWS`` / ``page_rows``) every row comes back."""
+    from kgcult.store import open_store
+    from kgcult.store.remote import RemoteStore
+    from tests.wdqs_emulator import Emulator
+
+    url = _engine(engines, "oxigraph")
+    q = "SELECT ?x ?c WHERE { ?x wdt:P31 ?c }"
+    with open_store(engines["embedded"], read_only=True) as st:
+        want = sorted(str(tuple(r)) for r in st.query(q))
+    with Emulator(url[len("sparql+"):], profile="qlever", scale=1.0, max_rows=100) as emu:
+        with RemoteStore(emu.url) as st:
+            assert len(list(st.query(q))) == 100  # silently cut, as QLever does
+        with RemoteStore(emu.url, page_rows=100) as st:
+            assert sorted(str(tuple(r)) for r in st.query(q)) == want and len(want) > 300
+
+
+def test_qlever_deadline_is_one_line(engines):
+    from kgcult.errors import KgcultError
+    from kgcult.store.remote import RemoteStore
+    from tests.wdqs_emulator import Emulator
+
+    url = _engine(engines, "oxigraph")
+    with Emulator(url[len("sparql+"):], profile="qlever", scale=1.0, deadline=0.5,
+                  timeout_rate=1.0, max_consecutive=10) as emu:
+        with RemoteStore(emu.url, retries=0) as st, pytest.raises(KgcultError) as e:
+            list(st.query("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"))
+    assert "\n" not in str(e.value) and "deadline" in str(e.value)
+
+
+# -- the stand-in (slow) -------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_standin_on_virtuoso_matches_the_embedded_store(tmp_path, monkeypatch):
+    src = Path("/tmp/kgcult-shared/standin-store")
+    if not src.is_dir():
+        pytest.skip(f"{src} (the stand-in loaded and closed) is not there")
+    require_shared()
+    store = tmp_path / "standin"
+    shutil.copytree(src, store)
+    v = VirtuosoServer(tmp_path / "virtuoso", buffers=170000,
+                       limits={"ResultSetMaxRows": 100_000_000, "MaxSortedTopRows": 100_000_000,
+                               "MaxQueryExecutionTime": 0})
+    try:
+        v.load(list(export_store(store, tmp_path / "export")))
+        monkeypatch.setenv("KGCULT_CACHE", str(tmp_path / "cache"))
+        for view in ("fmlama", "dlama"):
+            _cli(str(store), "build", view, "--out", str(tmp_path / "e"))
+            _cli(v.url(), "build", view, "--out", str(tmp_path / "v"))
+        assert _tree(tmp_path / "e") == _tree(tmp_path / "v")
+        assert _cli(v.url(), "show", "Q46383", "--format", "json") == _cli(str(store), "show", "Q46383",
+                                                                            "--format", "json")
+    finally:
+        v.stop()
