@@ -119,7 +119,8 @@ class VirtuosoServer:
         """Bulk-load files (N-Quads go to their graphs, N-Triples to ``graph``) with
         Virtuoso's loader, then checkpoint. The files must lie under the database folder
         (``DirsAllowed``); others are copied there first."""
-        inbox = self.location / "inbox"
+        self.loads = getattr(self, "loads", 0) + 1
+        inbox = self.location / f"inbox{self.loads}"  # a path the loader has not listed yet
         shutil.rmtree(inbox, ignore_errors=True)
         inbox.mkdir()
         for i, f in enumerate(files):

@@ -121,8 +121,11 @@ def snapshot_verify(directory):
               help="Closure specs (default ontology/closures.ttl).")
 @click.option("--force", is_flag=True,
               help="Rewrite every graph, also those whose input did not change since they were built.")
+@click.option("--export", "export_to", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the closure's triples to FILE (N-Triples; gzip for .gz), for an engine's bulk "
+                   "loader (docs/serve.md).")
 @click.pass_obj
-def closure(obj: Context, specs, force):
+def closure(obj: Context, specs, force, export_to):
     """(Re)build the derived hierarchy graphs (P279, P31/P279*, P361, P131, ...).
 
     A graph whose input (its spec and the edges it follows) is unchanged since it was
@@ -132,5 +135,13 @@ def closure(obj: Context, specs, force):
     Example:
       kgcult closure
       kgcult closure --force
+      kgcult closure --export closure.nt.gz   # then load it into Virtuoso or QLever
     """
-    hierarchy.build(obj.store(create=False), hierarchy.load_specs(specs) if specs else None, force=force)
+    store = obj.store(create=False)
+    chosen = hierarchy.load_specs(specs) if specs else None
+    hierarchy.build(store, chosen, force=force)
+    if export_to:
+        from kgcult.store import closure_export
+
+        n = closure_export.export(store, export_to, chosen)
+        info(f"closure: {n:,} triples -> {export_to}")
