@@ -285,16 +285,20 @@ class Linker:
         """Ties in a group settled again against the entities resolved for the group's
         other mentions: an ambiguous result, and one that a criterion after coherence
         (popularity, granularity, label) decided, since coherence comes before them and the
-        first pass had no context to read."""
-        groups: dict = {}
+        first pass had no context to read. The context is the group's results that were
+        not such guesses themselves."""
+        def guessed(r: dict) -> bool:  # a tie the first pass settled without context
+            return r["status"] == "ambiguous" or any(d["by"] in _AFTER_COHERENCE
+                                                     for d in r.get("decided_by") or ())
+
+        groups: dict = {}  # the context: what the match itself (or the graph's first criteria) settled
         for i, (s, r) in enumerate(zip(states, out)):
-            if s.group is not None and r["status"] == "resolved":
+            if s.group is not None and r["status"] == "resolved" and not guessed(r):
                 groups.setdefault(s.group, []).append((i, self.ix.eid_of[r["qid"]]))
         if not groups:
             return
         for i, (s, r) in enumerate(zip(states, out)):
-            if s.group is None or not (r["status"] == "ambiguous" or any(
-                    d["by"] in _AFTER_COHERENCE for d in r.get("decided_by") or ())):
+            if s.group is None or not guessed(r):
                 continue
             context = [e for j, e in groups.get(s.group, ()) if j != i]
             if context:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from kgcult.link import memo, normalize
+from kgcult.link import affixes, memo, normalize
 from kgcult.link.index.reader import LabelIndex, label_chain
 from kgcult.link.index.encoding import LANG_BITS, codes
 from kgcult.link.matching import nearest, tokens
@@ -256,12 +256,15 @@ class Exact(Stage):
 
     def run(self, batch):
         ix = self.ctx.ix
+        designated_topics = affixes.designator_topics()
         for s in batch:
             lang, m = s.lang, s.text
             d = ix.exact.get(lang)
             v = d.get(m) if d is not None else None
             if v is not None and v.__class__ is int:  # the common case: one entity
                 s.add(v >> 1, self, v & 1, lang)
+                if s.topic in designated_topics:
+                    self.designated(s, m, lang)
                 continue
             found = exact(ix, m, lang)
             for lg in label_chain(lang)[1:]:  # base language, variants, mul
@@ -269,6 +272,17 @@ class Exact(Stage):
                     break
                 found = exact(ix, m, lg)
             s.add_found(found, self)
+            if found and s.topic in designated_topics:
+                self.designated(s, m, lang)
+
+    def designated(self, s, m: str, lang: str) -> None:
+        """A place's name is as exact with a designator its language writes onto it
+        (``京都`` of ``京都市`` beside the prefecture's alias ``京都``): those namesakes
+        tie with the hit, and the graph settles the tie (the text's other places)."""
+        ix = self.ctx.ix
+        for v in affixes.designated(m, lang):
+            for e, (_a, lg, _d) in exact(ix, v, lang).items():
+                s.add(e, self, 1, lg)
 
 
 class Normalized(Stage):
