@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kgcult.annotate.finder import _cut_front
 from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import Names, stem_key
-from kgcult.annotate.text import fold, joined, katakana, unspaced, words
+from kgcult.annotate.text import fold, joined, katakana, segment, unspaced, words
 from kgcult.link import pipeline
 
 STAGES = ("affix", "xscript", "xfuzzy")
@@ -42,7 +42,8 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
     out: list[list[Guess]] = []
     for i, w in enumerate(ws):
         if w.unspaced:
-            out.extend([Guess(w.start + a, w.start + b, w.text[a:b])] for a, b in _runs(w.text)
+            cuts = _words(w.text, g) if g.segmenter else _runs(w.text)
+            out.extend([Guess(w.start + a, w.start + b, w.text[a:b])] for a, b in cuts
                        if free(w.start + a, w.start + b) and fold(w.text[a:b]) not in every)
             continue
         f = fold(w.text)
@@ -72,6 +73,27 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
 
 def _hangul(s: str) -> bool:
     return any("\uac00" <= c <= "\ud7a3" for c in s)
+
+
+def _words(run: str, g: Grammar) -> list[tuple[int, int]]:
+    """The segmenter's words of an unspaced run that may be names: two letters or more,
+    no designator, no stopword of the segmenter's language."""
+    stop = _stopwords(g.segmenter)
+    return [(a, b) for a, b in segment(run, g.segmenter or "") if b - a >= 2
+            and run[a:b] not in g.before and run[a:b] not in stop]
+
+
+_STOP: dict = {}
+
+
+def _stopwords(segmenter: str | None) -> frozenset:
+    if segmenter not in _STOP:
+        words_: frozenset = frozenset()
+        if segmenter == "thai":
+            from pythainlp.corpus import thai_stopwords
+            words_ = frozenset(thai_stopwords())
+        _STOP[segmenter] = words_
+    return _STOP[segmenter]
 
 
 def _runs(run: str) -> list[tuple[int, int]]:

@@ -1,4 +1,5 @@
-"""Which entity a span names, among those whose names it matches: the names in the text's
+"""Which entity a span names, among those whose names it matches: never a region another
+candidate is located in (the city of Kyoto, not Kyoto Prefecture); the names in the text's
 language first (a label before an alias), then the graph settles what is left
 (``kgcult.link.disambiguate.settle``: specificity, the prompt's country, coherence with the
 other entities the text names, popularity, granularity), the lowest QID last."""
@@ -27,6 +28,10 @@ def choose(codes: tuple[int, ...], langs: list[str], lang: str, *, facts: disamb
            topic: str, country: str | None, context: list[int]) -> tuple[int, int, list[dict]]:
     """(eid, tier, the criteria that settled it) of the entity a span with ``codes`` names."""
     t = tiers(codes, langs, lang)
+    if len(t) > 1:
+        inside = _containers(t, facts.ix)
+        if inside:
+            t = {e: v for e, v in t.items() if e not in inside}
     best = min(t.values())
     tied = sorted((e for e, v in t.items() if v == best), key=lambda e: facts.ix.qnums[e])
     steps: list[dict] = []
@@ -34,3 +39,15 @@ def choose(codes: tuple[int, ...], langs: list[str], lang: str, *, facts: disamb
         tied, steps = disambiguate.settle(tied, facts, topic=topic, country=country,
                                           context=[e for e in context if e not in tied])
     return tied[0], best, steps
+
+
+def _containers(eids, ix) -> set[int]:
+    """The candidates another candidate is located in (P131): a name that a place and the
+    region around it share names the place (a city before its prefecture)."""
+    qids = {ix.qids[e]: e for e in eids}
+    out = set()
+    for q in qids:
+        for pid, o in ix.edges.get(q, ()):
+            if pid == "P131" and o in qids and o != q:
+                out.add(qids[o])
+    return out

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import MAX_WORDS, Names, capitalized, decode, stem_key
-from kgcult.annotate.text import Word, fold, han_fold, joined, katakana, unspaced, words
+from kgcult.annotate.text import Word, fold, han_fold, joined, katakana, segment, unspaced, words
 
 # how a name was found, best first (the order breaks ties between spans of one length)
 HOW = ("exact", "article", "stem", "suffix")
@@ -166,7 +166,13 @@ class Finder:
         out = []
         before = self.g.before
         run = han_fold(w.text)
+        bounds = None
+        if self.g.segmenter:
+            cuts = segment(run, self.g.segmenter)
+            bounds = {a for a, _ in cuts} | {b for _, b in cuts}
         for idx, s, e in ac.find_matches_as_indexes(run, overlapping=True):
+            if bounds is not None and (s not in bounds or e not in bounds):
+                continue  # a name inside a word of the segmenter
             name = pats[idx]
             if any(name.startswith(d) and len(name) > len(d) for d in before):
                 continue  # a designator written onto a name stays outside it

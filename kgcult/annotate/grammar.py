@@ -28,6 +28,7 @@ class Grammar:
     unspaced: bool = False
     kin: tuple[str, ...] = ()   # languages whose names count as the text's own
     across: tuple[str, ...] = ()  # the linker's cross-script matches taken for unmatched words
+    segmenter: str | None = None  # word segmenter of an unspaced script (text.segment)
 
     @property
     def max_suffix(self) -> int:
@@ -62,6 +63,7 @@ def grammar(lang: str) -> Grammar:
         unspaced=bool(d.get("unspaced")),
         kin=tuple(d.get("kin", ())),
         across=tuple(d.get("across", ())),
+        segmenter=d.get("segmenter"),
     )
 
 

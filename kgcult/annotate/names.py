@@ -44,7 +44,7 @@ from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 6
+VERSION = 7
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
@@ -211,6 +211,8 @@ def _common(exact: dict) -> tuple[dict[str, frozenset], dict[str, frozenset], di
         try:
             freqs = wordfreq.get_frequency_dict(lg, wordlist="best")
         except (LookupError, ValueError):
+            if lg == "th" and gram.grammar(lg).across:
+                known[lg] = _thai_known()
             continue
         floor = 10 ** (COMMON_ZIPF - 9)
         words = {fold(w) for w, v in freqs.items() if v >= floor}
@@ -221,6 +223,18 @@ def _common(exact: dict) -> tuple[dict[str, frozenset], dict[str, frozenset], di
             low = 10 ** (KNOWN_ZIPF - 9)
             known[lg] = frozenset(fold(w) for w, v in freqs.items() if v >= low)
     return out, every, known
+
+
+# wordfreq has no Thai list: the Thai National Corpus counts pythainlp ships (about 11 M
+# words), a word seen this often is a known word (about 90 per million)
+TNC_KNOWN = 1000
+
+
+def _thai_known() -> frozenset:
+    if not extras.available("pythainlp"):
+        return frozenset()
+    from pythainlp.corpus import tnc
+    return frozenset(w for w, n in tnc.word_freqs() if n >= TNC_KNOWN)
 
 
 def path_of(ix, topic: str) -> Path:

@@ -118,3 +118,26 @@ class _Han:
 
 
 han_fold = _Han()
+
+
+FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
+_SEGMENTERS: dict = {}
+
+
+def segment(run: str, segmenter: str) -> list[tuple[int, int]]:
+    """The words of an unspaced run as (start, end) offsets: ``thai``, pythainlp's
+    dictionary segmenter (newmm)."""
+    if segmenter != "thai":
+        return [(0, len(run))]
+    tok = _SEGMENTERS.get(segmenter)
+    if tok is None:
+        from kgcult import extras
+        tok = _SEGMENTERS[segmenter] = extras.require("pythainlp.tokenize", "annotate", FEATURE_SEGMENT).word_tokenize
+    out, i = [], 0
+    for t in tok(run, engine="newmm", keep_whitespace=False):
+        j = run.find(t, i)
+        if j < 0:
+            continue
+        out.append((j, j + len(t)))
+        i = j + len(t)
+    return out
