@@ -9,10 +9,14 @@ map an array beside it, append arrays to a file as raw bytes and read them back.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 from pathlib import Path
 
 import numpy as np
+
+from kgcult.errors import KgcultError
 
 DB_NAME = "index.sqlite"
 SCRATCH_NAME = "scratch.sqlite"  # staging tables of a build, removed at its end
@@ -59,18 +63,42 @@ def finish_build(con: sqlite3.Connection, directory: str | Path) -> None:
 
 
 def save_array(directory: str | Path, name: str, arr: np.ndarray) -> None:
-    """Persist ``arr`` as ``<directory>/<name>.npy`` (read back by ``load_array``)."""
-    np.save(Path(directory) / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+    """Persist ``arr`` as ``<directory>/<name>.npy`` (read back by ``load_array``), with its
+    identity beside it (``<name>.npy.json``: name, dtype, shape, sha256 of the file)."""
+    path = Path(directory) / f"{name}.npy"
+    arr = np.ascontiguousarray(arr)
+    np.save(path, arr, allow_pickle=False)
+    identity = {"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": _sha256(path)}
+    (Path(directory) / f"{name}.npy.json").write_text(json.dumps(identity, sort_keys=True) + "\n")
 
 
 def load_array(directory: str | Path, name: str) -> np.ndarray:
     """``<directory>/<name>.npy`` memory-mapped read-only (a plain ndarray view of the
-    mapping: scalar indexing stays fast; pages load as they are touched)."""
+    mapping: scalar indexing stays fast; pages load as they are touched), once its
+    identity is checked: KgcultError when the file is not the array ``name`` the index was
+    built with (two same-size arrays swapped resolved every mention to Q0, exit 0)."""
     path = Path(directory) / f"{name}.npy"
+    try:
+        identity = json.loads((Path(directory) / f"{name}.npy.json").read_text())
+    except (OSError, ValueError):
+        raise KgcultError(f"{path}: the link index array has no readable identity record ({name}.npy.json); "
+                          "rebuild the index (kgcult link index --rebuild)") from None
+    if not isinstance(identity, dict) or identity.get("name") != name or identity.get("sha256") != _sha256(path):
+        raise KgcultError(f"{path}: not the '{name}' array this link index was built with (its checksum differs "
+                          "from the one recorded: swapped, replaced or damaged); rebuild the index "
+                          "(kgcult link index --rebuild)")
     arr = np.load(path, mmap_mode="r", allow_pickle=False)
     if arr.size == 0:
-        return np.load(path, allow_pickle=False)
+        arr = np.load(path, allow_pickle=False)
+    if arr.dtype.str != identity.get("dtype") or list(arr.shape) != identity.get("shape"):
+        raise KgcultError(f"{path}: dtype {arr.dtype.str} and shape {list(arr.shape)}, not the "
+                          f"{identity.get('dtype')} {identity.get('shape')} recorded; rebuild the index")
     return arr.view(np.ndarray)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def write_raw(f, arr: np.ndarray) -> dict:

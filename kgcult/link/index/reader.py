@@ -369,6 +369,9 @@ def disk_bytes(path: str | Path) -> int | None:
 def _open(path: Path, chash: str) -> LabelIndex | None:
     try:
         ix = LabelIndex(path)
+    except KgcultError as e:  # an array that is not what the index was built with: said, rebuilt
+        log.warning("%s; rebuilding it", e)
+        return None
     except Exception:  # noqa: BLE001 - a foreign or damaged directory: rebuild it
         return None
     if ix.format == FORMAT and ix.content_hash == chash:
