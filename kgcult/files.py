@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from kgcult.errors import KgcultError
+from kgcult.safe_text import clip
 
 log = logging.getLogger(__name__)
 
@@ -59,14 +60,36 @@ def iter_jsonl(src, on_error: str = "fail") -> Iterator[tuple[int, dict]]:
             except ValueError as e:
                 reject(f"{name}:{lineno}: malformed JSON line ({e})", on_error)
                 continue
+            except RecursionError:  # Python's decoder recurses once per level
+                reject(f"{name}:{lineno}: JSON nested too deeply to read", on_error)
+                continue
+            if _SURROGATE_ESCAPE.search(line) and _lone_surrogate(obj):
+                # valid JSON ("sushi\ud800"), but no Unicode text: it broke every later
+                # step that encodes it (SQLite, the output file) with a traceback
+                reject(f"{name}:{lineno}: a string holds a lone surrogate (a \\uD800-\\uDFFF escape "
+                       "without its pair): not Unicode text", on_error)
+                continue
             yield lineno, obj
     finally:
         if own:
             f.close()
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(obj) -> bool:
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def reject(message: str, on_error: str = "fail") -> None:
-    """A bad input row: raise (``on_error="fail"``) or log it as skipped."""
+    """A bad input row: raise (``on_error="fail"``) or log it as skipped (one line of
+    bounded length either way)."""
+    message = clip(message)
     if on_error == "fail":
         raise KgcultError(message)
     log.warning("skipped: %s", message)

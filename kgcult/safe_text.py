@@ -89,4 +89,16 @@ def csv_row(cells) -> list:
     return [csv_cell(c) for c in cells]
 
 
-__all__ = ["strip_credentials", "printable", "csv_cell", "csv_row", "REDACTED"]
+MAX_MESSAGE = 2_000  # characters of one error or warning line
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out: an error line
+    that quotes its input stays one readable line (a 200,000-element list in a row once
+    made a 1.6 MB error line)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+
+
+__all__ = ["strip_credentials", "printable", "csv_cell", "csv_row", "clip", "REDACTED"]

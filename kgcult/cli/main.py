@@ -14,6 +14,7 @@ import click
 
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
+from kgcult.safe_text import clip
 from kgcult.store import open_store, resolve_location
 from kgcult.version import __version__
 
@@ -131,9 +132,11 @@ class KgcultGroup(click.Group):
             message, code = f"{where}{e.strerror or e}{hint}", 1
         except MemoryError as e:
             message, code = f"out of memory{': ' + str(e) if str(e) else ''}", 1
+        except RecursionError:  # a reader that recursed per nesting level: one line, not a traceback
+            message, code = "the input is nested too deeply to read (past Python's recursion limit)", 1
         # Exit outside the except block: the error's traceback (frames holding the open
         # store) is dropped, so an in-process caller can reopen the store at once.
-        click.echo(f"error: {message}", err=True)
+        click.echo(f"error: {clip(message)}", err=True)  # one line of bounded length, whatever it quotes
         ctx.exit(code)
 
 

@@ -10,6 +10,7 @@ from typing import Collection, Iterator
 
 from kgcult.errors import KgcultError
 from kgcult.files import iter_jsonl, reject
+from kgcult.safe_text import clip
 
 
 @dataclass(slots=True, frozen=True)
@@ -67,12 +68,18 @@ def check(row: dict, topics: Collection[str], limits: Limits = LIMITS) -> Mentio
     if not isinstance(mention, str):
         raise KgcultError(f"mention must be a string, got {type(mention).__name__}")
     limits.check(mention)
+    if not mention.isascii():
+        try:
+            mention.encode("utf-8")
+        except UnicodeEncodeError:
+            raise KgcultError("mention holds a lone surrogate (a \\uD800-\\uDFFF escape without its pair): "
+                              "not Unicode text") from None
     lang = row.get("lang") or "en"
     if not isinstance(lang, str):
         raise KgcultError(f"lang must be a string, got {type(lang).__name__}")
     topic = row.get("topic") or None
     if topic is not None and (not isinstance(topic, str) or topic not in topics):
-        raise KgcultError(f"unknown topic {topic!r}: one of {', '.join(sorted(topics))}")
+        raise KgcultError(f"unknown topic {clip(repr(topic), 200)}: one of {', '.join(sorted(topics))}")
     group = row.get("group", row.get("source_id"))
     if group is not None and (not isinstance(group, (str, int)) or isinstance(group, bool)):
         raise KgcultError(f"group must be a string or an integer, got {type(group).__name__}")

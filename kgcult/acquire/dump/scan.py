@@ -208,6 +208,8 @@ def scan_json_block(plan: ScanPlan, first_line: int, block, terms: bool = False,
             got = scan(line)
         except (ValueError, TypeError) as ex:
             return _failed(first_line, n, f"not a JSON entity line: {ex}", i)
+        except RecursionError:  # the full parse recurses per level (a record nested 100,000 deep)
+            return _failed(first_line, n, "not a JSON entity line: nested too deeply to read", i)
         if got is None:
             continue
         n += 1

@@ -97,8 +97,11 @@ def load_array(directory: str | Path, name: str) -> np.ndarray:
 
 
 def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def write_raw(f, arr: np.ndarray) -> dict:
