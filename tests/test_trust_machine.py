@@ -271,3 +271,23 @@ def test_the_mirror_keeps_no_sitelinks_value_that_is_not_a_count():
                                  ox.Triple(q17, p, ox.Literal("lots", language="en")),
                                  ox.Triple(q17, p, ox.Literal("120", datatype=integer))])
     assert [t.object.value for t in kept] == ["120"] and dropped == 2
+
+
+def test_a_killed_servers_spool_folder_is_removed_by_the_next_server(tmp_path, store_path, monkeypatch):
+    """SIGKILL runs nothing of the server: the next one removes the folders of servers that
+    are gone (their process id is in the name), and leaves a live server's alone."""
+    import os
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = tmp_path / "kgcult-serve-999999999-abc"  # no such process
+    live = tmp_path / f"kgcult-serve-{os.getppid()}-def"
+    for d in (dead, live):
+        d.mkdir()
+        (d / "job-1").mkdir()
+        (d / "job-1" / "body-x").write_bytes(b"x" * 1000)
+    with running_server(store_path, ServeConfig(port=0, workers=1)) as srv:
+        assert not dead.exists() and live.exists()
+        mine = srv.app._spool_dir.name
+        assert os.path.basename(mine).startswith(f"kgcult-serve-{os.getpid()}-")
+    assert not os.path.exists(mine)

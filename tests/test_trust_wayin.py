@@ -239,3 +239,21 @@ def test_pages_send_a_content_security_policy_and_no_referrer(tmp_path):
         import re
         assert not re.search(r"<script(?![^>]*\bsrc=\"/static/)", page)  # no inline script: none would run
         assert not re.search(r"(?:src|href)=\"https?://", page)
+
+
+def test_the_mirror_client_sends_url_credentials_and_never_shows_them(caplog):
+    """The mirror's client is the same SparqlClient: Basic auth from the URL, and its
+    messages name the endpoint without the password."""
+    from kgcult.acquire.endpoint.client import EndpointClient
+    from tests.test_mirror import fast_config
+
+    def answer(handler, body):
+        return 200, [("Content-Type", "application/sparql-results+json")], b'{"head": {}, "results": '
+
+    with http_server(answer) as srv, caplog.at_level(logging.DEBUG):
+        url = srv.url.replace("http://", "http://ann:pw-s3cret@") + "/sparql"
+        client = EndpointClient(fast_config(url, max_attempts=1))
+        with pytest.raises(KgcultError) as e:
+            client.count("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "probe")
+        assert _auth(srv.seen[0][1]) == "Basic " + base64.b64encode(b"ann:pw-s3cret").decode()
+    assert "pw-s3cret" not in str(e.value) and "pw-s3cret" not in caplog.text

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import tempfile
 import threading
 
 from kgcult import langtags, vocab
@@ -24,6 +23,7 @@ from kgcult.serve.checkpoints import Checkpoints, StoreView
 from kgcult.serve.config import ServeConfig
 from kgcult.serve.answer import TRUNCATE_ROWS, Answer, QueryJob
 from kgcult.serve.protocol import HttpError, QueryRequest, Reply, UpdateRequest
+from kgcult.serve import spool
 from kgcult.serve.spool import IN_MEMORY, stream_file
 from kgcult.serve.workers import QueryPool
 from kgcult.sparql import nesting, service_guard, update_scope, wdqs
@@ -43,7 +43,7 @@ class SparqlApp:
         self.stats = {"queries": 0, "timeouts": 0, "busy": 0, "limited": 0, "errors": 0, "updates": 0,
                       "memory": 0, "preempted": 0}
         self._stats_lock = threading.Lock()
-        self._spool_dir = tempfile.TemporaryDirectory(prefix="kgcult-serve-")
+        self._spool_dir = spool.spool_folder()  # removed at close, or by the next server if this one is killed
         # with --writable, workers read checkpoints (the live store changes under them)
         self.views = Checkpoints(store) if cfg.writable else StoreView(store.location)
         self.pool = QueryPool(self.views, cfg, self._spool_dir.name, self.count)

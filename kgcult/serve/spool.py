@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import shutil
 import tempfile
 
 IN_MEMORY = 1 << 20  # bytes kept in memory before the body moves to a file
@@ -65,6 +67,42 @@ class Spool:
             except OSError:
                 pass
         self._file, self._mem, self.size = None, io.BytesIO(), 0
+
+
+PREFIX = "kgcult-serve-"
+_STALE = re.compile(re.escape(PREFIX) + r"(\d+)-")
+
+
+def spool_folder() -> tempfile.TemporaryDirectory:
+    """The server's spool folder, named with its process id; folders a killed server
+    (SIGKILL: nothing of it runs) left behind are removed first (:func:`remove_stale`)."""
+    remove_stale()
+    return tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-")
+
+
+def remove_stale(directory: str | None = None) -> list[str]:
+    """Remove this user's spool folders whose server process is gone; returns their paths."""
+    directory = directory or tempfile.gettempdir()
+    gone: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return gone
+    for name in names:
+        m = _STALE.match(name)
+        path = os.path.join(directory, name)
+        if not m or not os.path.isdir(path) or os.stat(path).st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # its server runs
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, ValueError):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        gone.append(path)
+    return gone
 
 
 def stream_file(path: str):

@@ -172,7 +172,7 @@ class EndpointClient:
             if "json" not in reply.content_type:
                 raise BadResponse(f"expected SPARQL JSON results, got {reply.content_type or 'no content type'}")
             try:
-                rows = json_answer(reply.body, self.config.endpoint)["results"]["bindings"]
+                rows = json_answer(reply.body, self.http.endpoint)["results"]["bindings"]
                 if not isinstance(rows, list):
                     raise TypeError("bindings is not a list")
                 out = []
@@ -197,7 +197,7 @@ class EndpointClient:
             if "json" not in reply.content_type:
                 raise BadResponse(f"expected SPARQL JSON results, got {reply.content_type or 'no content type'}")
             try:
-                rows = json_answer(reply.body, self.config.endpoint)["results"]["bindings"]
+                rows = json_answer(reply.body, self.http.endpoint)["results"]["bindings"]
                 return int(rows[0]["n"]["value"])
             except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
                 raise BadResponse(f"malformed SPARQL JSON count: {e}") from None
@@ -235,7 +235,7 @@ class EndpointClient:
         if not self._warned_format:
             self._warned_format = True
             log.warning("%s answers CONSTRUCT in %s although %s was asked for (QLever did before mid-2026); "
-                        "parsing it as %s, with the endpoint's count of each batch", self.config.endpoint, got,
+                        "parsing it as %s, with the endpoint's count of each batch", self.http.endpoint, got,
                         self.config.construct_format, got)
 
 

@@ -81,7 +81,7 @@ def grouped_counts(client: EndpointClient, query: str, what: str) -> dict[str, i
             raise BadResponse(f"expected SPARQL JSON results, got {reply.content_type or 'no content type'}")
         try:
             out = {}
-            for r in json_answer(reply.body, client.config.endpoint)["results"]["bindings"]:
+            for r in json_answer(reply.body, client.http.endpoint)["results"]["bindings"]:
                 c = ids.entity_of_iri(r["c"]["value"])
                 if c:
                     out[c] = int(r["n"]["value"])
