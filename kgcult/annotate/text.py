@@ -121,23 +121,52 @@ han_fold = _Han()
 
 
 FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
-_SEGMENTERS: dict = {}
+_LEXICONS: dict = {}
 
 
 def segment(run: str, segmenter: str) -> list[tuple[int, int]]:
-    """The words of an unspaced run as (start, end) offsets: ``thai``, pythainlp's
-    dictionary segmenter (newmm)."""
+    """The words of an unspaced run as (start, end) offsets. ``thai``: maximal matching over
+    pythainlp's Thai word list (the fewest letters left out of any word, then the fewest
+    words; as pythainlp's newmm, without its dictionary trie, which takes seconds to build);
+    letters no word covers make one word per stretch."""
     if segmenter != "thai":
         return [(0, len(run))]
-    tok = _SEGMENTERS.get(segmenter)
-    if tok is None:
+    lex = _LEXICONS.get(segmenter)
+    if lex is None:
         from kgcult import extras
-        tok = _SEGMENTERS[segmenter] = extras.require("pythainlp.tokenize", "annotate", FEATURE_SEGMENT).word_tokenize
-    out, i = [], 0
-    for t in tok(run, engine="newmm", keep_whitespace=False):
-        j = run.find(t, i)
-        if j < 0:
+        words_ = frozenset(extras.require("pythainlp.corpus", "annotate", FEATURE_SEGMENT).thai_words())
+        lex = _LEXICONS[segmenter] = (words_, max(map(len, words_)))
+    words_, longest = lex
+    n = len(run)
+    inf = (n + 1, n + 1)
+    best: list[tuple[int, int]] = [(0, 0)] + [inf] * n   # (letters left out, words) to cover run[:i]
+    back = [0] * (n + 1)
+    for i in range(n):
+        if best[i] == inf:
             continue
-        out.append((j, j + len(t)))
-        i = j + len(t)
+        left, count = best[i]
+        cand = (left + 1, count + 1)   # one letter no word covers
+        if cand < best[i + 1]:
+            best[i + 1], back[i + 1] = cand, i
+        for j in range(i + 2, min(n, i + longest) + 1):
+            if run[i:j] in words_:
+                cand = (left, count + 1)
+                if cand < best[j]:
+                    best[j], back[j] = cand, i
+    cuts = []
+    j = n
+    while j > 0:
+        cuts.append((back[j], j))
+        j = back[j]
+    cuts.reverse()
+    out: list[tuple[int, int]] = []
+    for a, b in cuts:  # letters no word covers, one word per stretch
+        if out and b - a == 1 and run[a:b] not in words_ and out[-1][1] == a and _loose(run, out[-1], words_):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
     return out
+
+
+def _loose(run: str, prev: tuple[int, int], words_) -> bool:
+    return run[prev[0]:prev[1]] not in words_
