@@ -94,7 +94,7 @@ def test_the_files_of_a_killed_bulk_load_are_removed_by_the_next_writer(tmp_path
 
 
 def test_partial_graphs_and_a_stale_closure_are_told_to_every_reader(tmp_path):
-    from kgcult.acquire import staging
+    from kgcult.store import staging
     from kgcult.store import hierarchy
     from tests.conftest import running_server
     import urllib.parse

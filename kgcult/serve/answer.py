@@ -75,7 +75,7 @@ def evaluate_query(store, text: str, default_graphs=(), named_graphs=()):
     except KgcultError as e:
         raise HttpError(400, str(e)) from None
     try:
-        return store.ox.query(prepared.text, **kwargs), prepared
+        return store.evaluate(prepared.text, **kwargs), prepared
     except SyntaxError as e:
         raise HttpError(400, str(wdqs.syntax_error(text, prepared.text, e))) from None
     except (OSError, ValueError, TypeError) as e:

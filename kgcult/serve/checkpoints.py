@@ -54,7 +54,7 @@ class Checkpoints:
         self._count += 1
         path = str(self.root / f"view{self._count}")
         try:
-            self.store.ox.backup(path)
+            self.store.backup(path)
         except OSError as e:
             raise KgcultError(f"cannot checkpoint the store into {path}: {e}") from None
         with self._lock:

@@ -27,7 +27,7 @@ from kgcult.serve import spool
 from kgcult.serve.spool import IN_MEMORY, stream_file
 from kgcult.serve.workers import QueryPool
 from kgcult.sparql import nesting, service_guard, update_scope, wdqs
-from kgcult.store import graphnames, update_set
+from kgcult.store import graphnames
 from kgcult.sparql.query_text import classify
 from kgcult.version import __version__
 
@@ -108,7 +108,7 @@ class SparqlApp:
                                          "triples (each once, as on WDQS); write to a named graph "
                                          "(GRAPH <g> { ... }, WITH <g>, INTO GRAPH <g>)")
                 # the default graph follows the named graphs, at the cost of what changed
-                update_set.run(self.store.ox, req.text, operations, vocab.PREFIXES)
+                self.store.update(req.text, operations)
             except KgcultError as e:
                 raise HttpError(400, str(e)) from None
             except SyntaxError as e:

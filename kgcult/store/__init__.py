@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
+from kgcult.store.base import DEFAULT_GRAPH, DEFAULT_LOCATION, StoreReads, resolve_location
 from kgcult.errors import QuerySyntaxError
 from kgcult.store.embedded import LoadInterrupted, LoadReport, Store
 
@@ -28,5 +28,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["DEFAULT_LOCATION", "LoadInterrupted", "LoadReport", "QuerySyntaxError", "RemoteStore", "Store", "StoreReads", "open_store",
+__all__ = ["DEFAULT_GRAPH", "DEFAULT_LOCATION", "LoadInterrupted", "LoadReport", "QuerySyntaxError", "RemoteStore", "Store", "StoreReads", "open_store",
            "resolve_location"]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterator
 
-from pyoxigraph import NamedNode, Quad
+from pyoxigraph import DefaultGraph, NamedNode, Quad
 
 from kgcult import vocab
 from kgcult.safe_text import strip_credentials
 
 DEFAULT_LOCATION = os.path.join(".kgcult", "store")
+DEFAULT_GRAPH = DefaultGraph()  # the default graph: every data graph's triples and the closure's, each once
 
 
 def resolve_location(location: str | os.PathLike | None = None) -> str:
@@ -37,6 +38,15 @@ class StoreReads:
         res = self.query(sparql, **kw)
         names = [v.value for v in res.variables]
         return [{n: sol[n] for n in names if sol[n] is not None} for sol in res]
+
+    def quads_for_pattern(self, s=None, p=None, o=None, g=None) -> Iterator[Quad]:
+        """Quads matching a pattern of pyoxigraph terms (``g``: a graph, :data:`DEFAULT_GRAPH`
+        for the default graph, the set; None for every graph)."""
+        return self.ox.quads_for_pattern(s, p, o, g)
+
+    def quad_count(self) -> int:
+        """Quads in the store (every graph, the default graph's set included)."""
+        return len(self.ox)
 
     def quads(self, graph: str | None = None) -> Iterator[Quad]:
         """Every quad of ``graph`` (or of all graphs, the default graph's set included)."""

@@ -18,7 +18,7 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import health, loading, provenance, readers, recovery, setgraph
+from kgcult.store import health, loading, provenance, readers, recovery, setgraph, update_set
 from kgcult.store.loading import LoadInterrupted, LoadReport
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.sparql import nesting, wdqs
@@ -204,7 +204,41 @@ class Store(StoreReads):
             raise KgcultError(f"{self.location}: the store is open read-only; cannot load into it")
         return loading.load(self, paths, graph, progress=progress, kind=kind)
 
+    def evaluate(self, prepared: str, **dataset):
+        """Run query text already prepared (``wdqs.prepare``: the server's workers) with
+        pyoxigraph's dataset options (``default_graph``, ``named_graphs``, ...)."""
+        return self._ox.query(prepared, **dataset)
+
+    def backup(self, path: str | os.PathLike) -> None:
+        """A consistent copy of the store at ``path`` (hard links to RocksDB's files)."""
+        self._ox.backup(str(path))
+
     # -- the write gateway -------------------------------------------------------------
+
+    def update(self, text: str, operations: list) -> None:
+        """A client's SPARQL Update (``kgcult serve --writable``; ``operations``: its parse,
+        checked by the caller): run, and the default graph brought up to date with what it
+        changed (:mod:`kgcult.store.update_set`)."""
+        self.note_write()
+        update_set.run(self._ox, text, operations, vocab.PREFIXES)
+
+    def append(self, graph: str, data: bytes | None = None, stream=None) -> None:
+        """N-Triples into ``graph`` and, when it is in the set, the default graph: ``data``
+        in one transaction, or ``stream()`` (a context manager giving a binary stream, opened
+        once per target) through the bulk loader (the caller keeps the
+        graph pending for the set until it is whole: ``staging``)."""
+        for target in [NamedNode(graph)] + ([setgraph.DEFAULT] if setgraph.visible(graph) else []):
+            if data is not None:
+                self._ox.load(input=data, format=ox.RdfFormat.N_TRIPLES, to_graph=target)
+            else:
+                with stream() as f:  # a fresh stream for each target
+                    self._ox.bulk_load(input=f, format=ox.RdfFormat.N_TRIPLES, to_graph=target)
+
+    def bulk_load_nquads(self, path: str) -> None:
+        """Oxigraph's bulk loader over an N-Quads file or pipe (``kgcult ingest``'s loads,
+        inside :meth:`writing`, whose journal entry undoes what a failed or killed load
+        left). It commits batch by batch: a write outside a journaled one is not atomic."""
+        self._ox.bulk_load(path=path, format=ox.RdfFormat.N_QUADS)
 
     @contextmanager
     def writing(self, kind: str, what: str, *, creates: Iterable[str] = (), swaps: Iterable[tuple[str, str]] = (),

@@ -15,6 +15,12 @@ def is_reserved(iri: str) -> bool:
     return iri == vocab.META_GRAPH or iri.startswith(RESERVED_PREFIXES)
 
 
+def in_set(iri: str) -> bool:
+    """Whether a named graph's triples are in the default graph (the set): data graphs, and
+    the closure graphs of a store built before the closure lived in the default graph only."""
+    return vocab.is_data_graph(iri) or vocab.is_derived_graph(iri)
+
+
 def check_graph_iri(iri: str, where: str) -> NamedNode:
     """``iri`` as a NamedNode, or a KgcultError naming ``where`` (a file or an option)
     when it is not a valid IRI."""

@@ -2,7 +2,7 @@
 ingest or load left partial, and a closure that is stale while a query reads it.
 
 A mirror's partial graphs are recorded in the metadata graph (``kgc:mirrorRun
-"partial:<run>"`` per graph, written by :mod:`kgcult.acquire.staging`), as is
+"partial:<run>"`` per graph, written by :mod:`kgcult.store.staging`), as is
 ``kgc:closureStale``; an unfinished load, import or ingest names its graphs in the journal
 beside the store (:mod:`kgcult.store.recovery`); :func:`notices` turns them
 into one-line notices that ``kgcult sparql``, the API and ``kgcult serve`` (the

@@ -39,6 +39,7 @@ import pyoxigraph as ox
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad
 
 from kgcult import vocab
+from kgcult.store import graphnames
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +59,7 @@ ALL_GRAPHS = vocab.KGC + "allGraphs"
 LEGACY_DEFAULT = vocab.GRAPH + "default"
 
 
-def visible(iri: str) -> bool:
-    """Whether a named graph's triples are in the default graph: data graphs (and the
-    closure graphs of a store built before the closure lived in the default graph only)."""
-    return vocab.is_data_graph(iri) or vocab.is_derived_graph(iri)
+visible = graphnames.in_set
 
 
 # -- the closure's own triples (default graph only) -------------------------------------

@@ -14,7 +14,6 @@ from array import array
 from typing import BinaryIO
 
 import numpy as np
-import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
 from kgcult import vocab
@@ -26,7 +25,7 @@ from kgcult.acquire.dump import truthy
 from kgcult.acquire.dump.selection import code, contains
 from kgcult.acquire.dump.reader import IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
-from kgcult.store import setgraph
+from kgcult.store import graphnames
 
 
 def member_filter(spec: SubgraphSpec):
@@ -190,7 +189,7 @@ class _PipeLoad:
 
     def _run(self) -> None:
         try:
-            self.store.ox.bulk_load(path=self.path, format=ox.RdfFormat.N_QUADS)
+            self.store.bulk_load_nquads(self.path)
         except BaseException as e:  # noqa: BLE001 - raised by the Writer
             self.error = e
 
@@ -235,11 +234,11 @@ class Writer:
     would do on one thread; each takes up to LOADER_QUADS quads, then commits and another
     takes its place. Elsewhere the quads are spooled to a scratch file and loaded at
     :meth:`flush`. The graphs written are staging graphs or graphs
-    marked partial (:mod:`kgcult.acquire.staging`), so a bulk load that does not commit as
+    marked partial (:mod:`kgcult.store.staging`), so a bulk load that does not commit as
     one transaction changes nothing readers see. Lines for a graph marked partial go to the
     default graph too (kgcult's set of all graphs' triples: the same line without a graph
     is an N-Quads line of the default graph); the graph is pending until the run ends, so a
-    writer killed in between is repaired on the next open (:mod:`kgcult.store.setgraph`)."""
+    writer killed in between is repaired on the next open (:mod:`kgcult.store.recovery`)."""
 
     def __init__(self, store, tmpdir: str | None = None, loaders: int = 1):
         self.store, self.tmpdir, self.loaders = store, tmpdir, max(1, loaders)
@@ -299,7 +298,7 @@ class Writer:
         else:
             quads = b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x)
         named = quads.count(b"\n")
-        if setgraph.visible(graph.value):
+        if graphnames.in_set(graph.value):
             quads += data if data.endswith(b"\n") else data + b"\n"
         if self.spool is not None:
             self.spool.write(quads)
@@ -314,7 +313,7 @@ class Writer:
                 self.spool.close()
                 self.spool = None
                 try:
-                    self.store.ox.bulk_load(path=self.path, format=ox.RdfFormat.N_QUADS)
+                    self.store.bulk_load_nquads(self.path)
                 except SyntaxError as e:
                     raise self._bad_line(e) from None
             failure = None

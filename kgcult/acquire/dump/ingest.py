@@ -17,7 +17,7 @@ of the lines the subgraphs could keep. The crawl (:func:`kgcult.acquire.crawl.cr
 same as the endpoint path) runs over the edge index (:mod:`kgcult.acquire.dump.selection`),
 then the members' lines are read back from the intermediate and bulk-loaded, while they
 are read, into staging graphs (:class:`~kgcult.acquire.dump.emit.Writer`), which replace the
-target graphs atomically at the end (:mod:`kgcult.acquire.staging`), with
+target graphs atomically at the end (:mod:`kgcult.store.staging`), with
 provenance (dump path, sha256, counts). ``engine="spark"`` runs the same selection with
 pyspark (:mod:`kgcult.acquire.dump.spark`).
 """
@@ -30,7 +30,8 @@ import time
 
 from pyoxigraph import NamedNode
 
-from kgcult.acquire import staging, subgraphs
+from kgcult.acquire import subgraphs
+from kgcult.store import staging
 from kgcult.acquire.dump import json_entity
 from kgcult.acquire.dump import scan
 from kgcult.acquire.dump import sitelinks as sitelink_file

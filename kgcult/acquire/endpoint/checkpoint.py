@@ -15,10 +15,8 @@ import sqlite3
 from pathlib import Path
 
 import pyoxigraph as ox
-from pyoxigraph import NamedNode
 
 from kgcult.files import atomic_write
-from kgcult.store import setgraph
 
 _SMALL = 64 << 20  # staged bytes loaded in one ordinary transaction; more go to the bulk loader
 
@@ -94,16 +92,11 @@ def load_batches(store, graph: str, files: list[Path]) -> None:
     if not files:
         return
     # a graph in the default graph's set (not a staging graph) gets the triples there too,
-    # after its own copy (kgcult.store.setgraph; the graph is pending until the run ends)
-    targets = [NamedNode(graph)] + ([setgraph.DEFAULT] if setgraph.visible(graph) else [])
+    # after its own copy (the graph is pending until the run ends: kgcult.store.staging)
     if sum(f.stat().st_size for f in files) <= _SMALL:
-        data = b"".join(f.read_bytes() for f in files)
-        for target in targets:
-            store.ox.load(input=data, format=ox.RdfFormat.N_TRIPLES, to_graph=target)
+        store.append(graph, data=b"".join(f.read_bytes() for f in files))
     else:
-        for target in targets:
-            with _ChainedFiles(files) as stream:
-                store.ox.bulk_load(input=stream, format=ox.RdfFormat.N_TRIPLES, to_graph=target)
+        store.append(graph, stream=lambda: _ChainedFiles(files))
 
 
 class _ChainedFiles(io.RawIOBase):

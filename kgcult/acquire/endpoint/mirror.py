@@ -18,7 +18,7 @@ Lossless and resumable: every response is parsed completely before anything is k
 (:mod:`kgcult.acquire.endpoint.client`); each finished batch is staged as a file and memoized in the
 checkpoint (:mod:`kgcult.acquire.endpoint.checkpoint`), so a re-run after a crash or ``kill -9``
 skips finished work and ends with the same triples; a complete subgraph reaches the store
-as described in :mod:`kgcult.acquire.staging`. Provenance is recorded and the closure is
+as described in :mod:`kgcult.store.staging`. Provenance is recorded and the closure is
 marked stale. A query that exhausts its retries (or the run's retry budget) fails the
 run, naming the batch.
 """
@@ -36,7 +36,7 @@ from pyoxigraph import Literal, NamedNode
 
 from kgcult import ids, vocab
 from kgcult.acquire import subgraphs
-from kgcult.acquire import staging
+from kgcult.store import staging
 from kgcult.acquire.endpoint.checkpoint import Checkpoint, default_path, load_batches, staging_dir, staging_root, write_batch
 from kgcult.acquire.crawl import crawl
 from kgcult.acquire.endpoint.client import EndpointClient, MirrorConfig, MirrorError
@@ -63,13 +63,13 @@ def seeds_from_store(store, spec: SubgraphSpec, specs: dict[str, SubgraphSpec]) 
     for name in spec.seed_from:
         g = NamedNode(specs[name].graph) if name in specs else NamedNode(vocab.graph_iri(name))
         if spec.seed_all:
-            rows = store.ox.query(bind_values(
+            rows = store.query(bind_values(
                 "SELECT DISTINCT ?e WHERE { GRAPH ?g { { ?e ?p ?o } UNION { ?s ?p ?e } } "
                 f"FILTER(isIRI(?e) && STRSTARTS(STR(?e), {Literal(vocab.WD)})) }}", {"g": g}))
             terms = (r["e"] for r in rows)
         else:
             terms = (q.object for p in spec.seed_properties
-                     for q in store.ox.quads_for_pattern(None, vocab.wdt(p), None, g))
+                     for q in store.quads_for_pattern(None, vocab.wdt(p), None, g))
         out.update(e for e in map(ids.entity_of_term, terms) if e)
     return out
 
@@ -383,7 +383,7 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
 
 
 def _recorded(store, run_id: str) -> bool:
-    for _ in store.ox.quads_for_pattern(None, vocab.kgc("runId"), Literal(run_id), _META):
+    for _ in store.quads_for_pattern(None, vocab.kgc("runId"), Literal(run_id), _META):
         return True
     return False
 

@@ -24,7 +24,7 @@ from kgcult.link.index import name_pools as pools
 from kgcult.link.index import layout
 from kgcult.link.index.encoding import FORMAT, LANG_BITS, qnum_of
 from kgcult.link.topics import Topic, load_topics
-from kgcult.store import setgraph
+from kgcult.store import DEFAULT_GRAPH, Store
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +54,13 @@ def _local(term) -> str | None:
 
 
 def _data_quads(store, pred):
-    """Quads of ``pred`` outside the derived and meta graphs (``store``: a kgcult store or
-    a pyoxigraph one): the default graph where it is the set of the data graphs (each
-    triple once, see ``kgcult.store.setgraph``), else every named graph's."""
-    handle = getattr(store, "ox", store)
-    if setgraph.is_set(handle):
-        yield from handle.quads_for_pattern(None, pred, None, setgraph.DEFAULT)
+    """Quads of ``pred`` outside the derived and meta graphs (``store``: a kgcult store):
+    the default graph where it is the set of the data graphs (each triple once, see
+    docs/store.md), else every named graph's."""
+    if getattr(store, "is_set", False):
+        yield from store.quads_for_pattern(None, pred, None, DEFAULT_GRAPH)
         return
-    for q in handle.quads_for_pattern(None, pred, None, None):
+    for q in store.quads_for_pattern(None, pred, None, None):
         g = q.graph_name
         if isinstance(g, NamedNode) and (vocab.is_derived_graph(g.value) or g.value == vocab.META_GRAPH):
             continue
@@ -118,8 +117,8 @@ class _Reads:
         the default graph (a kgcult store keeps the closure there only; an older one in a
         named graph too, read as the union then), or a remote endpoint's default graph."""
         h = self.handle
-        if isinstance(h, ox.Store):
-            graph = setgraph.DEFAULT if setgraph.is_set(h) else None
+        if not getattr(h, "remote", False):
+            graph = DEFAULT_GRAPH if h.is_set else None
             return (q.subject for q in h.quads_for_pattern(None, pred, obj, graph))
         # a remote endpoint's default graph (terms parsed as IRIs: str() is a valid IRI reference)
         return (r["x"] for r in h.query(f"SELECT ?x WHERE {{ ?x {pred} {obj} }}"))
@@ -152,12 +151,13 @@ class _Builder:
         loc = getattr(self.store, "location", None)
         embedded = not getattr(self.store, "remote", False) and loc and Path(str(loc)).is_dir()
         if not (embedded and getattr(self.store, "read_only", False)):
-            yield _Reads(self.store.ox)
+            yield _Reads(self.store)
             return
-        reads = _Reads(ox.Store.read_only(str(loc)))
+        reads = _Reads(Store(str(loc), read_only=True))
         try:
             yield reads
         finally:
+            reads.handle.close()
             reads.handle = None
             _hand_back_freed_memory()
 

@@ -255,7 +255,7 @@ def index_dir_of(location) -> Path:
 def _fingerprint(store) -> str:
     """What identifies a remote store's content without reading it all: its triple count
     and its provenance records."""
-    key = [len(store.ox), store.provenance()]
+    key = [store.quad_count(), store.provenance()]
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 

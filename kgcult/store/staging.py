@@ -1,4 +1,5 @@
-"""How a new version of a subgraph's graph reaches the store, for both sources.
+"""How a new version of a subgraph's graph reaches the store, for both sources (the
+mirror and the dump ingest; ``spec``: a subgraph spec, its ``graph`` and ``staging_graph``).
 
 The metadata graph records, per target graph, the run that wrote it (``kgc:mirrorRun``).
 A graph with nothing to keep (new, or the partial load of an interrupted run) is written
@@ -16,7 +17,6 @@ from __future__ import annotations
 from pyoxigraph import Literal, NamedNode
 
 from kgcult import vocab
-from kgcult.acquire.subgraphs import SubgraphSpec
 from kgcult.errors import KgcultError
 from kgcult.store import setgraph
 
@@ -27,7 +27,7 @@ _RUN = vocab.kgc("mirrorRun")
 
 def marker(store, graph: str) -> str | None:
     """The run that wrote ``graph`` (``partial:<run>`` while it runs), or None."""
-    for q in store.ox.quads_for_pattern(NamedNode(graph), _RUN, None, _META):
+    for q in store.quads_for_pattern(NamedNode(graph), _RUN, None, _META):
         return q.object.value
     return None
 
@@ -51,7 +51,7 @@ def marker_ops(graph: str, value: str | None) -> list[str]:
     return ops
 
 
-def swap(store, spec: SubgraphSpec, run_id: str) -> None:
+def swap(store, spec, run_id: str) -> None:
     """Replace the target graph by the staging graph, atomically (one SPARQL Update)."""
     t, s, m = spec.graph, spec.staging_graph, vocab.META_GRAPH
     for iri in (t, s):
@@ -67,7 +67,7 @@ def swap(store, spec: SubgraphSpec, run_id: str) -> None:
         f"INSERT DATA {{ GRAPH <{m}> {{ <{t}> <{_RUN.value}> {Literal(run_id)} }} }}"]))
 
 
-def begin(store, spec: SubgraphSpec, run_id: str) -> str:
+def begin(store, spec, run_id: str) -> str:
     """The (empty) graph to write run ``run_id``'s version of ``spec`` into: the target
     itself, marked partial, when it has nothing to keep; else the staging graph."""
     store.clear_graph(spec.staging_graph)
@@ -79,7 +79,7 @@ def begin(store, spec: SubgraphSpec, run_id: str) -> str:
     return spec.graph
 
 
-def finish(store, spec: SubgraphSpec, run_id: str, written: str) -> None:
+def finish(store, spec, run_id: str, written: str) -> None:
     """Make the graph :func:`begin` gave (``written``) the complete version of ``spec``."""
     if written == spec.graph:
         set_marker(store, spec.graph, run_id, setgraph.unmark_pending_ops([spec.graph]))
