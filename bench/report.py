@@ -6,7 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ["load", "load_interrupt", "snapshot_import", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "views",
-         "build_repeat", "link", "link_scale", "link_first", "link_long", "link_long_mention", "annotate", "probe", "serve", "page",
+         "build_repeat", "link", "link_scale", "link_first", "link_long", "link_long_mention", "link_scripts", "annotate", "probe", "serve", "page",
          "serve_runaway", "wdqs", "setgraph", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
@@ -20,6 +20,7 @@ TITLES = {
     "link_first": "A first link as fast as the hundredth (issue 32, item 2)",
     "link_long_mention": "One long mention: linear stages (issue 30)",
     "link": "Entity linking (issue 5)",
+    "link_scripts": "Linking names across scripts and attached grammar (issue 37)",
     "annotate": "Entity spans in raw model output: `kgcult annotate` (issue 37)",
     "probe": "Probing (issue 6)",
     "serve": "SPARQL endpoint (issue 7)",

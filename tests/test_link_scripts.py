@@ -140,3 +140,28 @@ def test_link_eval_reads_texts_with_gold_spans(linker, tmp_path):
     bad.write_text(json.dumps({**text, "spans": [{"text": "x", "qid": "Q1", "alt": "Q2"}]}) + "\n")
     with pytest.raises(Exception, match="bad.jsonl:1: alt must be a list of QIDs"):
         linking.read_gold(bad)
+
+
+def test_thai_rules_run_from_their_file_as_pythainlp_runs_them():
+    import subprocess
+    import sys
+    words = ["เชียงใหม่", "ภูเก็ต", "ลำปาง", "กรุงเทพฯ", "หนองคาย", "สุโขทัย"]
+    code = ("import sys, json\nfrom kgcult.link import scripts\n"
+            f"w = {words!r}\nmine = [scripts.romanize(x, 'th') for x in w]\n"
+            "assert 'pythainlp' not in sys.modules, 'pythainlp imported'\n"
+            "from pythainlp.transliterate.royin import _romanize\n"
+            "print(json.dumps([mine, [_romanize(x) for x in w]]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    import json
+    mine, theirs = json.loads(out)
+    assert mine == theirs
+
+
+def test_kanji_read_from_the_converted_dictionary(tmp_path, monkeypatch):
+    # pykakasi's dictionary, converted once into $KGCULT_CACHE and read by first kanji
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    path = scripts.convert_kanwa()
+    assert path is not None and path.parent == tmp_path / "models" and path.exists()
+    reader = scripts._Kanwa(path)
+    got = {w: scripts.compact(scripts._ascii_words(reader(w))) for w in ["東京", "味噌汁", "北海道", "抹茶", "寿司"]}
+    assert got == {"東京": "toukyou", "味噌汁": "misoshiru", "北海道": "hokkaidou", "抹茶": "matcha", "寿司": "sushi"}

@@ -12,7 +12,8 @@ maintained packages, each imported on the first text that needs it:
   pronounce it (``राजस्थान`` -> ``rajasthan``);
 * Japanese with kanji: pykakasi (Hepburn); long vowels folded (``toukyou`` -> ``tokyo``);
   its kanji dictionary is read from a converted copy (:func:`convert_kanwa`, written by
-  ``kgcult link index`` or the first use), one first kanji at a time;
+  ``kgcult link index`` or the first use), one first kanji at a time, the longest word
+  first as pykakasi reads it, the kana then by anyascii (Hepburn);
 * Hangul: korean-romanizer (Revised Romanization);
 * everything else (kana alone, Chinese as pinyin, Arabic and Persian script, Cyrillic,
   Greek, Hebrew, Latin with diacritics, ...): anyascii.
@@ -105,13 +106,43 @@ def _anyascii() -> Callable[[str], str]:
     return anyascii
 
 
+_ROYIN_IMPORT = "from pythainlp import thai_consonants, word_tokenize"
+
+
 @lru_cache(maxsize=None)
 def _thai() -> Callable[[str], str]:
-    try:  # the rules alone, per run of Thai letters (no dictionary segmenter to load)
-        from pythainlp.transliterate.royin import _romanize
-        return lambda s: " ".join(_romanize(w) for w in s.split())
-    except ImportError:  # pragma: no cover - a pythainlp without the module
-        return _anyascii()
+    """pythainlp's RTGS rules (``transliterate.royin._romanize``) per run of Thai letters.
+    Importing pythainlp loads its tokenizers, soundex, spelling and tagging modules
+    (0.15-0.3 s) for about 300 lines of rules that need one constant of the package: unless
+    pythainlp is imported already, the rules' module is run from its file with that
+    constant (read from the package's ``__init__``, the part before its first import) in
+    place of its package import; a release whose files differ is imported as usual."""
+    import sys
+    from importlib.util import find_spec
+    try:
+        if "pythainlp" in sys.modules:
+            raise LookupError
+        spec = find_spec("pythainlp")
+        if spec is None or not spec.submodule_search_locations:
+            raise LookupError
+        base = Path(list(spec.submodule_search_locations)[0])
+        head = (base / "__init__.py").read_text(encoding="utf-8").split("\nfrom pythainlp", 1)[0]
+        consts: dict = {}
+        exec(compile(head, str(base / "__init__.py"), "exec"), consts)  # string constants
+        path = base / "transliterate" / "royin.py"
+        src = path.read_text(encoding="utf-8")
+        if src.count(_ROYIN_IMPORT) != 1 or not isinstance(consts.get("thai_consonants"), str):
+            raise LookupError
+        ns: dict = {"__name__": "kgcult_royin", "thai_consonants": consts["thai_consonants"],
+                    "word_tokenize": None}
+        exec(compile(src.replace(_ROYIN_IMPORT, ""), str(path), "exec"), ns)
+        rules = ns["_romanize"]
+    except (LookupError, OSError, SyntaxError, KeyError):
+        try:
+            from pythainlp.transliterate.royin import _romanize as rules
+        except ImportError:  # pragma: no cover - pythainlp missing
+            return _anyascii()
+    return lambda s: " ".join(rules(w) for w in s.split())
 
 
 def _brahmic(run: str) -> str:
@@ -144,45 +175,41 @@ def _brahmic(run: str) -> str:
     return " ".join(words)
 
 
-def kanwa_path() -> Path:
+KANWA_FORMAT = 2
+
+
+def kanwa_path() -> Path | None:
     """Where the converted copy of pykakasi's kanji dictionary lives (``$KGCULT_CACHE``,
-    default ``~/.cache/kgcult``, ``models/pykakasi-<version>-kanwa.sqlite``)."""
-    from importlib.metadata import version
+    default ``~/.cache/kgcult``, ``models/pykakasi-<version>-kanwa-v<format>.sqlite``); None
+    without pykakasi."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        v = version("pykakasi")
+    except PackageNotFoundError:
+        return None
     root = Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult") / "models"
-    return root / f"pykakasi-{version('pykakasi')}-kanwa.sqlite"
-
-
-class _Kanwa:
-    """pykakasi's kanji dictionary (``{first kanji: {word: readings}}``) read one first
-    kanji at a time from its converted copy, instead of unpickled whole (10 MB, 0.5-2 s)
-    by every process that reads one Japanese name."""
-
-    def __init__(self, path: Path):
-        self.con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
-                                   check_same_thread=False)
-        self.memo: dict = {}
-
-    def get(self, key: int, default=None):
-        v = self.memo.get(key)
-        if v is None:
-            row = self.con.execute("SELECT data FROM kanwa WHERE first = ?", (key,)).fetchone()
-            # the copy holds pykakasi's own pickled entries, written by convert_kanwa
-            v = self.memo[key] = pickle.loads(row[0]) if row else False
-        return v if v is not False else default
+    return root / f"pykakasi-{v}-kanwa-v{KANWA_FORMAT}.sqlite"
 
 
 def convert_kanwa() -> Path | None:
-    """Write the converted copy of pykakasi's kanji dictionary (atomically) when missing;
-    its path, or None when it cannot be written."""
+    """Write the converted copy of pykakasi's kanji dictionary (atomically) when missing:
+    per word, its first kanji, the word and its reading (the first one that needs no
+    okurigana context), in the dictionary's order; its path, or None when it cannot be
+    written (or pykakasi is not installed)."""
     path = kanwa_path()
-    if path.exists():
+    if path is None or path.exists():
         return path
     from pykakasi.properties import Configurations
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         dictpath = Configurations.dictpath(Configurations.jisyo_kanwa)  # type: ignore[call-arg, arg-type]
         with open(dictpath, "rb") as f:
-            table = pickle.load(f)
+            table = pickle.load(f)  # pykakasi's own file, as pykakasi reads it
+        rows = []
+        for first in sorted(table):
+            for seq, (word, readings) in enumerate(table[first].items()):
+                yomi = next((y for y, con in readings if con is None), readings[0][0] if readings else "")
+                rows.append((first, seq, word, yomi))
         fd, tmp = tempfile.mkstemp(prefix=scratch_prefix(path.name), dir=path.parent)
         os.close(fd)
         try:
@@ -190,9 +217,9 @@ def convert_kanwa() -> Path | None:
             try:
                 con.execute("PRAGMA journal_mode=OFF")
                 con.execute("BEGIN")
-                con.execute("CREATE TABLE kanwa(first INTEGER PRIMARY KEY, data BLOB)")
-                con.executemany("INSERT INTO kanwa VALUES (?, ?)",
-                                ((k, pickle.dumps(table[k], protocol=4)) for k in sorted(table)))
+                con.execute("CREATE TABLE kanwa(first INTEGER, seq INTEGER, word TEXT, yomi TEXT, "
+                            "PRIMARY KEY (first, seq)) WITHOUT ROWID")
+                con.executemany("INSERT INTO kanwa VALUES (?, ?, ?, ?)", rows)
                 con.execute("COMMIT")
             finally:
                 con.close()
@@ -207,28 +234,91 @@ def convert_kanwa() -> Path | None:
 
 def prepare() -> None:
     """What a first Japanese name needs, made ready: the converted kanji dictionary."""
-    if _installed("pykakasi"):
-        convert_kanwa()
+    convert_kanwa()
 
 
-def _installed(module: str) -> bool:
-    from importlib.util import find_spec
-    return find_spec(module) is not None
+class _Kanwa:
+    """Kanji read as pykakasi reads them (the longest word of its dictionary the text
+    starts with, its first reading), from the converted copy, one first kanji at a time:
+    pykakasi itself unpickles its 10 MB dictionary (0.5-2 s) and imports asyncio through
+    its ``deprecated`` dependency (0.1 s) in every process that reads one Japanese name."""
+
+    def __init__(self, path: Path):
+        self.con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                                   check_same_thread=False)
+        self.words: dict = {}
+
+    def _words(self, text: str) -> list:
+        """(word, reading) of the words ``text`` starts with, in the dictionary's order."""
+        v = self.words.get(text)
+        if v is None:
+            v = self.words[text] = self.con.execute(
+                "SELECT word, yomi FROM kanwa WHERE first = ? AND substr(?, 1, length(word)) = word "
+                "ORDER BY seq", (ord(text[0]), text)).fetchall()
+        return v
+
+    def __call__(self, text: str) -> str:
+        out, i = [], 0
+        while i < len(text):
+            ch = text[i]
+            if script_of(ch) != "CJK":
+                out.append(ch)
+                i += 1
+                continue
+            best, yomi = 0, ""
+            for word, y in self._words(text[i:]):
+                if len(word) > best:
+                    best, yomi = len(word), y
+            if best:
+                out.append(" " + yomi + " ")
+                i += best
+            else:  # a kanji the dictionary does not hold
+                out.append(" " + _anyascii()(ch) + " ")
+                i += 1
+        return _kana("".join(out))
 
 
 @lru_cache(maxsize=None)
 def _kakasi() -> Callable[[str], str]:
-    try:
-        import pykakasi
-        from pykakasi import kanji
-    except ImportError:  # pragma: no cover
-        return _anyascii()
     path = convert_kanwa()
-    state = getattr(kanji.Kanwa, "_shared_state", None)
-    if path is not None and isinstance(state, dict) and state.get("_jisyo_table") is None:
-        state["_jisyo_table"] = _Kanwa(path)  # pykakasi's own loader then reads nothing
-    k = pykakasi.kakasi()
-    return lambda s: " ".join(t["hepburn"] for t in k.convert(s) if t["hepburn"])
+    return _Kanwa(path) if path is not None else _anyascii()
+
+
+@lru_cache(maxsize=None)
+def _hepburn() -> dict:
+    """pykakasi's Hepburn table of hiragana (``きょ`` -> ``kyo``, ``っぱ`` -> ``ppa``), read
+    from its data file without importing the package (235 entries); empty without it."""
+    from importlib.util import find_spec
+    spec = find_spec("pykakasi")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "hepburnhira3.db"
+    try:
+        with open(path, "rb") as f:
+            table = pickle.load(f)  # pykakasi's own file, as pykakasi reads it
+    except (OSError, pickle.UnpicklingError, EOFError):
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
+def _kana(text: str) -> str:
+    """Kana in Hepburn (katakana read as hiragana; the longest entry of pykakasi's table
+    first), the rest by anyascii."""
+    table = _hepburn()
+    longest = max(map(len, table), default=1)
+    text = "".join(chr(ord(c) - _HIRA_KATA) if "\u30a1" <= c <= "\u30f6" else c for c in text)
+    out, i = [], 0
+    while i < len(text):
+        for n in range(min(longest, len(text) - i), 0, -1):
+            r = table.get(text[i:i + n])
+            if r is not None:
+                out.append(r)
+                i += n
+                break
+        else:
+            out.append(_anyascii()(text[i]) if text[i] != "ー" else "")
+            i += 1
+    return "".join(out)
 
 
 @lru_cache(maxsize=None)
@@ -278,7 +368,9 @@ def romanize(text: str, lang: str) -> str:
             kanji = any(script_of(c) == "CJK" for c in run)
             if kanji and (base == "ja" or kana):  # Japanese: kanji read as Japanese
                 r = _ascii_words(_kakasi()(run))
-            else:  # kana alone, or Chinese characters (as pinyin)
+            elif kana:  # kana alone
+                r = _ascii_words(_kana(run))
+            else:  # Chinese characters (as pinyin)
                 r = _ascii_words(_anyascii()(run))
             if base == "ja" or kana:  # long vowels once (toukyou, ramen)
                 r = _JA_LONG.sub(lambda m: m.group(0)[0], r)

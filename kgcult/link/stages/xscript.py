@@ -77,7 +77,8 @@ class Affix(Stage):
 
     @staticmethod
     def verbatim(ix, text: str, lang: str) -> dict:
-        return exact(ix, text, lang) or exact(ix, text, normalize.base_lang(lang))
+        base = normalize.base_lang(lang)
+        return exact(ix, text, lang) or (exact(ix, text, base) if base != lang else {})
 
     @staticmethod
     def lookup(ix, text: str, lang: str) -> dict:
@@ -271,7 +272,8 @@ class CrossScript(Stage):
             sk = scripts.skeleton(key)
             if len(sk) < MIN_KEY:
                 return {}
-            return pool.hits(pool.by_skel(sk), key, scripts.abjad_matcher(key))
+            rows = pool.by_skel(sk)
+            return pool.hits(rows, key, scripts.abjad_matcher(key)) if rows else {}
         return pool.hits(pool.by_key(key), key) if len(key) >= MIN_KEY else {}
 
     def _fuzzy(self, pool: CrossPool, key: str, text: str) -> dict:
