@@ -1,7 +1,7 @@
 """Benchmark: `kgcult build fmlama` on an unchanged store costs what its queries cost.
 
 A build records the store's content hash in its manifest. The hash reads every quad of the
-store; it is now kept beside the store per data version (kgcult.store.facts), so only the
+store; it is now kept beside the store per data version (kgcult.store.sidefiles), so only the
 first build after a change pays for it. On a copy of the stand-in store, opened read-only as
 `kgcult build` opens it, in one process and alternating, this measures:
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from common import STANDIN, WORK, load_in_child, require, save
 from kgcult import views
-from kgcult.store import Store, facts, snapshot
+from kgcult.store import Store, sidefiles, snapshot
 
 
 def main() -> None:
@@ -45,7 +45,7 @@ def main() -> None:
     # as `kgcult load` + `kgcult closure` leave a store: no hash cached in its metadata graph
     w = Store(store)
     w.remove_state("contentSha256")
-    kept = facts.path_of(w)
+    kept = sidefiles.facts_path(w)
     w.close()
 
     def build(mode: str) -> float:

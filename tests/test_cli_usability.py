@@ -10,7 +10,7 @@ import pytest
 
 from kgcult import resources
 from kgcult.sparql.results import _table, display_width
-from kgcult.store import Store, readers
+from kgcult.store import Store, sidefiles
 
 from tests.conftest import running_server, run_cli
 from tests.test_link import FIX
@@ -87,7 +87,7 @@ def test_link_eval_writes_no_errors_file_unasked(tmp_path, monkeypatch):
 
 def test_a_writer_is_told_that_a_server_reads_the_store(seed_store, caplog):
     with running_server(seed_store):
-        assert [r["pid"] for r in readers.live(str(seed_store))] == []  # this process's own marker
+        assert [r["pid"] for r in sidefiles.live_readers(str(seed_store))] == []  # this process's own marker
         marker = next((seed_store.parent / "store.readers").glob("*.json"))
         other = marker.with_name("1.json")  # pid 1 is alive: stands for another process
         other.write_text(marker.read_text().replace(str(os.getpid()), "1"), encoding="utf-8")

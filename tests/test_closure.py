@@ -10,7 +10,7 @@ import pyoxigraph as ox
 from pyoxigraph import DefaultGraph, NamedNode
 
 from kgcult import vocab
-from kgcult.store import Store, closure_inputs, closure_write, hierarchy, intgraph, setgraph
+from kgcult.store import Store, closure_state, closure_write, hierarchy, intgraph, setgraph
 from kgcult.store.hierarchy import scratch_dir
 
 from tests.conftest import FIXTURES, run_cli
@@ -153,8 +153,8 @@ def test_the_store_is_compacted_right_after_the_load_before_any_other_write(stor
     set_state, record = store.set_state, store.record_activity
     monkeypatch.setattr(closure_write, "load_lines", lambda *a: (events.append("load"), load_lines(*a))[1])
     monkeypatch.setattr(store, "optimize", lambda: (events.append("compact"), optimize())[1])
-    monkeypatch.setattr(closure_inputs, "remember",
-                        lambda *a, _real=closure_inputs.remember: (events.append("record"), _real(*a))[1])
+    monkeypatch.setattr(closure_state, "remember",
+                        lambda *a, _real=closure_state.remember: (events.append("record"), _real(*a))[1])
     monkeypatch.setattr(store, "set_state", lambda *a: (events.append(f"state {a[0]}={a[1]}"), set_state(*a))[1])
     monkeypatch.setattr(store, "record_activity", lambda **k: (events.append("activity"), record(**k))[1])
     hierarchy.build(store)
@@ -273,7 +273,7 @@ def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_
     # cut short; nothing added yet) and have no record, the rest are untouched (still the
     # old closure, recorded)
     rewritten = [s for s in specs if s.name != "closure-partof"]
-    recorded = closure_inputs.recorded(store.ox)
+    recorded = closure_state.recorded(store.ox)
     for s in rewritten[:3]:
         partial = spec_triples(store, s)
         assert partial <= old[s.graph] and partial != new[s.graph] and s.graph not in recorded, s.name
@@ -391,8 +391,8 @@ def _as_older_kgcult_left_it(store) -> None:
     for spec in hierarchy.load_specs():
         quads = spec_quads(store, spec)
         store.ox.bulk_extend(ox.Quad(q.subject, q.predicate, q.object, NamedNode(spec.graph)) for q in quads)
-        known = closure_inputs.recorded(store.ox)[spec.graph]
-        closure_inputs.remember(store.ox, spec.graph, "0" * 64, known[1])
+        known = closure_state.recorded(store.ox)[spec.graph]
+        closure_state.remember(store.ox, spec.graph, "0" * 64, known[1])
         for prop in setgraph.own_properties(store.ox).get(spec.graph, ()):
             setgraph.disown(store.ox, spec.graph, prop)
     store.flush()

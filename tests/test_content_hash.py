@@ -86,19 +86,19 @@ def test_a_read_only_build_reuses_the_hash_until_the_data_changes(tmp_path, monk
 
 
 def test_every_write_path_gives_the_data_a_new_version_and_closure_does_not(tmp_path):
-    from kgcult.store import facts, hierarchy
+    from kgcult.store import hierarchy, sidefiles
     s = Store(tmp_path / "s")
-    versions = [facts.data_version(s)]
+    versions = [sidefiles.data_version(s)]
     s.load([FIXTURES / "foundation" / "mini.ttl"])
-    versions.append(facts.data_version(s))
+    versions.append(sidefiles.data_version(s))
     snapshot.import_(s, resources.seed())
-    versions.append(facts.data_version(s))
+    versions.append(sidefiles.data_version(s))
     s.mark_closure_stale()  # what mirror, ingest and a served /update call after writing
-    versions.append(facts.data_version(s))
+    versions.append(sidefiles.data_version(s))
     assert len(set(versions)) == len(versions)
     h = snapshot.store_content_hash(s)
     hierarchy.build(s)  # derived graphs only: the data and its hash stay
-    assert facts.data_version(s) == versions[-1] and snapshot.store_content_hash(s) == h
+    assert sidefiles.data_version(s) == versions[-1] and snapshot.store_content_hash(s) == h
     s.close()
 
 

@@ -32,7 +32,7 @@ from kgcult.serve.endpoint import SparqlApp
 from kgcult.serve.protocol import HttpError, Reply
 from kgcult.serve.read_deadline import ReadDeadline
 from kgcult.sparql import wdqs
-from kgcult.store import readers
+from kgcult.store import sidefiles
 from kgcult.version import __version__
 
 log = logging.getLogger(__name__)
@@ -306,7 +306,7 @@ class Server:
             raise KgcultError(f"cannot listen on {cfg.bind}:{cfg.port}: {e.strerror or e}") from None
         self._thread: threading.Thread | None = None
         # a writer opening this store warns that this server keeps answering from the old data
-        self._marker = (readers.register(store.location, f"kgcult serve at {self.url}")
+        self._marker = (sidefiles.register_reader(store.location, f"kgcult serve at {self.url}")
                         if getattr(store, "read_only", False) and not getattr(store, "remote", False) else None)
 
     @property
@@ -355,7 +355,7 @@ class Server:
         if self._thread is not None:
             self._thread.join(5)
         if self._marker is not None:
-            readers.unregister(self._marker)
+            sidefiles.unregister_reader(self._marker)
             self._marker = None
 
     def __enter__(self) -> Server:

@@ -18,7 +18,7 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import health, loading, provenance, readers, recovery, setgraph, update_set
+from kgcult.store import health, loading, provenance, recovery, setgraph, sidefiles, update_set
 from kgcult.store.loading import LoadInterrupted, LoadReport
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.sparql import nesting, wdqs
@@ -314,7 +314,7 @@ class Store(StoreReads):
 
     def mark_closure_stale(self) -> None:
         """Data changed: derived closures and the cached hashes are out of date, and the data
-        has a new version (:mod:`kgcult.store.facts`)."""
+        has a new version (:mod:`kgcult.store.sidefiles`)."""
         self.note_write()
         provenance.run(self._ox, provenance.stale_ops())
 
@@ -324,7 +324,7 @@ class Store(StoreReads):
         if self._readers_told:
             return
         self._readers_told = True
-        for reader in readers.live(self.location):
+        for reader in sidefiles.live_readers(self.location):
             log.warning("%s: %s (pid %s) reads this store and will not see what is written now; "
                         "restart it to serve the changes", self.location, reader.get("what", "a reader"),
                         reader["pid"])

@@ -23,7 +23,7 @@ from pyoxigraph import NamedNode
 
 from kgcult import ids, ontology, vocab
 from kgcult.errors import KgcultError
-from kgcult.store import closure_inputs, closure_state, closure_write, intgraph, setgraph
+from kgcult.store import closure_state, closure_write, intgraph, setgraph
 from kgcult.store.embedded import Store
 
 log = logging.getLogger(__name__)
@@ -108,16 +108,16 @@ def _data_edges(store, prop: str) -> Iterator[tuple[bytes, bytes]]:
 @dataclass
 class EdgeTable:
     """The edges of the properties the specs follow, integer-coded over one node table,
-    with a digest of each property's edges (see ``closure_inputs``)."""
+    with a digest of each property's edges (see ``closure_state``)."""
     nodes: intgraph.NodeIds = field(default_factory=intgraph.NodeIds)
     by_property: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    digests: dict[str, closure_inputs.EdgeDigest] = field(default_factory=dict)
+    digests: dict[str, closure_state.EdgeDigest] = field(default_factory=dict)
 
     def read(self, store, prop: str) -> tuple[np.ndarray, np.ndarray]:
         if prop not in self.by_property:
             src, dst = array("i"), array("i")  # compact while reading; no pair objects kept
             node = self.nodes.id
-            digest = closure_inputs.EdgeDigest()
+            digest = closure_state.EdgeDigest()
             for s, o in _data_edges(store, prop):
                 src.append(node(s))
                 dst.append(node(o))
@@ -131,7 +131,7 @@ class EdgeTable:
         props = ([spec.first] if spec.first else []) + spec.steps
         for prop in props:
             self.read(store, prop)
-        return closure_inputs.fingerprint(spec, self.digests), sum(len(self.by_property[p][0]) for p in props)
+        return closure_state.fingerprint(spec, self.digests), sum(len(self.by_property[p][0]) for p in props)
 
     def union(self, store, props: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
         parts = [self.read(store, p) for p in props]
@@ -331,7 +331,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     with its counts and the cycles it tolerated.
 
     A spec whose input (its spec and the edges it follows) is the same as when it was
-    last built whole is kept as it is (see ``closure_inputs``); ``force`` rewrites it anyway.
+    last built whole is kept as it is (see ``closure_state``); ``force`` rewrites it anyway.
 
     Each closure triple is written once, into the default graph. A spec with an earlier
     build is changed by its difference (its gone triples deleted); then the new triples of
@@ -357,13 +357,13 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     scratch.mkdir(parents=True)
     t_start = time.perf_counter()
     table = EdgeTable()
-    before = closure_inputs.recorded(store.ox)
+    before = closure_state.recorded(store.ox)
     planned, reports = [], []
     for spec in specs:
         t0 = time.perf_counter()
         fp, n_edges = table.fingerprint(store, spec)
         known = before.get(spec.graph)
-        if not force and known and known[0] == fp and closure_inputs.still_there(store.ox, spec, known[1]):
+        if not force and known and known[0] == fp and closure_state.still_there(store.ox, spec, known[1]):
             reports.append(ClosureReport(spec.name, spec.graph, n_edges, known[1],
                                          seconds=time.perf_counter() - t0, kept=True, derived=spec.derived))
             log.info("%s", reports[-1])
@@ -383,7 +383,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
         t0 = time.perf_counter()
         log.info("%s: writing %d pairs (%s)", spec.name, out.pairs, spec.derived)
         known = before.get(spec.graph)
-        closure_inputs.forget(store.ox, spec.graph)  # no record while the closure is partial
+        closure_state.forget_input(store.ox, spec.graph)  # no record while the closure is partial
         _retire(store, spec)
         derived = f" <{spec.derived}> ".encode()
         mark = in_cycle + f"<{vocab.KGC}{spec.name}> .\n".encode()
@@ -415,7 +415,7 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
         out.path.unlink()
         named = sorted(sorted(terms[x][1:-1].decode() for x in cyc) for cyc in cycles)
         count = out.pairs + sum(len(c) for c in cycles)
-        closure_inputs.remember(store.ox, spec.graph, fp, count, nonce)
+        closure_state.remember(store.ox, spec.graph, fp, count, nonce)
         reports.append(ClosureReport(spec.name, spec.graph, n_edges, count, named,
                                      seconds_of[spec.name] + per_pair * out.pairs, derived=spec.derived))
         log.info("%s", reports[-1])

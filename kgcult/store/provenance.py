@@ -31,7 +31,7 @@ _XSD_DT = NamedNode(vocab.XSD + "dateTime")
 _TYPE = NamedNode(vocab.RDF + "type")
 # What a data change invalidates: the closure, the cached content hash, the hash of the last
 # imported snapshot (the store no longer holds just that), and the data version that keys
-# facts cached outside the store (kgcult.store.facts).
+# facts cached outside the store (kgcult.store.sidefiles).
 _CACHE_STATES = ("closureStale", "contentSha256", "snapshotContentSha256", "dataVersion")
 SAVED_STATES = _CACHE_STATES + ("defaultGraph",)  # put back by a load that failed or was rolled back
 _SAVED_STATES = SAVED_STATES

@@ -45,7 +45,7 @@ from pyoxigraph import NamedNode, Quad
 
 from kgcult import vocab
 from kgcult.errors import KgcultError
-from kgcult.store import graphnames, provenance, setgraph, snapshot_stream
+from kgcult.store import graphnames, provenance, setgraph, sidefiles, snapshot_stream
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class Entry:
 
 
 def path_of(location: str | os.PathLike) -> Path:
-    return Path(os.path.abspath(location) + ".journal.json")
+    return sidefiles.side_path(location, "journal")
 
 
 def new_key() -> str:

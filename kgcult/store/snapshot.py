@@ -33,7 +33,7 @@ from kgcult.version import __version__
 from kgcult.errors import KgcultError
 from kgcult.safe_text import strip_credentials
 from kgcult.files import TapReader, atomic_open, sha256_file
-from kgcult.store import facts, graphnames, rdfio, recovery, snapshot_stream
+from kgcult.store import graphnames, rdfio, recovery, sidefiles, snapshot_stream
 from kgcult.store import provenance as prov
 from kgcult.store.embedded import Store
 
@@ -456,7 +456,7 @@ def _graph_file(root: Path, g: dict) -> snapshot_stream.GraphFile:
 def store_content_hash(store: Store) -> str:
     """The content hash a snapshot of the store's data graphs would have right now. Kept
     until the data changes: in the metadata graph of a writable store (where a client of
-    ``kgcult serve`` reads it), and beside the store for any open (:mod:`kgcult.store.facts`),
+    ``kgcult serve`` reads it), and beside the store for any open (:mod:`kgcult.store.sidefiles`),
     so a build on an unchanged store does not read the whole store again."""
     cached = store.get_state("contentSha256")
     if cached:
@@ -466,7 +466,7 @@ def store_content_hash(store: Store) -> str:
         log.info("computing the store's content hash (once per change of the data)")
         return content_hash({iri: _hash_sorted(sorted_nquads(store, iri))[0] for iri in store.data_graphs()})
 
-    digest = facts.cached(store, "contentSha256", compute)
+    digest = sidefiles.cached(store, "contentSha256", compute)
     if not store.read_only and not store.remote:
         store.set_state("contentSha256", digest)
     return digest

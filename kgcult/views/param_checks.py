@@ -5,7 +5,7 @@ they are refused with what the store does hold.
 
 Only values the user gave are checked (a default may name what a small store lacks), and
 only on an embedded store (listing a remote endpoint's label languages could take minutes).
-The store's label languages are computed once per change of its data (:mod:`kgcult.store.facts`).
+The store's label languages are computed once per change of its data (:mod:`kgcult.store.sidefiles`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import difflib
 from pyoxigraph import NamedNode
 
 from kgcult import ids, langtags
-from kgcult.store import facts
+from kgcult.store import sidefiles
 from kgcult.views.spec import PARAMS_KEY, View, ViewError
 
 MAX_LIST_VALUES = 500  # a list parameter longer than this is a mistake, not a request
@@ -25,7 +25,7 @@ def label_languages(store) -> list[str]:
     def compute() -> list[str]:
         rows = store.query("SELECT DISTINCT (LANG(?l) AS ?lang) WHERE { ?x rdfs:label ?l }")
         return sorted({r["lang"].value for r in rows if r["lang"] is not None and r["lang"].value})
-    return facts.cached(store, "labelLanguages", compute)
+    return sidefiles.cached(store, "labelLanguages", compute)
 
 
 def given_names(params) -> set[str]:

@@ -44,7 +44,7 @@ from kgcult.link.index.encoding import (FORMAT, Cached, Column, EidMap, EntitySe
                                       Lookup, PerLang, QidList, code_value, qnum_of)
 from kgcult.link.topics import Kind, Topic, load_topics
 from kgcult.store.hierarchy import ensure_closure
-from kgcult.store.facts import store_files as _files
+from kgcult.store.sidefiles import store_files as _files
 from kgcult.store.snapshot import store_content_hash
 
 log = logging.getLogger(__name__)
@@ -321,7 +321,7 @@ def open_unopened(location, topics: list[Topic] | None = None) -> "LabelIndex | 
 
 def content_hash(store) -> str:
     """The store's content hash. An embedded store keeps it per data version
-    (:mod:`kgcult.store.facts`, read-only opens included); a remote one is remembered here per
+    (:mod:`kgcult.store.sidefiles`, read-only opens included); a remote one is remembered here per
     fingerprint, since hashing it means reading the whole endpoint."""
     if not getattr(store, "remote", False):
         return store_content_hash(store)
