@@ -99,6 +99,14 @@ def test_commonness_guard_and_generic_words(ann):
     assert spans(ann, "No pain at this meal, only bread.", "en") == [("bread", "Q91012")]
 
 
+def test_invented_title_names_stay_unlinked(ann):
+    """A model's invented dish named in capitals: no part of it is a span; a whole name in
+    capitals still is."""
+    assert spans(ann, "Try the Seoul Sunset Rice Rolls with rice.", "en") == [("rice", "Q91004")]
+    assert spans(ann, "Prueba los Cuernos de Arroz Real y arroz.", "es") == [("arroz", "Q91004")]
+    assert spans(ann, "Then Pad Thai with shrimp.", "en") == [("Pad Thai", "Q91010"), ("shrimp", "Q91011")]
+
+
 def test_context_chooses_the_entity(ann):
     assert spans(ann, "Springfield", "en", topic="place", country="Q91033") == [("Springfield", "Q91040")]
     assert spans(ann, "Springfield", "en", topic="place", country="Q91034") == [("Springfield", "Q91041")]

@@ -34,7 +34,7 @@ def stages() -> tuple[str, ...]:
 
 def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -> list[list[Guess]]:
     """Per place in the text not taken by a span, the mentions to try there, best first."""
-    every = names.known.get(g.lang) or names.everyday.get(g.lang, frozenset())
+    every = names.known(g.lang) or names.everyday(g.lang)
     def free(a: int, b: int) -> bool:
         return not any(a < e and s < b for s, e in taken)
 

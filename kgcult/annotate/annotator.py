@@ -12,6 +12,7 @@ from kgcult.annotate.choose import choose
 from kgcult.annotate.finder import Finder, select
 from kgcult.annotate.names import Names, load_or_build
 from kgcult.annotate.rows import MAX_TEXT_CHARS, TextRow, check
+from kgcult.annotate.text import title_runs
 from kgcult.errors import KgcultError
 from kgcult.link.disambiguate import GraphFacts
 from kgcult.link.index.reader import LabelIndex
@@ -85,6 +86,10 @@ class Annotator:
         fd = self.finder(row.topic, row.lang)
         found = [k for f in fd.find(row.text) if (k := fd.kept(row.text, f)) is not None]
         spans = select(found)
+        if fd.g.title_names:
+            runs = title_runs(row.text)
+            spans = [f for f in spans if not any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
+                                                  for a, b in runs)]
         langs = fd.names.langs
         # entities named without doubt are the context the others are chosen in
         chosen: list = [None] * len(spans)

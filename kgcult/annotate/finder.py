@@ -35,9 +35,10 @@ class Finder:
         self.lang = grammar.lang or lang
         self._stem = names.stem.get(self.lang)
         self._memo: dict[tuple, tuple | None] = {}
+        self._heads: dict[tuple, bool] = {}
         own = {self.lang, *grammar.kin}
         self._lids = {i for i, lg in enumerate(names.langs) if lg.split("-", 1)[0] in own}
-        self._every = names.everyday.get(self.lang, frozenset())
+        self._every = names.everyday(self.lang)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -75,7 +76,7 @@ class Finder:
         word, the name's word less at most its last two letters begins the text's word,
         which adds at most four (two to a word of four letters or fewer); an everyday word
         of the language is never a name's inflection."""
-        every = self.names.everyday.get(self.lang, ())
+        every = self._every
         for form in forms:
             fw = form.split(" ")
             if len(fw) != len(parts):
@@ -86,6 +87,14 @@ class Finder:
 
     def _head(self, parts: tuple[str, ...]) -> bool:
         """Whether some longer name begins with ``parts``."""
+        r = self._heads.get(parts)
+        if r is None:
+            r = self._head_uncached(parts)
+            if len(self._heads) < 100_000:
+                self._heads[parts] = r
+        return r
+
+    def _head_uncached(self, parts: tuple[str, ...]) -> bool:
         heads = self.names.heads
         if " ".join(parts) in heads:
             return True

@@ -29,6 +29,7 @@ class Grammar:
     kin: tuple[str, ...] = ()   # languages whose names count as the text's own
     across: tuple[str, ...] = ()  # the linker's cross-script matches taken for unmatched words
     segmenter: str | None = None  # word segmenter of an unspaced script (text.segment)
+    title_names: bool = False     # runs of capitalized words are names (text.title_runs)
 
     @property
     def max_suffix(self) -> int:
@@ -64,6 +65,7 @@ def grammar(lang: str) -> Grammar:
         kin=tuple(d.get("kin", ())),
         across=tuple(d.get("across", ())),
         segmenter=d.get("segmenter"),
+        title_names=bool(d.get("title_names")),
     )
 
 

@@ -15,10 +15,9 @@ topic's entities in the link index, under the keys a text's words are looked up 
 A code is ``(((eid << LANG_BITS) | language id) << 1 | capitalized) << 1 | alias``.
 * ``forms[lang]``: stem key -> the folded names under it (a stem match is checked
   word by word against them);
-* ``everyday[lang]``: wordfreq's words of ``lang`` at Zipf :data:`EVERYDAY_ZIPF` or more
-  (never matched by their stem alone);
-* ``known[lang]``: for the languages whose unmatched words go across scripts, the words
-  at Zipf :data:`KNOWN_ZIPF` or more (a known word of the language is no foreign name);
+* the everyday words of a language (wordfreq's, Zipf :data:`EVERYDAY_ZIPF` or more: never
+  matched by their stem alone) and its known words (:data:`KNOWN_ZIPF`), in a file per
+  language beside the index (:func:`lang_words`), read only for the languages met;
 * ``generic``: eids that never make a span (the topic's roots, its generic words,
   and for a topic without classes every class). The dictionary is built
 once per index and topic and saved beside the index (``annotate-<topic>-<grammar hash>-v<VERSION>.marshal``, plain
@@ -44,7 +43,7 @@ from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 7
+VERSION = 8
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
@@ -77,8 +76,7 @@ class Names:
     unspaced: dict[str, tuple[int, ...]] = field(default_factory=dict)
     common: dict[str, frozenset] = field(default_factory=dict)
     forms: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
-    everyday: dict[str, frozenset] = field(default_factory=dict)
-    known: dict[str, frozenset] = field(default_factory=dict)
+    directory: str = ""   # where the per-language word lists are kept (not in the file)
     generic: frozenset = field(default_factory=frozenset)
     _automaton: object = None
 
@@ -91,12 +89,20 @@ class Names:
             self._automaton = (ac.AhoCorasick(pats) if pats else None, pats)
         return self._automaton
 
+    def everyday(self, lang: str) -> frozenset:
+        """The everyday words of ``lang`` (:data:`EVERYDAY_ZIPF`), folded."""
+        return lang_words(self.directory, lang)[0]
+
+    def known(self, lang: str) -> frozenset:
+        """The known words of ``lang`` (:data:`KNOWN_ZIPF`), folded; for the languages whose
+        unmatched words go across scripts only."""
+        return lang_words(self.directory, lang)[1]
+
     def dump(self) -> bytes:
         return marshal.dumps({"version": VERSION, "topic": self.topic, "langs": self.langs,
                               "exact": self.exact, "stem": self.stem, "heads": self.heads,
                               "unspaced": self.unspaced, "common": self.common,
-                              "forms": self.forms, "everyday": self.everyday, "generic": self.generic,
-                              "known": self.known})
+                              "forms": self.forms, "generic": self.generic})
 
     @classmethod
     def loads(cls, data: bytes) -> "Names | None":
@@ -179,7 +185,7 @@ def build(ix, topic: str) -> Names:
                   stem={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in stems.items()},
                   heads=heads, unspaced={k: tuple(sorted(v)) for k, v in unspaced.items()},
                   forms={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in forms.items()})
-    names.common, names.everyday, names.known = _common(names.exact)
+    names.common = _common(names.exact)
     names.generic = frozenset(_generic(ix, topic, member))
     return names
 
@@ -198,31 +204,71 @@ def _generic(ix, topic: str, member) -> list[int]:
     return sorted(out)
 
 
-def _common(exact: dict) -> tuple[dict[str, frozenset], dict[str, frozenset], dict[str, frozenset]]:
-    """Per language of the grammar file, the one-word keys that are everyday words there,
-    and its everyday words (:data:`EVERYDAY_ZIPF`)."""
+def _common(exact: dict) -> dict[str, frozenset]:
+    """Per language of the grammar file, the one-word keys that are everyday words there."""
     if not extras.available("wordfreq"):
         log.info("wordfreq is not installed: no commonness guard")
-        return {}, {}, {}
+        return {}
     import wordfreq
     one = [k for k in exact if " " not in k]
-    out, every, known = {}, {}, {}
+    out = {}
     for lg in gram.languages():
         try:
             freqs = wordfreq.get_frequency_dict(lg, wordlist="best")
         except (LookupError, ValueError):
-            if lg == "th" and gram.grammar(lg).across:
-                known[lg] = _thai_known()
             continue
         floor = 10 ** (COMMON_ZIPF - 9)
         words = {fold(w) for w, v in freqs.items() if v >= floor}
         out[lg] = frozenset(k for k in one if k in words)
-        high = 10 ** (EVERYDAY_ZIPF - 9)
-        every[lg] = frozenset(fold(w) for w, v in freqs.items() if v >= high)
-        if gram.grammar(lg).across:
-            low = 10 ** (KNOWN_ZIPF - 9)
-            known[lg] = frozenset(fold(w) for w, v in freqs.items() if v >= low)
-    return out, every, known
+    return out
+
+
+def _words_of(lang: str) -> tuple[frozenset, frozenset]:
+    """(everyday words, known words) of ``lang``, folded: wordfreq's (Thai: the Thai National
+    Corpus counts pythainlp ships); known words only for the languages that go across."""
+    empty: frozenset = frozenset()
+    across = bool(gram.grammar(lang).across)
+    if not extras.available("wordfreq"):
+        return empty, empty
+    import wordfreq
+    try:
+        freqs = wordfreq.get_frequency_dict(lang, wordlist="best")
+    except (LookupError, ValueError):
+        return empty, (_thai_known() if lang == "th" and across else empty)
+    high = 10 ** (EVERYDAY_ZIPF - 9)
+    every = frozenset(fold(w) for w, v in freqs.items() if v >= high)
+    low = 10 ** (KNOWN_ZIPF - 9)
+    known = frozenset(fold(w) for w, v in freqs.items() if v >= low) if across else empty
+    return every, known
+
+
+_WORDS: dict = {}
+
+
+def lang_words(directory: str, lang: str) -> tuple[frozenset, frozenset]:
+    """:func:`_words_of` of ``lang`` (its base language), from its file in ``directory``
+    (``annotate-words-<lang>-<grammar hash>-v<VERSION>.marshal``), else computed and saved
+    there."""
+    lang = normalize.base_lang(lang)
+    key = (directory, lang)
+    got = _WORDS.get(key)
+    if got is not None:
+        return got
+    p = Path(directory) / f"annotate-words-{lang}-{gram.digest()}-v{VERSION}.marshal" if directory else None
+    try:
+        d = marshal.loads(p.read_bytes()) if p is not None else None
+        got = (frozenset(d[0]), frozenset(d[1])) if isinstance(d, tuple) and len(d) == 2 else None
+    except (OSError, ValueError, EOFError, TypeError):
+        got = None
+    if got is None:
+        got = _words_of(lang)
+        if p is not None:
+            try:
+                atomic_write(p, marshal.dumps(got))
+            except OSError:
+                pass
+    _WORDS[key] = got
+    return got
 
 
 # wordfreq has no Thai list: the Thai National Corpus counts pythainlp ships (about 11 M
@@ -257,9 +303,12 @@ def load_or_build(ix, topic: str) -> Names:
         names = Names.loads(p.read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         names = None
+    if names is not None:
+        names.directory = str(ix.directory)
     if names is None:
         log.info("building the annotator's %s dictionary (once per index)", topic)
         names = build(ix, topic)
+        names.directory = str(ix.directory)
         try:
             atomic_write(p, names.dump())
         except OSError as e:

@@ -82,6 +82,45 @@ def joined(text: str, a: Word, b: Word) -> bool:
     return 0 < len(gap) <= 2 and all(c in JOINERS for c in gap)
 
 
+def title_runs(text: str, ws: list[Word] | None = None) -> list[tuple[int, int]]:
+    """Runs of capitalized words that read as one proper name: three or more capitalized
+    words, or capitalized words around short lower-case ones (``Cuernos de Miel``), with
+    only spaces or hyphens between words."""
+    ws = words(text) if ws is None else ws
+    out = []
+    i = 0
+    while i < len(ws):
+        if not _cap(ws[i]) or _initial(text, ws[i]):
+            i += 1
+            continue
+        j, caps, links, last = i, 1, 0, i
+        k = i + 1
+        while k < len(ws) and joined(text, ws[k - 1], ws[k]):
+            if _cap(ws[k]):
+                caps += 1
+                last = k
+            elif len(ws[k].text) <= 3 and ws[k].text.islower() and k + 1 < len(ws) and _cap(ws[k + 1]):
+                links += 1
+            else:
+                break
+            k += 1
+        j = last
+        if caps >= 3 or (caps >= 2 and links):
+            out.append((ws[i].start, ws[j].end))
+        i = j + 1
+    return out
+
+
+def _initial(text: str, w: Word) -> bool:
+    """The first word of a sentence (its capital says nothing)."""
+    before = text[:w.start].rstrip(" \t\"'«“(")
+    return not before or before[-1] in ".!?:;\n。"
+
+
+def _cap(w: Word) -> bool:
+    return not w.unspaced and w.text[:1].isupper() and not w.text.isupper()
+
+
 _FOLD: dict[str, str] = {}
 
 
@@ -131,11 +170,25 @@ def segment(run: str, segmenter: str) -> list[tuple[int, int]]:
     letters no word covers make one word per stretch."""
     if segmenter != "thai":
         return [(0, len(run))]
+    key = (run, segmenter)
+    got = _SEGMENTED.get(key)
+    if got is None:
+        got = _SEGMENTED[key] = _thai(run, segmenter)
+        if len(_SEGMENTED) > 256:  # the runs of the last texts (finder and across both ask)
+            del _SEGMENTED[next(iter(_SEGMENTED))]
+    return got
+
+
+_SEGMENTED: dict = {}
+MAX_WORD = 24  # the longest word of the list looked for, in letters
+
+
+def _thai(run: str, segmenter: str) -> list[tuple[int, int]]:
     lex = _LEXICONS.get(segmenter)
     if lex is None:
         from kgcult import extras
         words_ = frozenset(extras.require("pythainlp.corpus", "annotate", FEATURE_SEGMENT).thai_words())
-        lex = _LEXICONS[segmenter] = (words_, max(map(len, words_)))
+        lex = _LEXICONS[segmenter] = (words_, min(MAX_WORD, max(map(len, words_))))
     words_, longest = lex
     n = len(run)
     inf = (n + 1, n + 1)
