@@ -14,7 +14,7 @@ from pyoxigraph import Literal, NamedNode
 from kgcult import ids, langtags, ontology, vocab
 from kgcult.acquire import subgraphs
 from kgcult.errors import KgcultError
-from kgcult.store import health, hierarchy
+from kgcult.store import health, hierarchy, sidefiles
 
 # values Wikidata holds at most once per entity (and language): several are a disagreement
 SINGLE_VALUED = {vocab.RDFS + "label": "label", vocab.SCHEMA + "description": "description",
@@ -43,6 +43,15 @@ def _chain(lang: str) -> tuple[str, ...]:
 
 def _in_chain(by_lang: dict, lang: str):
     return next((by_lang[x] for x in _chain(lang) if x in by_lang), None)
+
+
+def label_languages(store) -> list[str]:
+    """Every language tag of an rdfs:label in the store (computed once per data version:
+    :mod:`kgcult.store.sidefiles`)."""
+    def compute() -> list[str]:
+        rows = store.query("SELECT DISTINCT (LANG(?l) AS ?lang) WHERE { ?x rdfs:label ?l }")
+        return sorted({r["lang"].value for r in rows if r["lang"] is not None and r["lang"].value})
+    return sidefiles.cached(store, "labelLanguages", compute)
 
 
 def labels_in(store, iris: list[str], lang: str) -> dict[str, str]:

@@ -4,6 +4,7 @@ page's ``?lang=``. Tags are lower-cased, as Oxigraph stores them, so that ``zh-H
 matches the labels it names."""
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from functools import lru_cache
@@ -59,3 +60,20 @@ def with_fallbacks(tags) -> tuple[str, ...]:
     """``tags`` and every language of their fallback chains (what a labels mirror fetches),
     sorted."""
     return tuple(sorted({x for t in tags for x in fallback_chain(t)}))
+
+
+def absent(tag: str, present, chain: tuple[str, ...] | None = None) -> str | None:
+    """Why ``tag`` cannot be answered from a store whose labels (or names) are in the
+    languages ``present``: None when any language the command reads for it (``chain``, else
+    ``tag``, its primary language and :func:`fallback_chain`) is there; else one sentence
+    naming close tags and some the store has. Every command that takes a label language
+    refuses such a tag with it, rather than answering in English unasked."""
+    have = set(present)
+    if any(x in have for x in (chain or (tag, tag.split("-", 1)[0]) + fallback_chain(tag))):
+        return None
+    ordered = sorted(have)
+    hint = difflib.get_close_matches(tag, ordered, n=3)
+    return (f"no label of the store is in {tag!r}" + (f" (did you mean {', '.join(hint)}?)" if hint else "")
+            + f"; the store's label languages include {', '.join(ordered[:20])}"
+            + (" ..." if len(ordered) > 20 else "") if ordered else
+            f"no label of the store is in {tag!r}: the store holds no labels")

@@ -9,12 +9,14 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
 import sys
 import time
 from contextlib import contextmanager
 
 import click
 
+from kgcult import langtags
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
 from kgcult.eval import linking as eval_linking
@@ -22,6 +24,7 @@ from kgcult.eval import makieval as eval_makieval
 from kgcult.files import atomic_open
 from kgcult.link import Linker, mention_rows, pipeline
 from kgcult.link.index import reader as lindex
+from kgcult.link.topics import load_topics
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,61 @@ def _linker(obj, embeddings=False, model=None, stages=None,
     if linker.ix.fresh:  # built now: its stages' caches too, as `kgcult link index` does
         linker.build_caches()
     return linker
+
+
+def _check_input(path: str, output_path: str, **options) -> None:
+    """``link -i FILE``: the file is read through once, before the index or a cache is built,
+    so that a missing file, a bad line (with ``--on-error fail``) or an output in a missing
+    directory is reported at once rather than after minutes of building. Rows are checked
+    against the topics of ``ontology/topics.ttl`` (the linker's, before it is opened)."""
+    if not os.path.isfile(path):
+        raise KgcultError(f"{path}: no such file" if not os.path.exists(path) else f"{path}: not a file")
+    if not os.access(path, os.R_OK):
+        raise KgcultError(f"{path}: cannot read it (permission denied)")
+    if output_path != "-":
+        parent = os.path.dirname(os.path.abspath(output_path))
+        if not os.path.isdir(parent):
+            raise KgcultError(f"-o {output_path}: no such directory {parent}")
+    if options["on_error"] != "fail":
+        return  # bad lines are reported (and skipped) once, as the linking reads them
+    topics = [t.name for t in load_topics()]
+    rows = mention_rows.read(path, topics, where=path, **options)
+    for _ in rows:
+        pass
+    if not rows.rows:
+        log.warning("%s: holds no mention (an empty file)", path)
+
+
+def _check_lang(linker, lang: str, *, given: bool) -> None:
+    """``--lang``, checked as ``build`` checks a language: a tag none of the store's names
+    is in (nor in its fallback chain) is refused when given, never linked through English
+    unasked; a row's own ``lang`` is warned about as it is read (:class:`_WarnAbsentLangs`)."""
+    why = langtags.absent(lang, linker.ix.langs, lindex.label_chain(lang))
+    if why and given:
+        raise KgcultError(f"--lang {lang}: {why}")
+
+
+class _WarnAbsentLangs:
+    """The mentions of a MentionFile (its ``rows`` kept), warning once per row language none
+    of the store's names is in: such rows are linked through English and the other
+    languages (each result's ``lang_used`` says which)."""
+
+    def __init__(self, linker, mentions):
+        self.mentions, self.langs, self.seen = mentions, linker.ix.langs, set()
+
+    @property
+    def rows(self) -> int:
+        return self.mentions.rows
+
+    def __iter__(self):
+        for m in self.mentions:
+            if m.lang not in self.seen:
+                self.seen.add(m.lang)
+                why = langtags.absent(m.lang, self.langs, lindex.label_chain(m.lang))
+                if why:
+                    log.warning("%s (rows in %r are linked through the other languages; "
+                                "each result's lang_used says which)", why, m.lang)
+            yield m
 
 
 # CPython's cyclic collector runs a young-generation pass every 700 net allocations: about
@@ -146,15 +204,20 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
     if mention is not None and input_path:
         raise KgcultError("give either a MENTION or -i FILE, not both")
     limits = mention_rows.Limits(max_mention_chars, max_mention_words)
+    lang = langtags.parse(lang, "--lang")
+    if input_path and input_path != "-":  # the input is checked before anything is built
+        _check_input(input_path, output_path, lang=lang, topic=topic, country=country,
+                     on_error=on_error, limits=limits)
     linker = _linker(ctx.obj, embeddings=embeddings, model=model, stages=stages, limits=limits)
+    _check_lang(linker, lang, given=ctx.get_parameter_source("lang") != click.core.ParameterSource.DEFAULT)
     if mention is not None:
         res = linker.link(mention, lang=lang, topic=topic, country=country)
         click.echo(json.dumps(res, ensure_ascii=False, indent=2))
         return
     src = sys.stdin if input_path == "-" else input_path
-    mentions = mention_rows.read(src, linker.topics, lang=lang, topic=topic, country=country,
-                                 on_error=on_error, where="stdin" if input_path == "-" else input_path,
-                                 limits=limits)
+    mentions = _WarnAbsentLangs(linker, mention_rows.read(
+        src, linker.topics, lang=lang, topic=topic, country=country, on_error=on_error,
+        where="stdin" if input_path == "-" else input_path, limits=limits))
     counts = {"mentions": 0, "resolved": 0, "ambiguous": 0, "unresolved": 0}
     t0 = time.perf_counter()
     with atomic_open(output_path) as out, _fewer_collections():

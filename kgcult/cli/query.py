@@ -1,12 +1,14 @@
 """Inspection commands: ``sparql``, ``show``, ``stats``."""
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 
 import click
+from pyoxigraph import NamedNode
 
-from kgcult import files, ids, inspection
+from kgcult import files, ids, inspection, langtags
 from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.sparql import results
@@ -42,9 +44,37 @@ def sparql(obj: Context, query, query_file, fmt, graph):
         raise KgcultError("no query: pass it as an argument or with -f FILE (or -f - for stdin)")
     store = obj.reader()
     if graph:
-        graph = vocab.graph_iri(graph)
+        graph = _known_graph(store, graph)
     res = store.query(query, graph=graph)
     results.write(res, fmt, sys.stdout)
+
+
+def _known_graph(store, name: str) -> str:
+    """The IRI of ``--graph NAME`` when the store holds that graph; otherwise an error that
+    lists the store's graphs (a misspelt name would count 0 with exit 0)."""
+    iri = vocab.graph_iri(name)
+    ox = store.ox
+    if ox.contains_named_graph(NamedNode(iri)):
+        return iri
+    graphs = sorted(g.value for g in ox.named_graphs())
+    short = [g[len(vocab.GRAPH):] if g.startswith(vocab.GRAPH) else g for g in graphs]
+    hint = difflib.get_close_matches(name, short, n=1)
+    raise KgcultError(
+        f"--graph {name}: the store has no graph {iri}"
+        + (f" (did you mean {hint[0]}?)" if hint else "")
+        + "; its graphs: " + (", ".join(short) if short else "none (the store is empty)"))
+
+
+def _label_lang(store, lang: str) -> str:
+    """``--lang`` checked as ``build`` checks a language parameter: a tag no label of the
+    store is in (nor in its fallback chain) is refused, never answered in English unasked
+    (not checked on a remote endpoint, where listing its languages could take minutes)."""
+    lang = langtags.parse(lang, "--lang")
+    if not getattr(store, "remote", False):
+        why = langtags.absent(lang, inspection.label_languages(store))
+        if why:
+            raise KgcultError(f"--lang {lang}: {why}")
+    return lang
 
 
 # -- show / stats ---------------------------------------------------------------------
@@ -68,6 +98,7 @@ def show(obj: Context, entity, lang, fmt):
       kgcult show P495
     """
     store = obj.reader(closure=True, require=False)
+    lang = _label_lang(store, lang)
     qid = inspection.resolve(store, entity, lang)
     if qid != entity:
         info(f"{entity}: {qid}")

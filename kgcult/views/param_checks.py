@@ -14,18 +14,10 @@ import difflib
 from pyoxigraph import NamedNode
 
 from kgcult import ids, langtags
-from kgcult.store import sidefiles
+from kgcult.inspection import label_languages
 from kgcult.views.spec import PARAMS_KEY, View, ViewError
 
 MAX_LIST_VALUES = 500  # a list parameter longer than this is a mistake, not a request
-
-
-def label_languages(store) -> list[str]:
-    """Every language tag of an rdfs:label in the store (computed once per data version)."""
-    def compute() -> list[str]:
-        rows = store.query("SELECT DISTINCT (LANG(?l) AS ?lang) WHERE { ?x rdfs:label ?l }")
-        return sorted({r["lang"].value for r in rows if r["lang"] is not None and r["lang"].value})
-    return sidefiles.cached(store, "labelLanguages", compute)
 
 
 def given_names(params) -> set[str]:
