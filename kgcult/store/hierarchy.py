@@ -22,6 +22,7 @@ import numpy as np
 from pyoxigraph import NamedNode
 
 from kgcult import ids, ontology, vocab
+from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.store import closure_state, closure_write, intgraph, setgraph
 from kgcult.store.embedded import Store
@@ -400,17 +401,25 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
         del codes
         seconds_of[spec.name] = seconds + time.perf_counter() - t0
     t_load = time.perf_counter()
-    closure_write.load_lines(store, (block for blocks in additions for block in blocks))
-    per_pair = (time.perf_counter() - t_load) / max(1, sum(item[2].pairs for item in planned))
-    write_s = time.perf_counter() - t_start - compute_s
-    t_opt = time.perf_counter()
-    if planned:
-        # compacted right after the load, before any other write: the load leaves dozens of
-        # files in RocksDB's level 0, and a write (the records below) waits while RocksDB
-        # merges them in the background, work that a compaction after it did again (at
-        # 1 M edges: a 39 s wait then 62 s of compaction, against 89 s compacted first)
-        store.optimize()
-    compact_s = time.perf_counter() - t_opt
+    # the bulk load and the compaction run in Oxigraph without reporting: a line every 10 s
+    # (a bar on a terminal) says which of the two is under way
+    bar = kglog.progress(total=2, desc="closure", unit=" steps")
+    bar.set_postfix_str(f"writing {sum(item[2].pairs for item in planned):,} pairs")
+    with bar:
+        closure_write.load_lines(store, (block for blocks in additions for block in blocks))
+        per_pair = (time.perf_counter() - t_load) / max(1, sum(item[2].pairs for item in planned))
+        write_s = time.perf_counter() - t_start - compute_s
+        bar.update(1)
+        bar.set_postfix_str("compacting the store")
+        t_opt = time.perf_counter()
+        if planned:
+            # compacted right after the load, before any other write: the load leaves dozens of
+            # files in RocksDB's level 0, and a write (the records below) waits while RocksDB
+            # merges them in the background, work that a compaction after it did again (at
+            # 1 M edges: a 39 s wait then 62 s of compaction, against 89 s compacted first)
+            store.optimize()
+        compact_s = time.perf_counter() - t_opt
+        bar.update(1)
     for spec, fp, out, cycles, n_edges, _seconds in planned:
         out.path.unlink()
         named = sorted(sorted(terms[x][1:-1].decode() for x in cyc) for cyc in cycles)

@@ -28,6 +28,7 @@ from typing import Iterable, Iterator, TypeVar
 
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, parse
 
+from kgcult import log as kglog
 from kgcult import vocab
 from kgcult.version import __version__
 from kgcult.errors import KgcultError
@@ -68,9 +69,10 @@ def content_hash(graph_hashes: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def sorted_nquads(store: Store, iri: str) -> Iterator[bytes]:
+def sorted_nquads(store: Store, iri: str, bar=None) -> Iterator[bytes]:
     """The N-Quads lines of one graph in byte order, in bounded memory: sorted runs of
-    about ``RUN_BYTES`` are spilled to temporary files and merged (an external sort)."""
+    about ``RUN_BYTES`` are spilled to temporary files and merged (an external sort).
+    ``bar``: a progress bar (:func:`kgcult.log.progress`) counting the quads read."""
     scrub = iri == vocab.META_GRAPH  # provenance recorded before credentials were stripped
     with tempfile.TemporaryDirectory(prefix="kgcult-sort-") as tmp:
         runs: list[str] = []
@@ -82,9 +84,15 @@ def sorted_nquads(store: Store, iri: str) -> Iterator[bytes]:
             line = f"{q} .\n".encode("utf-8")
             lines.append(line)
             size += len(line) + 80  # the bytes object's own overhead
+            if bar is not None and not len(lines) % 65536:
+                bar.update(65536)
             if size >= RUN_BYTES:
+                if bar is not None:
+                    bar.update(len(lines) % 65536)
                 runs.append(_spill(tmp, len(runs), lines))
                 lines, size = [], 0
+        if bar is not None:
+            bar.update(len(lines) % 65536)
         lines.sort()
         if not runs:
             yield from lines
@@ -464,7 +472,15 @@ def store_content_hash(store: Store) -> str:
 
     def compute() -> str:
         log.info("computing the store's content hash (once per change of the data)")
-        return content_hash({iri: _hash_sorted(sorted_nquads(store, iri))[0] for iri in store.data_graphs()})
+        graphs = store.data_graphs()
+        hashes = {}
+        # every graph read, sorted and hashed without a word: a line every 10 s (a bar on a
+        # terminal) counts the quads read and names the graph and the phase
+        with kglog.progress(desc="content hash", unit=" quads", unit_scale=True) as bar:
+            for i, iri in enumerate(graphs, 1):
+                bar.set_postfix_str(f"graph {i} of {len(graphs)}: {iri}")
+                hashes[iri] = _hash_sorted(sorted_nquads(store, iri, bar))[0]
+        return content_hash(hashes)
 
     digest = sidefiles.cached(store, "contentSha256", compute)
     if not store.read_only and not store.remote:

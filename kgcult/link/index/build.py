@@ -18,6 +18,7 @@ import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
 from kgcult import ids, vocab
+from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.link import normalize
 from kgcult.link.index import name_pools as pools
@@ -369,21 +370,55 @@ def build_into(store, directory: str | Path, content_hash: str, topics: list[Top
     directory = Path(directory)
     directory.mkdir(parents=True)
     b = _Builder(store, directory, topics)
-    n_names = b.names()
-    if not len(b.qnum):
-        log.warning("the store at %s holds no rdfs:label or skos:altLabel: every mention will "
-                    "stay unresolved (load data first)", getattr(store, "location", "?"))
-    log.info("link index: %d names of %d entities in %d languages (%.1f s)",
-             n_names, len(b.qnum), len(b.langs), time.perf_counter() - t0)
-    b.sitelinks()
-    desc_langs = b.descriptions()
-    b.edges()
-    kind_keys = b.topic_membership()
-    pools.build(b.con, [t.name for t in topics], b.langs)
-    log.info("link index: fuzzy and token pools built (%.1f s)", time.perf_counter() - t0)
-    b.finish({"format": FORMAT, "content_hash": content_hash, "topics": [_topic_meta(t) for t in topics],
-              "langs": b.langs, "kinds": kind_keys, "description_langs": desc_langs, "names": n_names,
-              "build_seconds": round(time.perf_counter() - t0, 3)})
+    # each step reads the store or sorts in SQLite without a word: a line every 10 s (a bar
+    # on a terminal) names the step under way
+    with kglog.progress(total=len(STEPS), desc="link index", unit=" steps") as bar:
+        step = _Steps(bar, t0)
+        step("names")
+        n_names = b.names()
+        if not len(b.qnum):
+            log.warning("the store at %s holds no rdfs:label or skos:altLabel: every mention will "
+                        "stay unresolved (load data first)", getattr(store, "location", "?"))
+        log.info("link index: %d names of %d entities in %d languages (%.1f s)",
+                 n_names, len(b.qnum), len(b.langs), time.perf_counter() - t0)
+        step("sitelinks")
+        b.sitelinks()
+        step("descriptions")
+        desc_langs = b.descriptions()
+        step("hierarchy edges and countries")
+        b.edges()
+        step("topics")
+        kind_keys = b.topic_membership()
+        step("fuzzy and token pools")
+        pools.build(b.con, [t.name for t in topics], b.langs)
+        log.info("link index: fuzzy and token pools built (%.1f s)", time.perf_counter() - t0)
+        step("finishing")
+        b.finish({"format": FORMAT, "content_hash": content_hash, "topics": [_topic_meta(t) for t in topics],
+                  "langs": b.langs, "kinds": kind_keys, "description_langs": desc_langs, "names": n_names,
+                  "build_seconds": round(time.perf_counter() - t0, 3)})
+        step(None)
     log.info("link index built in %.1f s", time.perf_counter() - t0)
+
+
+STEPS = ("names", "sitelinks", "descriptions", "hierarchy edges and countries", "topics",
+         "fuzzy and token pools", "finishing")
+
+
+class _Steps:
+    """Marks the build's steps on its progress bar (one unit each, the step named) and logs
+    each finished step's seconds at debug level."""
+
+    def __init__(self, bar, t0: float):
+        self.bar, self.t = bar, t0
+        self.name: str | None = None
+
+    def __call__(self, name: str | None) -> None:
+        now = time.perf_counter()
+        if self.name is not None:
+            log.debug("link index: %s (%.1f s)", self.name, now - self.t)
+            self.bar.update(1)
+        self.name, self.t = name, now
+        if name is not None:
+            self.bar.set_postfix_str(name)
 
 
