@@ -70,12 +70,25 @@ def machine() -> dict:
         pass
     return {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
         "cpus": os.cpu_count(),
         "cpu": cpu,
         "memory": mem,
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+
+
+def commit() -> str:
+    """The commit the working tree measured (``+`` when it had uncommitted changes)."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+" if dirty else "")
 
 
 def timed(fn, *args, **kwargs):
@@ -95,6 +108,7 @@ def save(name: str, data: dict, markdown: str) -> None:
     data = {"machine": machine(), **data}
     (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     m = data["machine"]
-    header = f"_Measured {m['date']} on {m['cpus']} CPUs ({m['cpu']}), {m['memory']} RAM._\n\n"
+    header = (f"_Measured {m['date']} at commit `{m['commit']}` on {m['cpus']} CPUs ({m['cpu']}), "
+              f"{m['memory']} RAM._\n\n")
     (RESULTS / f"{name}.md").write_text(header + markdown.strip() + "\n")
     print(markdown)
