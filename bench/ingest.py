@@ -11,6 +11,11 @@ at 3 sizes spanning 10x, against baselines run side by side in the same script:
 
 Dumps go to $KGCULT_DUMP_BENCH_DIR (default /tmp/kgcult-dump), never into the repository.
 Sizes: $KGCULT_INGEST_SIZES (default 2000,6000,20000).
+
+`bench/ingest.py bz2 [--base TREE]` (issue 41): the `.bz2` read on a machine without lbzip2
+(hidden from $PATH) on a 40k-entity dump ($KGCULT_INGEST_BZ2_SIZE): ingest vs one `bzcat`
+pass, side by side with TREE's code (a checkout before indexed_bzip2: Python's bz2), and the
+stores' content hashes compared (results: bench/results/ingest_bz2).
 """
 from __future__ import annotations
 
@@ -299,8 +304,104 @@ def summarize(rows: list[dict], spark: dict) -> None:
     save("ingest", data, md)
 
 
+# -- `bench/ingest.py bz2 [--base TREE]`: the .bz2 read without lbzip2 (issue 41) -------
+
+BZ2_SIZE = int(os.environ.get("KGCULT_INGEST_BZ2_SIZE", "40000"))
+
+
+def path_without(tool: str) -> str:
+    """$PATH with ``tool`` hidden: each directory holding it replaced by a directory of links
+    to everything else in it (a machine without the tool, for this run)."""
+    out = []
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if d and os.path.exists(os.path.join(d, tool)):
+            shadow = WORK / ("nolbzip2" + d.replace("/", "_"))
+            if not shadow.exists():
+                shadow.mkdir(parents=True)
+                for name in os.listdir(d):
+                    if name != tool:
+                        os.symlink(os.path.join(d, name), shadow / name)
+            d = str(shadow)
+        out.append(d)
+    return os.pathsep.join(out)
+
+
+def ingest_tree(tree: Path, path: Path, tag: str, env_path: str) -> tuple[dict, str, str]:
+    """(measures, decompressor, content hash of the store) of `kgcult ingest` run from
+    ``tree`` (its kgcult on PYTHONPATH), with ``env_path`` as $PATH."""
+    store = WORK / f"store-{tag}"
+    shutil.rmtree(store, ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(tree), PATH=env_path)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    before = os.times()
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "kgcult", "--store", str(store), "-v", "ingest", str(path),
+                           "--no-progress"], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = os.times()
+    if proc.returncode:
+        raise SystemExit(f"ingest from {tree} failed:\n{proc.stderr[-2000:]}")
+    tool = re.search(r"decompressing (?:with (\S+)|on one thread with Python's module)", proc.stderr)
+    used = "python-bz2" if tool and tool.group(1) is None else (tool.group(1) if tool else "?")
+    code = ("import sys; from kgcult.store import Store; from kgcult.store.snapshot import store_content_hash\n"
+            "s = Store(sys.argv[1], read_only=True); print(store_content_hash(s)); s.close()")
+    digest = subprocess.run([sys.executable, "-c", code, str(store)], env=env, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    shutil.rmtree(store, ignore_errors=True)
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}, used, digest
+
+
+def bz2_main(base: Path | None, rounds: int = 2) -> None:
+    WORK.mkdir(parents=True, exist_ok=True)
+    bz = Path(str(dump(BZ2_SIZE)) + ".bz2")
+    env_path = path_without("lbzip2")
+    trees = [("this tree", ROOT)] + ([("before (Python's bz2)", base)] if base else [])
+    runs: dict = {name: [] for name, _ in trees}
+    runs["bzcat"] = []
+    used, digests = {}, {}
+    for r in range(rounds):  # interleaved: the machine is shared
+        wall, cpu = shell(f"PATH='{env_path}' bzcat {bz} > /dev/null")
+        runs["bzcat"].append({"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)})
+        for name, tree in (trees if r % 2 == 0 else trees[::-1]):
+            m, used[name], digests[name] = ingest_tree(tree, bz, f"bz2-{len(runs[name])}", env_path)
+            runs[name].append(m)
+        print(json.dumps(runs), flush=True)
+
+    def med(name: str, key: str = "wall_s") -> float:
+        xs = sorted(x[key] for x in runs[name])
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+    bzcat = med("bzcat")
+    rows = [f"| `bzcat > /dev/null` (one pass, the baseline) | bzip2 | {bzcat:.1f} | "
+            f"{med('bzcat', 'cpu_s'):.1f} | 1.00x | |"]
+    for name, _tree in trees:
+        rows.append(f"| `kgcult ingest`, {name} | {used[name]} | {med(name):.1f} | {med(name, 'cpu_s'):.1f} | "
+                    f"**{med(name) / bzcat:.2f}x** | `{digests[name][:16]}` |")
+    same = len(set(digests.values())) == 1
+    ratio = med("this tree") / bzcat
+    data = {"entities": BZ2_SIZE, "bz2_mb": round(bz.stat().st_size / 1e6, 1), "rounds": rounds,
+            "lbzip2_hidden": True, "runs": runs, "decompressor": used, "content_hash": digests,
+            "ratio": round(ratio, 3), "identical": same}
+    md = "\n".join([
+        f"### `.bz2` ingest without lbzip2 ({BZ2_SIZE:,} generated entities, {data['bz2_mb']} MB `.bz2`)\n",
+        f"`lbzip2` hidden from `$PATH`; median of {rounds} interleaved rounds; wall and CPU seconds of the whole "
+        "process tree; the content hash of the store each ingest filled (data graphs: the same bytes).\n",
+        "| run | decompressor | wall s | CPU s | vs `bzcat` | content hash |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Target (issue 41): ingest <= 1.0x one `bzcat` pass without lbzip2: **{ratio:.2f}x** "
+        f"({'met' if ratio <= 1.0 else 'NOT met'}); the stores' content "
+        f"{'is byte-identical' if same else 'DIFFERS'} across the runs.",
+    ])
+    save("ingest_bz2", data, md)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--summarize":
+    if len(sys.argv) >= 2 and sys.argv[1] == "bz2":
+        bz2_main(Path(sys.argv[3]) if len(sys.argv) == 4 and sys.argv[2] == "--base" else None)
+    elif len(sys.argv) == 3 and sys.argv[1] == "--summarize":
         # the report of a finished run from its printed rows (one JSON object per line: the
         # sizes, then the Spark figures), e.g. after a crash in the summary itself
         *measured_rows, spark_row = [json.loads(x) for x in Path(sys.argv[2]).read_text().splitlines()

@@ -47,8 +47,13 @@ def test_every_decompressor_gives_the_same_store_and_the_file_sha256(tmp_path, m
         assert dumpio.decompressor(str(dump), 3) == "rapidgzip"
         rapid, rapid_sha = _ingest_hash(tmp_path, "rapid", dump, jobs=3)
         assert rapid_sha == {want} and rapid == fast
-    # no parallel tool, no rapidgzip: Python's own module, one thread, and it says so
+    if suffix == ".bz2" and dumpio.indexed_bzip2 is not None:  # no lbzip2: indexed_bzip2, hashed beside it
+        assert dumpio.decompressor(str(dump), 3) == "indexed_bzip2"
+        ibz, ibz_sha = _ingest_hash(tmp_path, "ibz", dump, jobs=3)
+        assert ibz_sha == {want} and ibz == fast
+    # no parallel tool, no rapidgzip or indexed_bzip2: Python's own module, one thread, and it says so
     monkeypatch.setattr(dumpio, "rapidgzip", None)
+    monkeypatch.setattr(dumpio, "indexed_bzip2", None)
     assert dumpio.decompressor(str(dump)) in ("none", "python-gzip", "python-bz2", "python-zstandard")
     slow, slow_sha = _ingest_hash(tmp_path, "slow", dump, jobs=1)
     assert slow_sha == {want} and slow == fast

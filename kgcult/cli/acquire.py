@@ -158,7 +158,7 @@ def ingest_command(obj, dump, subgraph, specs_path, languages, roots, depth, fmt
       kgcult ingest latest-all.json.bz2 --engine spark --master 'local[*]'
 
     The dump is read once: a parallel decompressor is used when installed (pigz or
-    rapidgzip for .gz, lbzip2 for .bz2), worker processes parse it (msgspec and orjson with
+    rapidgzip for .gz, lbzip2 or indexed_bzip2 for .bz2), worker processes parse it (msgspec and orjson with
     kgcult[dump]: only the claims and languages the subgraphs use are decoded).
     What a dump cannot give is said on stderr and in the provenance: the truthy dump has
     no sitelink counts (add them with --sitelinks).

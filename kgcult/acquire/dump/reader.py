@@ -10,13 +10,15 @@ log says the read is single-threaded):
   I/O on separate threads, in its own process), then rapidgzip (PyPI, ``kgcult[dump]``:
   parallel inflate inside this process; it holds more memory, and on a few cores the
   parse, not the inflate, is the bottleneck);
-* ``.bz2``: ``lbzip2 -dc`` (parallel), then Python's ``bz2``;
+* ``.bz2``: ``lbzip2 -dc`` (parallel), then indexed_bzip2 (PyPI, ``kgcult[dump]``, from the
+  family of rapidgzip: parallel bzip2 decoding inside this process, on 2 cores or more),
+  then Python's ``bz2``;
 * ``.zst``: ``zstd -dc``, then the ``zstandard`` module.
 
 A command-line decompressor reads the compressed bytes from a pipe that a feeder thread
-fills while hashing them; rapidgzip reads the file itself (in parallel, out of order), so
-a thread hashes the compressed file beside it (the compressed bytes are read twice, but
-decompressed once).
+fills while hashing them; rapidgzip and indexed_bzip2 read the file themselves (in
+parallel, out of order), so a thread hashes the compressed file beside them (the
+compressed bytes are read twice, but decompressed once).
 """
 from __future__ import annotations
 
@@ -42,6 +44,10 @@ try:  # optional: kgcult[dump]
     import rapidgzip
 except ImportError:  # pragma: no cover - depends on the environment
     rapidgzip = None
+try:  # optional: kgcult[dump]
+    import indexed_bzip2
+except ImportError:  # pragma: no cover - depends on the environment
+    indexed_bzip2 = None
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +103,8 @@ def decompressor(path: str, threads: int | None = None) -> str:
         return tool
     if comp == ".gz" and rapidgzip is not None and (threads or cpu_count()) > 1:
         return "rapidgzip"
+    if comp == ".bz2" and indexed_bzip2 is not None and (threads or cpu_count()) > 1:
+        return "indexed_bzip2"
     return {".gz": "python-gzip", ".bz2": "python-bz2", ".zst": "python-zstandard"}[comp]
 
 
@@ -138,6 +146,10 @@ class DumpReader:
             self._spawn(self._hash_file)
             self.stream = io.BufferedReader(rapidgzip.open(raw, parallelization=self.threads), 1 << 20)
             self._closers.append(self.stream)
+        elif self.tool == "indexed_bzip2":
+            self._spawn(self._hash_file)
+            self.stream = io.BufferedReader(indexed_bzip2.open(raw, parallelization=self.threads), 1 << 20)
+            self._closers.append(self.stream)
         else:
             self._hashing = TapReader(raw, self.sha.update)
             buffered = io.BufferedReader(self._hashing, 1 << 20)
@@ -156,7 +168,8 @@ class DumpReader:
         elif self.tool.startswith("python-"):
             log.info("%s: decompressing on one thread with Python's module (install %s for a parallel "
                      "read)", self.path, {".gz": "pigz or rapidgzip (kgcult[dump])",
-                                          ".bz2": "lbzip2", ".zst": "zstd"}[comp])
+                                          ".bz2": "lbzip2 or indexed_bzip2 (kgcult[dump])",
+                                          ".zst": "zstd"}[comp])
         else:
             log.info("%s: decompressing with %s", self.path, self.tool)
         self.ends = StreamEnds(self.stream)
