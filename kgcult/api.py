@@ -239,10 +239,11 @@ class KG:
 
     def link_index(self, *, rebuild: bool = False, all_caches: bool = False,
                    model: str | None = None) -> dict:
-        """Build (or check) the label index beside the store and every cache a link with
-        the default stages reads (``kgcult link index``; ``all_caches``: the lazy ones too,
-        ``model`` the embedding stage's); its summary: path, content hash, entities,
-        languages, names, seconds, bytes, topics, caches."""
+        """Build (or check) the label index beside the store and the caches a link with
+        the default stages reads, but those built per part on first use (``kgcult link
+        index``; ``all_caches``: those too, the semantic stage's name vectors of every
+        (topic, language), ``model`` the embedding stage's); its summary: path, index key,
+        entities, languages, names, seconds, bytes, topics, caches."""
         t0 = time.perf_counter()
         ix = link_index.load_or_build(self.store, rebuild=rebuild)
         out = link_index.summary(self.store, ix, time.perf_counter() - t0)

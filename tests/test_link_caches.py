@@ -1,5 +1,7 @@
-"""``kgcult link index`` builds every cache a link reads (issue 32): a first link after it
-builds nothing, and links as a linker that built its caches on the way does."""
+"""``kgcult link index --all-caches`` builds every cache a link reads (issue 32): a first link
+after it builds nothing, and links as a linker that built its caches on the way does.
+Without ``--all-caches`` the semantic vectors are built per (topic, language) part when a
+mention first reaches it (issue 41): a first link builds only what its mentions need."""
 from __future__ import annotations
 
 import json
@@ -41,12 +43,16 @@ def test_link_index_builds_every_cache_a_first_link_reads(tmp_path, model_cache)
     r = run_cli(["link", "index"], store)
     assert r.exit_code == 0, r.output
     built = json.loads(r.stdout)["caches"]
-    # every part of every topic: name vectors + reduced form (semantic), stem and compound pools
-    assert built["semantic"]["caches"] == built["semantic"]["built"] > 0
     assert built["stem"]["built"] > 0 and built["compound"]["built"] > 0
-    assert "lazy" in built["embedding"]  # built on first use by design, and said so
+    assert "lazy" in built["semantic"] and "lazy" in built["embedding"]  # on first use, and said so
+    assert any("semantic: not built" in m and "--all-caches" in m for m in r.stderr.splitlines())
+    r = run_cli(["link", "index", "--all-caches"], store)
+    assert r.exit_code == 0, r.output
+    built = json.loads(r.stdout)["caches"]
+    # every part of every topic: name vectors + reduced form (semantic)
+    assert built["semantic"]["caches"] == built["semantic"]["built"] > 0
+    assert built["stem"]["built"] == 0  # built by the first run
     lines = r.stderr.splitlines()  # progress per phase
-    assert any("embedding: not built" in m and "--all-caches" in m for m in lines)
     assert any(m.startswith("link index: semantic:") and "caches ready" in m for m in lines)
     assert (model_cache / "models").is_dir()  # the converted USE model
     cache_dir = index_dir_of(store)
@@ -61,8 +67,8 @@ def test_link_index_builds_every_cache_a_first_link_reads(tmp_path, model_cache)
     assert r.exit_code == 0, r.output
     assert _files(cache_dir) == before
 
-    # a second `link index` finds them all
-    r = run_cli(["link", "index"], store)
+    # a second `link index --all-caches` finds them all
+    r = run_cli(["link", "index", "--all-caches"], store)
     again = json.loads(r.stdout)["caches"]
     assert again["semantic"]["built"] == 0 and again["stem"]["built"] == 0
 
@@ -79,16 +85,19 @@ def test_link_index_builds_every_cache_a_first_link_reads(tmp_path, model_cache)
 
 @needs_semantic
 @pytest.mark.slow  # 4-7 s: make test-all
-def test_a_link_that_builds_the_index_builds_the_caches(tmp_path, model_cache):
+def test_a_first_link_builds_only_what_its_mention_needs(tmp_path, model_cache):
     store = tmp_path / "store"
     make_store(store).close()
-    r = run_cli(["link", "lemon", "--topic", "food"], store)
+    r = run_cli(["link", "lemon", "--topic", "food"], store)  # an exact label: no stage cache needed
     assert r.exit_code == 0, r.output
-    names = _files(index_dir_of(store))
-    lk = Linker.open(store)
-    parts = lk.stage("semantic").caches()
-    assert sum(n.startswith("sem-") and n.endswith(f"-{t}-{lg}.npy") for n in names for (t, lg), _ in parts) == len(parts)
-    assert any(n.startswith("morph-") for n in names)
+    assert json.loads(r.stdout)["match"] == "exact-label"
+    assert r.stderr.startswith("link index: none for this store's data yet: building it")
+    assert not any(n.startswith(("sem-", "morph-")) for n in _files(index_dir_of(store)))
+    r = run_cli(["link", "a yellow citrus fruit", "--topic", "food"], store)  # reaches the semantic stage
+    assert r.exit_code == 0, r.output
+    sem = {n for n in _files(index_dir_of(store)) if n.startswith("sem-") and n.endswith(".npy")
+           and ".r128" not in n and ".b128" not in n}
+    assert sem and all(n.endswith("-food-en.npy") for n in sem), sem
 
 
 def test_every_registered_stage_is_asked_for_its_caches(tmp_path, model_cache):
@@ -172,9 +181,10 @@ def test_api_link_index_builds_the_caches(tmp_path, model_cache):
     make_store(tmp_path / "store").close()
     kg = kgcult.open(tmp_path / "store")
     try:
-        out = kg.link_index()
+        assert "lazy" in kg.link_index()["caches"]["semantic"]  # per part on first use
+        out = kg.link_index(all_caches=True)
         assert out["caches"]["semantic"]["built"] == out["caches"]["semantic"]["caches"] > 0
-        assert kg.link_index()["caches"]["semantic"]["built"] == 0  # there already
+        assert kg.link_index(all_caches=True)["caches"]["semantic"]["built"] == 0  # there already
     finally:
         kg.close()
 

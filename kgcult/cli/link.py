@@ -50,8 +50,10 @@ def _linker(obj, embeddings=False, model=None, stages=None,
         note = pipeline.missing_note()
         if note:
             log.warning(note)
-    if linker.ix.fresh:  # built now: its stages' caches too, as `kgcult link index` does
-        linker.build_caches()
+    if linker.ix.fresh:  # built now; the stages' caches follow as mentions need them
+        log.info("link index ready; the stages' own caches (stem and compound pools, semantic name "
+                 "vectors) are built per (topic, language) as mentions first reach them "
+                 "(`kgcult link index --all-caches` builds every one ahead)")
     return linker
 
 
@@ -187,6 +189,11 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
                embeddings, model, stages, max_mention_chars, max_mention_words):
     """Link mentions to Wikidata QIDs on the local graph (MakiEval §3.3, deterministic).
 
+    The first link on a store builds its label index beside it (about a minute at the
+    stand-in's size; it says so first, with a progress line every 10 s), and the semantic
+    stage encodes the names of the (topic, language) parts its mentions reach, once.
+    `kgcult link index` builds the index ahead (--all-caches: every part too).
+
     \b
     Examples:
       kgcult link "lemon" --lang en --topic food
@@ -233,14 +240,16 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
 @link_group.command("index")
 @click.option("--rebuild", is_flag=True, help="Rebuild even if a current index exists.")
 @click.option("--all-caches", is_flag=True,
-              help="Also build the caches that are built on first use by design (the opt-in "
-                   "embedding stage's name vectors).")
+              help="Also build the caches that are built on first use by design: the semantic "
+                   "stage's name vectors of every (topic, language) and the opt-in embedding "
+                   "stage's (minutes at the stand-in's size: a link builds the parts it reaches).")
 @click.option("--model", default=None, help="With --all-caches: the embedding model (see `kgcult link --help`).")
 @click.pass_obj
 def link_index(obj, rebuild, all_caches, model):
-    """Build (or check) the label index beside the store, and every cache a link with the
-    default stages reads (the semantic stage's name vectors, the stem and compound pools),
-    so that a first link runs as fast as the hundredth.
+    """Build (or check) the label index beside the store and the stem and compound pools;
+    with --all-caches also every part's semantic name vectors, so that a first link of
+    any mention runs as fast as the hundredth. A link without it builds the semantic
+    vectors of the parts its mentions reach, once, with a progress line.
 
     \b
     Example:
