@@ -335,18 +335,24 @@ def ingest_tree(tree: Path, path: Path, tag: str, env_path: str) -> tuple[dict, 
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     before = os.times()
     t0 = time.perf_counter()
+    # run from WORK: `python -m` puts the working directory first on sys.path, which would
+    # import the checkout the bench runs in rather than ``tree``
     proc = subprocess.run([sys.executable, "-m", "kgcult", "--store", str(store), "-v", "ingest", str(path),
-                           "--no-progress"], env=env, capture_output=True, text=True)
+                           "--no-progress"], env=env, capture_output=True, text=True, cwd=WORK)
     wall = time.perf_counter() - t0
     after = os.times()
     if proc.returncode:
         raise SystemExit(f"ingest from {tree} failed:\n{proc.stderr[-2000:]}")
     tool = re.search(r"decompressing (?:with (\S+)|on one thread with Python's module)", proc.stderr)
     used = "python-bz2" if tool and tool.group(1) is None else (tool.group(1) if tool else "?")
+    probe = subprocess.run([sys.executable, "-c", "import kgcult; print(kgcult.__file__)"], env=env,
+                           capture_output=True, text=True, cwd=WORK).stdout.strip()
+    if not probe.startswith(str(tree)):
+        raise SystemExit(f"{tree}: its kgcult is not the one imported ({probe})")
     code = ("import sys; from kgcult.store import Store; from kgcult.store.snapshot import store_content_hash\n"
             "s = Store(sys.argv[1], read_only=True); print(store_content_hash(s)); s.close()")
     digest = subprocess.run([sys.executable, "-c", code, str(store)], env=env, capture_output=True, text=True,
-                            check=True).stdout.strip()
+                            check=True, cwd=WORK).stdout.strip()
     shutil.rmtree(store, ignore_errors=True)
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}, used, digest

@@ -2,7 +2,9 @@
 Oxigraph CLI, and hash the loaded store, all in one run:
 
 * ``kgcult load`` (one named graph, as kgcult always stores data),
-* the ``oxigraph load`` CLI into a named graph (same engine, same layout: the limit),
+* the ``oxigraph load`` CLI into a named graph (same engine, the named graph alone),
+* the CLI writing kgcult's set layout: the named graph, then the file again into the
+  default graph (kgcult's default graph holds every graph's triples once: docs/store.md),
 * at scale 1 only: the CLI into the default graph (3 indexes instead of 6; for reference)
   and rdflib's in-memory Graph parser (what ad-hoc scripts often use),
 * the content hash of the loaded kgcult store (``snapshot.store_content_hash``, streamed
@@ -85,6 +87,10 @@ def count_lines(path: Path) -> int:
 def keep_fastest(results: dict, name: str, run: dict) -> None:
     if name not in results or run["seconds"] < results[name]["seconds"]:
         results[name] = run
+    LAST[name] = run
+
+
+LAST: dict[str, dict] = {}  # the last run of each command (the fastest is kept in results)
 
 
 def main() -> None:
@@ -113,6 +119,12 @@ def main() -> None:
                            if p.is_file() and (p.suffix in (".nt", ".nq") or "kgcult-load" in str(p.relative_to(work))))
         keep_fastest(results, "oxigraph load --graph", measure([str(VENV_BIN / "oxigraph"), "load", "--location",
                                                                 str(ox_store), "--file", str(src), "--graph", GRAPH]))
+        # the same set layout as kgcult's (the file's triples in its named graph and in the
+        # default graph: docs/store.md): the CLI's two loads into one store, one after the other
+        second = measure([str(VENV_BIN / "oxigraph"), "load", "--location", str(ox_store), "--file", str(src)])
+        both = {"seconds": LAST["oxigraph load --graph"]["seconds"] + second["seconds"],
+                "rss_kib": max(second["rss_kib"], LAST["oxigraph load --graph"]["rss_kib"])}
+        keep_fastest(results, "oxigraph load --graph, then the default graph (kgcult's set layout)", both)
         shutil.rmtree(ox_store, ignore_errors=True)
     if args.scale == 1:
         d = work / "oxigraph-default"
@@ -144,6 +156,8 @@ def main() -> None:
         results["rdflib Graph.parse"] = {"seconds": secs, "rss_kib": None}
 
     k, cli = results["kgcult load"], results["oxigraph load --graph"]
+    cli_set = results["oxigraph load --graph, then the default graph (kgcult's set layout)"]
+    set_ratio = k["seconds"] / cli_set["seconds"]
     time_ratio = k["seconds"] / cli["seconds"]
     rss_ratio = k["rss_kib"] / cli["rss_kib"]
     rows = [f"| {name} | {r['seconds']:.1f} | {triples / r['seconds']:,.0f} | "
@@ -168,6 +182,9 @@ def main() -> None:
         f"peak RSS **{rss_ratio:.2f}x** (issue 15 targets: time <= 1.05x {met(time_ratio <= 1.05)}, "
         f"RSS <= 1.2x {met(rss_ratio <= 1.2)}). Uncompressed scratch copies left: "
         f"{', '.join(leftovers) or 'none'}.",
+        f"kgcult vs the CLI writing the same set layout (its named graph, then the default graph): time "
+        f"**{set_ratio:.2f}x**. kgcult writes each triple twice (the named graph's 6 indexes and the default "
+        "graph's 3: docs/store.md), so the named-graph CLI run alone is not like for like.",
     ]
     if args.scale == 1:
         speed = cli["seconds"] / k["seconds"]
@@ -189,6 +206,7 @@ def main() -> None:
     ]
     data = {"scale": args.scale, "input": src.name, "triples": triples, "runs": results,
             "time_ratio_vs_oxigraph_cli": time_ratio, "rss_ratio_vs_oxigraph_cli": rss_ratio,
+            "time_ratio_vs_oxigraph_cli_set_layout": set_ratio,
             "scratch_left": leftovers, "content_hash": hashes}
     if args.scale == 1:
         data["ratio_vs_oxigraph_cli"] = cli["seconds"] / k["seconds"]
