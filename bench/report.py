@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["load", "load_interrupt", "snapshot_import", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "views",
-         "build_repeat", "link", "link_scale", "link_first", "link_long", "link_long_mention", "link_scripts", "annotate", "probe", "serve", "page",
+ORDER = ["load", "load_interrupt", "snapshot_import", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "ingest_bz2", "views",
+         "build_repeat", "link", "link_scale", "link_first", "link_first_store", "link_long", "link_long_mention", "link_scripts", "annotate", "probe", "serve", "page",
          "serve_runaway", "wdqs", "setgraph", "serve_update", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
@@ -45,6 +45,7 @@ TITLES = {
     "serve_update": "The default graph follows an `/update` at the cost of what it changed (issue 28 follow-up)",
     "load-x10": "Loading 10x the stand-in (issue 15)",
     "link_first_store": "A first link on a freshly loaded store, and `link index`, against the load (issue 41)",
+    "ingest_bz2": "Parallel `.bz2` ingest without lbzip2 (issue 41)",
 }
 # the code each section's figures describe: a commit changing it after the figures were
 # recorded makes the section describe an older layout (said in the section) until rerun
@@ -59,6 +60,7 @@ COVERS = {
     "mirror": ["kgcult/acquire/endpoint", "kgcult/acquire/crawl.py"],
     "mirror_projection": ["kgcult/acquire/endpoint"],
     "ingest": ["kgcult/acquire/dump"],
+    "ingest_bz2": ["kgcult/acquire/dump/reader.py"],
     "views": ["kgcult/views", "queries/views"],
     "build_repeat": ["kgcult/views", "kgcult/store/facts.py"],
     "link": ["kgcult/link"],
