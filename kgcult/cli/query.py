@@ -53,10 +53,9 @@ def _known_graph(store, name: str) -> str:
     """The IRI of ``--graph NAME`` when the store holds that graph; otherwise an error that
     lists the store's graphs (a misspelt name would count 0 with exit 0)."""
     iri = vocab.graph_iri(name)
-    ox = store.ox
-    if ox.contains_named_graph(NamedNode(iri)):
+    if next(iter(store.quads_for_pattern(g=NamedNode(iri))), None) is not None:
         return iri
-    graphs = sorted(g.value for g in ox.named_graphs())
+    graphs = sorted(g for g in store.graph_counts() if g)  # the error path only: it counts
     short = [g[len(vocab.GRAPH):] if g.startswith(vocab.GRAPH) else g for g in graphs]
     hint = difflib.get_close_matches(name, short, n=1)
     raise KgcultError(
