@@ -241,9 +241,10 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
 @click.option("--rebuild", is_flag=True, help="Rebuild even if a current index exists.")
 @click.option("--all-caches", is_flag=True,
               help="Also build the caches that are built on first use by design: the semantic "
-                   "stage's name vectors of every (topic, language) and the opt-in embedding "
-                   "stage's (minutes at the stand-in's size: a link builds the parts it reaches).")
-@click.option("--model", default=None, help="With --all-caches: the embedding model (see `kgcult link --help`).")
+                   "stage's name vectors of every (topic, language) (minutes at the stand-in's "
+                   "size: a link builds the parts it reaches); with --model, the embedding stage's.")
+@click.option("--model", default=None, help="With --all-caches: also the opt-in embedding stage's name "
+              "vectors, with this model (see `kgcult link --help`).")
 @click.pass_obj
 def link_index(obj, rebuild, all_caches, model):
     """Build (or check) the label index beside the store and the stem and compound pools;
@@ -259,7 +260,8 @@ def link_index(obj, rebuild, all_caches, model):
     t0 = time.perf_counter()
     ix = lindex.load_or_build(store, rebuild=rebuild)
     out = lindex.summary(store, ix, time.perf_counter() - t0)
-    out["caches"] = Linker(ix, store=store, model=model).build_caches(all_caches=all_caches)
+    out["caches"] = Linker(ix, store=store, model=model, embeddings=all_caches and model is not None
+                           ).build_caches(all_caches=all_caches)
     click.echo(json.dumps(out, indent=2))
 
 

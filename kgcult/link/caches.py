@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 
 def build(linker, *, all_caches: bool = False) -> dict:
     """Make the caches of ``linker``'s stages ready beside its label index (with
-    ``all_caches``, those of every installed stage, lazy ones included). Per stage:
+    ``all_caches``, their lazy ones too: the semantic stage's; an opt-in stage's, such as
+    the embedding stage's, when the linker runs it). Per stage:
     ``{"caches": n, "built": k, "names": m, "seconds": s}``, or ``{"lazy": why}`` /
     ``{"missing": extra}`` for one left alone."""
     out: dict = {}
@@ -33,10 +34,11 @@ def build(linker, *, all_caches: bool = False) -> dict:
     index_only = []
     for cls in pipeline.REGISTRY:
         name = cls.name
-        if name not in linker.stages and not all_caches:
+        if name not in linker.stages:  # an opt-in stage the linker does not run (embedding)
             if cls.lazy_cache and cls.available():
                 out[name] = {"lazy": cls.lazy_cache}
-                log.info("link index: %s: not built (%s); --all-caches builds them", name, cls.lazy_cache)
+                log.info("link index: %s: not built (%s); --all-caches --model M builds them", name,
+                         cls.lazy_cache)
             continue
         if not cls.available():
             out[name] = {"missing": cls.extra}
