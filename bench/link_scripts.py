@@ -36,6 +36,9 @@ from common import RESULTS, ROOT, SHARED, WORK, machine, require
 GOLD = SHARED / "annotation" / "annotation-dev.jsonl"
 LINK_DEV = SHARED / "standin" / "link-dev.jsonl"
 GEN = SHARED / "scale" / "gen_mentions.py"
+# the default stages before the change (issue 37's affix, xscript and xfuzzy came in after)
+OLD_STAGES = ("exact", "normalized", "english", "any", "stem", "compound", "fuzzy", "anyfuzzy", "tokens",
+              "semantic")
 
 
 def span_rows(path: Path) -> list[dict]:
@@ -69,13 +72,13 @@ def score(gold: list[dict], out: list[dict], alt: bool) -> dict:
     return {k: prf(*v) for k, v in sorted(acc.items())}
 
 
-def link(tree: Path, store: Path, rows_path: Path, out: Path) -> dict:
+def link(tree: Path, store: Path, rows_path: Path, out: Path, extra: tuple = ()) -> dict:
     """A fresh ``kgcult link -i`` of ``tree`` (run from it, so its package is the one
     imported): wall, CPU and peak RSS of that process alone (``os.wait4``)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "kgcult", "--store", str(store.resolve()), "link", "-i",
-                             str(rows_path.resolve()), "-o", str(out.resolve())], env=env, cwd=tree,
+                             str(rows_path.resolve()), "-o", str(out.resolve()), *extra], env=env, cwd=tree,
                             stderr=subprocess.DEVNULL)
     _pid, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -132,14 +135,18 @@ def main() -> None:
     mixed = work / "mixed-3000.jsonl"
     if not mixed.exists():
         subprocess.run([sys.executable, str(GEN), "3000", str(mixed)], check=True, stdout=subprocess.DEVNULL)
-    runs: dict = {"before": [], "after": []}
-    outputs: dict = {"before": set(), "after": set()}
+    # the control: this checkout without the new stages (what else changed since the
+    # commit before is then not counted against them)
+    variants = {"before": (before, ()), "after": (ROOT, ()),
+                "after-without": (ROOT, ("--stages", ",".join(s for s in OLD_STAGES)))}
+    runs: dict = {k: [] for k in variants}
+    outputs: dict = {k: set() for k in variants}
     for _r in range(a.rounds):
-        for tag, tree in trees.items():
+        for tag, (tree, extra) in variants.items():
             out = work / f"mixed-{tag}.out.jsonl"
-            runs[tag].append(link(tree, a.store, mixed, out))
+            runs[tag].append(link(tree, a.store, mixed, out, extra))
             outputs[tag].add(out.read_bytes())
-    for tag in trees:
+    for tag in variants:
         walls = [r["wall"] for r in runs[tag]]
         data["speed"][tag] = {"runs": runs[tag], "median_wall": statistics.median(walls),
                               "median_cpu": statistics.median(r["cpu"] for r in runs[tag]),
@@ -178,14 +185,17 @@ def report(d: dict) -> str:
               "average per run):", "",
               "| code | median s | mentions/s | median CPU s | peak RSS MiB | load | same output each run |",
               "|---|---:|---:|---:|---:|---|---|"]
-    for tag in ("before", "after"):
+    for tag in ("before", "after", "after-without"):
         s = sp[tag]
-        lines.append(f"| {tag} ({c[tag]}) | {s['median_wall']} | {s['mentions_per_s']:,} | {s['median_cpu']} | "
+        name = f"{tag} ({c[tag]})" if tag in c else f"after ({c['after']}) without affix, xscript, xfuzzy"
+        lines.append(f"| {name} | {s['median_wall']} | {s['mentions_per_s']:,} | {s['median_cpu']} | "
                      f"{max(r['peak_rss_mib'] for r in s['runs'])} | "
                      f"{', '.join(str(r['load']) for r in s['runs'])} | {s['identical_output']} |")
     ratio = sp["after"]["median_wall"] / sp["before"]["median_wall"]
     lines += ["", f"Time ratio after/before: {ratio:.3f} (wall), "
-              f"{sp['after']['median_cpu'] / sp['before']['median_cpu']:.3f} (CPU).", ""]
+              f"{sp['after']['median_cpu'] / sp['before']['median_cpu']:.3f} (CPU); after/without the new "
+              f"stages: {sp['after']['median_wall'] / sp['after-without']['median_wall']:.3f} (wall), "
+              f"{sp['after']['median_cpu'] / sp['after-without']['median_cpu']:.3f} (CPU).", ""]
     return "\n".join(lines)
 
 

@@ -58,7 +58,8 @@ class Affix(Stage):
     def run(self, batch):
         ix = self.ctx.ix
         for s in batch:
-            if s.topic is None:
+            # a mention that is another entity's name in its own language names that one
+            if s.topic is None or s.names_something():
                 continue
             valid = _topic_valid(self.ctx, s.topic)
             forms = [(v, self.lookup) for v in affixes.stripped(s.text, s.lang)]
@@ -101,6 +102,7 @@ CREATE INDEX rows_skel ON rows(skel);
 CREATE INDEX rows_len ON rows(first, len, key);
 """
 CACHE_KIB = 512  # page cache of an open pool
+NEAR_LISTS = 64  # key lists by (first letter, lengths) a pool keeps (a few thousand keys each)
 
 
 class CrossPool:
@@ -112,6 +114,7 @@ class CrossPool:
     def __init__(self, con: sqlite3.Connection):
         self.con = con
         self._memo = memo.Memo(memo.PER_PART)
+        self._near = memo.Memo(NEAR_LISTS)  # (first letter, lengths) -> keys
 
     @staticmethod
     def rows(names) -> list[tuple]:
@@ -183,9 +186,12 @@ class CrossPool:
 
     def near_keys(self, key: str, bound: int) -> list[str]:
         """The keys with the first letter of ``key`` and a length within ``bound`` of it."""
-        return [k for (k,) in self.con.execute(
-            "SELECT DISTINCT key FROM rows WHERE first = ? AND len BETWEEN ? AND ? ORDER BY key",
-            (key[0], len(key) - bound, len(key) + bound))]
+        k = (key[0], len(key) - bound, len(key) + bound)
+        v = self._near.get(k)
+        if v is None:
+            v = self._near.put(k, [x for (x,) in self.con.execute(
+                "SELECT DISTINCT key FROM rows WHERE first = ? AND len BETWEEN ? AND ? ORDER BY key", k)])
+        return v
 
     @staticmethod
     def hits(rows: list[tuple], key: str, keep=None) -> dict:
