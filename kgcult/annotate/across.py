@@ -79,7 +79,7 @@ def _words(run: str, g: Grammar) -> list[tuple[int, int]]:
     """The segmenter's words of an unspaced run that may be names: two letters or more,
     no designator, no stopword of the segmenter's language."""
     stop = _stopwords(g.segmenter)
-    return [(a, b) for a, b in segment(run, g.segmenter or "") if b - a >= 2
+    return [(a, b) for a, b in segment(run, g.segmenter or "", g.lang) if b - a >= 2
             and run[a:b] not in g.before and run[a:b] not in stop]
 
 

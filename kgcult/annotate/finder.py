@@ -176,8 +176,8 @@ class Finder:
         before = self.g.before
         run = han_fold(w.text)
         bounds = None
-        if self.g.segmenter:
-            cuts = segment(run, self.g.segmenter)
+        if self.g.segmenter and self.g.bounded:
+            cuts = segment(run, self.g.segmenter, self.g.lang)
             bounds = {a for a, _ in cuts} | {b for _, b in cuts}
         for idx, s, e in ac.find_matches_as_indexes(run, overlapping=True):
             if bounds is not None and (s not in bounds or e not in bounds):

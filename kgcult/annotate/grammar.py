@@ -30,6 +30,8 @@ class Grammar:
     across: tuple[str, ...] = ()  # the linker's cross-script matches taken for unmatched words
     segmenter: str | None = None  # word segmenter of an unspaced script (text.segment)
     title_names: bool = False     # runs of capitalized words are names (text.title_runs)
+    bounded: bool = False         # names inside a run start and end at the segmenter's boundaries
+    known_zipf: float = 3.0       # a word this frequent is known: never tried across scripts
 
     @property
     def max_suffix(self) -> int:
@@ -66,6 +68,8 @@ def grammar(lang: str) -> Grammar:
         across=tuple(d.get("across", ())),
         segmenter=d.get("segmenter"),
         title_names=bool(d.get("title_names")),
+        bounded=bool(d.get("bounded")),
+        known_zipf=float(d.get("known_zipf", 3.0)),
     )
 
 

@@ -48,6 +48,7 @@ LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
 KNOWN_ZIPF = 3.0
+LEXICON_ZIPF = 1.5
 MAX_WORDS = 8  # longest name looked up, in words
 FEATURE = "kgcult annotate's search of names in unspaced scripts"
 
@@ -237,9 +238,61 @@ def _words_of(lang: str) -> tuple[frozenset, frozenset]:
         return empty, (_thai_known() if lang == "th" and across else empty)
     high = 10 ** (EVERYDAY_ZIPF - 9)
     every = frozenset(fold(w) for w, v in freqs.items() if v >= high)
-    low = 10 ** (KNOWN_ZIPF - 9)
+    low = 10 ** (gram.grammar(lang).known_zipf - 9)
     known = frozenset(fold(w) for w, v in freqs.items() if v >= low) if across else empty
     return every, known
+
+
+_LEXICON_DIR: list[str] = []
+
+
+def _save(p: Path, data: bytes, prefix: str) -> None:
+    """Write ``p`` and remove the files of earlier grammar files or formats beside it
+    (``prefix``-*.marshal)."""
+    try:
+        atomic_write(p, data)
+    except OSError as e:
+        log.info("annotator file %s not saved (%s); it is rebuilt next time", p.name, e)
+        return
+    for old in p.parent.glob(f"{prefix}-*.marshal"):
+        if old.name != p.name and old.name.count("-") == p.name.count("-"):
+            try:
+                old.unlink()
+            except OSError:
+                pass
+
+
+def lexicon(lang: str) -> frozenset:
+    """wordfreq's words of ``lang`` at Zipf :data:`LEXICON_ZIPF` or more (a segmenter's
+    word list), kept beside the last index opened (``annotate-lexicon-<lang>-...``)."""
+    key = ("lexicon", lang)
+    got = _WORDS.get(key)
+    if got is not None:
+        return got
+    p = (Path(_LEXICON_DIR[-1]) / f"annotate-lexicon-{lang}-{gram.digest()}-v{VERSION}.marshal"
+         if _LEXICON_DIR else None)
+    try:
+        got = frozenset(marshal.loads(p.read_bytes())) if p is not None else None
+    except (OSError, ValueError, EOFError, TypeError):
+        got = None
+    if got is None:
+        got = _lexicon(lang)
+        if p is not None:
+            _save(p, marshal.dumps(got), f"annotate-lexicon-{lang}")
+    _WORDS[key] = got
+    return got
+
+
+def _lexicon(lang: str) -> frozenset:
+    if not extras.available("wordfreq"):
+        return frozenset()
+    import wordfreq
+    try:
+        freqs = wordfreq.get_frequency_dict(lang, wordlist="best")
+    except (LookupError, ValueError):
+        return frozenset()
+    floor = 10 ** (LEXICON_ZIPF - 9)
+    return frozenset(w for w, v in freqs.items() if v >= floor)
 
 
 _WORDS: dict = {}
@@ -263,10 +316,7 @@ def lang_words(directory: str, lang: str) -> tuple[frozenset, frozenset]:
     if got is None:
         got = _words_of(lang)
         if p is not None:
-            try:
-                atomic_write(p, marshal.dumps(got))
-            except OSError:
-                pass
+            _save(p, marshal.dumps(got), f"annotate-words-{lang}")
     _WORDS[key] = got
     return got
 
@@ -305,13 +355,12 @@ def load_or_build(ix, topic: str) -> Names:
         names = None
     if names is not None:
         names.directory = str(ix.directory)
+    if str(ix.directory) not in _LEXICON_DIR:
+        _LEXICON_DIR.append(str(ix.directory))
     if names is None:
         log.info("building the annotator's %s dictionary (once per index)", topic)
         names = build(ix, topic)
         names.directory = str(ix.directory)
-        try:
-            atomic_write(p, names.dump())
-        except OSError as e:
-            log.info("annotator dictionary not saved (%s); it is rebuilt next time", e)
+        _save(p, names.dump(), f"annotate-{topic}")
     _LOADED[key] = names
     return names

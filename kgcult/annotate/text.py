@@ -163,17 +163,17 @@ FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
 _LEXICONS: dict = {}
 
 
-def segment(run: str, segmenter: str) -> list[tuple[int, int]]:
-    """The words of an unspaced run as (start, end) offsets. ``thai``: maximal matching over
-    pythainlp's Thai word list (the fewest letters left out of any word, then the fewest
+def segment(run: str, segmenter: str, lang: str = "th") -> list[tuple[int, int]]:
+    """The words of an unspaced run as (start, end) offsets. ``lexicon``: maximal matching
+    over wordfreq's words of ``lang``; ``thai``: maximal matching over pythainlp's Thai word list (the fewest letters left out of any word, then the fewest
     words; as pythainlp's newmm, without its dictionary trie, which takes seconds to build);
     letters no word covers make one word per stretch."""
-    if segmenter != "thai":
+    if segmenter not in ("thai", "lexicon"):
         return [(0, len(run))]
-    key = (run, segmenter)
+    key = (run, segmenter, lang)
     got = _SEGMENTED.get(key)
     if got is None:
-        got = _SEGMENTED[key] = _thai(run, segmenter)
+        got = _SEGMENTED[key] = _thai(run, segmenter, lang)
         if len(_SEGMENTED) > 256:  # the runs of the last texts (finder and across both ask)
             del _SEGMENTED[next(iter(_SEGMENTED))]
     return got
@@ -183,12 +183,16 @@ _SEGMENTED: dict = {}
 MAX_WORD = 24  # the longest word of the list looked for, in letters
 
 
-def _thai(run: str, segmenter: str) -> list[tuple[int, int]]:
-    lex = _LEXICONS.get(segmenter)
+def _thai(run: str, segmenter: str, lang: str) -> list[tuple[int, int]]:
+    lex = _LEXICONS.get((segmenter, lang))
     if lex is None:
         from kgcult import extras
-        words_ = frozenset(extras.require("pythainlp.corpus", "annotate", FEATURE_SEGMENT).thai_words())
-        lex = _LEXICONS[segmenter] = (words_, min(MAX_WORD, max(map(len, words_))))
+        if segmenter == "thai":
+            words_ = frozenset(extras.require("pythainlp.corpus", "annotate", FEATURE_SEGMENT).thai_words())
+        else:
+            from kgcult.annotate.names import lexicon
+            words_ = lexicon(lang)
+        lex = _LEXICONS[(segmenter, lang)] = (words_, min(MAX_WORD, max(map(len, words_), default=1)))
     words_, longest = lex
     n = len(run)
     inf = (n + 1, n + 1)
