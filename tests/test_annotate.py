@@ -107,6 +107,11 @@ def test_invented_title_names_stay_unlinked(ann):
     assert spans(ann, "Then Pad Thai with shrimp.", "en") == [("Pad Thai", "Q91010"), ("shrimp", "Q91011")]
 
 
+def test_city_named_as_its_prefecture(ann):
+    """奈良 is the prefecture's label and the city's name without 市: the city is meant."""
+    assert spans(ann, "奈良へ行きます。", "ja", topic="place") == [("奈良", "Q91061")]
+
+
 def test_context_chooses_the_entity(ann):
     assert spans(ann, "Springfield", "en", topic="place", country="Q91033") == [("Springfield", "Q91040")]
     assert spans(ann, "Springfield", "en", topic="place", country="Q91034") == [("Springfield", "Q91041")]

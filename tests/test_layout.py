@@ -18,7 +18,7 @@ LAYERS = [
               "kgcult.safe_text"]),
     ("sparql", ["kgcult.sparql"]),
     ("store", ["kgcult.store"]),
-    ("features", ["kgcult.inspection", "kgcult.acquire", "kgcult.views", "kgcult.link", "kgcult.eval",
+    ("features", ["kgcult.inspection", "kgcult.acquire", "kgcult.views", "kgcult.link", "kgcult.annotate", "kgcult.eval",
                   "kgcult.probe", "kgcult.spectral", "kgcult.synth", "kgcult.serve"]),
     ("api", ["kgcult.api"]),
     ("cli", ["kgcult.cli", "kgcult.__main__"]),

@@ -11,8 +11,10 @@ Public API::
 The rooms: ``text`` (words, unspaced runs, folded keys), ``grammar`` (attached grammar per
 language, from ``ontology/annotate-grammar.json``), ``names`` (the dictionary over the link
 index, saved beside it), ``finder`` (spans: word sequences, the automaton, the longest
-name), ``choose`` (the entity in the text's context), ``annotator`` (records), ``rows``
-(input rows and files), ``evaluate`` (scores against a gold file).
+name), ``segment`` (words of unspaced scripts), ``across`` (unmatched words to the
+linker's cross-script stages), ``choose`` (the entity in the text's context), ``annotator`` (records), ``rows``
+(input rows and files), ``evaluate`` (scores against a gold file), ``metrics``
+(MakiEval's four metrics from spans).
 """
 from kgcult.annotate.annotator import Annotator
 

@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from kgcult.annotate.finder import _cut_front
 from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import Names, stem_key
-from kgcult.annotate.text import fold, joined, katakana, segment, unspaced, words
-from kgcult.link import pipeline
+from kgcult.annotate.segment import segment
+from kgcult.annotate.text import fold, joined, katakana, unspaced, words
+from kgcult import extras
+from kgcult.link import Linker, pipeline
 
 STAGES = ("affix", "xscript", "xfuzzy")
+FEATURE = "kgcult annotate's Thai stopwords"
 MIN_CHARS = 3
 MEMO = 50_000
 
@@ -90,8 +93,7 @@ def _stopwords(segmenter: str | None) -> frozenset:
     if segmenter not in _STOP:
         words_: frozenset = frozenset()
         if segmenter == "thai":
-            from pythainlp.corpus import thai_stopwords
-            words_ = frozenset(thai_stopwords())
+            words_ = frozenset(extras.require("pythainlp.corpus", "annotate", FEATURE).thai_stopwords())
         _STOP[segmenter] = words_
     return _STOP[segmenter]
 
@@ -121,7 +123,6 @@ class Across:
     """The linker's cross-script stages over one index, with a bounded memo of answers."""
 
     def __init__(self, ix, location=None):
-        from kgcult.link import Linker
         self.stages = stages()
         self.linker = Linker(ix, location=location, stages=self.stages) if self.stages else None
         self._memo: dict[tuple, dict | None] = {}

@@ -12,7 +12,8 @@ from kgcult.annotate.choose import choose
 from kgcult.annotate.finder import Finder, select
 from kgcult.annotate.names import Names, load_or_build
 from kgcult.annotate.rows import MAX_TEXT_CHARS, TextRow, check
-from kgcult.annotate.text import title_runs
+from kgcult.annotate.names import decode
+from kgcult.annotate.text import fold, han_fold, title_runs
 from kgcult.errors import KgcultError
 from kgcult.link.disambiguate import GraphFacts
 from kgcult.link.index.reader import LabelIndex
@@ -91,6 +92,7 @@ class Annotator:
             spans = [f for f in spans if not any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
                                                   for a, b in runs)]
         langs = fd.names.langs
+        inner = bool(fd.g.namesake) and bool(gram.topic_spec(row.topic).get("inner_namesake"))
         # entities named without doubt are the context the others are chosen in
         chosen: list = [None] * len(spans)
         context: list[int] = []
@@ -106,6 +108,8 @@ class Annotator:
                 chosen[i] = choose(f.codes, langs, row.lang, facts=self.facts, topic=row.topic,
                                    country=row.country, context=context)
             eid, tier, steps = chosen[i]
+            if inner:
+                eid = self._inner_namesake(eid, row.text[f.start:f.end], fd)
             ent = self.records.entity(eid, row.lang, row.topic)
             span = {"start": f.start, "end": f.end, "text": row.text[f.start:f.end],
                     "qid": ent["qid"], "label": ent["label"] or ent["label_en"],
@@ -119,6 +123,22 @@ class Annotator:
         if fd.g.across and across.stages():
             out = sorted(out + self._across_spans(row, fd, out), key=lambda s: (s["start"], s["end"]))
         return out
+
+    def _inner_namesake(self, eid: int, name: str, fd: Finder) -> int:
+        """A place located in ``eid`` named ``name`` with one of the language's namesake
+        designators written on (京都 -> 京都市), when ``eid`` has places in it; else ``eid``."""
+        ix = self.ix
+        qid = ix.qids[eid]
+        if not ix.inbound("P131").get(qid):
+            return eid
+        for d in fd.g.namesake:
+            key = fold(name + d)
+            codes = fd.names.exact.get(key) or fd.names.unspaced.get(han_fold(name + d)) or ()
+            inner = sorted({decode(c)[0] for c in codes
+                            if any(pid == "P131" and o == qid for pid, o in ix.edges.get(ix.qids[decode(c)[0]], ()))})
+            if inner:
+                return inner[0]
+        return eid
 
     def _across_spans(self, row: TextRow, fd: Finder, spans: list[dict]) -> list[dict]:
         """Spans the linker's cross-script stages find among the words no name matched."""

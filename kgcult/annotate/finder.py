@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import MAX_WORDS, Names, capitalized, decode, stem_key
-from kgcult.annotate.text import Word, fold, han_fold, joined, katakana, segment, unspaced, words
+from kgcult.annotate.segment import segment
+from kgcult.annotate.text import Word, fold, han_fold, joined, katakana, unspaced, words
 
 # how a name was found, best first (the order breaks ties between spans of one length)
 HOW = ("exact", "article", "stem", "suffix")

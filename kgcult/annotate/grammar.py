@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from kgcult import resources
+from kgcult.annotate.text import fold
 from kgcult.link import normalize
 
 GRAMMAR_FILE = "annotate-grammar.json"
@@ -32,6 +33,7 @@ class Grammar:
     title_names: bool = False     # runs of capitalized words are names (text.title_runs)
     bounded: bool = False         # names inside a run start and end at the segmenter's boundaries
     known_zipf: float = 3.0       # a word this frequent is known: never tried across scripts
+    namesake: tuple[str, ...] = ()  # designators that make a region's name its city's
 
     @property
     def max_suffix(self) -> int:
@@ -51,7 +53,6 @@ def _table() -> dict:
 @lru_cache(maxsize=64)
 def grammar(lang: str) -> Grammar:
     """The grammar of ``lang`` (its base language's; none known: an empty one)."""
-    from kgcult.annotate.text import fold
     base = normalize.base_lang(lang)
     d = _table().get(base, {})
     des = d.get("designators", {})
@@ -70,6 +71,7 @@ def grammar(lang: str) -> Grammar:
         title_names=bool(d.get("title_names")),
         bounded=bool(d.get("bounded")),
         known_zipf=float(d.get("known_zipf", 3.0)),
+        namesake=tuple(d.get("namesake_designators", ())),
     )
 
 
@@ -78,10 +80,16 @@ def languages() -> list[str]:
     return sorted(_table())
 
 
-def topic_spec(topic: str) -> dict:
-    """What the grammar file says of ``topic`` (generic words, whether classes make spans)."""
+@lru_cache(maxsize=32)
+def _topic_spec(topic: str) -> str:
     with open(resources.ontology(GRAMMAR_FILE), encoding="utf-8") as f:
-        return json.load(f).get("topics", {}).get(topic, {})
+        return json.dumps(json.load(f).get("topics", {}).get(topic, {}))
+
+
+def topic_spec(topic: str) -> dict:
+    """What the grammar file says of ``topic`` (generic words, whether classes make spans,
+    inner namesakes)."""
+    return json.loads(_topic_spec(topic))
 
 
 @lru_cache(maxsize=1)

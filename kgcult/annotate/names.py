@@ -51,6 +51,7 @@ KNOWN_ZIPF = 3.0
 LEXICON_ZIPF = 1.5
 MAX_WORDS = 8  # longest name looked up, in words
 FEATURE = "kgcult annotate's search of names in unspaced scripts"
+FEATURE_WORDS = "kgcult annotate's word lists (the commonness guard)"
 
 
 def code(eid: int, lid: int, cap: int, alias: int) -> int:
@@ -210,7 +211,7 @@ def _common(exact: dict) -> dict[str, frozenset]:
     if not extras.available("wordfreq"):
         log.info("wordfreq is not installed: no commonness guard")
         return {}
-    import wordfreq
+    wordfreq = extras.require("wordfreq", "annotate", FEATURE_WORDS)
     one = [k for k in exact if " " not in k]
     out = {}
     for lg in gram.languages():
@@ -231,7 +232,7 @@ def _words_of(lang: str) -> tuple[frozenset, frozenset]:
     across = bool(gram.grammar(lang).across)
     if not extras.available("wordfreq"):
         return empty, empty
-    import wordfreq
+    wordfreq = extras.require("wordfreq", "annotate", FEATURE_WORDS)
     try:
         freqs = wordfreq.get_frequency_dict(lang, wordlist="best")
     except (LookupError, ValueError):
@@ -286,7 +287,7 @@ def lexicon(lang: str) -> frozenset:
 def _lexicon(lang: str) -> frozenset:
     if not extras.available("wordfreq"):
         return frozenset()
-    import wordfreq
+    wordfreq = extras.require("wordfreq", "annotate", FEATURE_WORDS)
     try:
         freqs = wordfreq.get_frequency_dict(lang, wordlist="best")
     except (LookupError, ValueError):
@@ -329,7 +330,7 @@ TNC_KNOWN = 1000
 def _thai_known() -> frozenset:
     if not extras.available("pythainlp"):
         return frozenset()
-    from pythainlp.corpus import tnc
+    tnc = extras.require("pythainlp.corpus.tnc", "annotate", FEATURE_WORDS)
     return frozenset(w for w, n in tnc.word_freqs() if n >= TNC_KNOWN)
 
 

@@ -8,6 +8,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+import opencc
+
 from kgcult.link import normalize
 
 # scripts written without spaces between words: Han, kana, Thai, Lao, Myanmar, Khmer
@@ -149,7 +151,6 @@ class _Han:
         if not any("\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff" for c in s):
             return s
         if self._conv is None:
-            import opencc
             self._conv = (opencc.OpenCC("jp2t"), opencc.OpenCC("t2s"))
         jp2t, t2s = self._conv
         out = t2s.convert(jp2t.convert(s))
@@ -157,73 +158,3 @@ class _Han:
 
 
 han_fold = _Han()
-
-
-FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
-_LEXICONS: dict = {}
-
-
-def segment(run: str, segmenter: str, lang: str = "th") -> list[tuple[int, int]]:
-    """The words of an unspaced run as (start, end) offsets. ``lexicon``: maximal matching
-    over wordfreq's words of ``lang``; ``thai``: maximal matching over pythainlp's Thai word list (the fewest letters left out of any word, then the fewest
-    words; as pythainlp's newmm, without its dictionary trie, which takes seconds to build);
-    letters no word covers make one word per stretch."""
-    if segmenter not in ("thai", "lexicon"):
-        return [(0, len(run))]
-    key = (run, segmenter, lang)
-    got = _SEGMENTED.get(key)
-    if got is None:
-        got = _SEGMENTED[key] = _thai(run, segmenter, lang)
-        if len(_SEGMENTED) > 256:  # the runs of the last texts (finder and across both ask)
-            del _SEGMENTED[next(iter(_SEGMENTED))]
-    return got
-
-
-_SEGMENTED: dict = {}
-MAX_WORD = 24  # the longest word of the list looked for, in letters
-
-
-def _thai(run: str, segmenter: str, lang: str) -> list[tuple[int, int]]:
-    lex = _LEXICONS.get((segmenter, lang))
-    if lex is None:
-        from kgcult import extras
-        if segmenter == "thai":
-            words_ = frozenset(extras.require("pythainlp.corpus", "annotate", FEATURE_SEGMENT).thai_words())
-        else:
-            from kgcult.annotate.names import lexicon
-            words_ = lexicon(lang)
-        lex = _LEXICONS[(segmenter, lang)] = (words_, min(MAX_WORD, max(map(len, words_), default=1)))
-    words_, longest = lex
-    n = len(run)
-    inf = (n + 1, n + 1)
-    best: list[tuple[int, int]] = [(0, 0)] + [inf] * n   # (letters left out, words) to cover run[:i]
-    back = [0] * (n + 1)
-    for i in range(n):
-        if best[i] == inf:
-            continue
-        left, count = best[i]
-        cand = (left + 1, count + 1)   # one letter no word covers
-        if cand < best[i + 1]:
-            best[i + 1], back[i + 1] = cand, i
-        for j in range(i + 2, min(n, i + longest) + 1):
-            if run[i:j] in words_:
-                cand = (left, count + 1)
-                if cand < best[j]:
-                    best[j], back[j] = cand, i
-    cuts = []
-    j = n
-    while j > 0:
-        cuts.append((back[j], j))
-        j = back[j]
-    cuts.reverse()
-    out: list[tuple[int, int]] = []
-    for a, b in cuts:  # letters no word covers, one word per stretch
-        if out and b - a == 1 and run[a:b] not in words_ and out[-1][1] == a and _loose(run, out[-1], words_):
-            out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
-
-
-def _loose(run: str, prev: tuple[int, int], words_) -> bool:
-    return run[prev[0]:prev[1]] not in words_
