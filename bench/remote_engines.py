@@ -7,7 +7,8 @@ closure) into one graph, ``tests/virtuoso.py``), loaded into a Virtuoso started 
 127.0.0.1 with Virtuoso's bulk loader, and then each command runs alternately on the
 embedded store and on Virtuoso (``--store sparql+http://...?default-graph-uri=...``), in
 child processes (``python -m kgcult``): ``build fmlama``, ``build dlama``, ``show``,
-``stats``. Each output is compared (manifests and the store's name aside). Virtuoso runs with
+``stats``, ``link -i`` of the first ``--mentions`` dev mentions (each engine's link index
+built by that first run, as a user's first run builds it). Each output is compared (manifests and the store's name aside). Virtuoso runs with
 its result limits raised (``ResultSetMaxRows``, ``MaxSortedTopRows``,
 ``MaxQueryExecutionTime``), as docs/serve.md advises for big reads; the row-cap paging at
 Virtuoso's defaults is measured by ``--paging`` on a capped instance: a SELECT of every
@@ -51,8 +52,8 @@ def run(store: str, args: list[str], out: Path | None, timeout: float = 3600) ->
     full = [sys.executable, "-m", "kgcult", "--store", store, *args] + (["--out", str(out)] if out else [])
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    r = subprocess.run(full, capture_output=True, env={**child_env(), "KGCULT_REMOTE_TIMEOUT": "3600"},
-                       timeout=timeout)
+    env = {**child_env(), "KGCULT_REMOTE_TIMEOUT": "3600", "KGCULT_CACHE": str(WORK / "remote_engines" / "cache")}
+    r = subprocess.run(full, capture_output=True, env=env, timeout=timeout)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(args)} on {store}: {r.stderr.decode()[-1500:]}")
@@ -98,6 +99,8 @@ def main() -> None:
     ap.add_argument("--store", type=Path, default=None, help="a stand-in store with its closure (copied)")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--paging", action="store_true", help="also measure a result paged past the row cap")
+    ap.add_argument("--mentions", type=int, default=300,
+                    help="link -i this many mentions of ../shared/standin/link-dev.jsonl (0: no link)")
     args = ap.parse_args()
     work = WORK / "remote_engines"
     shutil.rmtree(work, ignore_errors=True)
@@ -110,6 +113,11 @@ def main() -> None:
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     export = export_store(store, work / "export")
+    commands = dict(COMMANDS)
+    if args.mentions:
+        dev = require(STANDIN.parent / "link-dev.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        (work / "mentions.jsonl").write_text("".join(dev[:args.mentions]), encoding="utf-8")
+        commands[f"link -i ({args.mentions} dev mentions)"] = ["link", "-i", str(work / "mentions.jsonl")]
     v = VirtuosoServer(work / "virtuoso", limits=BIG, buffers=170000)
     try:
         t0 = time.perf_counter()
@@ -117,7 +125,7 @@ def main() -> None:
         load_s = time.perf_counter() - t0
         url = v.url()
         results: dict = {}
-        for label, cmd in COMMANDS.items():
+        for label, cmd in commands.items():
             times: dict[str, list[float]] = {"embedded": [], "virtuoso": []}
             rss: dict[str, float] = {"embedded": 0.0, "virtuoso": 0.0}
             same = True

@@ -326,10 +326,12 @@ def _block(wanted: list[Resolution], languages: list[str], n: int, own: set[str]
             parts += [f'OPTIONAL {{ {s} {pred} {value} FILTER(LANG({value}) = "{lang}") }}' for lang in languages]
         else:
             # every value of a language joined by ", ", looked up per row (LATERAL); one
-            # variable per language (a LATERAL subquery may not project a bound variable)
+            # variable per language (a LATERAL subquery may not project a bound variable).
+            # The language tag is set explicitly: SPARQL 1.1's GROUP_CONCAT gives a plain
+            # string (Virtuoso), Oxigraph keeps a tag its values share
             a = f"?{HELPER}a{n}_{k}"
             per_language = [f"{value}_{m}" for m in range(len(languages))]
-            lookups = [f'OPTIONAL {{ SELECT {s} (GROUP_CONCAT({a}; separator=", ") AS {v}) '
+            lookups = [f'OPTIONAL {{ SELECT {s} (STRLANG(STR(GROUP_CONCAT({a}; separator=", ")), "{lang}") AS {v}) '
                        f'WHERE {{ {s} {pred} {a} FILTER(LANG({a}) = "{lang}") }} GROUP BY {s} }}'
                        for v, lang in zip(per_language, languages)]
             parts += [f"LATERAL {{ {x} }}" for x in lookups] if lateral else lookups
