@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ["load", "load_interrupt", "snapshot_import", "closure", "closure_rebuild", "closure_query", "mirror", "mirror_projection", "ingest", "ingest_bz2", "views",
          "build_repeat", "link", "link_scale", "link_first", "link_first_store", "link_long", "link_long_mention", "link_scripts", "annotate", "probe", "serve", "page",
-         "serve_runaway", "wdqs", "setgraph", "serve_update", "synth"]
+         "serve_runaway", "wdqs", "setgraph", "serve_update", "remote_engines", "synth"]
 TITLES = {
     "load": "Loading (issue 2)",
     "snapshot_import": "Snapshot import at the speed of load (issue 30)",
@@ -46,6 +46,7 @@ TITLES = {
     "load-x10": "Loading 10x the stand-in (issue 15)",
     "link_first_store": "A first link on a freshly loaded store, and `link index`, against the load (issue 41)",
     "ingest_bz2": "Parallel `.bz2` ingest without lbzip2 (issue 41)",
+    "remote_engines": "Read commands on Virtuoso against the embedded store (issue 39)",
 }
 # the code each section's figures describe: a commit changing it after the figures were
 # recorded makes the section describe an older layout (said in the section) until rerun
@@ -77,6 +78,7 @@ COVERS = {
     "wdqs": ["kgcult/sparql"],
     "setgraph": ["kgcult/store/setgraph.py"],
     "synth": ["kgcult/synth"],
+    "remote_engines": ["kgcult/store/remote.py", "kgcult/store/remote_limits.py", "kgcult/sparql/client.py"],
 }
 
 
