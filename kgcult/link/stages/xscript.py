@@ -29,7 +29,7 @@ from kgcult.link.index.reader import label_chain
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.lexical import any_language, exact, normalized
 
-FORMAT = 4
+FORMAT = 5
 _FOLD = str.maketrans("ckqpv", "kkkbf")
 MIN_KEY = 3        # romanized keys (skeletons) shorter than this are not compared
 FUZZY_MIN_KEY = 5  # nor, within edits, keys shorter than this
@@ -94,7 +94,7 @@ class Affix(Stage):
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE rows(key TEXT, skel TEXT, eid INTEGER, flag INTEGER, support INTEGER, lang TEXT,
-                  name TEXT, first TEXT, len INTEGER);
+                  name TEXT, first TEXT, len INTEGER, words INTEGER);
 """
 INDEXES = """
 CREATE INDEX rows_key ON rows(key);
@@ -108,7 +108,7 @@ NEAR_LISTS = 64  # key lists by (first letter, lengths) a pool keeps (a few thou
 class CrossPool:
     """The romanized Latin names of a topic's entities in an SQLite file (or in memory):
     rows (key, skeleton, entity, designator taken off 0/1, languages with the key, the
-    first language and name), searched by key, by skeleton, or by first letter and length
+    first language and name, first letter, length, words), searched by key, by skeleton, or by first letter and length
     (the fuzzy stage's candidates)."""
 
     def __init__(self, con: sqlite3.Connection):
@@ -133,11 +133,11 @@ class CrossPool:
                 if len(ck) < MIN_KEY:
                     continue
                 cur = best.get((ck, eid))
-                if cur is None or (flag, lg, name) < cur:
-                    best[(ck, eid)] = (flag, lg, name)
+                if cur is None or (flag, lg, name, k.count(" ") + 1) < cur:
+                    best[(ck, eid)] = (flag, lg, name, k.count(" ") + 1)
                 langs.setdefault((ck, eid), set()).add(normalize.base_lang(lg))
-        return sorted((ck, scripts.skeleton(ck), eid, flag, len(langs[(ck, eid)]), lg, name, ck[0], len(ck))
-                      for (ck, eid), (flag, lg, name) in best.items())
+        return sorted((ck, scripts.skeleton(ck), eid, flag, len(langs[(ck, eid)]), lg, name, ck[0], len(ck), words)
+                      for (ck, eid), (flag, lg, name, words) in best.items())
 
     @classmethod
     def write(cls, con: sqlite3.Connection, names) -> None:
@@ -147,7 +147,7 @@ class CrossPool:
             if stmt.strip():
                 con.execute(stmt)
         con.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
-        con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", cls.rows(names))
+        con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", cls.rows(names))
         con.execute("COMMIT")
 
     @classmethod
@@ -175,7 +175,7 @@ class CrossPool:
         v = self._memo.get(k)
         if v is None:
             v = self._memo.put(k, self.con.execute(
-                f"SELECT key, eid, flag, support, lang FROM rows WHERE {where} ORDER BY rowid", args).fetchall())
+                f"SELECT key, eid, flag, support, lang, words FROM rows WHERE {where} ORDER BY rowid", args).fetchall())
         return v
 
     def by_key(self, key: str) -> list[tuple]:
@@ -204,7 +204,7 @@ class CrossPool:
         from rapidfuzz.distance.Levenshtein import distance
         out: dict = {}
         fk = key.translate(_FOLD)
-        for k, eid, flag, support, lg in rows:
+        for k, eid, flag, support, lg, _words in rows:
             if keep is not None and not keep(k):
                 continue
             d = distance(fk, k.translate(_FOLD)) + 0.5 * flag + round(0.1 / (1 + support), 4)
@@ -267,18 +267,20 @@ class CrossScript(Stage):
         pool = self.pool(topic)
         # the forms without attached grammar first: an article romanized (``al``) is noise
         for v in affixes.stripped(text, lang)[::-1] + [text]:
-            key = scripts.compact(scripts.romanize(v, lang))
-            found = self._fuzzy(pool, key, v) if self.fuzzy else self._exact(pool, key, v)
+            words = scripts.romanize(v, lang)
+            key = scripts.compact(words)
+            found = self._fuzzy(pool, key, v) if self.fuzzy else self._exact(pool, key, v, words.count(" ") + 1)
             if found:
                 return found
         return {}
 
-    def _exact(self, pool: CrossPool, key: str, text: str) -> dict:
+    def _exact(self, pool: CrossPool, key: str, text: str, words: int = 1) -> dict:
         if scripts.abjad(text):
             sk = scripts.skeleton(key)
             if len(sk) < MIN_KEY:
                 return {}
-            rows = pool.by_skel(sk)
+            # a spaced script: a name of as many words (البيلميني is not "palm wine")
+            rows = [r for r in pool.by_skel(sk) if r[5] == words]
             return pool.hits(rows, key, scripts.abjad_matcher(key)) if rows else {}
         return pool.hits(pool.by_key(key), key) if len(key) >= MIN_KEY else {}
 
