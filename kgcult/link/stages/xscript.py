@@ -23,6 +23,9 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
+
 from kgcult.files import scratch_prefix
 from kgcult.link import affixes, memo, normalize, scripts
 from kgcult.link.index.reader import label_chain
@@ -201,13 +204,12 @@ class CrossPool:
         off (``Lampang`` before ``Lampang Province``), and, below a tenth of an edit, fewer
         languages that call the entity so (a name many languages give it before a stub's
         one name); ``keep(name key)``: which rows count."""
-        from rapidfuzz.distance.Levenshtein import distance
         out: dict = {}
         fk = key.translate(_FOLD)
         for k, eid, flag, support, lg, _words in rows:
             if keep is not None and not keep(k):
                 continue
-            d = distance(fk, k.translate(_FOLD)) + 0.5 * flag + round(0.1 / (1 + support), 4)
+            d = Levenshtein.distance(fk, k.translate(_FOLD)) + 0.5 * flag + round(0.1 / (1 + support), 4)
             cur = out.get(eid)
             if cur is None or (d, lg) < (cur[2], cur[1]):
                 out[eid] = (0, lg, d)
@@ -289,8 +291,6 @@ class CrossScript(Stage):
         # the fuzzy stages' (an inflected Russian word one letter from a Czech name)
         if scripts.abjad(text) or scripts.alphabetic(text):
             return {}
-        from rapidfuzz import process
-        from rapidfuzz.distance import Levenshtein
         bound = fuzzy_bound(len(key))
         if not bound:
             return {}
