@@ -184,16 +184,17 @@ def test_sigterm_removes_the_spool_folder(tmp_path, store_path):
     proc = subprocess.Popen([sys.executable, "-m", "kgcult", "--store", str(store_path), "serve", "--port", "0",
                              "--workers", "1", "--quiet"], env=env, stderr=subprocess.PIPE, text=True)
     try:
+        # the server is up once it prints its address (however long a loaded runner takes)
+        line = proc.stderr.readline()
+        while "kgcult serve:" not in line and line:
+            line = proc.stderr.readline()
         for _ in range(600):
             if any(p.name.startswith("kgcult-serve-") for p in scratch.iterdir()):
                 break
             time.sleep(0.05)
-        line = proc.stderr.readline()
-        while "kgcult serve:" not in line and line:
-            line = proc.stderr.readline()
         assert any(p.name.startswith("kgcult-serve-") for p in scratch.iterdir())
         proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        proc.wait(120)
     finally:
         if proc.poll() is None:
             proc.kill()
