@@ -42,6 +42,8 @@ def test_show_refuses_a_language_the_store_has_no_labels_in(seed_store):
     assert "the store's label languages include" in r.stderr and "en" in r.stderr
     r = run_cli(["show", "Q17", "--lang", "zh-tw"], seed_store)  # answered through its fallback chain
     assert r.exit_code == 0, r.output
+    r = run_cli(["taxonomy", "keywords", "food", "--country", "Q17", "--lang", "xx"], seed_store)
+    assert r.exit_code == 1 and "--lang xx: no label of the store is in 'xx'" in r.stderr
 
 
 def test_link_refuses_an_unknown_lang_and_warns_about_a_row_language(seed_store, tmp_path):

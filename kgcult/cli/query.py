@@ -8,11 +8,12 @@ import sys
 import click
 from pyoxigraph import NamedNode
 
-from kgcult import files, ids, inspection, langtags
+from kgcult import files, ids, inspection
 from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.sparql import results
 from kgcult.store import hierarchy
+from kgcult.cli.checks import label_lang
 from kgcult.cli.main import Context, info
 
 
@@ -64,18 +65,6 @@ def _known_graph(store, name: str) -> str:
         + "; its graphs: " + (", ".join(short) if short else "none (the store is empty)"))
 
 
-def _label_lang(store, lang: str) -> str:
-    """``--lang`` checked as ``build`` checks a language parameter: a tag no label of the
-    store is in (nor in its fallback chain) is refused, never answered in English unasked
-    (not checked on a remote endpoint, where listing its languages could take minutes)."""
-    lang = langtags.parse(lang, "--lang")
-    if not getattr(store, "remote", False):
-        why = langtags.absent(lang, inspection.label_languages(store))
-        if why:
-            raise KgcultError(f"--lang {lang}: {why}")
-    return lang
-
-
 # -- show / stats ---------------------------------------------------------------------
 
 @click.command()
@@ -97,7 +86,7 @@ def show(obj: Context, entity, lang, fmt):
       kgcult show P495
     """
     store = obj.reader(closure=True, require=False)
-    lang = _label_lang(store, lang)
+    lang = label_lang(store, lang)
     qid = inspection.resolve(store, entity, lang)
     if qid != entity:
         info(f"{entity}: {qid}")

@@ -9,6 +9,7 @@ import click
 
 from kgcult import files
 from kgcult import synth as synth_lib
+from kgcult.cli.checks import label_lang
 from kgcult.cli.main import info
 from kgcult.synth import pipeline
 from kgcult.synth import taxonomy as tax_lib
@@ -60,7 +61,9 @@ def taxonomy_keywords(ctx, topic, country, lang, limit, fmt):
       kgcult taxonomy keywords food --country Q17 --lang ja
     """
     obj = ctx.find_root().obj
-    t, kws = pipeline.keywords(obj.reader(closure=True), topic, country, lang=lang, limit=limit)
+    store = obj.reader(closure=True)
+    lang = label_lang(store, lang)
+    t, kws = pipeline.keywords(store, topic, country, lang=lang, limit=limit)
     if fmt == "json":
         click.echo(json.dumps(kws, ensure_ascii=False, indent=1))
     elif fmt == "jsonl":
