@@ -113,14 +113,32 @@ def _changed_since(commit: str, paths: list[str]) -> list[tuple[str, str, str]]:
     return out
 
 
+SCRIPTS = {"ingest_bz2": "bench/ingest.py bz2", "load-x10": "bench/load.py --scale 10"}
+MEASURED_AT = re.compile(r"at commit `([0-9a-f]{7,40})`")
+
+
+def _measured_at(name: str) -> tuple[str, str] | None:
+    """(commit, date) a fragment's own header names (bench/common.save writes it), when
+    that commit is in this branch's history (not one a rebase left behind)."""
+    head = (ROOT / "bench" / "results" / f"{name}.md").read_text().split("\n", 1)[0]
+    m = MEASURED_AT.search(head)
+    if not m or subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", m.group(1), "HEAD"],
+                               capture_output=True).returncode != 0:
+        return None
+    return m.group(1), _git("log", "-1", "--format=%cd", "--date=short", m.group(1))
+
+
 def provenance(name: str) -> str:
     """The line under a section's heading: the commit and date that recorded its figures
     and, when the code it describes changed since, that it describes an older layout."""
-    rec = _recorded(name)
+    script = SCRIPTS.get(name, f"bench/{name}.py")
+    own = _measured_at(name)
+    rec = own or _recorded(name)
     if rec is None:
         return "_Figures not yet committed: recorded by the working tree that wrote this file._"
     commit, date = rec
-    line = f"_Figures recorded in commit `{commit}` ({date}); `bench/{name.replace('-x10', '')}.py` reruns them._"
+    line = (f"_`{script}` reruns them._" if own else
+            f"_Figures recorded in commit `{commit}` ({date}); `{script}` reruns them._")
     stale = _changed_since(commit, COVERS.get(name, []))
     if stale:
         said = ", ".join(f"`{p}` (`{c}`, {d})" for c, d, p in stale)
