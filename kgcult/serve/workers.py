@@ -35,6 +35,8 @@ view before the job, so a query sent after an update sees it.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import itertools
 import multiprocessing
 import os
@@ -76,12 +78,32 @@ def _init_worker(memory: int = 0) -> None:
     its address space capped at ``memory`` bytes (0: no cap): a query that needs more
     fails to allocate, and its worker dies and is replaced instead of taking the machine."""
     if memory:
+        _few_malloc_arenas()
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     # Die at once on SIGTERM: pebble's own handler is Python code, which cannot run while
     # Oxigraph evaluates in Rust, so pebble would wait 3 s (blocking its other work) and
     # then SIGKILL.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _worker.update(view=None, store=None)
+
+
+M_ARENA_MAX = -8  # glibc's mallopt() parameter
+
+
+def _few_malloc_arenas() -> None:
+    """Cap glibc's malloc arenas at 2 before the address-space cap: each thread that
+    allocates may otherwise reserve a 64 MiB arena (up to 8 per core), address space that
+    holds no data but counts against RLIMIT_AS, and how many get reserved depends on thread
+    timing; under the cap, RocksDB's thread start then failed now and then on an empty
+    query. No-op off glibc."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        mallopt = getattr(libc, "mallopt", None)
+        if mallopt is not None:
+            mallopt(M_ARENA_MAX, 2)
+    except OSError:
+        pass
 
 
 def _store(view: str) -> Store:
