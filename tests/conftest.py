@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -51,6 +51,28 @@ def build_store(path: Path, files=(SERVE_FOOD,)) -> Path:
     hierarchy.build(s)
     s.close()
     return path
+
+
+@pytest.fixture(scope="session")
+def store_path(tmp_path_factory) -> Path:
+    """The serve food fixture and its closure, built once per run and only ever opened
+    read-only: shared by the server and trust tests (a test that writes takes a copy)."""
+    return build_store(tmp_path_factory.mktemp("served") / "store")
+
+
+@pytest.fixture
+def make_server(store_path, tmp_path):
+    """Start servers, each with its own config, stopped after the test: read-only over the
+    shared store (or over ``path``); ``writable_store=True`` serves a writable copy of it."""
+    with ExitStack() as stack:
+        copies = iter(range(1000))
+
+        def start(cfg=None, path: Path | None = None, *, writable_store: bool = False):
+            if writable_store:
+                path = tmp_path / f"store{next(copies)}"
+                shutil.copytree(store_path, path)
+            return stack.enter_context(running_server(path or store_path, cfg, read_only=not writable_store))
+        yield start
 
 
 @contextmanager

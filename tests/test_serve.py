@@ -10,7 +10,6 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from contextlib import ExitStack
 
 import pytest
 
@@ -27,27 +26,9 @@ WD = "http://www.wikidata.org/entity/"
 
 
 @pytest.fixture(scope="module")
-def store_path(tmp_path_factory):
-    return build_store(tmp_path_factory.mktemp("serve") / "store")
-
-
-@pytest.fixture(scope="module")
 def server(store_path):
     with running_server(store_path) as srv:
         yield srv
-
-
-@pytest.fixture
-def make_server(tmp_path):
-    """Factory for servers with their own config over a fresh writable copy of the store."""
-    with ExitStack() as stack:
-        count = iter(range(1000))
-
-        def start(cfg: ServeConfig, writable_store: bool = False):
-            path = build_store(tmp_path / f"store{next(count)}")
-            return stack.enter_context(running_server(path, cfg, read_only=not writable_store))
-
-        yield start
 
 
 def http(url, data=None, headers=None, method=None):

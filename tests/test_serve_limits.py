@@ -8,7 +8,6 @@ import socket
 import threading
 import time
 import urllib.parse
-from contextlib import ExitStack
 from http.client import HTTPConnection
 from pathlib import Path
 
@@ -21,18 +20,6 @@ from tests.conftest import build_store, running_server
 from tests.test_serve import RUNAWAY, _start_cli, query_from
 
 EX = "http://example.org/"
-
-
-@pytest.fixture
-def make_server(tmp_path):
-    with ExitStack() as stack:
-        count = iter(range(1000))
-
-        def start(cfg: ServeConfig, path: Path | None = None):
-            path = path or build_store(tmp_path / f"store{next(count)}")
-            return stack.enter_context(running_server(path, cfg))
-
-        yield start
 
 
 def raw(port: int, request: bytes, timeout: float = 5) -> bytes:

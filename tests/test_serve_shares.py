@@ -9,30 +9,14 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from contextlib import ExitStack
 from http.client import HTTPConnection
 
-import pytest
 
 from kgcult.serve.config import ServeConfig
 from kgcult.serve.shares import Usage
-from tests.conftest import build_store, running_server
 from tests.test_serve import RUNAWAY, wait_in_flight
 
 ORDINARY = "ASK { wd:Q177 wdt:P495 wd:Q38 }"
-
-
-@pytest.fixture(scope="module")
-def store_path(tmp_path_factory):
-    return build_store(tmp_path_factory.mktemp("shares") / "store")
-
-
-@pytest.fixture
-def make_server(store_path):
-    with ExitStack() as stack:
-        def start(cfg: ServeConfig):
-            return stack.enter_context(running_server(store_path, cfg))
-        yield start
 
 
 def send(source: str, base: str, query: str, timeout: float = 90):

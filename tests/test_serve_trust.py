@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 import urllib.parse
-from contextlib import ExitStack
 
 import pytest
 
@@ -22,19 +21,6 @@ from kgcult.sparql import nesting
 from kgcult.store import Store
 from tests.conftest import build_store, running_server
 from tests.test_serve import query_from
-
-
-@pytest.fixture(scope="module")
-def store_path(tmp_path_factory):
-    return build_store(tmp_path_factory.mktemp("trust") / "store")
-
-
-@pytest.fixture
-def make_server(store_path):
-    with ExitStack() as stack:
-        def start(cfg: ServeConfig):
-            return stack.enter_context(running_server(store_path, cfg))
-        yield start
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from contextlib import ExitStack
 
 import pytest
 
@@ -12,21 +11,8 @@ from kgcult.errors import KgcultError
 from kgcult.serve.config import ServeConfig
 from kgcult.store import Store
 from kgcult.store.remote import RemoteStore
-from tests.conftest import build_store, running_server
+from tests.conftest import running_server
 from tests.test_serve import query_from
-
-
-@pytest.fixture(scope="module")
-def store_path(tmp_path_factory):
-    return build_store(tmp_path_factory.mktemp("trust-machine") / "store")
-
-
-@pytest.fixture
-def make_server(store_path):
-    with ExitStack() as stack:
-        def start(cfg: ServeConfig):
-            return stack.enter_context(running_server(store_path, cfg))
-        yield start
 
 
 # -- named subqueries: nesting checked after the rewrite, the rewrite bounded in size ---------

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kgcult.store import Store
-from tests.conftest import build_store, running_server
+from tests.conftest import running_server
 from tests.test_serve import post_query
 
 HINTS = {
@@ -19,11 +19,6 @@ HINTS = {
     "after-filter-function": 'SELECT ?x WHERE { VALUES ?x {"a"} FILTER regex(?x, "a") hint:Prior hint:runFirst true . }',
     "after-values-header": "SELECT ?x WHERE { VALUES (?x) {(1)} hint:Query hint:optimizer \"None\" . }",
 }
-
-
-@pytest.fixture(scope="module")
-def store_path(tmp_path_factory):
-    return build_store(tmp_path_factory.mktemp("trust-results") / "store")
 
 
 @pytest.mark.parametrize("name", sorted(HINTS))
