@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, OxigraphServer, require_shared, run_cli
+from tests.conftest import ROOT, STANDIN, OxigraphServer, require_shared, run_cli
 from tests.virtuoso import DEFAULT_GRAPH, VirtuosoServer, export_store
 
 SEED = ROOT / "dumps" / "seed"
@@ -127,6 +127,41 @@ def test_link_matches_the_embedded_store(engines, engine, tmp_path, monkeypatch)
     assert got == want and '"Q' in want
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_link_index_key_is_read_cheaply_and_follows_the_data(engines, engine, monkeypatch):
+    """A remote store's link-index key comes from the engine's counts and kgcult's records
+    (no quad read: the whole-endpoint hash took 14 min on the stand-in), is the same for
+    the same data, and changes when a graph is added to the endpoint."""
+    from kgcult.link.index import reader
+    from kgcult.store import open_store
+    from kgcult.store.remote import RemoteOx, RemoteStore
+
+    url = _engine(engines, engine)
+
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("the key read quads")
+
+    monkeypatch.setattr(RemoteOx, "quads_for_pattern", no_full_read)
+    monkeypatch.setattr(RemoteStore, "quads", no_full_read)
+    with open_store(url) as st:
+        key = reader.content_hash(st)
+        assert key.startswith("rk") and len(key) == 64 and reader.content_hash(st) == key
+    if engine != "virtuoso":
+        return
+    server = engines["virtuoso_server"]
+    g = "urn:kgcult:test:key"
+    nt = server.location / "key.nt"
+    nt.write_text('<http://www.wikidata.org/entity/Q1> <http://example.org/p> "x" .\n')
+    server.sql(f"DB.DBA.TTLP(file_to_string('{nt}'), '', '{g}');")
+    try:
+        with open_store(url) as st:
+            assert reader.content_hash(st) != key
+    finally:
+        server.sql(f"SPARQL CLEAR GRAPH <{g}>;")
+    with open_store(url) as st:
+        assert reader.content_hash(st) == key
+
+
 # -- what an engine's limits show ---------------------------------------------------------
 
 def test_a_result_past_virtuosos_row_cap_is_paged(engines):
@@ -140,7 +175,9 @@ def test_a_result_past_virtuosos_row_cap_is_paged(engines):
     with open_store(url) as st:
         got = sorted(str(tuple(r)) for r in st.query(q))
         ordered = [r["s"].value for r in st.query("SELECT ?s WHERE { ?s ?p ?o } ORDER BY DESC(?s)")]
-    assert got == want
+        # pages asked bigger than the engine's cap: read at its cap, none lost
+        paged = sorted(str(tuple(r)) for r in st.pages(q, ["s", "p", "o"], 25000))
+    assert got == want and paged == want
     assert len(ordered) == len(want) and ordered == sorted(ordered, reverse=True)  # its own order kept
 
 
@@ -361,5 +398,12 @@ def test_standin_on_virtuoso_matches_the_embedded_store(tmp_path, monkeypatch):
         assert _tree(tmp_path / "e") == _tree(tmp_path / "v")
         assert _cli(v.url(), "show", "Q46383", "--format", "json") == _cli(str(store), "show", "Q46383",
                                                                             "--format", "json")
+        # link -i of dev mentions: each engine's link index built by this first run (Virtuoso's
+        # keyed by its counts and kgcult's records, its names read in pages), the same lines
+        dev = require_shared(STANDIN.parent / "link-dev.jsonl").read_text(encoding="utf-8").splitlines(True)
+        mentions = tmp_path / "mentions.jsonl"
+        mentions.write_text("".join(dev[:60]), encoding="utf-8")
+        want = _cli(str(store), "link", "-i", str(mentions))
+        assert _cli(v.url(), "link", "-i", str(mentions)) == want and want.count("\n") == 60
     finally:
         v.stop()

@@ -189,6 +189,14 @@ class RemoteStore(StoreReads):
         names = [v.value for v in self._solutions(reply).variables]
         return RemoteSolutions(names, self._pages(prologue, sparql, names, graph, cap))
 
+    def pages(self, sparql: str, names: list[str], rows: int, *, graph: str | None = None) -> "RemoteSolutions":
+        """The solutions of a SELECT that projects ``names``, read ``rows`` at a time (fewer
+        where the engine's own row cap is lower) in a stable order, whatever the size of
+        the whole answer: for reads too big to hold as one answer (the link index's names),
+        at the cost of one sort per page on the engine."""
+        sparql = wdqs.prepare(sparql, closure_fresh=None).text
+        return RemoteSolutions(names, self._pages(wdqs.prefix_prologue(sparql), sparql, names, graph, rows))
+
     def _select(self, text: str, graph: str | None) -> tuple[Reply, int]:
         """The endpoint's answer to a SELECT or ASK, read whole once (see :meth:`_solutions`),
         with its number of rows."""
@@ -268,15 +276,21 @@ class RemoteStore(StoreReads):
         while True:
             text = (f"{prologue}{head}SELECT {keys} WHERE {{ {{\n{inner}\n}} }} OFFSET {offset} LIMIT {cap}")
             reply, n = self._select(text, graph)
+            engine_cap = self._cap(reply, n)
+            if engine_cap is not None and engine_cap < cap:
+                # pages asked bigger than the engine's own cap: the rows it sent are the first
+                # of this page in the stable order; the next pages are asked at its cap
+                cap = engine_cap
             page = self._solutions(reply)
             got = [v.value for v in page.variables]
             if got != names:
                 raise RemoteError(self.url, f"paging a result past the endpoint's cap of {cap:,} rows: the pages "
                                             f"project {got}, not {names}")
             yield from page
+            del page, reply  # one page held at a time
             if n < cap:
                 return
-            offset += cap
+            offset += n
 
     def _check_truncation(self, reply: Reply) -> None:
         hdrs = reply.headers
