@@ -220,3 +220,31 @@ def test_cross_script_guesses(ann):
     text = "東京からホーチミンへ"
     g = across.guesses(text, grammar("ja"), names, [(0, 2)])
     assert [[text[x.start:x.end] for x in grp] for grp in g] == [["ホーチミン"]]
+
+
+def test_known_word_across_by_its_own_language_name(ann):
+    """A word the language knows (ไทย) is still tried across, by the strict matches only (the
+    language's own name with a designator: ประเทศไทย); written onto a noun it qualifies
+    (อาหารไทย, Thai food) it is an adjective and no span."""
+    text = "ภาคใต้ของไทยมีทะเลสวย และอาหารไทยอร่อย"
+    assert spans(ann, text, "th", topic="place", country="Q91032") == [("ไทย", "Q91032")]
+
+
+def test_known_words_across_keep_to_the_texts_countries():
+    from kgcult.annotate.annotator import _coherent
+
+    assert _coherent({"country": ["Q17"]}, {"Q17", "Q884"})
+    assert not _coherent({"country": ["Q16"]}, {"Q17"})   # a region of the same name elsewhere
+    assert _coherent({"country": []}, {"Q17"})            # a food has no country
+
+
+def test_thai_pieces_joined_across_scripts(ann):
+    """A foreign name the Thai word list lacks comes cut into the words it contains: the
+    guesses join up to three adjacent ones, longest first."""
+    from kgcult.annotate import across
+    from kgcult.annotate.grammar import grammar
+
+    names = ann.names("place")
+    text = "ไปปูซานเพื่อเดิน"
+    groups = across.guesses(text, grammar("th"), names, [])
+    assert any("ปูซาน" in [x.mention for x in grp] for grp in groups)

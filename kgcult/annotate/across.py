@@ -28,6 +28,7 @@ class Guess:
     start: int
     end: int
     mention: str
+    known: bool = False  # a known word of the language: only the strict matches are taken
 
 
 def stages() -> tuple[str, ...]:
@@ -41,36 +42,65 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
     def free(a: int, b: int) -> bool:
         return not any(a < e and s < b for s, e in taken)
 
+    strict = bool(g.across_known)  # known words go too, for the strict matches only
+    stop = _stopwords(g.segmenter) | g.before | g.after
     ws = [w for w in words(text) if w.unspaced or free(w.start, w.end)]
     out: list[list[Guess]] = []
     for i, w in enumerate(ws):
+        if w.unspaced and g.segmenter and g.join_pieces > 1:
+            out.extend(_joined(w, g, every, strict, stop, free))
+            continue
         if w.unspaced:
             cuts = _words(w.text, g) if g.segmenter else _runs(w.text)
-            out.extend([Guess(w.start + a, w.start + b, w.text[a:b])] for a, b in cuts
-                       if free(w.start + a, w.start + b) and fold(w.text[a:b]) not in every)
+            for a, b in cuts:
+                k = fold(w.text[a:b])
+                if free(w.start + a, w.start + b) and (strict or k not in every) and k not in stop:
+                    out.append([Guess(w.start + a, w.start + b, w.text[a:b], k in every)])
             continue
         f = fold(w.text)
-        if f in every or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
+        if (f in every and not strict) or f in stop or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
             continue
         tries: list[Guess] = []
         if i + 1 < len(ws) and joined(text, w, ws[i + 1]) and fold(ws[i + 1].text) not in every:
             nxt = ws[i + 1]
-            tries.append(Guess(w.start, nxt.end, text[w.start:nxt.end]))
-        tries.append(Guess(w.start, w.end, w.text))
+            tries.append(Guess(w.start, nxt.end, text[w.start:nxt.end], f in every))
+        tries.append(Guess(w.start, w.end, w.text, f in every))
         for s in g.suffixes:
             if f.endswith(s) and len(f) - len(s) >= 2:
-                tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)]))
+                tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)], f in every))
         for p in g.prefixes:
             if f.startswith(p) and len(f) - len(p) >= MIN_CHARS:
                 cut = _cut_front(w.text, len(p))
                 if fold(w.text[cut:]) in every:
                     break
-                tries.append(Guess(w.start + cut, w.end, w.text[cut:]))
+                tries.append(Guess(w.start + cut, w.end, w.text[cut:], f in every))
         if g.stem:
             sk = stem_key((f,), g.lang)
             if sk and sk != f and len(sk) >= MIN_CHARS and w.text.lower().startswith(sk):
-                tries.append(Guess(w.start, w.end, w.text[:len(sk)]))
+                tries.append(Guess(w.start, w.end, w.text[:len(sk)], f in every))
         out.append(tries)
+    return out
+
+
+def _joined(w, g: Grammar, every, strict: bool, stop, free) -> list[list[Guess]]:
+    """The segmenter's words of an unspaced run and up to ``g.join_pieces`` adjacent ones
+    joined, longest first: a foreign name the word list lacks is cut into the words and
+    letters it happens to contain (ปูซาน: ปู, ซาน)."""
+    cuts = segment(w.text, g.segmenter or "", g.lang)
+    out = []
+    for i in range(len(cuts)):
+        tries = []
+        for n in range(min(g.join_pieces, len(cuts) - i), 0, -1):
+            a, b = cuts[i][0], cuts[i + n - 1][1]
+            parts = [w.text[x:y] for x, y in cuts[i:i + n]]
+            if b - a < 2 or any(p in stop or p in g.before for p in parts) or not free(w.start + a, w.start + b):
+                continue
+            k = fold(w.text[a:b])
+            if k in every and not strict:
+                continue
+            tries.append(Guess(w.start + a, w.start + b, w.text[a:b], k in every))
+        if tries:
+            out.append(tries)
     return out
 
 

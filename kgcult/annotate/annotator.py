@@ -122,6 +122,8 @@ class Annotator:
             out.append(span)
         if fd.g.across and across.stages():
             out = sorted(out + self._across_spans(row, fd, out), key=lambda s: (s["start"], s["end"]))
+        if fd.g.attributive:
+            out = [s for s in out if not _attribute(row.text, s["start"], fd.g.attributive)]
         return out
 
     def _inner_namesake(self, eid: int, name: str, fd: Finder) -> int:
@@ -150,8 +152,13 @@ class Annotator:
         res: dict[across.Guess, dict | None] = dict(zip(flat, self._across.resolve(
             [g.mention for g in flat], row.lang, row.topic, row.country)))
         out = []
+        # the countries the text is about: the prompt's and those of the entities found
+        about = {row.country} if row.country else set()
+        for s in spans:
+            about.update(s.get("country") or ())
         for grp in groups:
-            ok = [g for g in grp if _taken_ok(res[g], fd, self.ix) and not any(g.start < e and s < g.end for s, e in taken)]
+            ok = [g for g in grp if _taken_ok(res[g], fd, self.ix, g.known) and not any(g.start < e and s < g.end for s, e in taken)
+                  and (not g.known or _coherent(res[g], about))]
             if not ok:
                 continue
             # the word without its attached grammar, when that names the same entity
@@ -169,9 +176,25 @@ class Annotator:
         return out
 
 
-def _taken_ok(r: dict | None, fd: Finder, ix) -> bool:
-    """A cross-script answer of a kind the language takes, naming no generic entity."""
-    if r is None or r["match"] not in fd.g.across:
+def _attribute(text: str, start: int, heads: tuple[str, ...]) -> bool:
+    """Whether the name at ``start`` is written onto one of the language's nouns it then
+    qualifies (Thai อาหารไทย, Thai food; คนไทย, a Thai): a demonym or an adjective, no span."""
+    return any(text.endswith(h, 0, start) for h in heads)
+
+
+def _coherent(r: dict | None, about: set) -> bool:
+    """A known word of the language taken across scripts names an entity of the countries
+    the text is about (the prompt's, those of the entities it names), or one with no
+    country (a food): an everyday word that a region's name is made of (north, the
+    market) names a place elsewhere."""
+    c = (r or {}).get("country") or ()
+    return not c or not about or bool(about.intersection(c))
+
+
+def _taken_ok(r: dict | None, fd: Finder, ix, known: bool = False) -> bool:
+    """A cross-script answer of a kind the language takes (for a known word of the
+    language, of the strict kinds it takes), naming no generic entity."""
+    if r is None or r["match"] not in (fd.g.across_known if known else fd.g.across):
         return False
     e = ix.eid_of.get(r["qid"])
     return e is not None and e not in fd.names.generic

@@ -29,11 +29,14 @@ class Grammar:
     unspaced: bool = False
     kin: tuple[str, ...] = ()   # languages whose names count as the text's own
     across: tuple[str, ...] = ()  # the linker's cross-script matches taken for unmatched words
+    across_known: tuple[str, ...] = ()  # those taken for a known word of the language too
     segmenter: str | None = None  # word segmenter of an unspaced script (text.segment)
     title_names: bool = False     # runs of capitalized words are names (text.title_runs)
     bounded: bool = False         # names inside a run start and end at the segmenter's boundaries
     known_zipf: float = 3.0       # a word this frequent is known: never tried across scripts
     namesake: tuple[str, ...] = ()  # designators that make a region's name its city's
+    join_pieces: int = 1  # adjacent words of the segmenter joined when guessing across scripts
+    attributive: tuple[str, ...] = ()  # nouns a name written right after qualifies (อาหารไทย)
 
     @property
     def max_suffix(self) -> int:
@@ -67,11 +70,14 @@ def grammar(lang: str) -> Grammar:
         unspaced=bool(d.get("unspaced")),
         kin=tuple(d.get("kin", ())),
         across=tuple(d.get("across", ())),
+        across_known=tuple(d.get("across_known", ())),
         segmenter=d.get("segmenter"),
         title_names=bool(d.get("title_names")),
         bounded=bool(d.get("bounded")),
         known_zipf=float(d.get("known_zipf", 3.0)),
         namesake=tuple(d.get("namesake_designators", ())),
+        join_pieces=int(d.get("join_pieces", 1)),
+        attributive=_longest_first(d.get("attributive_heads", ())),
     )
 
 

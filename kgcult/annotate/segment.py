@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kgcult import extras
 from kgcult.annotate.names import lexicon
+from kgcult.link.scripts import max_match
 
 FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
 _LEXICONS: dict = {}
@@ -38,28 +39,7 @@ def _thai(run: str, segmenter: str, lang: str) -> list[tuple[int, int]]:
             words_ = lexicon(lang)
         lex = _LEXICONS[(segmenter, lang)] = (words_, min(MAX_WORD, max(map(len, words_), default=1)))
     words_, longest = lex
-    n = len(run)
-    inf = (n + 1, n + 1)
-    best: list[tuple[int, int]] = [(0, 0)] + [inf] * n   # (letters left out, words) to cover run[:i]
-    back = [0] * (n + 1)
-    for i in range(n):
-        if best[i] == inf:
-            continue
-        left, count = best[i]
-        cand = (left + 1, count + 1)   # one letter no word covers
-        if cand < best[i + 1]:
-            best[i + 1], back[i + 1] = cand, i
-        for j in range(i + 2, min(n, i + longest) + 1):
-            if run[i:j] in words_:
-                cand = (left, count + 1)
-                if cand < best[j]:
-                    best[j], back[j] = cand, i
-    cuts = []
-    j = n
-    while j > 0:
-        cuts.append((back[j], j))
-        j = back[j]
-    cuts.reverse()
+    cuts = max_match(run, words_, longest)
     out: list[tuple[int, int]] = []
     for a, b in cuts:  # letters no word covers, one word per stretch
         if out and b - a == 1 and run[a:b] not in words_ and out[-1][1] == a and _loose(run, out[-1], words_):

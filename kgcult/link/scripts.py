@@ -143,7 +143,69 @@ def _thai() -> Callable[[str], str]:
             from pythainlp.transliterate.royin import _romanize as rules
         except ImportError:  # pragma: no cover - pythainlp missing
             return _anyascii()
-    return lambda s: " ".join(rules(w) for w in s.split())
+    syllables = _thai_syllables()
+    longest = min(12, max(map(len, syllables), default=1))
+
+    def word(w: str) -> str:
+        if not syllables:
+            return rules(_ho_nam(w))
+        return "".join(rules(_ho_nam(w[a:b])) for a, b in max_match(w, syllables, longest))
+    return lambda s: " ".join(word(w) for w in s.split())
+
+
+# Thai: a ห written before a sonorant (ง ญ น ม ย ร ล ว) at the head of a syllable only
+# gives the syllable its tone (ห นำ: ใหม่ mai, หลวง luang); another ห that starts a
+# syllable is an h (หาด hat), which the RTGS rules leave out when more letters follow
+_HO_NAM = re.compile("^([เแโใไ]?)ห(?=[งญนมยรลว])")
+_HO_HEAD = re.compile("^([เแโใไ]?)ห")
+
+
+def _ho_nam(syllable: str) -> str:
+    out = _HO_NAM.sub(r"\1", syllable)
+    return _HO_HEAD.sub("\\1\u0e2e", out) if out == syllable else out
+
+
+@lru_cache(maxsize=None)
+def _thai_syllables() -> frozenset:
+    """pythainlp's Thai syllables (KUCut's list), read from its file without importing the
+    package's corpus module; empty without pythainlp."""
+    spec = find_spec("pythainlp")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    path = Path(list(spec.submodule_search_locations)[0]) / "corpus" / "syllables_th.txt"
+    try:
+        return frozenset(x.strip() for x in path.read_text(encoding="utf-8").splitlines() if x.strip())
+    except OSError:
+        return frozenset()
+
+
+def max_match(run: str, words, longest: int) -> list[tuple[int, int]]:
+    """``run`` cut into the words of ``words`` by maximal matching: the fewest letters left
+    out of any word, then the fewest words; (start, end) offsets in order, each letter no
+    word covers a piece of its own."""
+    n = len(run)
+    inf = (n + 1, n + 1)
+    best: list[tuple[int, int]] = [(0, 0)] + [inf] * n   # (letters left out, words) to cover run[:i]
+    back = [0] * (n + 1)
+    for i in range(n):
+        if best[i] == inf:
+            continue
+        left, count = best[i]
+        cand = (left + 1, count + 1)   # one letter no word covers
+        if cand < best[i + 1]:
+            best[i + 1], back[i + 1] = cand, i
+        for j in range(i + 2, min(n, i + longest) + 1):
+            if run[i:j] in words:
+                cand = (left, count + 1)
+                if cand < best[j]:
+                    best[j], back[j] = cand, i
+    cuts = []
+    j = n
+    while j > 0:
+        cuts.append((back[j], j))
+        j = back[j]
+    cuts.reverse()
+    return cuts
 
 
 def _brahmic(run: str) -> str:
