@@ -25,6 +25,13 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
         ) from None
 
 
+def require_present(module: str, extra: str, feature: str) -> None:
+    """:func:`require` without the import (a feature that reads the package's data files)."""
+    if not available(module):
+        raise MissingExtra(f"{feature} needs the Python package {module!r}, which is not installed; "
+                           f"install it with: pip install 'kgcult[{extra}]'")
+
+
 def available(module: str) -> bool:
     """Whether an optional module can be imported (without importing it)."""
     return importlib.util.find_spec(module) is not None

@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgcult.annotate.finder import _cut_front
-from kgcult.annotate.grammar import Grammar
+from kgcult.annotate.grammar import Grammar, grammar, languages
 from kgcult.annotate.names import Names, stem_key
 from kgcult.annotate.segment import segment
 from kgcult.annotate.text import fold, joined, katakana, unspaced, words
 from kgcult import extras
 from kgcult.link import Linker, pipeline
+from kgcult.link.scripts import thai_corpus
 
 STAGES = ("affix", "xscript", "xfuzzy")
 FEATURE = "kgcult annotate's Thai stopwords"
@@ -31,9 +32,15 @@ class Guess:
     known: bool = False  # a known word of the language: only the strict matches are taken
 
 
+# the stage that makes each kind of match the grammar file lists
+MATCH_STAGE = {"affix": "affix", "cross-script": "xscript", "cross-script-fuzzy": "xfuzzy"}
+
+
 def stages() -> tuple[str, ...]:
-    """The cross-script stages the installed linker has (none: no guesses are made)."""
-    return tuple(s for s in STAGES if s in pipeline.STAGES)
+    """The cross-script stages the installed linker has and the grammar file takes a match
+    of, in some language (none: no guesses are made)."""
+    used = {MATCH_STAGE.get(m) for lg in languages() for m in grammar(lg).across + grammar(lg).across_known}
+    return tuple(s for s in STAGES if s in pipeline.STAGES and s in used)
 
 
 def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -> list[list[Guess]]:
@@ -123,7 +130,8 @@ def _stopwords(segmenter: str | None) -> frozenset:
     if segmenter not in _STOP:
         words_: frozenset = frozenset()
         if segmenter == "thai":
-            words_ = frozenset(extras.require("pythainlp.corpus", "annotate", FEATURE).thai_stopwords())
+            extras.require_present("pythainlp", "annotate", FEATURE)
+            words_ = thai_corpus("stopwords_th.txt")
         _STOP[segmenter] = words_
     return _STOP[segmenter]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kgcult import extras
 from kgcult.annotate.names import lexicon
-from kgcult.link.scripts import max_match
+from kgcult.link.scripts import max_match, thai_corpus
 
 FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
 _LEXICONS: dict = {}
@@ -34,7 +34,8 @@ def _thai(run: str, segmenter: str, lang: str) -> list[tuple[int, int]]:
     lex = _LEXICONS.get((segmenter, lang))
     if lex is None:
         if segmenter == "thai":
-            words_ = frozenset(extras.require("pythainlp.corpus", "annotate", FEATURE_SEGMENT).thai_words())
+            extras.require_present("pythainlp", "annotate", FEATURE_SEGMENT)
+            words_ = thai_corpus("words_th.txt")
         else:
             words_ = lexicon(lang)
         lex = _LEXICONS[(segmenter, lang)] = (words_, min(MAX_WORD, max(map(len, words_), default=1)))

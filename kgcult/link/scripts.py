@@ -145,6 +145,7 @@ def _thai() -> Callable[[str], str]:
             return _anyascii()
     syllables = _thai_syllables()
     longest = min(12, max(map(len, syllables), default=1))
+    rules = lru_cache(maxsize=16384)(rules)  # a syllable's rules run once (about 50 regexes)
 
     def word(w: str) -> str:
         if not syllables:
@@ -165,18 +166,26 @@ def _ho_nam(syllable: str) -> str:
     return _HO_HEAD.sub("\\1\u0e2e", out) if out == syllable else out
 
 
-@lru_cache(maxsize=None)
 def _thai_syllables() -> frozenset:
-    """pythainlp's Thai syllables (KUCut's list), read from its file without importing the
-    package's corpus module; empty without pythainlp."""
+    """pythainlp's Thai syllables (KUCut's list)."""
+    return thai_corpus("syllables_th.txt")
+
+
+@lru_cache(maxsize=None)
+def thai_corpus(filename: str) -> frozenset:
+    """The lines of one of pythainlp's word lists (``words_th.txt``, ``syllables_th.txt``,
+    ``stopwords_th.txt``), as its ``get_corpus`` reads them, but from the file, without
+    importing the package (its ``__init__`` loads tokenizers and soundex: 0.15 s); empty
+    without pythainlp or the file."""
     spec = find_spec("pythainlp")
     if spec is None or not spec.submodule_search_locations:
         return frozenset()
-    path = Path(list(spec.submodule_search_locations)[0]) / "corpus" / "syllables_th.txt"
+    path = Path(list(spec.submodule_search_locations)[0]) / "corpus" / filename
     try:
-        return frozenset(x.strip() for x in path.read_text(encoding="utf-8").splitlines() if x.strip())
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except OSError:
         return frozenset()
+    return frozenset(filter(None, lines))
 
 
 def max_match(run: str, words, longest: int) -> list[tuple[int, int]]:
