@@ -248,3 +248,21 @@ def test_thai_pieces_joined_across_scripts(ann):
     text = "ไปปูซานเพื่อเดิน"
     groups = across.guesses(text, grammar("th"), names, [])
     assert any("ปูซาน" in [x.mention for x in grp] for grp in groups)
+
+
+def test_russian_case_endings_with_a_folded_short_i():
+    """The fold takes the breve off й: the stemmer reads the ending as written (говядинои
+    -> говядиной), so the instrumental case meets the name."""
+    from kgcult.annotate.names import stem_key
+
+    assert stem_key(("говядинои",), "ru") == stem_key(("говядина",), "ru")
+    assert stem_key(("колбасои",), "ru") == stem_key(("колбаса",), "ru")
+
+
+def test_lower_case_word_names_a_common_noun_with_a_capitalized_label(ann):
+    """A label with a capital (a Turkish label of a food) does not make the food a proper
+    name when other languages write it in lower case."""
+    from kgcult.annotate.names import capitalized
+
+    assert not any(capitalized(c) for c in ann.names("food").exact["suppe"])  # German capitals say nothing
+    assert all(capitalized(c) for c in ann.names("place").exact["kyoto"])      # a proper name everywhere

@@ -35,6 +35,8 @@ class Grammar:
     bounded: bool = False         # names inside a run start and end at the segmenter's boundaries
     known_zipf: float = 3.0       # a word this frequent is known: never tried across scripts
     namesake: tuple[str, ...] = ()  # designators that make a region's name its city's
+    nouns_capitalized: bool = False  # every noun is written with a capital (German)
+    stem_endings: tuple = ()  # (folded ending, as the stemmer reads it), longest first
     join_pieces: int = 1  # adjacent words of the segmenter joined when guessing across scripts
     attributive: tuple[str, ...] = ()  # nouns a name written right after qualifies (อาหารไทย)
 
@@ -77,6 +79,8 @@ def grammar(lang: str) -> Grammar:
         known_zipf=float(d.get("known_zipf", 3.0)),
         namesake=tuple(d.get("namesake_designators", ())),
         join_pieces=int(d.get("join_pieces", 1)),
+        nouns_capitalized=bool(d.get("nouns_capitalized")),
+        stem_endings=tuple(sorted(((a, b) for a, b in d.get("stem_endings", ())), key=lambda x: (-len(x[0]), x))),
         attributive=_longest_first(d.get("attributive_heads", ())),
     )
 

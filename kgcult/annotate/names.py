@@ -43,7 +43,7 @@ from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 8
+VERSION = 9
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
@@ -123,7 +123,19 @@ def stem_key(words: list[str] | tuple[str, ...], lang: str) -> str | None:
     st = morphology.stemmer(lang) if morphology.stems_in(lang) else None
     if st is None:
         return None
+    ends = gram.grammar(lang).stem_endings
+    if ends:
+        words = [_unfold_end(w, ends) for w in words]
     return " ".join(st.stemWord(w) for w in words)
+
+
+def _unfold_end(w: str, ends: tuple) -> str:
+    """The word's ending as the stemmer reads it, where the fold took a letter's mark off
+    (Russian ``говядинои`` -> ``говядиной``: й folds to и)."""
+    for folded, written in ends:
+        if w.endswith(folded) and len(w) > len(folded):
+            return w[:-len(folded)] + written
+    return w
 
 
 def members(ix, topic: str) -> np.ndarray:
@@ -159,10 +171,11 @@ def build(ix, topic: str) -> Names:
     unspaced: dict[str, set] = {}
     heads: set[str] = set()
     lang_of = {i: lg for i, lg in enumerate(langs)}
+    common_noun = _common_nouns(ix, member, lang_of)
     for eid, lid, text, alias in ix.db.execute("SELECT eid, lang, text, alias FROM names"):
         if not member[eid]:
             continue
-        c = code(eid, lid, int(text[:1].isupper()), alias)
+        c = code(eid, lid, int(text[:1].isupper() and eid not in common_noun), alias)
         k = fold(text)
         if not k:
             continue
@@ -190,6 +203,21 @@ def build(ix, topic: str) -> Names:
     names.common = _common(names.exact)
     names.generic = frozenset(_generic(ix, topic, member))
     return names
+
+
+def _common_nouns(ix, member, lang_of: dict) -> set[int]:
+    """The entities some language writes in lower case (a label beginning with a lower-case
+    letter, in a language that does not capitalize its nouns as German does): a common
+    noun, whatever capital another language's label has (Turkish ``Domates``); the other
+    entities are spelled with a capital everywhere (proper names)."""
+    capital_nouns = {lg for lg in gram.languages() if gram.grammar(lg).nouns_capitalized}
+    capital_nouns |= {k for lg in capital_nouns for k in gram.grammar(lg).kin}
+    skip = {i for i, lg in lang_of.items() if lg.split("-", 1)[0] in capital_nouns}
+    out: set[int] = set()
+    for eid, lid, text in ix.db.execute("SELECT eid, lang, text FROM names"):
+        if member[eid] and lid not in skip and text[:1].islower():
+            out.add(int(eid))
+    return out
 
 
 def _generic(ix, topic: str, member) -> list[int]:
