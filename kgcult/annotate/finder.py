@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import MAX_WORDS, Names, capitalized, decode, stem_key
 from kgcult.annotate.segment import segment
-from kgcult.annotate.text import Word, fold, han_fold, joined, katakana, unspaced, words
+from kgcult.annotate.text import Word, _initial, fold, han_fold, joined, katakana, unspaced, words
 
 # how a name was found, best first (the order breaks ties between spans of one length)
 HOW = ("exact", "article", "stem", "suffix")
@@ -207,7 +207,19 @@ class Finder:
             return None
         if codes != f.codes:
             f = Found(f.start, f.end, codes, f.how, f.key, f.nwords)
-        return None if self.everyday(f) else f
+        if self.everyday(f) and not self._proper(text, f):
+            return None
+        return f
+
+    def _proper(self, text: str, f: Found) -> bool:
+        """A capitalized word inside a sentence, in a cased language that capitalizes proper
+        names only, naming what is spelled with a capital everywhere: a proper name, however
+        frequent (a city's name in its country's language: Nevşehir)."""
+        if self.g.nouns_capitalized or not text[f.start].isupper() or text[f.start:f.end].isupper():
+            return False
+        if _initial(text, Word(f.start, f.end, text[f.start:f.end], False)):
+            return False
+        return any(capitalized(c) for c in f.codes)
 
     def everyday(self, f: Found) -> bool:
         """A one-word name that is an everyday word of the text's language and that is
