@@ -266,3 +266,29 @@ def test_lower_case_word_names_a_common_noun_with_a_capitalized_label(ann):
 
     assert not any(capitalized(c) for c in ann.names("food").exact["suppe"])  # German capitals say nothing
     assert all(capitalized(c) for c in ann.names("place").exact["kyoto"])      # a proper name everywhere
+
+
+def test_capitalized_word_inside_a_sentence_is_a_proper_name(ann):
+    """A frequent word may still be a city's name: capitalized inside a sentence, in a
+    language that capitalizes proper names only, naming what every language capitalizes."""
+    from kgcult.annotate.finder import Found
+
+    codes = ann.names("place").exact["kyoto"]
+    tr = ann.finder("place", "tr")
+    text = "Sonra Kyoto'ya gittik. Kyoto güzel, kyoto da."
+    at = [i for i in range(len(text)) if text.lower().startswith("kyoto", i)]
+    f = [Found(i, i + 5, codes, "exact", "kyoto", 1) for i in at]
+    assert [tr._proper(text, x) for x in f] == [True, False, False]  # inside; a sentence's first word; lower case
+    assert not ann.finder("place", "de")._proper(text, f[0])          # German capitalizes every noun
+
+
+def test_japanese_words_across_scripts_by_the_segmenter(ann):
+    """Japanese runs are cut into words (maximal matching over wordfreq's list): hiragana words
+    of the language's length go across scripts, particles and endings do not."""
+    from kgcult.annotate import across
+    from kgcult.annotate.grammar import grammar
+
+    text = "丸いたこ焼きを食べます"
+    g = across.guesses(text, grammar("ja"), ann.names("food"), [])
+    got = [text[x.start:x.end] for grp in g for x in grp]
+    assert "たこ焼き" in got and "ます" not in got

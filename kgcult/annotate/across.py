@@ -29,7 +29,7 @@ class Guess:
     start: int
     end: int
     mention: str
-    known: bool = False  # a known word of the language: only the strict matches are taken
+    known: int = 0  # 1 a known word of the language, 2 an everyday one: stricter matches only
 
 
 # the stage that makes each kind of match the grammar file lists
@@ -39,30 +39,35 @@ MATCH_STAGE = {"affix": "affix", "cross-script": "xscript", "cross-script-fuzzy"
 def stages() -> tuple[str, ...]:
     """The cross-script stages the installed linker has and the grammar file takes a match
     of, in some language (none: no guesses are made)."""
-    used = {MATCH_STAGE.get(m) for lg in languages() for m in grammar(lg).across + grammar(lg).across_known}
+    used = {MATCH_STAGE.get(m) for lg in languages()
+            for m in grammar(lg).across + grammar(lg).across_known + grammar(lg).across_everyday}
     return tuple(s for s in STAGES if s in pipeline.STAGES and s in used)
 
 
 def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -> list[list[Guess]]:
     """Per place in the text not taken by a span, the mentions to try there, best first."""
     every = names.known(g.lang) or names.everyday(g.lang)
+    everyday = names.everyday(g.lang)
+
+    def level(k: str) -> int:
+        return 2 if k in everyday else 1 if k in every else 0
     def free(a: int, b: int) -> bool:
         return not any(a < e and s < b for s, e in taken)
 
-    strict = bool(g.across_known)  # known words go too, for the strict matches only
+    strict = bool(g.across_known or g.across_everyday)  # known words go too, for stricter matches
     stop = _stopwords(g.segmenter) | g.before | g.after
     ws = [w for w in words(text) if w.unspaced or free(w.start, w.end)]
     out: list[list[Guess]] = []
     for i, w in enumerate(ws):
         if w.unspaced and g.segmenter and g.join_pieces > 1:
-            out.extend(_joined(w, g, every, strict, stop, free))
+            out.extend(_joined(w, g, every, level, strict, stop, free))
             continue
         if w.unspaced:
             cuts = _words(w.text, g) if g.segmenter else _runs(w.text)
             for a, b in cuts:
                 k = fold(w.text[a:b])
                 if free(w.start + a, w.start + b) and (strict or k not in every) and k not in stop:
-                    out.append([Guess(w.start + a, w.start + b, w.text[a:b], k in every)])
+                    out.append([Guess(w.start + a, w.start + b, w.text[a:b], level(k))])
             continue
         f = fold(w.text)
         if (f in every and not strict) or f in stop or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
@@ -70,26 +75,26 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
         tries: list[Guess] = []
         if i + 1 < len(ws) and joined(text, w, ws[i + 1]) and fold(ws[i + 1].text) not in every:
             nxt = ws[i + 1]
-            tries.append(Guess(w.start, nxt.end, text[w.start:nxt.end], f in every))
-        tries.append(Guess(w.start, w.end, w.text, f in every))
+            tries.append(Guess(w.start, nxt.end, text[w.start:nxt.end], level(f)))
+        tries.append(Guess(w.start, w.end, w.text, level(f)))
         for s in g.suffixes:
             if f.endswith(s) and len(f) - len(s) >= 2:
-                tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)], f in every))
+                tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)], level(f)))
         for p in g.prefixes:
             if f.startswith(p) and len(f) - len(p) >= MIN_CHARS:
                 cut = _cut_front(w.text, len(p))
                 if fold(w.text[cut:]) in every:
                     break
-                tries.append(Guess(w.start + cut, w.end, w.text[cut:], f in every))
+                tries.append(Guess(w.start + cut, w.end, w.text[cut:], level(f)))
         if g.stem:
             sk = stem_key((f,), g.lang)
             if sk and sk != f and len(sk) >= MIN_CHARS and w.text.lower().startswith(sk):
-                tries.append(Guess(w.start, w.end, w.text[:len(sk)], f in every))
+                tries.append(Guess(w.start, w.end, w.text[:len(sk)], level(f)))
         out.append(tries)
     return out
 
 
-def _joined(w, g: Grammar, every, strict: bool, stop, free) -> list[list[Guess]]:
+def _joined(w, g: Grammar, every, level, strict: bool, stop, free) -> list[list[Guess]]:
     """The segmenter's words of an unspaced run and up to ``g.join_pieces`` adjacent ones
     joined, longest first: a foreign name the word list lacks is cut into the words and
     letters it happens to contain (ปูซาน: ปู, ซาน)."""
@@ -105,7 +110,7 @@ def _joined(w, g: Grammar, every, strict: bool, stop, free) -> list[list[Guess]]
             k = fold(w.text[a:b])
             if k in every and not strict:
                 continue
-            tries.append(Guess(w.start + a, w.start + b, w.text[a:b], k in every))
+            tries.append(Guess(w.start + a, w.start + b, w.text[a:b], level(k)))
         if tries:
             out.append(tries)
     return out
@@ -120,7 +125,12 @@ def _words(run: str, g: Grammar) -> list[tuple[int, int]]:
     no designator, no stopword of the segmenter's language."""
     stop = _stopwords(g.segmenter)
     return [(a, b) for a, b in segment(run, g.segmenter or "", g.lang) if b - a >= 2
-            and run[a:b] not in g.before and run[a:b] not in stop]
+            and run[a:b] not in g.before and run[a:b] not in stop
+            and (b - a >= g.min_kana or not _hiragana(run[a:b]))]
+
+
+def _hiragana(s: str) -> bool:
+    return all("\u3041" <= c <= "\u309f" for c in s)
 
 
 _STOP: dict = {}

@@ -191,10 +191,12 @@ def _coherent(r: dict | None, about: set) -> bool:
     return not c or not about or bool(about.intersection(c))
 
 
-def _taken_ok(r: dict | None, fd: Finder, ix, known: bool = False) -> bool:
+def _taken_ok(r: dict | None, fd: Finder, ix, known: int = 0) -> bool:
     """A cross-script answer of a kind the language takes (for a known word of the
-    language, of the strict kinds it takes), naming no generic entity."""
-    if r is None or r["match"] not in (fd.g.across_known if known else fd.g.across):
+    language, of the stricter kinds it takes; for an everyday word, of the strictest),
+    naming no generic entity."""
+    kinds = (fd.g.across, fd.g.across_known, fd.g.across_everyday)[known]
+    if r is None or r["match"] not in kinds:
         return False
     e = ix.eid_of.get(r["qid"])
     return e is not None and e not in fd.names.generic

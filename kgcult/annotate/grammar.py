@@ -30,6 +30,7 @@ class Grammar:
     kin: tuple[str, ...] = ()   # languages whose names count as the text's own
     across: tuple[str, ...] = ()  # the linker's cross-script matches taken for unmatched words
     across_known: tuple[str, ...] = ()  # those taken for a known word of the language too
+    across_everyday: tuple[str, ...] = ()  # and for an everyday word (wordfreq Zipf >= 4.5)
     segmenter: str | None = None  # word segmenter of an unspaced script (text.segment)
     title_names: bool = False     # runs of capitalized words are names (text.title_runs)
     bounded: bool = False         # names inside a run start and end at the segmenter's boundaries
@@ -37,6 +38,7 @@ class Grammar:
     namesake: tuple[str, ...] = ()  # designators that make a region's name its city's
     nouns_capitalized: bool = False  # every noun is written with a capital (German)
     stem_endings: tuple = ()  # (folded ending, as the stemmer reads it), longest first
+    min_kana: int = 0  # hiragana-only words shorter than this never go across scripts
     join_pieces: int = 1  # adjacent words of the segmenter joined when guessing across scripts
     attributive: tuple[str, ...] = ()  # nouns a name written right after qualifies (อาหารไทย)
 
@@ -73,12 +75,14 @@ def grammar(lang: str) -> Grammar:
         kin=tuple(d.get("kin", ())),
         across=tuple(d.get("across", ())),
         across_known=tuple(d.get("across_known", ())),
+        across_everyday=tuple(d.get("across_everyday", ())),
         segmenter=d.get("segmenter"),
         title_names=bool(d.get("title_names")),
         bounded=bool(d.get("bounded")),
         known_zipf=float(d.get("known_zipf", 3.0)),
         namesake=tuple(d.get("namesake_designators", ())),
         join_pieces=int(d.get("join_pieces", 1)),
+        min_kana=int(d.get("min_kana", 0)),
         nouns_capitalized=bool(d.get("nouns_capitalized")),
         stem_endings=tuple(sorted(((a, b) for a, b in d.get("stem_endings", ())), key=lambda x: (-len(x[0]), x))),
         attributive=_longest_first(d.get("attributive_heads", ())),
