@@ -292,3 +292,20 @@ def test_japanese_words_across_scripts_by_the_segmenter(ann):
     g = across.guesses(text, grammar("ja"), ann.names("food"), [])
     got = [text[x.start:x.end] for grp in g for x in grp]
     assert "たこ焼き" in got and "ます" not in got
+
+
+def test_everyday_word_in_a_kin_languages_names_only_is_weak():
+    """An everyday Hindi word that only a Marathi label carries is taken only where the
+    text is about the entity's country (the span is marked weak)."""
+    from kgcult.annotate.finder import Finder, Found
+    from kgcult.annotate.grammar import grammar
+    from kgcult.annotate.names import Names, code
+
+    w = "यात्रा"
+    names = Names(topic="place", langs=["hi", "mr"], exact={w: (code(7, 1, 0, 0),), "x": (code(8, 0, 0, 0),)},
+                  common={"hi": frozenset({w})})
+    fd = Finder(names, grammar("hi"), "hi")
+    got = fd.kept(w, Found(0, len(w), names.exact[w], "exact", w, 1))
+    assert got is not None and got.weak
+    names.exact[w] = (code(7, 0, 0, 0),)   # a Hindi label of its own: not weak
+    assert not fd.kept(w, Found(0, len(w), names.exact[w], "exact", w, 1)).weak

@@ -103,6 +103,10 @@ class Annotator:
                 chosen[i] = (eid, tier, steps)
                 context.append(eid)
         out = []
+        about = {row.country} if row.country else set()
+        for i, f in enumerate(spans):
+            if not f.weak and chosen[i] is not None:
+                about.update(self.records.entity(chosen[i][0], row.lang, row.topic)["country"] or ())
         for i, f in enumerate(spans):
             if chosen[i] is None:
                 chosen[i] = choose(f.codes, langs, row.lang, facts=self.facts, topic=row.topic,
@@ -111,6 +115,8 @@ class Annotator:
             if inner:
                 eid = self._inner_namesake(eid, row.text[f.start:f.end], fd)
             ent = self.records.entity(eid, row.lang, row.topic)
+            if f.weak and not _coherent(ent, about):
+                continue
             span = {"start": f.start, "end": f.end, "text": row.text[f.start:f.end],
                     "qid": ent["qid"], "label": ent["label"] or ent["label_en"],
                     "match": f"{f.how}-{'alias' if tier % 2 else 'label'}",

@@ -25,6 +25,7 @@ class Found:
     how: str
     key: str
     nwords: int
+    weak: bool = False  # an everyday word of the language met in a kin language's names only
 
 
 class Finder:
@@ -39,6 +40,9 @@ class Finder:
         self._heads: dict[tuple, bool] = {}
         own = {self.lang, *grammar.kin}
         self._lids = {i for i, lg in enumerate(names.langs) if lg.split("-", 1)[0] in own}
+        # the commonness guard asks for a name in the text's language itself: a kin
+        # language's name that is an everyday word here (Marathi यात्रा) is that word
+        self._self_lids = {i for i, lg in enumerate(names.langs) if lg.split("-", 1)[0] == self.lang}
         self._every = names.everyday(self.lang)
 
     # -- lookups -------------------------------------------------------------------------
@@ -209,6 +213,8 @@ class Finder:
             f = Found(f.start, f.end, codes, f.how, f.key, f.nwords)
         if self.everyday(f) and not self._proper(text, f):
             return None
+        if self.kin_only(f):
+            f = Found(f.start, f.end, f.codes, f.how, f.key, f.nwords, True)
         return f
 
     def _proper(self, text: str, f: Found) -> bool:
@@ -229,6 +235,13 @@ class Finder:
         if len(f.key) <= 2 and f.key in self._every and not unspaced(f.key) and not _syllable(f.key[0]):
             return True  # a two-letter everyday word of an alphabet (a particle, a pronoun) is no name
         return not any(decode(c)[1] in self._lids for c in f.codes)
+
+    def kin_only(self, f: Found) -> bool:
+        """An everyday word of the text's language that only a kin language's names have
+        (Marathi यात्रा, a wrong label of Tours): it names that entity only where the
+        text is about its country (:func:`annotator._coherent`)."""
+        return (f.nwords == 1 and f.key in self.names.common.get(self.lang, ())
+                and not any(decode(c)[1] in self._self_lids for c in f.codes))
 
 
 def _syllable(ch: str) -> bool:
