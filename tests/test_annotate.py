@@ -309,3 +309,16 @@ def test_everyday_word_in_a_kin_languages_names_only_is_weak():
     assert got is not None and got.weak
     names.exact[w] = (code(7, 0, 0, 0),)   # a Hindi label of its own: not weak
     assert not fd.kept(w, Found(0, len(w), names.exact[w], "exact", w, 1)).weak
+
+
+def test_place_named_by_a_common_word_needs_the_texts_country(ann):
+    """The place topic marks a one-word name that is an everyday word of the language as
+    weak (grammar file: topics.place.coherent_common)."""
+    from kgcult.annotate.finder import Found
+
+    fd = ann.finder("place", "ja")
+    assert fd.coherent_common and not ann.finder("food", "ja").coherent_common
+    names = fd.names
+    key = next(k for k in sorted(names.common.get("ja", ())) if k in names.unspaced)
+    got = fd.kept(key, Found(0, len(key), names.unspaced[key], "exact", key, 1))
+    assert got is None or got.weak

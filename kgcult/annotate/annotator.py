@@ -13,7 +13,7 @@ from kgcult.annotate.finder import Finder, select
 from kgcult.annotate.names import Names, load_or_build
 from kgcult.annotate.rows import MAX_TEXT_CHARS, TextRow, check
 from kgcult.annotate.names import decode
-from kgcult.annotate.text import fold, han_fold, title_runs
+from kgcult.annotate.text import fold, han_fold, title_runs, unspaced
 from kgcult.errors import KgcultError
 from kgcult.link.disambiguate import GraphFacts
 from kgcult.link.index.reader import LabelIndex
@@ -61,7 +61,8 @@ class Annotator:
         f = self._finders.get(k)
         if f is None:
             g = gram.grammar(lang)
-            f = self._finders[k] = Finder(self.names(topic), g, lang)
+            f = self._finders[k] = Finder(self.names(topic), g, lang,
+                                          bool(gram.topic_spec(topic).get("coherent_common")))
         return f
 
     def annotate(self, text: str, lang: str = "en", topic: str = "food",
@@ -115,8 +116,9 @@ class Annotator:
             if inner:
                 eid = self._inner_namesake(eid, row.text[f.start:f.end], fd)
             ent = self.records.entity(eid, row.lang, row.topic)
-            if f.weak and not _coherent(ent, about):
-                continue
+            if (f.weak and ent["qid"] not in (ent["country"] or ()) and not _coherent(ent, about)
+                    and not _designated(row.text, f.start, f.end, fd.g)):
+                continue  # a country is named in any text; a designator says a place is meant
             span = {"start": f.start, "end": f.end, "text": row.text[f.start:f.end],
                     "qid": ent["qid"], "label": ent["label"] or ent["label_en"],
                     "match": f"{f.how}-{'alias' if tier % 2 else 'label'}",
@@ -180,6 +182,15 @@ class Annotator:
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _designated(text: str, start: int, end: int, g) -> bool:
+    """Whether one of the language's designators stands beside the name (استان فارس,
+    จังหวัดเลย, Antalya ili): the text calls it a place."""
+    before = fold(text[max(0, start - 24):start]).split(" ")
+    after = fold(text[end:end + 24]).split(" ")
+    return bool((before and (before[-1] in g.before or any(before[-1].endswith(d) for d in g.before if unspaced(d))))
+                or (len(after) > 1 and after[1] in g.after) or (after and after[0] in g.after))
 
 
 def _attribute(text: str, start: int, heads: tuple[str, ...]) -> bool:

@@ -31,8 +31,11 @@ class Found:
 class Finder:
     """Finds names of one dictionary in texts of one language."""
 
-    def __init__(self, names: Names, grammar: Grammar, lang: str):
+    def __init__(self, names: Names, grammar: Grammar, lang: str, coherent_common: bool = False):
         self.names = names
+        # the topic's names that are everyday words are weak (taken where the text is about
+        # the entity's country): a place named by a common word (老街 Lào Cai, old street)
+        self.coherent_common = coherent_common
         self.g = grammar
         self.lang = grammar.lang or lang
         self._stem = names.stem.get(self.lang)
@@ -213,7 +216,8 @@ class Finder:
             f = Found(f.start, f.end, codes, f.how, f.key, f.nwords)
         if self.everyday(f) and not self._proper(text, f):
             return None
-        if self.kin_only(f):
+        if self.kin_only(f) or (self.coherent_common and f.nwords == 1
+                                and f.key in self.names.common.get(self.lang, ())):
             f = Found(f.start, f.end, f.codes, f.how, f.key, f.nwords, True)
         return f
 
