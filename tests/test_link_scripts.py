@@ -87,6 +87,7 @@ def linker(tmp_path_factory):
     ("서울에서", "ko", "place", "Q99207", "affix"),                # a particle off
     ("京都", "ja", "place", "Q99206", "affix"),                    # a designator added
     ("ねぎ", "ja", "food", "Q99215", "affix"),                     # hiragana as katakana
+    ("بمبئی", "fa", "place", "Q99216", "cross-script"),           # as written before بمبئ (Pemba)
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)

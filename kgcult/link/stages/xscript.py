@@ -267,8 +267,12 @@ class CrossScript(Stage):
 
     def search(self, text: str, lang: str, topic: str) -> dict:
         pool = self.pool(topic)
-        # the forms without attached grammar first: an article romanized (``al``) is noise
-        for v in affixes.stripped(text, lang)[::-1] + [text]:
+        # the forms without an article or proclitic first (an article romanized, ``al``,
+        # is noise), then the mention as written, then without a suffix: a name ending in
+        # what a suffix looks like is more often the name (Persian دهلی, Delhi, not دهل)
+        forms = affixes.stripped(text, lang)[::-1]
+        tails = [v for v in forms if text.startswith(v)]
+        for v in [v for v in forms if not text.startswith(v)] + [text] + tails:
             words = scripts.romanize(v, lang)
             key = scripts.compact(words)
             found = self._fuzzy(pool, key, v) if self.fuzzy else self._exact(pool, key, v, words.count(" ") + 1)
