@@ -322,3 +322,14 @@ def test_place_named_by_a_common_word_needs_the_texts_country(ann):
     key = next(k for k in sorted(names.common.get("ja", ())) if k in names.unspaced)
     got = fd.kept(key, Found(0, len(key), names.unspaced[key], "exact", key, 1))
     assert got is None or got.weak
+
+
+def test_namesake_city_located_nowhere_counts_as_inside():
+    from types import SimpleNamespace
+
+    from kgcult.annotate.annotator import _inside
+
+    ix = SimpleNamespace(edges={"Qcity": [("P31", "Q515")], "Qtown": [("P131", "Qother")],
+                                "Qin": [("P131", "Qpref")]})
+    assert _inside(ix, "Qin", "Qpref") and _inside(ix, "Qcity", "Qpref")
+    assert not _inside(ix, "Qtown", "Qpref") and not _inside(ix, "Qpref", "Qpref")

@@ -144,8 +144,7 @@ class Annotator:
         for d in fd.g.namesake:
             key = fold(name + d)
             codes = fd.names.exact.get(key) or fd.names.unspaced.get(han_fold(name + d)) or ()
-            inner = sorted({decode(c)[0] for c in codes
-                            if any(pid == "P131" and o == qid for pid, o in ix.edges.get(ix.qids[decode(c)[0]], ()))})
+            inner = sorted({decode(c)[0] for c in codes if _inside(ix, ix.qids[decode(c)[0]], qid)})
             if inner:
                 return inner[0]
         return eid
@@ -182,6 +181,14 @@ class Annotator:
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _inside(ix, q: str, region: str) -> bool:
+    """Whether ``q`` is located in ``region`` (P131), or located nowhere the graph says: a
+    city named with the designator a region's name lacks (広島市 beside 広島, the
+    prefecture) is the city the name means, where the mirror lost its P131 claim."""
+    located = [o for pid, o in ix.edges.get(q, ()) if pid == "P131"]
+    return region in located or (not located and q != region)
 
 
 def _designated(text: str, start: int, end: int, g) -> bool:
