@@ -333,3 +333,18 @@ def test_namesake_city_located_nowhere_counts_as_inside():
                                 "Qin": [("P131", "Qpref")]})
     assert _inside(ix, "Qin", "Qpref") and _inside(ix, "Qcity", "Qpref")
     assert not _inside(ix, "Qtown", "Qpref") and not _inside(ix, "Qpref", "Qpref")
+
+
+def test_generic_words_with_their_plurals(ann):
+    assert spans(ann, "Our dinners end with soup.", "en") == [("soup", "Q91003")]
+
+
+def test_nominal_endings_keep_verbs_off_names():
+    """With the language's noun endings, a name's word is inflected only by them."""
+    from kgcult.annotate.finder import _inflection_of
+
+    it = ("", "a", "e", "i", "o", "he", "hi", "s")
+    assert _inflection_of("birre", "birra", frozenset(), it) and _inflection_of("quesadillas", "quesadilla", frozenset(), it)
+    assert not _inflection_of("mangiano", "mango", frozenset(), it)
+    assert not _inflection_of("salato", "sale", frozenset(), it)
+    assert _inflection_of("mangiano", "mango", frozenset())  # without endings: the looser rule

@@ -89,7 +89,7 @@ class Finder:
             fw = form.split(" ")
             if len(fw) != len(parts):
                 continue
-            if all(_inflection_of(t, n, every) for t, n in zip(parts, fw)):
+            if all(_inflection_of(t, n, every, self.g.endings) for t, n in zip(parts, fw)):
                 return True
         return False
 
@@ -253,11 +253,13 @@ def _syllable(ch: str) -> bool:
     return "\uac00" <= ch <= "\ud7a3"
 
 
-def _inflection_of(t: str, n: str, everyday) -> bool:
+def _inflection_of(t: str, n: str, everyday, endings: tuple[str, ...] = ()) -> bool:
     if t == n:
         return True
     if t in everyday:
         return False
+    if endings:  # the language's nominal endings: the name, or the name less its last letter, and one
+        return any(t == b + e for b in (n, n[:-1]) for e in endings)
     p = len(n) - 2 if len(n) > 4 else len(n) - 1
     if p < 3 or not t.startswith(n[:p]):
         return False

@@ -36,6 +36,7 @@ class Grammar:
     bounded: bool = False         # names inside a run start and end at the segmenter's boundaries
     known_zipf: float = 3.0       # a word this frequent is known: never tried across scripts
     namesake: tuple[str, ...] = ()  # designators that make a region's name its city's
+    endings: tuple[str, ...] = ()  # nominal endings an inflected name may take (stem languages)
     nouns_capitalized: bool = False  # every noun is written with a capital (German)
     stem_endings: tuple = ()  # (folded ending, as the stemmer reads it), longest first
     min_kana: int = 0  # hiragana-only words shorter than this never go across scripts
@@ -84,6 +85,7 @@ def grammar(lang: str) -> Grammar:
         join_pieces=int(d.get("join_pieces", 1)),
         min_kana=int(d.get("min_kana", 0)),
         nouns_capitalized=bool(d.get("nouns_capitalized")),
+        endings=tuple(d.get("noun_endings", ())),
         stem_endings=tuple(sorted(((a, b) for a, b in d.get("stem_endings", ())), key=lambda x: (-len(x[0]), x))),
         attributive=_longest_first(d.get("attributive_heads", ())),
     )

@@ -43,7 +43,7 @@ from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 9
+VERSION = 10
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
@@ -225,8 +225,10 @@ def _generic(ix, topic: str, member) -> list[int]:
     spec = gram.topic_spec(topic)
     out = {e for e in (ix.eid_of.get(q) for q in ix.topic(topic).roots) if e is not None}
     en = ix.lang_id.get("en")
-    for w in spec.get("generic", ()):
-        for (e,) in ix.db.execute("SELECT eid FROM names WHERE lang = ? AND text = ? AND alias = 0", (en, w)):
+    # the generic words and their plurals (a label "Meals" is the generic "meal")
+    words = {normalize.stem(fold(w), "en") for w in spec.get("generic", ())}
+    for e, text in ix.db.execute("SELECT eid, text FROM names WHERE lang = ? AND alias = 0", (en,)):
+        if member[e] and normalize.stem(fold(text), "en") in words:
             out.add(int(e))
     if not spec.get("classes", True):
         cls = ix.is_class
