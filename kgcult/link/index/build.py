@@ -184,35 +184,46 @@ class _Builder:
 
     def names(self) -> int:
         con = self.con
-        key_cache: dict = {}
+        key_cache: dict = {}  # (text, stemming language or "") -> (folded, stemmed)
+        stem_of: dict = {}    # label language -> its stemming language, "" for none
+        basic, strip, stem = normalize.basic, normalize.strip_diacritics, normalize.stem
+        literal, iri, wd = ox.Literal, ox.NamedNode, vocab.WD
         n_names = 0
+        insert = "INSERT INTO raw VALUES (?,?,?,?,?,?)"
         for alias, pred in ((0, RDFS_LABEL), (1, SKOS_ALT)):  # one read handle each
             with self.reading() as reads:
-                rows = []
+                rows: list = []
+                add = rows.append
                 for q in reads.data(pred):
                     lit = q.object
-                    if not isinstance(lit, ox.Literal):
+                    if type(lit) is not literal:
                         continue
-                    n = qnum_of(_local(q.subject))
                     lang = lit.language
-                    if n is None or not lang:
+                    subj = q.subject
+                    if not lang or type(subj) is not iri:
                         continue
-                    lang = lang.lower()
+                    v = subj.value
+                    n = qnum_of(v[_WD_LEN:]) if v.startswith(wd) else None
+                    if n is None:
+                        continue
+                    sl = stem_of.get(lang)
+                    if sl is None:
+                        b = normalize.base_lang(lang.lower())
+                        sl = stem_of[lang] = b if b in normalize.STEM_LANGS else ""
                     text = lit.value
-                    ck = (text, normalize.base_lang(lang) in normalize.STEM_LANGS and normalize.base_lang(lang))
-                    k = key_cache.get(ck)
+                    k = key_cache.get((text, sl))
                     if k is None:
                         if len(key_cache) > KEY_CACHE_MAX:
                             key_cache.clear()
-                        _, f, s = normalize.keys(text, lang)
-                        k = key_cache[ck] = (f, s)
-                    rows.append((n, lang, alias, text, k[0], k[1]))
+                        f = strip(basic(text))
+                        k = key_cache[text, sl] = (f, stem(f, sl) if sl else f)
+                    add((n, lang.lower(), alias, text, k[0], k[1]))
                     if len(rows) >= BATCH:
                         n_names += len(rows)
-                        con.executemany("INSERT INTO raw VALUES (?,?,?,?,?,?)", rows)
-                        rows = []
+                        con.executemany(insert, rows)
+                        rows.clear()
                 n_names += len(rows)
-                con.executemany("INSERT INTO raw VALUES (?,?,?,?,?,?)", rows)
+                con.executemany(insert, rows)
         del key_cache
         con.execute("INSERT INTO ent SELECT qnum, ROW_NUMBER() OVER (ORDER BY qnum) - 1 "
                     "FROM (SELECT DISTINCT qnum FROM raw)")
@@ -306,9 +317,9 @@ class _Builder:
                             if ei >= 0 and qnum_of(o := _local(q.object)) is not None]
                     con.executemany("INSERT INTO country_raw VALUES (?,?,?)", rows)
         layout.script(con, """
-            INSERT OR IGNORE INTO country SELECT c.eid, c.o FROM country_raw c
-                JOIN (SELECT eid, MIN(rank) AS r FROM country_raw GROUP BY eid) m
-                ON m.eid = c.eid AND m.r = c.rank ORDER BY 1, 2;
+            INSERT OR IGNORE INTO country SELECT eid, o FROM (
+                SELECT eid, o, rank, MIN(rank) OVER (PARTITION BY eid) AS r FROM country_raw)
+                WHERE rank = r ORDER BY 1, 2;
             DROP TABLE country_raw;
         """)
 
