@@ -8,6 +8,7 @@ lazily before; every candidate stage must give the same candidates on the seed s
 from __future__ import annotations
 
 import json
+import logging
 import random
 from pathlib import Path
 
@@ -147,6 +148,29 @@ def test_index_files_and_fresh_linker(seed):
     assert r["match"] == "fuzzy" and r["qid"]
     assert isinstance(r["candidates"][0]["sitelinks"], int)
     json.dumps(r)  # plain Python values only
+
+
+def test_pools_are_built_when_a_mention_first_needs_them(tmp_path, caplog):
+    """A fresh index has no pools database: a mention an exact name settles leaves it so;
+    the first one that reaches the fuzzy stage builds it once, beside the index, saying
+    so, and the next process finds it there (issue 41: a first link in seconds)."""
+    s = Store(tmp_path / "store")
+    snapshot.import_(s, ROOT / "dumps" / "seed")
+    hierarchy.ensure_closure(s)
+    ix = lx.load_or_build(s)
+    pools_db = ix.directory / name_pools.POOLS_DB
+    assert ix.fresh and not pools_db.exists()
+    lk = Linker(ix, store=s, stages=["exact", "normalized", "fuzzy"])
+    assert lk.link("tiramisu", topic="food")["match"] == "exact-label"
+    assert not pools_db.exists()
+    with caplog.at_level(logging.INFO, logger="kgcult"):
+        r = lk.link("tiramissu", topic="food")
+    assert r["match"] == "fuzzy" and r["qid"] == lk.link("tiramisu", topic="food")["qid"]
+    assert pools_db.is_file() and any("building its fuzzy and token pools" in m for m in caplog.messages)
+    assert not [p for p in ix.directory.iterdir() if ".tmp-" in p.name or p.name.endswith(".scratch")]
+    again = Linker(lx.LabelIndex(ix.directory), store=s)
+    assert again.ix.ensure_pools() == pools_db and again.link("tiramissu", topic="food")["qid"] == r["qid"]
+    s.close()
 
 
 def test_part_rows_are_part_names_read_lazily(seed):

@@ -51,9 +51,9 @@ def _linker(obj, embeddings=False, model=None, stages=None,
         if note:
             log.warning(note)
     if linker.ix.fresh:  # built now; the stages' caches follow as mentions need them
-        log.info("link index ready; the stages' own caches (stem and compound pools, semantic name "
-                 "vectors) are built per (topic, language) as mentions first reach them "
-                 "(`kgcult link index --all-caches` builds every one ahead)")
+        log.info("link index ready; the fuzzy and token pools, and the stages' own caches (stem and "
+                 "compound pools, semantic name vectors), are built as mentions first reach them "
+                 "(`kgcult link index` builds the pools ahead, `--all-caches` every cache)")
     return linker
 
 

@@ -3,8 +3,8 @@ that builds the label index): one loop over the stage registry (``pipeline.REGIS
 each stage saying which caches it reads (``Stage.caches``) and building one
 (``Stage.build_cache``), so that a first link after it reads them as the hundredth does
 instead of building them (the semantic stage's name vectors and their reduced form, the
-model's converted copy, the stem and compound pools; the fuzzy and token pools are part
-of the label index itself).
+model's converted copy, the stem and compound pools), after the label index's own fuzzy
+and token pools (``LabelIndex.ensure_pools``).
 
 A stage whose caches are built on first use by design (``Stage.lazy_cache``: the opt-in
 embedding stage, whose vectors depend on the model a run names) is only reported, unless
@@ -28,6 +28,7 @@ def build(linker, *, all_caches: bool = False) -> dict:
     ``{"caches": n, "built": k, "names": m, "seconds": s}``, or ``{"lazy": why}`` /
     ``{"missing": extra}`` for one left alone."""
     out: dict = {}
+    linker.ix.ensure_pools()  # the label index's fuzzy and token pools (the stages' part listings read them)
     if linker.cache_dir is None:
         log.info("link index: no cache directory (an in-memory index): caches are built on use")
         return out

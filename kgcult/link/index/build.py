@@ -1,8 +1,11 @@
 """Building the link index from a store (see :mod:`kgcult.link.index.reader` for what it holds and
 where it lives): names read from the store's quads directly (no SPARQL), streamed into an
 SQLite database whose tables SQLite sorts and indexes (spilling to temporary files), and
-one numpy array per per-entity fact; the fuzzy and token pools (:mod:`kgcult.link.index.name_pools`)
-are built with it. Memory stays bounded by the batch sizes, not by the number of names."""
+one numpy array per per-entity fact. The fuzzy and token pools (:mod:`kgcult.link.index.name_pools`)
+are a second database of the index directory, built from it when first needed
+(``LabelIndex.ensure_pools``: by ``kgcult link index``, or by the first mention that reaches a
+loose stage), so a first link that an exact name settles does not wait for them. Memory
+stays bounded by the batch sizes, not by the number of names."""
 from __future__ import annotations
 
 import contextlib
@@ -21,7 +24,6 @@ from kgcult import ids, vocab
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.link import normalize
-from kgcult.link.index import name_pools as pools
 from kgcult.link.index import layout
 from kgcult.link.index.encoding import FORMAT, LANG_BITS, qnum_of
 from kgcult.link.topics import Topic, load_topics
@@ -106,7 +108,6 @@ CREATE TABLE scratch.edges_raw(s INTEGER, pid TEXT, o TEXT);
 CREATE TABLE edges(s INTEGER, pid TEXT, o TEXT, PRIMARY KEY (s, pid, o)) WITHOUT ROWID;
 CREATE TABLE scratch.country_raw(eid INTEGER, rank INTEGER, o TEXT);
 CREATE TABLE country(eid INTEGER, o TEXT, PRIMARY KEY (eid, o)) WITHOUT ROWID;
-CREATE TABLE scratch.ebits(eid INTEGER PRIMARY KEY, bits INTEGER NOT NULL);
 """
 
 _JOIN = "FROM raw r JOIN ent e ON e.qnum = r.qnum JOIN lang l ON l.name = r.lang"
@@ -359,10 +360,6 @@ class _Builder:
                 kinds.append(flags)
         layout.save_array(self.dir, "topic_bits", bits)
         layout.save_array(self.dir, "kinds", np.array(kinds, dtype=bool).reshape(len(kinds), n))
-        nz = np.flatnonzero(bits)
-        for i in range(0, len(nz), BATCH):
-            sel = nz[i:i + BATCH]
-            self.con.executemany("INSERT INTO ebits VALUES (?,?)", zip(sel.tolist(), bits[sel].tolist()))
         return kind_keys
 
     def finish(self, meta: dict) -> None:
@@ -411,9 +408,6 @@ def build_into(store, directory: str | Path, content_hash: str, topics: list[Top
         b.edges()
         step("topics")
         kind_keys = b.topic_membership()
-        step("fuzzy and token pools")
-        pools.build(b.con, [t.name for t in topics], b.langs)
-        log.info("link index: fuzzy and token pools built (%.1f s)", time.perf_counter() - t0)
         step("finishing")
         b.finish({"format": FORMAT, "content_hash": content_hash, "topics": [_topic_meta(t) for t in topics],
                   "langs": b.langs, "kinds": kind_keys, "description_langs": desc_langs, "names": n_names,
@@ -422,8 +416,7 @@ def build_into(store, directory: str | Path, content_hash: str, topics: list[Top
     log.info("link index built in %.1f s", time.perf_counter() - t0)
 
 
-STEPS = ("names", "sitelinks", "descriptions", "hierarchy edges and countries", "topics",
-         "fuzzy and token pools", "finishing")
+STEPS = ("names", "sitelinks", "descriptions", "hierarchy edges and countries", "topics", "finishing")
 
 
 class _Steps:

@@ -9,7 +9,7 @@ import numpy as np
 
 from kgcult.link import memo
 
-FORMAT = 8
+FORMAT = 9
 LANG_BITS = 10
 
 

@@ -26,13 +26,15 @@ MAX_PARAMS = 30_000           # bound variables per statement (SQLite allows 327
 ALIGN = 64                    # byte alignment of each array write_raw appends
 
 
-def connect(directory: str | Path, *, write: bool = False) -> sqlite3.Connection:
-    """The index database of ``directory``: writable for a build (no journal: a failed
-    build leaves a directory that is thrown away), else read-only."""
-    path = Path(directory) / DB_NAME
+def connect(directory: str | Path, *, write: bool = False, name: str = DB_NAME,
+            scratch: str = SCRATCH_NAME) -> sqlite3.Connection:
+    """The index database of ``directory`` (``name``: another database of it): writable
+    for a build (no journal: a failed build leaves a file that is thrown away; its
+    staging tables in ``scratch``), else read-only."""
+    path = Path(directory) / name
     if write:
-        con = sqlite3.connect(path, isolation_level=None)
-        con.execute("ATTACH DATABASE ? AS scratch", (str(Path(directory) / SCRATCH_NAME),))
+        con = sqlite3.connect(path, isolation_level=None, uri=True)  # uri: ATTACH read-only by URI
+        con.execute("ATTACH DATABASE ? AS scratch", (str(Path(directory) / scratch),))
         for schema in ("main", "scratch"):
             con.execute(f"PRAGMA {schema}.journal_mode=OFF")
             con.execute(f"PRAGMA {schema}.synchronous=OFF")
@@ -41,7 +43,7 @@ def connect(directory: str | Path, *, write: bool = False) -> sqlite3.Connection
         con.execute("PRAGMA temp_store=FILE")
         con.execute("BEGIN")
         return con
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+    con = sqlite3.connect(read_only_uri(path), uri=True,
                           check_same_thread=False)
     con.execute(f"PRAGMA cache_size=-{READ_CACHE_KIB}")
     return con
@@ -54,12 +56,17 @@ def script(con: sqlite3.Connection, sql: str) -> None:
     con.execute("BEGIN")
 
 
-def finish_build(con: sqlite3.Connection, directory: str | Path) -> None:
+def finish_build(con: sqlite3.Connection, directory: str | Path, scratch: str = SCRATCH_NAME) -> None:
     """Commit, drop the scratch database (staging tables), close."""
     con.execute("COMMIT")
     con.execute("DETACH DATABASE scratch")
     con.close()
-    (Path(directory) / SCRATCH_NAME).unlink(missing_ok=True)
+    (Path(directory) / scratch).unlink(missing_ok=True)
+
+
+def read_only_uri(path: str | Path) -> str:
+    """The URI that opens (or ATTACHes) an index database read-only, immutable."""
+    return f"{Path(path).resolve().as_uri()}?mode=ro&immutable=1"
 
 
 def save_array(directory: str | Path, name: str, arr: np.ndarray) -> None:

@@ -1,5 +1,7 @@
-"""The fuzzy and token pools, built once with the index and stored in its database, so a
-fresh process searches them from its first mention.
+"""The fuzzy and token pools: a second database of the index directory
+(``pools.sqlite``), built from the index's names once, when first needed
+(``LabelIndex.ensure_pools``: ``kgcult link index``, or the first mention that reaches a
+loose stage), so a process then searches them from its first mention.
 
 A *part* is the names, in one language, of the entities of one topic (topic None: of
 the entities of any topic), in the order the linker has always used: by entity, then
@@ -21,13 +23,15 @@ same names (tests/test_link_index.py compares them).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
+from kgcult import log as kglog
 from kgcult.link import memo, normalize
 from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, nearest, tokens
-from kgcult.link.index.layout import MAX_PARAMS, chunks, script
+from kgcult.link.index.layout import DB_NAME, MAX_PARAMS, chunks, connect, finish_build, read_only_uri, script
 
 SCHEMA = """
 CREATE TABLE part_info(pid INTEGER PRIMARY KEY, topic TEXT NOT NULL, lang TEXT NOT NULL, size INTEGER);
@@ -55,14 +59,59 @@ def pool_langs(lang: str) -> list[str]:
 
 # -- building --------------------------------------------------------------------------
 
+POOLS_DB = "pools.sqlite"  # beside the index's own database, in its directory
+
+
+def build_file(index_directory: str | Path, out: str | Path, topic_names: list[str], langs: list[str],
+               topic_bits: np.ndarray) -> None:
+    """Build the pools database ``out`` (a new file; its staging tables in a scratch file
+    beside it, removed at the end) from the names of the index database in
+    ``index_directory`` and the entities' topic bits."""
+    out = Path(out)
+    scratch = out.name + ".scratch"
+    (out.parent / scratch).unlink(missing_ok=True)
+    con = connect(out.parent, write=True, name=out.name, scratch=scratch)
+    try:
+        con.execute("COMMIT")  # ATTACH outside a transaction
+        con.execute("ATTACH DATABASE ? AS ix", (read_only_uri(Path(index_directory) / DB_NAME),))
+        con.execute("BEGIN")
+        script(con, "CREATE TABLE scratch.ebits(eid INTEGER PRIMARY KEY, bits INTEGER NOT NULL)")
+        bits = np.asarray(topic_bits)
+        nz = np.flatnonzero(bits)
+        for i in range(0, len(nz), BATCH):
+            sel = nz[i:i + BATCH]
+            con.executemany("INSERT INTO ebits VALUES (?,?)", zip(sel.tolist(), bits[sel].tolist()))
+        build(con, topic_names, langs)
+        con.execute("COMMIT")
+        con.execute("DETACH DATABASE ix")
+        con.execute("BEGIN")
+        finish_build(con, out.parent, scratch)
+    except BaseException:
+        con.close()
+        (out.parent / scratch).unlink(missing_ok=True)
+        out.unlink(missing_ok=True)
+        raise
+
+
 def build(con, topic_names: list[str], langs: list[str]) -> None:
     """Fill the pool tables from ``names`` (lang id, text, eid, alias) and ``ebits``
     (eid, topic bitmask of the entities in some topic); ``langs`` by id."""
     script(con, SCHEMA)
+    specs = [(None, None)] + [(name, 1 << i) for i, name in enumerate(topic_names)]
+    with kglog.progress(total=len(specs) + 1, desc="link index: fuzzy and token pools", unit=" parts") as bar:
+        _build_parts(con, specs, langs, bar)
+        bar.set_postfix_str("sorting")
+        _sort(con)
+        _pool_sizes(con, topic_names, langs)
+        bar.update(1)
+
+
+def _build_parts(con, specs: list, langs: list[str], bar) -> None:
+    """The parts' rows, and their deletion variants and words staged, topic by topic."""
     pid = -1
     fold: dict = {}  # text -> folded key (names recur in several topics' parts)
-    specs = [(None, None)] + [(name, 1 << i) for i, name in enumerate(topic_names)]
     for topic, bit in specs:
+        bar.set_postfix_str("any topic" if topic is None else topic)
         where, params = ("", ()) if bit is None else ("WHERE (b.bits & ?) != 0", (bit,))
         rows = con.cursor().execute(
             "SELECT DISTINCT n.lang, n.eid, n.text FROM names n JOIN ebits b ON b.eid = n.eid "
@@ -97,6 +146,11 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
             infos.append((pid, _topic_key(topic), langs[cur_lang], seq))
         _flush(con, parts, fz, tk)
         con.executemany("INSERT INTO part_info VALUES (?,?,?,?)", infos)
+        bar.update(1)
+
+
+def _sort(con) -> None:
+    """The staged rows sorted into the searched tables."""
     script(con, """
         INSERT OR IGNORE INTO fuzzy SELECT v, pid, seq FROM fuzzy_raw ORDER BY 1, 2, 3;
         DROP TABLE fuzzy_raw;
@@ -109,7 +163,6 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
             FROM tok t JOIN tokdf d ON d.pid = t.pid AND d.token = t.token) WHERE rn = 1
         ORDER BY 1, 2, 3;
     """)
-    _pool_sizes(con, topic_names, langs)
 
 
 def _flush(con, parts, fz, tk) -> None:

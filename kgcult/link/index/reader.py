@@ -27,6 +27,8 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
+import time
 import weakref
 from functools import lru_cache
 from pathlib import Path
@@ -102,6 +104,31 @@ class LabelIndex:
         self.descriptions = PerLang({lg: EntityText(self._desc, lg) for lg in meta["description_langs"]})
         self.country = Lookup(Cached(self._country_of))
         self.edges = Lookup(Cached(self._edges_of))
+        self.names_count = meta.get("names", 0)
+        self._pools: Path | None = None  # the pools database attached to ``db``
+
+    # -- the fuzzy and token pools -------------------------------------------------------
+
+    @property
+    def pool_db(self):
+        """The index database with the fuzzy and token pools attached (their tables read
+        unqualified): built beside the index when it has none yet (:meth:`ensure_pools`)."""
+        if self._pools is None:
+            with _POOLS_LOCK:
+                if self._pools is None:
+                    path = self.ensure_pools()
+                    self.db.execute("ATTACH DATABASE ? AS pools", (storage.read_only_uri(path),))
+                    self._pools = path
+        return self.db
+
+    def ensure_pools(self) -> Path:
+        """The index's pools database (``pools.sqlite`` in its directory), built now when
+        there is none: the first mention that reaches a loose stage (fuzzy, tokens, the
+        stage caches' part listings) or ``kgcult link index`` builds it, once, saying so."""
+        path = self.directory / pools.POOLS_DB
+        if path.is_file():
+            return path
+        return _build_pools(self, path)
 
     # -- lookups ------------------------------------------------------------------------
 
@@ -156,22 +183,22 @@ class LabelIndex:
     def part_names(self, topic: str | None, lang: str) -> list[tuple[int, str, str]]:
         """(eid, lang, name) of the names in ``lang`` of the topic's entities (None: of
         the entities of any topic), by entity then name: what the pools hold."""
-        return pools.part_names(self.db, topic, lang)
+        return pools.part_names(self.pool_db, topic, lang)
 
     def parts(self, topic: str | None) -> list[tuple[str, int]]:
         """(language, number of names) of the topic's parts (None: of any topic's), by
         language: every part a loose stage may search."""
-        return pools.parts(self.db, topic)
+        return pools.parts(self.pool_db, topic)
 
     def part_rows(self, topic: str | None, lang: str) -> pools.PartRows:
         """``part_names`` as a lazy sequence (rows read when indexed)."""
-        return pools.PartRows(self.db, topic, lang)
+        return pools.PartRows(self.pool_db, topic, lang)
 
     def fuzzy_pool(self, topic: str | None, lang: str) -> pools.StoredFuzzyPool:
-        return pools.StoredFuzzyPool(self.db, topic, lang)
+        return pools.StoredFuzzyPool(self.pool_db, topic, lang)
 
     def token_pool(self, topic: str, lang: str) -> pools.StoredTokenPool:
-        return pools.StoredTokenPool(self.db, topic, lang)
+        return pools.StoredTokenPool(self.pool_db, topic, lang)
 
     # -- the queries behind the views --------------------------------------------------
 
@@ -219,6 +246,39 @@ class LabelIndex:
 
     def close(self) -> None:
         self.db.close()
+
+
+_POOLS_LOCK = threading.Lock()
+# seconds of a pools build per name of the index: the 1x stand-in's 0.94 M names took 21 s
+# on a quiet 2-core Xeon
+POOL_SECONDS_PER_NAME = 2.3e-5
+
+
+def _build_pools(ix: LabelIndex, path: Path) -> Path:
+    """Build ``ix``'s pools database at ``path`` (a scratch file renamed when complete),
+    else, where the index directory cannot be written, in a temporary directory removed
+    with ``ix``."""
+    secs = max(1.0, ix.names_count * POOL_SECONDS_PER_NAME)
+    took = "a few seconds" if secs < 10 else f"about {secs:.0f} s" if secs < 90 else f"about {secs / 60:.0f} min"
+    log.info("link index: building its fuzzy and token pools (read by the stages that match loosely: "
+             "fuzzy, tokens, and the stage caches), once, %s for %s names on a quiet machine; "
+             "`kgcult link index` builds them ahead", took, f"{ix.names_count:,}")
+    t0 = time.perf_counter()
+    topics = [t.name for t in ix.topics]
+    bits = np.asarray(ix.topic_bits.arr)
+    try:
+        remove_dead_scratch(ix.directory)
+        tmp = ix.directory / (scratch_prefix(pools.POOLS_DB) + "build")
+        pools.build_file(ix.directory, tmp, topics, ix.langs, bits)
+        os.replace(tmp, path)
+    except OSError as e:
+        log.info("link index: pools not kept beside the index (%s); built for this process", e)
+        d = Path(tempfile.mkdtemp(prefix="kgcult-link-pools-"))
+        weakref.finalize(ix, shutil.rmtree, str(d), True)
+        path = d / pools.POOLS_DB
+        pools.build_file(ix.directory, path, topics, ix.langs, bits)
+    log.info("link index: fuzzy and token pools built (%.1f s)", time.perf_counter() - t0)
+    return path
 
 
 def build(store, content_hash: str, topics: list[Topic] | None = None) -> LabelIndex:
@@ -444,12 +504,13 @@ def announce(store) -> None:
         secs = max(1.0, mb * SECONDS_PER_STORE_MB)
         took = ("a few seconds" if secs < 10 else f"about {secs:.0f} s" if secs < 90
                 else f"about {secs / 60:.0f} min")
-        log.info("link index: none for this store's data yet: building it beside the store (its names, "
-                 "entity facts, fuzzy and token pools), %s for a %.0f MB store on a quiet machine; "
-                 "a line every 10 s names the step", took, mb)
+        log.info("link index: none for this store's data yet: building it beside the store (its names "
+                 "and entity facts; its fuzzy and token pools when a mention first needs them), %s for a "
+                 "%.0f MB store on a quiet machine; a line every 10 s names the step", took, mb)
     else:
-        log.info("link index: none for this store's data yet: building it (its names, entity facts, "
-                 "fuzzy and token pools); a line every 10 s names the step")
+        log.info("link index: none for this store's data yet: building it (its names and entity facts; "
+                 "its fuzzy and token pools when a mention first needs them); a line every 10 s names "
+                 "the step")
 
 
 def summary(store, ix: LabelIndex, open_seconds: float | None = None) -> dict:

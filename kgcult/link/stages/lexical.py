@@ -142,7 +142,7 @@ class LexicalStages:
     def fuzzy(self, key: str, lang: str, topic: str | None) -> dict:
         hits: dict = {}
         parts = [self._fuzzy_pool(topic, lg) for lg in sorted({lang, normalize.base_lang(lang), "en"})]
-        for found in search_parts(self.ix.db, parts, key):  # one query over the parts
+        for found in search_parts(self.ix.pool_db, parts, key):  # one query over the parts
             for eid, nlg, name, d in _refined(key, found):
                 cur = hits.get(eid)
                 if cur is None or (d, nlg, name) < cur:
@@ -155,7 +155,7 @@ class LexicalStages:
         v = self._script_of.get(topic)
         if v is None:
             v = []
-            for pid, lg, folded in part_samples(self.ix.db, topic):
+            for pid, lg, folded in part_samples(self.ix.pool_db, topic):
                 seen: dict = {}
                 for f in folded:
                     sc = _script(f)
@@ -190,7 +190,7 @@ class LexicalStages:
         if not pids:
             return ()
         # one search over every part (the stored deletion index of index/name_pools.py), not one per language
-        rows = [(e, lang_of[p], name, f) for e, p, name, f in fuzzy_rows(self.ix.db, pids, key)]
+        rows = [(e, lang_of[p], name, f) for e, p, name, f in fuzzy_rows(self.ix.pool_db, pids, key)]
         if any(f == key for _e, _lg, _n, f in rows):  # the any stage's exact key: not a fuzzy hit
             return ()
         hits = _refined(key, nearest(key, 1, rows))
