@@ -13,6 +13,10 @@ import ctypes
 import gc
 import json
 import logging
+import os
+import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -92,9 +96,10 @@ def _batched(it, n: int = BATCH):
         yield buf
 
 
-SCHEMA = """
+RAW_COLUMNS = "qnum INTEGER, lang TEXT, alias INTEGER, text TEXT, f TEXT, s TEXT"
+SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE scratch.raw(qnum INTEGER, lang TEXT, alias INTEGER, text TEXT, f TEXT, s TEXT);
+CREATE TABLE scratch.raw({RAW_COLUMNS});
 CREATE TABLE ent(qnum INTEGER PRIMARY KEY, eid INTEGER NOT NULL);
 CREATE TABLE lang(name TEXT PRIMARY KEY, id INTEGER NOT NULL);
 CREATE TABLE names(lang INTEGER, text TEXT, eid INTEGER, alias INTEGER,
@@ -146,11 +151,125 @@ def _hand_back_freed_memory() -> None:
         pass
 
 
+def _stage_names(reading, pred: NamedNode, alias: int, con) -> int:
+    """Every name of predicate ``pred`` (labels: alias 0, aliases: 1) read from the store
+    (``reading()``: one read handle) into table ``raw`` of ``con``, with its folded and
+    stemmed keys; how many."""
+    key_cache: dict = {}  # (text, stemming language or "") -> (folded, stemmed)
+    stem_of: dict = {}    # label language -> its stemming language, "" for none
+    basic, strip, stem = normalize.basic, normalize.strip_diacritics, normalize.stem
+    literal, iri, wd = ox.Literal, ox.NamedNode, vocab.WD
+    n_names = 0
+    insert = "INSERT INTO raw VALUES (?,?,?,?,?,?)"
+    with reading() as reads:
+        rows: list = []
+        add = rows.append
+        for q in reads.data(pred):
+            lit = q.object
+            if type(lit) is not literal:
+                continue
+            lang = lit.language
+            subj = q.subject
+            if not lang or type(subj) is not iri:
+                continue
+            v = subj.value
+            n = qnum_of(v[_WD_LEN:]) if v.startswith(wd) else None
+            if n is None:
+                continue
+            sl = stem_of.get(lang)
+            if sl is None:
+                b = normalize.base_lang(lang.lower())
+                sl = stem_of[lang] = b if b in normalize.STEM_LANGS else ""
+            text = lit.value
+            k = key_cache.get((text, sl))
+            if k is None:
+                if len(key_cache) > KEY_CACHE_MAX:
+                    key_cache.clear()
+                f = strip(basic(text))
+                k = key_cache[text, sl] = (f, stem(f, sl) if sl else f)
+            add((n, lang.lower(), alias, text, k[0], k[1]))
+            if len(rows) >= BATCH:
+                n_names += len(rows)
+                con.executemany(insert, rows)
+                rows.clear()
+        n_names += len(rows)
+        con.executemany(insert, rows)
+    return n_names
+
+
+def stage_aliases(location: str, out: str) -> None:
+    """A second process's share of a build (:class:`_AliasWorker`): the store's aliases
+    (skos:altLabel) staged into table ``raw`` of a new database ``out``."""
+    con = sqlite3.connect(out, isolation_level=None)
+    con.execute("PRAGMA journal_mode=OFF")
+    con.execute("PRAGMA synchronous=OFF")
+    con.execute(f"CREATE TABLE raw({RAW_COLUMNS})")
+    con.execute("BEGIN")
+
+    @contextlib.contextmanager
+    def reading():
+        store = Store(location, read_only=True)
+        try:
+            yield _Reads(store)
+        finally:
+            store.close()
+
+    n = _stage_names(reading, SKOS_ALT, 1, con)
+    con.execute("INSERT INTO raw(qnum, lang, alias, text) VALUES (-1, '', ?, '')", (n,))  # complete: the count
+    con.execute("COMMIT")
+    con.close()
+
+
+class _AliasWorker:
+    """A second process reading the store's aliases while this one reads its labels (each
+    read is mostly this process's CPU: on two cores the names are read in about 2/3 of
+    the time). Used for a read-only store on disk only, which a second read-only handle
+    sees as this one does."""
+
+    def __init__(self, location: str, directory: Path):
+        self.path = directory / "aliases.scratch.sqlite"
+        self.path.unlink(missing_ok=True)
+        code = "import sys; from kgcult.link.index.build import stage_aliases; stage_aliases(sys.argv[1], sys.argv[2])"
+        self.proc = subprocess.Popen([sys.executable, "-c", code, location, str(self.path)],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def join(self, con) -> int | None:
+        """Its rows added to ``con``'s ``raw`` table, and how many (None when it failed:
+        the caller reads the aliases itself)."""
+        try:
+            _out, err = self.proc.communicate()
+            if self.proc.returncode:
+                log.debug("link index: the alias reader failed (%s); reading them here", err.decode()[-500:])
+                return None
+            con.execute("COMMIT")
+            con.execute("ATTACH DATABASE ? AS aliases", (layout.read_only_uri(self.path),))
+            con.execute("BEGIN")
+            done = con.execute("SELECT alias FROM aliases.raw WHERE qnum = -1").fetchone()
+            if done is None:
+                n = None
+            else:
+                con.execute("INSERT INTO raw SELECT * FROM aliases.raw WHERE qnum != -1")
+                n = done[0]
+            con.execute("COMMIT")
+            con.execute("DETACH DATABASE aliases")
+            con.execute("BEGIN")
+            return n
+        finally:
+            self.path.unlink(missing_ok=True)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.path.unlink(missing_ok=True)
+
+
 class _Builder:
     def __init__(self, store, directory: Path, topics: list[Topic]):
         self.store = store
         self.dir = directory
         self.topics = topics
+        self.workers: list[_AliasWorker] = []
         self.con = layout.connect(directory, write=True)
         layout.script(self.con, SCHEMA)
 
@@ -174,6 +293,21 @@ class _Builder:
             reads.handle = None
             _hand_back_freed_memory()
 
+    def _alt_labels_worker(self) -> "_AliasWorker | None":
+        """A second process reading the aliases, where the store is a read-only one on disk
+        and this machine has a second core; else None (read here)."""
+        loc = getattr(self.store, "location", None)
+        if (getattr(self.store, "remote", False) or not loc or not getattr(self.store, "read_only", False)
+                or not Path(str(loc)).is_dir() or (os.cpu_count() or 1) < 2):
+            return None
+        try:
+            w = _AliasWorker(str(loc), self.dir)
+        except OSError as e:
+            log.debug("link index: no alias reader (%s)", e)
+            return None
+        self.workers.append(w)
+        return w
+
     def eids(self, qnums: list) -> np.ndarray:
         """eid per QID number (-1 where the index has no such entity)."""
         a = np.array([-1 if n is None else n for n in qnums], dtype=np.int64)
@@ -185,47 +319,16 @@ class _Builder:
 
     def names(self) -> int:
         con = self.con
-        key_cache: dict = {}  # (text, stemming language or "") -> (folded, stemmed)
-        stem_of: dict = {}    # label language -> its stemming language, "" for none
-        basic, strip, stem = normalize.basic, normalize.strip_diacritics, normalize.stem
-        literal, iri, wd = ox.Literal, ox.NamedNode, vocab.WD
-        n_names = 0
-        insert = "INSERT INTO raw VALUES (?,?,?,?,?,?)"
-        for alias, pred in ((0, RDFS_LABEL), (1, SKOS_ALT)):  # one read handle each
-            with self.reading() as reads:
-                rows: list = []
-                add = rows.append
-                for q in reads.data(pred):
-                    lit = q.object
-                    if type(lit) is not literal:
-                        continue
-                    lang = lit.language
-                    subj = q.subject
-                    if not lang or type(subj) is not iri:
-                        continue
-                    v = subj.value
-                    n = qnum_of(v[_WD_LEN:]) if v.startswith(wd) else None
-                    if n is None:
-                        continue
-                    sl = stem_of.get(lang)
-                    if sl is None:
-                        b = normalize.base_lang(lang.lower())
-                        sl = stem_of[lang] = b if b in normalize.STEM_LANGS else ""
-                    text = lit.value
-                    k = key_cache.get((text, sl))
-                    if k is None:
-                        if len(key_cache) > KEY_CACHE_MAX:
-                            key_cache.clear()
-                        f = strip(basic(text))
-                        k = key_cache[text, sl] = (f, stem(f, sl) if sl else f)
-                    add((n, lang.lower(), alias, text, k[0], k[1]))
-                    if len(rows) >= BATCH:
-                        n_names += len(rows)
-                        con.executemany(insert, rows)
-                        rows.clear()
-                n_names += len(rows)
-                con.executemany(insert, rows)
-        del key_cache
+        worker = self._alt_labels_worker()  # the aliases read by a second process meanwhile
+        n_names = _stage_names(self.reading, RDFS_LABEL, 0, con)
+        if worker is not None:
+            n_alt = worker.join(con)
+            if n_alt is None:
+                worker = None
+            else:
+                n_names += n_alt
+        if worker is None:
+            n_names += _stage_names(self.reading, SKOS_ALT, 1, con)
         con.execute("INSERT INTO ent SELECT qnum, ROW_NUMBER() OVER (ORDER BY qnum) - 1 "
                     "FROM (SELECT DISTINCT qnum FROM raw)")
         self.langs = [lg for (lg,) in con.execute("SELECT DISTINCT lang FROM raw ORDER BY lang")]
@@ -389,6 +492,14 @@ def build_into(store, directory: str | Path, content_hash: str, topics: list[Top
     directory = Path(directory)
     directory.mkdir(parents=True)
     b = _Builder(store, directory, topics)
+    try:
+        _build(b, store, directory, content_hash, topics, t0)
+    finally:
+        for w in b.workers:
+            w.kill()
+
+
+def _build(b: "_Builder", store, directory: Path, content_hash: str, topics: list[Topic], t0: float) -> None:
     # each step reads the store or sorts in SQLite without a word: a line every 10 s (a bar
     # on a terminal) names the step under way
     with kglog.progress(total=len(STEPS), desc="link index", unit=" steps") as bar:
