@@ -7,9 +7,12 @@ A *part* is the names, in one language, of the entities of one topic (topic None
 the entities of any topic), in the order the linker has always used: by entity, then
 name. A part holds, per name, its folded key (fuzzy) and its words (tokens):
 
-* ``fuzzy``: every deletion variant (``matching.deletion_variants``) of each folded name
-  of 5+ characters, keyed by variant first (one range per variant covers every part); a hit is verified with the real edit distance against the stored
-  key, exactly as the reference ``FuzzyPool`` (tests/reference_pools.py) does.
+* ``fuzzy``: every deletion variant (``matching.deletion_variants``) of each distinct
+  folded name of 5+ characters, once for every part that holds it (``(v, f)``: a third
+  of the rows of one per part and name at 1x), keyed by variant first; the parts' names
+  are found by their folded name (index ``part_by_f``); a hit is verified with the real
+  edit distance against the stored key, exactly as the reference ``FuzzyPool``
+  (tests/reference_pools.py) does.
 * ``tok`` / ``tokdf`` / ``rare``: word postings, the number of entities per word and part,
   and each name filed under its rarest word of its part. A token pool is the parts of
   a topic in the mention's language, its base language and English
@@ -37,9 +40,9 @@ SCHEMA = """
 CREATE TABLE part_info(pid INTEGER PRIMARY KEY, topic TEXT NOT NULL, lang TEXT NOT NULL, size INTEGER);
 CREATE TABLE part(pid INTEGER, seq INTEGER, eid INTEGER, text TEXT, f TEXT, toks TEXT,
                   PRIMARY KEY (pid, seq)) WITHOUT ROWID;
-CREATE TABLE scratch.fuzzy_raw(pid INTEGER, v TEXT, seq INTEGER);
+CREATE TABLE scratch.fuzzy_raw(v TEXT, f TEXT);
 CREATE TABLE scratch.tok_raw(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER);
-CREATE TABLE fuzzy(v TEXT, pid INTEGER, seq INTEGER, PRIMARY KEY (v, pid, seq)) WITHOUT ROWID;
+CREATE TABLE fuzzy(v TEXT, f TEXT, PRIMARY KEY (v, f)) WITHOUT ROWID;
 CREATE TABLE tok(pid INTEGER, token TEXT, seq INTEGER, eid INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
 CREATE TABLE tokdf(pid INTEGER, token TEXT, df INTEGER, PRIMARY KEY (pid, token)) WITHOUT ROWID;
 CREATE TABLE rare(pid INTEGER, token TEXT, seq INTEGER, PRIMARY KEY (pid, token, seq)) WITHOUT ROWID;
@@ -107,53 +110,67 @@ def build(con, topic_names: list[str], langs: list[str]) -> None:
 
 
 def _build_parts(con, specs: list, langs: list[str], bar) -> None:
-    """The parts' rows, and their deletion variants and words staged, topic by topic."""
-    pid = -1
-    fold: dict = {}  # text -> folded key (names recur in several topics' parts)
-    for topic, bit in specs:
-        bar.set_postfix_str("any topic" if topic is None else topic)
-        where, params = ("", ()) if bit is None else ("WHERE (b.bits & ?) != 0", (bit,))
-        rows = con.cursor().execute(
-            "SELECT DISTINCT n.lang, n.eid, n.text FROM names n JOIN ebits b ON b.eid = n.eid "
-            f"{where} ORDER BY n.lang, n.eid, n.text", params)
-        parts, fz, tk, infos = [], [], [], []
-        cur_lang, seq = None, 0
-        for lid, eid, text in rows:
-            if lid != cur_lang:
-                if cur_lang is not None:
-                    infos.append((pid, _topic_key(topic), langs[cur_lang], seq))
-                pid += 1
-                cur_lang, seq = lid, 0
-                lg = langs[lid]
-            f = fold.get(text)
-            if f is None:
-                if len(fold) > 16_384:
-                    fold.clear()
-                f = fold[text] = normalize.fold(text)
-            # the words of matching.tokens(text, lg), from the folded name at hand
-            toks = (frozenset(w for w in normalize.stem(f, lg).split(" ") if len(w) >= 2)
-                    if topic is not None else frozenset())
-            parts.append((pid, seq, eid, text, f, " ".join(sorted(toks))))
-            if len(f) >= FUZZY_MIN_LEN:
-                fz.append((pid, f, seq))
-                fz.extend([(pid, v, seq) for v in {f[:i] + f[i + 1:] for i in range(len(f))} if v != f])
+    """The parts' rows and words, every part in one pass over the names (by language,
+    entity, name: each name goes to the part of any topic and to those of its entity's
+    topics), then the deletion variants of each distinct folded name once."""
+    # part ids as the parts come: topic by topic (any topic first), then by language
+    present = con.execute("SELECT DISTINCT n.lang, b.bits FROM names n JOIN ebits b ON b.eid = n.eid").fetchall()
+    pid_of: dict = {}
+    for i, (_topic, bit) in enumerate(specs):
+        for lid in sorted({lid for lid, bits in present if bit is None or bits & bit}):
+            pid_of[i, lid] = len(pid_of)
+    size = dict.fromkeys(pid_of.values(), 0)
+    topic_bits = [(i, bit) for i, (_t, bit) in enumerate(specs) if bit is not None]
+    parts: list = []
+    tk: list = []
+    fold = normalize.fold
+    rows = con.cursor().execute(
+        "SELECT DISTINCT n.lang, n.eid, n.text, b.bits FROM names n JOIN ebits b ON b.eid = n.eid "
+        "ORDER BY n.lang, n.eid, n.text")
+    cur_lang = None
+    for lid, eid, text, bits in rows:
+        if lid != cur_lang:
+            cur_lang, lg = lid, langs[lid]
+            bar.set_postfix_str(lg)
+        f = fold(text)
+        pid = pid_of[0, lid]  # the part of any topic: no words
+        parts.append((pid, size[pid], eid, text, f, ""))
+        size[pid] += 1
+        toks = None
+        for i, bit in topic_bits:
+            if not bits & bit:
+                continue
+            if toks is None:  # the words of matching.tokens(text, lg), from the folded name at hand
+                toks = frozenset(w for w in normalize.stem(f, lg).split(" ") if len(w) >= 2)
+                joined = " ".join(sorted(toks))
+            pid = pid_of[i, lid]
+            seq = size[pid]
+            parts.append((pid, seq, eid, text, f, joined))
+            size[pid] = seq + 1
             for t in toks:
                 tk.append((pid, t, seq, eid))
-            seq += 1
-            if len(parts) >= BATCH or len(fz) >= 6 * BATCH:
-                _flush(con, parts, fz, tk)
-        if cur_lang is not None:
-            infos.append((pid, _topic_key(topic), langs[cur_lang], seq))
-        _flush(con, parts, fz, tk)
-        con.executemany("INSERT INTO part_info VALUES (?,?,?,?)", infos)
-        bar.update(1)
+        if len(parts) >= BATCH:
+            _flush(con, parts, [], tk)
+    _flush(con, parts, [], tk)
+    con.executemany("INSERT INTO part_info VALUES (?,?,?,?)",
+                    [(pid, _topic_key(specs[i][0]), langs[lid], size[pid]) for (i, lid), pid in pid_of.items()])
+    bar.update(len(specs))
+    bar.set_postfix_str("deletion variants")
+    fz: list = []
+    for (f,) in con.cursor().execute(f"SELECT DISTINCT f FROM part WHERE length(f) >= {FUZZY_MIN_LEN}"):
+        fz.append((f, f))
+        fz.extend([(v, f) for v in {f[:i] + f[i + 1:] for i in range(len(f))} if v != f])
+        if len(fz) >= 6 * BATCH:
+            _flush(con, [], fz, [])
+    _flush(con, [], fz, [])
 
 
 def _sort(con) -> None:
     """The staged rows sorted into the searched tables."""
     script(con, """
-        INSERT OR IGNORE INTO fuzzy SELECT v, pid, seq FROM fuzzy_raw ORDER BY 1, 2, 3;
+        INSERT OR IGNORE INTO fuzzy SELECT v, f FROM fuzzy_raw ORDER BY 1, 2;
         DROP TABLE fuzzy_raw;
+        CREATE INDEX part_by_f ON part(f, pid);
         INSERT INTO tok SELECT pid, token, seq, eid FROM tok_raw ORDER BY 1, 2, 3;
         DROP TABLE tok_raw;
         INSERT INTO tokdf SELECT pid, token, COUNT(DISTINCT eid) FROM tok GROUP BY pid, token;
@@ -167,7 +184,7 @@ def _sort(con) -> None:
 
 def _flush(con, parts, fz, tk) -> None:
     con.executemany("INSERT INTO part VALUES (?,?,?,?,?,?)", parts)
-    con.executemany("INSERT INTO fuzzy_raw VALUES (?,?,?)", fz)
+    con.executemany("INSERT INTO fuzzy_raw VALUES (?,?)", fz)
     con.executemany("INSERT INTO tok_raw VALUES (?,?,?,?)", tk)
     parts.clear()
     fz.clear()
@@ -293,13 +310,13 @@ def fuzzy_rows(con, pids, key: str):
     variants = list(deletion_variants(key))
     step = max(1, MAX_PARAMS - len(pids))
     ph = ",".join("?" * len(pids))
-    # the deletion index drives the join (CROSS JOIN: SQLite keeps the order written), one
-    # range of its (v, pid, seq) key per variant, the parts filtered on the way ("+": not one
-    # probe per variant and part, the any-language stage asks dozens of parts)
+    # the deletion index drives the join (CROSS JOIN: SQLite keeps the order written): one
+    # range of its (v, f) key per variant gives the folded names, each looked up in the parts
+    # asked for through the (f, pid) index
     for ch in chunks(variants, step):
-        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z CROSS JOIN part p ON p.pid = z.pid "
-             f"AND p.seq = z.seq WHERE z.v IN ({','.join('?' * len(ch))}) AND +z.pid IN ({ph})")
-        yield from con.execute(q, (*ch, *pids))
+        q = ("SELECT DISTINCT p.eid, p.pid, p.text, p.f FROM fuzzy z CROSS JOIN part p INDEXED BY part_by_f "
+             f"ON p.f = z.f AND p.pid IN ({ph}) WHERE z.v IN ({','.join('?' * len(ch))})")
+        yield from con.execute(q, (*pids, *ch))
 
 
 def part_samples(con, topic: str | None, n: int = 32) -> list[tuple[int, str, list[str]]]:
