@@ -249,9 +249,9 @@ class LabelIndex:
 
 
 _POOLS_LOCK = threading.Lock()
-# seconds of a pools build per name of the index: the 1x stand-in's 0.94 M names took 21 s
-# on a quiet 2-core Xeon
-POOL_SECONDS_PER_NAME = 2.3e-5
+# seconds of a pools build per name of the index: the 1x stand-in's 0.94 M names took 12.5
+# CPU s on a busy 2-core Xeon (load ~5)
+POOL_SECONDS_PER_NAME = 1.2e-5
 
 
 def _build_pools(ix: LabelIndex, path: Path) -> Path:
@@ -489,9 +489,10 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
     return ix
 
 
-# seconds of a build per MB of the store on disk: the 1x stand-in (592 MB, 0.94 M names)
-# took 68 s on a quiet 2-core Xeon and 168 s with the machine's cores shared (load ~8)
-SECONDS_PER_STORE_MB = 0.12
+# seconds of a build per MB of the store on disk (its names, entity facts; the pools follow
+# when first needed): the 1x stand-in (559 MB, 0.94 M names) took about 20 CPU s in the
+# building process on a busy 2-core Xeon (load ~4), its aliases read by a second one
+SECONDS_PER_STORE_MB = 0.035
 
 
 def announce(store) -> None:
