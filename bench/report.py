@@ -54,7 +54,7 @@ COVERS = {
     "load": ["kgcult/store/loading.py", "kgcult/store/setgraph.py", "kgcult/store/rdfio.py"],
     "load-x10": ["kgcult/store/loading.py", "kgcult/store/setgraph.py", "kgcult/store/rdfio.py"],
     "load_interrupt": ["kgcult/store/loading.py", "kgcult/store/loadjournal.py"],
-    "snapshot_import": ["kgcult/store/snapshot.py", "kgcult/store/snapshot_stream.py", "kgcult/store/loading.py"],
+    "snapshot_import": ["kgcult/store/snapshot.py", "kgcult/store/loading.py"],
     "closure": ["kgcult/store/hierarchy.py", "kgcult/store/closure_write.py", "kgcult/store/intgraph.py"],
     "closure_rebuild": ["kgcult/store/hierarchy.py", "kgcult/store/closure_write.py", "kgcult/store/closure_state.py"],
     "closure_query": ["queries/views", "kgcult/store/hierarchy.py"],
@@ -74,11 +74,11 @@ COVERS = {
     "serve": ["kgcult/serve"],
     "page": ["kgcult/serve/web"],
     "serve_runaway": ["kgcult/serve"],
-    "serve_update": ["kgcult/store/update_set.py", "kgcult/serve"],
+    "serve_update": ["kgcult/store/setgraph.py", "kgcult/serve"],
     "wdqs": ["kgcult/sparql"],
     "setgraph": ["kgcult/store/setgraph.py"],
     "synth": ["kgcult/synth"],
-    "remote_engines": ["kgcult/store/remote.py", "kgcult/store/remote_limits.py", "kgcult/sparql/client.py"],
+    "remote_engines": ["kgcult/store/remote.py", "kgcult/sparql/client.py"],
 }
 
 

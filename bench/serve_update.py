@@ -3,7 +3,7 @@
 
 - before (main's /update): the update read by rdflib (``translateUpdate``, which reorders
   each block's triples in O(n^2)), run, then ``setgraph.sync`` (two scans of the store);
-- after: ``update_scope.parse`` (rdflib without the reordering) and ``update_set.run`` (the
+- after: ``update_scope.parse`` (rdflib without the reordering) and ``setgraph.run_update`` (the
   update with its pending marks, then the default graph's share of what it changed:
   O(update), or O(graph) for CLEAR/COPY/MOVE/LOAD).
 
@@ -36,7 +36,7 @@ from rdflib.plugins.sparql.parser import parseUpdate
 
 from kgcult import vocab
 from kgcult.sparql import update_scope
-from kgcult.store import Store, setgraph, update_set
+from kgcult.store import Store, setgraph
 
 EX = "http://example.org/bench/"
 G = f"<{EX}g>"
@@ -67,7 +67,7 @@ def _run_old(store: ox.Store, text: str) -> None:
 
 
 def _run_new(store: ox.Store, text: str) -> None:
-    update_set.run(store, text, update_scope.parse(text, vocab.PREFIXES), vocab.PREFIXES)
+    setgraph.run_update(store, text, update_scope.parse(text, vocab.PREFIXES), vocab.PREFIXES)
 
 
 def _undo(store: ox.Store, text: str) -> None:
@@ -104,7 +104,7 @@ def main() -> None:
         del store
     md = (f"Default graph following an update (issue 28 follow-up), store of {size:,} quads "
           f"(the stand-in with its closure), median of {args.repeat} interleaved runs:\n\n"
-          "| update | before: rdflib translation + update + full sync (s) | after: parse + update_set.run (s) | speedup |\n"
+          "| update | before: rdflib translation + update + full sync (s) | after: parse + setgraph.run_update (s) | speedup |\n"
           "|---|---:|---:|---:|\n" + "\n".join(rows))
     save("serve_update", data, md)
 

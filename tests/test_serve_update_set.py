@@ -1,5 +1,5 @@
 """The default graph follows SPARQL Updates at `kgcult serve --writable`
-(``kgcult.store.update_set``): after any update it is the set of the visible named graphs'
+(``kgcult.store.setgraph.run_update``): after any update it is the set of the visible named graphs'
 triples, checked by a full comparison after each of a seeded mix of update forms sent to a
 real server; and a server killed between an update and the default graph's share of it
 leaves pending marks the next writable open repairs."""
@@ -104,10 +104,10 @@ KILLED = textwrap.dedent("""
     import os, sys
     from kgcult import vocab
     from kgcult.sparql import update_scope
-    from kgcult.store import Store, update_set
+    from kgcult.store import Store, setgraph
     s = Store(sys.argv[1])
     text = sys.argv[2]
-    p = update_set.plan(update_scope.parse(text, vocab.PREFIXES), s.ox)
+    p = setgraph.update_plan(update_scope.parse(text, vocab.PREFIXES), s.ox)
     s.ox.update(" ;\\n".join(p.before + [text]), prefixes=vocab.PREFIXES)  # the update's transaction
     s.ox.flush()
     os._exit(9)  # killed before the default graph's share of it
@@ -119,8 +119,7 @@ def test_a_server_killed_after_an_update_leaves_it_pending_and_the_open_repairs(
     setup = (f"INSERT DATA {{ GRAPH <{EX}g0> {{ <{EX}s> <{EX}p> 1, 2 }} GRAPH <{EX}g1> {{ <{EX}s> <{EX}p> 2 }} }}")
     s = Store(path)
     from kgcult.sparql import update_scope
-    from kgcult.store import update_set
-    update_set.run(s.ox, setup, update_scope.parse(setup), vocab.PREFIXES)
+    setgraph.run_update(s.ox, setup, update_scope.parse(setup), vocab.PREFIXES)
     s.close()
     for text in [f"INSERT DATA {{ GRAPH <{EX}g2> {{ <{EX}s> <{EX}p> 3 }} }}",
                  f"DELETE DATA {{ GRAPH <{EX}g1> {{ <{EX}s> <{EX}p> 2 }} }} ; CLEAR GRAPH <{EX}g0>",

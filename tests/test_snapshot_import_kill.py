@@ -28,21 +28,21 @@ GRAPH = vocab.GRAPH + "mini"
 
 CHILD = textwrap.dedent("""
     import os, signal, sys
-    from kgcult.store import Store, snapshot, snapshot_stream
+    from kgcult.store import Store, snapshot
     store_dir, snap, point = sys.argv[1:4]
     die = lambda: os.kill(os.getpid(), signal.SIGKILL)
     if point == "loading":  # die once the first graph is in its named graph, before the rest
-        real_load = snapshot_stream.bulk_load
+        real_load = snapshot.bulk_load
         calls = []
         def bulk_load(*args):
             real_load(*args)
             calls.append(1)
             if len(calls) == 1:
                 die()
-        snapshot_stream.bulk_load = bulk_load
+        snapshot.bulk_load = bulk_load
     else:  # die in the middle of the replace: some of mini's old triples gone, none of the new in
-        snapshot_stream.REMOVE_BATCH = 2  # small batches, so that a kill lands between two
-        real_remove = snapshot_stream._remove
+        snapshot.REMOVE_BATCH = 2  # small batches, so that a kill lands between two
+        real_remove = snapshot._remove
         calls = []
         def remove(store, graph, triples):
             n = real_remove(store, graph, triples)
@@ -50,7 +50,7 @@ CHILD = textwrap.dedent("""
             if calls.count(graph.value) == 2 and graph.value.endswith("/mini"):
                 die()
             return n
-        snapshot_stream._remove = remove
+        snapshot._remove = remove
     s = Store(store_dir)
     snapshot.import_(s, snap, replace=point == "swap")
 """)

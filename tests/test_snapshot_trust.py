@@ -169,22 +169,22 @@ def test_replace_swaps_every_graph(tmp_path, snap):
 
 CHILD = textwrap.dedent("""
     import os, signal, sys
-    from kgcult.store import Store, snapshot, snapshot_stream
+    from kgcult.store import Store, snapshot
     store_dir, snap, point = sys.argv[1:4]
     die = lambda: os.kill(os.getpid(), signal.SIGKILL)
     if point == "staging":  # die before the commit, while the second file is parsed
-        real_parse = snapshot_stream.parse_digests
+        real_parse = snapshot.parse_digests
         calls = []
         def parse_digests(*args):
             calls.append(1)
             if len(calls) == 2:
                 die()
             return real_parse(*args)
-        snapshot_stream.parse_digests = parse_digests
+        snapshot.parse_digests = parse_digests
     else:  # die in the middle of the replace: the first target's old triples gone, its new not in
         def load_graph(store, graph_file):
             die()
-        snapshot_stream.load_graph = load_graph
+        snapshot.load_graph = load_graph
     s = Store(store_dir)
     snapshot.import_(s, snap, replace=True)
 """)

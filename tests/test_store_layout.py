@@ -1,6 +1,6 @@
 """The store's write side stays inside ``kgcult/store`` (issue 38): no module outside it
 imports pyoxigraph's ``Store`` to open a store, reaches for the engine (``.ox``), the
-default graph's set machinery (``setgraph``, ``update_set``, ``recovery``) or a bulk
+default graph's set machinery (``setgraph``, ``recovery``) or a bulk
 loader (``bulk_load``, ``bulk_extend``). Outside code reads through the store's query and
 quad API and writes through its methods and its gateway (``Store.writing``)."""
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "kgcult"
 STORE = PKG / "store"
-PRIVATE_MODULES = {"kgcult.store.setgraph", "kgcult.store.update_set", "kgcult.store.recovery",
-                   "kgcult.store.provenance", "kgcult.store.snapshot_stream"}
+PRIVATE_MODULES = {"kgcult.store.setgraph", "kgcult.store.recovery", "kgcult.store.provenance"}
 ENGINE_ATTRS = {"ox", "_ox", "bulk_load", "bulk_extend"}
 
 

@@ -9,7 +9,7 @@ import click
 from kgcult import resources
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
-from kgcult.store import closure_export, hierarchy
+from kgcult.store import hierarchy
 from kgcult.store import snapshot
 from kgcult.store import loading
 from kgcult.store.loading import LoadInterrupted
@@ -141,5 +141,5 @@ def closure(obj: Context, specs, force, export_to):
     chosen = hierarchy.load_specs(specs) if specs else None
     hierarchy.build(store, chosen, force=force)
     if export_to:
-        n = closure_export.export(store, export_to, chosen)
+        n = hierarchy.export(store, export_to, chosen)
         info(f"closure: {n:,} triples -> {export_to}")

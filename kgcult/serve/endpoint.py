@@ -27,7 +27,7 @@ from kgcult.serve import spool
 from kgcult.serve.spool import IN_MEMORY, stream_file
 from kgcult.serve.workers import QueryPool
 from kgcult.sparql import nesting, service_guard, update_scope, wdqs
-from kgcult.store import graphnames
+from kgcult.store import base
 from kgcult.sparql.query_text import classify
 from kgcult.version import __version__
 
@@ -99,7 +99,7 @@ class SparqlApp:
                 wdqs.refuse_services(req.text)  # no request on a query's behalf (docs/wdqs.md)
                 service_guard.refuse_services(req.text, "update")  # as the engine reads it
                 operations = update_scope.parse(req.text, vocab.PREFIXES)
-                refused = update_scope.refused_write(operations, graphnames.is_reserved)
+                refused = update_scope.refused_write(operations, base.is_reserved)
                 if refused:  # kgcult's own graphs steer nothing, but they are not a client's to write
                     raise HttpError(400, refused)
                 refused = update_scope.first_default_write(operations)

@@ -1,5 +1,6 @@
 """What both store backends share: where a store is (``--store`` / ``KGCULT_STORE`` /
-``.kgcult/store``) and the reads written once on top of ``query`` and ``graph_counts``."""
+``.kgcult/store``), which named graphs users may write (a valid IRI, not one of kgcult's
+own), and the reads written once on top of ``query`` and ``graph_counts``."""
 from __future__ import annotations
 
 import os
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from pyoxigraph import DefaultGraph, NamedNode, Quad
 
 from kgcult import vocab
+from kgcult.errors import KgcultError
 from kgcult.safe_text import strip_credentials
 
 DEFAULT_LOCATION = os.path.join(".kgcult", "store")
@@ -20,6 +22,42 @@ def resolve_location(location: str | os.PathLike | None = None) -> str:
         return str(location)
     return os.environ.get("KGCULT_STORE") or DEFAULT_LOCATION
 
+
+RESERVED_PREFIXES = (vocab.CLOSURE_GRAPH, vocab.STAGING_GRAPH)
+
+
+def is_reserved(iri: str) -> bool:
+    """True for graphs only kgcult itself writes: metadata, closures, staging."""
+    return iri == vocab.META_GRAPH or iri.startswith(RESERVED_PREFIXES)
+
+
+def in_set(iri: str) -> bool:
+    """Whether a named graph's triples are in the default graph (the set): data graphs, and
+    the closure graphs of a store built before the closure lived in the default graph only."""
+    return vocab.is_data_graph(iri) or vocab.is_derived_graph(iri)
+
+
+def check_graph_iri(iri: str, where: str) -> NamedNode:
+    """``iri`` as a NamedNode, or a KgcultError naming ``where`` (a file or an option)
+    when it is not a valid IRI."""
+    try:
+        return NamedNode(iri)
+    except ValueError as e:
+        raise KgcultError(f"{where}: {iri!r} is not a valid graph IRI ({e})") from None
+
+
+def check_user_graph(iri: str, where: str) -> NamedNode:
+    """A graph a user may load into: a valid IRI that kgcult does not reserve, and not the
+    bare graph namespace an empty name gives (``--graph ''``)."""
+    if iri.rstrip("/") + "/" == vocab.GRAPH or not iri.strip():
+        raise KgcultError(f"{where}: an empty graph name; name the graph (e.g. --graph dishes)")
+    node = check_graph_iri(iri, where)
+    if is_reserved(iri):
+        raise KgcultError(
+            f"{where}: graph {iri} is reserved for kgcult's own data (metadata, closures, "
+            "staging); load into another graph"
+        )
+    return node
 
 
 class StoreReads:

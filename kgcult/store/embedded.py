@@ -18,7 +18,7 @@ import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kgcult import vocab
-from kgcult.store import health, loading, provenance, recovery, setgraph, sidefiles, update_set
+from kgcult.store import health, loading, provenance, recovery, setgraph, sidefiles
 from kgcult.store.loading import LoadInterrupted, LoadReport
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.sparql import nesting, wdqs
@@ -218,9 +218,9 @@ class Store(StoreReads):
     def update(self, text: str, operations: list) -> None:
         """A client's SPARQL Update (``kgcult serve --writable``; ``operations``: its parse,
         checked by the caller): run, and the default graph brought up to date with what it
-        changed (:mod:`kgcult.store.update_set`)."""
+        changed (:func:`kgcult.store.setgraph.run_update`)."""
         self.note_write()
-        update_set.run(self._ox, text, operations, vocab.PREFIXES)
+        setgraph.run_update(self._ox, text, operations, vocab.PREFIXES)
 
     def append(self, graph: str, data: bytes | None = None, stream=None) -> None:
         """N-Triples into ``graph`` and, when it is in the set, the default graph: ``data``

@@ -10,16 +10,18 @@ its members reach each other (and themselves), and the cycle is reported.
 """
 from __future__ import annotations
 
+import gzip
 import logging
+import os
 import shutil
 import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator, cast
 
 import numpy as np
-from pyoxigraph import NamedNode
+from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
 
 from kgcult import ids, ontology, vocab
 from kgcult import log as kglog
@@ -470,5 +472,46 @@ def ancestors(store: Store, iri: str, derived: str = vocab.KGC + "typedAs") -> l
     return [r["y"].value for r in rows]
 
 
+# -- the closure as a file, for an engine that holds the data but not the closure
+# (``kgcult closure --export closure.nt.gz``; docs/serve.md, "The closure on a remote engine"):
+# every spec's derived-property triples and cycle marks as N-Triples (gzip for ``.gz``), streamed
+def closure_triples(store, specs: list[ClosureSpec] | None = None) -> Iterator[Triple]:
+    """The closure's triples in the store's default graph, spec by spec."""
+    cycle = setgraph.IN_CYCLE
+    for spec in specs if specs is not None else load_specs():
+        for q in store.ox.quads_for_pattern(None, NamedNode(spec.derived), None, setgraph.DEFAULT):
+            yield q.triple
+        for q in store.ox.quads_for_pattern(None, cycle, NamedNode(vocab.KGC + spec.name), setgraph.DEFAULT):
+            yield q.triple
+
+
+def export(store, path: str | os.PathLike, specs: list[ClosureSpec] | None = None) -> int:
+    """Write the closure to ``path`` (N-Triples, gzip for ``.gz``), whole or not at all;
+    returns the number of triples."""
+    if getattr(store, "remote", False):
+        raise KgcultError("the closure is exported from an embedded store (the endpoint holds no closure to export)")
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.part")
+    n = 0
+
+    def counted() -> Iterator[Triple]:
+        nonlocal n
+        for t in closure_triples(store, specs):
+            n += 1
+            yield t
+
+    try:
+        with open(tmp, "wb") as raw:
+            out = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)
+                       if target.suffix == ".gz" else raw)
+            serialize(counted(), out, format=RdfFormat.N_TRIPLES)
+            out.close()
+        os.replace(tmp, target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise KgcultError(f"{target}: cannot write the closure: {e.strerror or e}") from None
+    return n
+
+
 __all__ = ["ClosureSpec", "ClosureReport", "load_specs", "build", "compute", "ensure_closure",
-           "ancestors", "edges", "closure_sizes"]
+           "ancestors", "edges", "closure_sizes", "export"]

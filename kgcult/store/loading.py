@@ -33,7 +33,7 @@ from pyoxigraph import NamedNode, Quad, RdfFormat
 from kgcult import vocab
 from kgcult.errors import KgcultError
 from kgcult.files import sha256_file
-from kgcult.store import graphnames, provenance, rdfio, recovery, setgraph
+from kgcult.store import base, provenance, rdfio, recovery, setgraph
 
 log = logging.getLogger(__name__)
 
@@ -189,10 +189,10 @@ def _plan(paths: Sequence[str | os.PathLike], graph: str | None) -> list[_Plan]:
             target = None  # the file's graphs: collected while it is validated
         elif graph:
             target = vocab.graph_iri(graph)
-            graphnames.check_user_graph(target, f"--graph {graph!r}")
+            base.check_user_graph(target, f"--graph {graph!r}")
         else:
             target = vocab.graph_iri(stem(p))
-            graphnames.check_user_graph(target, f"{p}: the graph named after the file (give --graph)")
+            base.check_user_graph(target, f"{p}: the graph named after the file (give --graph)")
         plans.append(_Plan(p, fmt, target, {target} if target else set()))
     return plans
 
@@ -214,7 +214,7 @@ def _validate(plan: _Plan, tally: "_Tally") -> None:
             raise KgcultError(f"{path}: quad {n} is in the default graph, which kgcult keeps as the "
                               "set of all named graphs' triples; put it in a named graph (or load a "
                               "triple file with --graph)")
-        if graphnames.is_reserved(g.value):
+        if base.is_reserved(g.value):
             raise KgcultError(f"{path}: quad {n} is in graph {g.value}, which is reserved "
                               "for kgcult's own data (metadata, closures, staging)")
         plan.graphs.add(g.value)

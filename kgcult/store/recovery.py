@@ -45,13 +45,12 @@ from pyoxigraph import NamedNode, Quad
 
 from kgcult import vocab
 from kgcult.errors import KgcultError
-from kgcult.store import graphnames, provenance, setgraph, sidefiles, snapshot_stream
+from kgcult.store import base, provenance, setgraph, sidefiles
 
 log = logging.getLogger(__name__)
 
 IN_PROGRESS, COMMITTING = "in-progress", "committing"
 STAGING = vocab.STAGING_GRAPH + "load/"
-IMPORT_STAGING = vocab.STAGING_GRAPH + "snapshot-import/"
 _FORMAT = "kgcult-journal/1"
 
 
@@ -156,12 +155,12 @@ def _entry(raw) -> Entry:
         raise ValueError(f"entry {e.key}: unknown status or kind")
     e.creates = [_iri(g, "creates") for g in _strings(raw.get("creates", []), "creates")]
     for g in e.creates:
-        if graphnames.is_reserved(g):
+        if base.is_reserved(g):
             raise ValueError(f"entry {e.key}: would drop kgcult's own graph {g}")
     for name in ("stages", "swaps"):
         for pair in raw.get(name, []):
             stage, target = _strings(pair, name)
-            if not stage.startswith(vocab.STAGING_GRAPH) or graphnames.is_reserved(target):
+            if not stage.startswith(vocab.STAGING_GRAPH) or base.is_reserved(target):
                 raise ValueError(f"entry {e.key}: a staging pair that is not one")
             getattr(e, name).append([_iri(stage, "stage"), _iri(target, "target")])
     e.saved = _strings(raw.get("saved", []), "saved")
@@ -170,7 +169,7 @@ def _entry(raw) -> Entry:
     e.undo = _strings(raw.get("undo", []), "undo")
     for item in raw.get("replace", []):
         path, entry = item
-        if not isinstance(path, str) or not isinstance(entry, dict) or graphnames.is_reserved(_iri(entry["iri"], "iri")):
+        if not isinstance(path, str) or not isinstance(entry, dict) or base.is_reserved(_iri(entry["iri"], "iri")):
             raise ValueError(f"entry {e.key}: a replaced file that is not one")
         e.replace.append([path, entry])
     return e
@@ -295,17 +294,15 @@ def _quad(text: str) -> Quad:
 
 
 def _finish_replace(store, entry: Entry, kept: list[set[bytes]] | None) -> None:
-    graph_files = [snapshot_stream.GraphFile(Path(path), dict(meta, file=path)) for path, meta in entry.replace]
+    from kgcult.store import snapshot  # which imports this module
+    graph_files = [snapshot.GraphFile(Path(path), dict(meta, file=path)) for path, meta in entry.replace]
     if kept is None:
         log.warning("finishing a snapshot import that was interrupted while replacing %s, from %s (about as long "
                     "as a load of them)", ", ".join(entry.graphs()), ", ".join(p for p, _ in entry.replace))
-        try:
-            kept = [snapshot_stream.parse_digests(f, True) for f in graph_files]  # all checked first
-        except snapshot_stream.GraphFileError as e:
-            raise KgcultError(str(e)) from None
+        kept = [snapshot.parse_digests(f, True) for f in graph_files]  # all checked first
     for f, keep in zip(graph_files, kept):
         log.info("import: replacing %s (%d triples)", f.entry["iri"], f.entry["triples"])
-        snapshot_stream.replace_graph(store.ox, f, keep)
+        snapshot.replace_graph(store.ox, f, keep)
 
 
 # -- on open ------------------------------------------------------------------------------

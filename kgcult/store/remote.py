@@ -25,22 +25,24 @@ triples exported from one). ``closure_stale`` is therefore always False.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import urllib.parse
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator
 
 import pyoxigraph as ox
 from pyoxigraph import NamedNode, Quad, QueryResultsFormat, RdfFormat
 
-from kgcult import vocab
+from kgcult import ontology, vocab
 from kgcult.errors import KgcultError
 from kgcult.safe_text import printable
 from kgcult.sparql import wdqs
 from kgcult.sparql.client import MAX_ANSWER, USER_AGENT, RemoteError, Reply, SparqlClient, split_credentials
 from kgcult.sparql.query_text import bind_values, first_keyword
 from kgcult.sparql.tokens import tokenize
-from kgcult.store import remote_limits
 from kgcult.store.base import StoreReads
 
 DEFAULT_TIMEOUT = 300.0
@@ -121,7 +123,7 @@ class RemoteStore(StoreReads):
         try:
             return self.client.query(query, accept, params=params)
         except RemoteError as e:
-            line = remote_limits.explain_refusal(self.url, e.status, e.problem)
+            line = explain_refusal(self.url, e.status, e.problem)
             if line is None:
                 raise
             raise RemoteError(self.url, line.split(": ", 1)[1], status=e.status) from None
@@ -323,7 +325,7 @@ class RemoteStore(StoreReads):
             g, n = row["g"], row["n"]
             if g is None or n is None:  # Virtuoso answers an empty GRAPH pattern with one empty row
                 continue
-            if remote_limits.is_system_graph(g.value) or g.value in self.default_graphs:
+            if is_system_graph(g.value) or g.value in self.default_graphs:
                 continue
             counts[g.value] = int(n.value)
         if not counts:  # an endpoint without named graphs (QLever, WDQS): one default graph
@@ -498,7 +500,7 @@ class RemoteOx:
             bindings["g"] = graph_name
         rows = st.query("SELECT ?s ?p ?o ?g WHERE { GRAPH ?g { ?s ?p ?o } }", bindings=bindings or None)
         return (Quad(r["s"], r["p"], r["o"], r["g"]) for r in rows
-                if _bound(r, "spog") and (graph_name is not None or not remote_limits.is_system_graph(r["g"].value)))
+                if _bound(r, "spog") and (graph_name is not None or not is_system_graph(r["g"].value)))
 
     def named_graphs(self) -> Iterator[NamedNode]:
         return (NamedNode(g) for g in self._store.graph_counts() if g)
@@ -520,6 +522,57 @@ class RemoteOx:
                     "clear_graph", "remove_graph", "add_graph", "flush", "optimize", "backup"):
             raise KgcultError(f"{self._store.location} is read-only: cannot {name} on a remote endpoint")
         raise AttributeError(name)
+
+
+# -- what kgcult knows about SPARQL engines (ontology/engines.json): the graphs an engine
+# keeps for itself, and its refusals, each turned into one line naming the limit and the
+# setting to change (instead of an HTTP 500 with the engine's whole error page)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    engine: str
+    pattern: re.Pattern
+    limit: str
+    setting: str
+
+
+@dataclass(frozen=True)
+class Engines:
+    graphs: frozenset[str]
+    prefixes: tuple[str, ...]
+    refusals: tuple[Refusal, ...]
+
+
+@lru_cache(maxsize=1)
+def engines() -> Engines:
+    data = json.loads(ontology.path_of("engines.json").read_text(encoding="utf-8"))
+    graphs = frozenset(g["iri"] for g in data["system_graphs"] if "iri" in g)
+    prefixes = tuple(g["prefix"] for g in data["system_graphs"] if "prefix" in g)
+    refusals = tuple(Refusal(r["engine"], re.compile(r["pattern"]), r["limit"], r["setting"])
+                     for r in data["refusals"])
+    return Engines(graphs, prefixes, refusals)
+
+
+def is_system_graph(iri: str) -> bool:
+    """A graph an engine keeps for itself (Virtuoso's ``virtrdf#``, ...), not data."""
+    e = engines()
+    return iri in e.graphs or iri.startswith(e.prefixes)
+
+
+def explain_refusal(endpoint: str, status: int | None, body: str) -> str | None:
+    """One line for an engine's refusal of a query (HTTP 4xx/5xx with the engine's message),
+    naming the engine's limit and the setting to change; None when it is none we know."""
+    if status is None or status < 400:
+        return None
+    body = body.replace("\\n", "\n")  # the error's body, its newlines written as escapes
+    for r in engines().refusals:
+        m = r.pattern.search(body)
+        if m:
+            first = next((ln.strip() for ln in body.splitlines() if r.pattern.search(ln)), m.group(0))
+            return printable(f"{endpoint}: {r.engine} refused the query: {first[:300]} -- its limit: {r.limit}; "
+                             f"to change it: {r.setting}")
+    return None
 
 
 __all__ = ["RemoteStore", "RemoteOx", "DEFAULT_TIMEOUT"]

@@ -25,7 +25,7 @@ from kgcult.acquire.dump import truthy
 from kgcult.acquire.dump.selection import code, contains
 from kgcult.acquire.dump.reader import IngestError
 from kgcult.acquire.subgraphs import SubgraphSpec
-from kgcult.store import graphnames
+from kgcult.store import base
 
 
 def member_filter(spec: SubgraphSpec):
@@ -298,7 +298,7 @@ class Writer:
         else:
             quads = b"".join(x[:-1].rstrip() + g for x in data.split(b"\n") if x)
         named = quads.count(b"\n")
-        if graphnames.in_set(graph.value):
+        if base.in_set(graph.value):
             quads += data if data.endswith(b"\n") else data + b"\n"
         if self.spool is not None:
             self.spool.write(quads)
