@@ -96,7 +96,8 @@ def test_a_writer_is_told_that_a_server_reads_the_store(seed_store, caplog):
                 Store(seed_store).close()  # opened for writing, nothing written: nothing to tell
                 assert not any("will not see" in m for m in caplog.messages)
                 s = Store(seed_store)
-                s.mark_closure_stale()  # a write: the writer, and only a writer, is told
+                with s.writing("update", "a test write"):  # a write: the writer, and only a writer, is told
+                    pass
                 s.close()
         finally:
             other.unlink()

@@ -10,7 +10,7 @@ import pyoxigraph as ox
 from pyoxigraph import DefaultGraph, NamedNode
 
 from kgcult import vocab
-from kgcult.store import Store, closure_state, closure_write, hierarchy, intgraph, setgraph
+from kgcult.store import Store, closure_state, closure_write, hierarchy, intgraph, recovery, setgraph
 from kgcult.store.hierarchy import scratch_dir
 
 from tests.conftest import FIXTURES, run_cli
@@ -150,17 +150,15 @@ def test_the_store_is_compacted_right_after_the_load_before_any_other_write(stor
     store.load([MINI])
     events = []
     load_lines, optimize = closure_write.load_lines, store.optimize
-    set_state, record = store.set_state, store.record_activity
+    begin, commit = recovery.begin, recovery.commit
     monkeypatch.setattr(closure_write, "load_lines", lambda *a: (events.append("load"), load_lines(*a))[1])
     monkeypatch.setattr(store, "optimize", lambda: (events.append("compact"), optimize())[1])
-    monkeypatch.setattr(closure_state, "remember",
-                        lambda *a, _real=closure_state.remember: (events.append("record"), _real(*a))[1])
-    monkeypatch.setattr(store, "set_state", lambda *a: (events.append(f"state {a[0]}={a[1]}"), set_state(*a))[1])
-    monkeypatch.setattr(store, "record_activity", lambda **k: (events.append("activity"), record(**k))[1])
+    monkeypatch.setattr(recovery, "begin", lambda *a, **k: (events.append(f"begin {k['kind']}"), begin(*a, **k))[1])
+    monkeypatch.setattr(recovery, "commit", lambda s, e, ops=(), *a: (events.append(list(ops)), commit(s, e, ops, *a))[1])
     hierarchy.build(store)
-    assert events[:3] == ["state closureStale=True", "load", "compact"]
-    assert events.count("compact") == 1 and events[-2:] == ["state closureStale=False", "activity"]
-    assert "record" in events[3:]
+    assert events[:3] == ["begin closure", "load", "compact"] and len(events) == 4
+    ops = " ".join(events[3])  # the commit: each spec's input record, the closure fresh, the activity
+    assert "closureInput" in ops and '"false"' in ops and "closureStale" in ops and '"closure"' in ops
     monkeypatch.undo()
     assert not store.closure_stale
     assert_same_as_reference(store)
@@ -266,7 +264,8 @@ def test_interrupted_build_leaves_store_stale_and_next_build_repairs(store, tmp_
     with pytest.raises(RuntimeError):
         hierarchy.build(store)
     assert store.closure_stale
-    assert scratch_dir(store).exists()
+    # the build's journal entry is settled: its scratch records removed, the closure stale
+    assert not scratch_dir(store).exists() and recovery.read(store.location) == []
     # graphs whose input changed are changed in spec order after all are computed (the
     # P361 one is kept: its edges did not change), their additions all loaded at the end:
     # the first three hold part of the old closure (their gone triples deleted, the third
@@ -301,7 +300,8 @@ def test_difference_in_partitions_and_removed_edges(store, tmp_path, monkeypatch
     removed = next(iter(store.ox.quads_for_pattern(NamedNode(f"{WD}Q2095"), NamedNode(f"{vocab.WDT}P279"),
                                                    NamedNode(f"{WD}Q9000098"), None)))
     store.ox.remove(removed)
-    store.mark_closure_stale()
+    with store.writing("update", "a test's removal"):  # a write: the closure is stale
+        pass
     reports = {r.spec: r for r in hierarchy.build(store)}
     assert not reports["closure-typed"].kept and reports["closure-located"].kept
     assert_same_as_reference(store)
@@ -337,7 +337,8 @@ def test_a_closure_removed_behind_the_builds_back_is_rebuilt(store):
     store.load([MINI])
     hierarchy.build(store)
     setgraph.drop_property(store.ox, vocab.KGC + "locatedIn")  # not something kgcult does; the record stays
-    store.mark_closure_stale()
+    with store.writing("update", "a test's removal"):
+        pass
     reports = {r.spec: r for r in hierarchy.build(store)}
     assert not reports["closure-located"].kept and reports["closure-typed"].kept
     assert_same_as_reference(store)
@@ -392,7 +393,8 @@ def _as_older_kgcult_left_it(store) -> None:
         quads = spec_quads(store, spec)
         store.ox.bulk_extend(ox.Quad(q.subject, q.predicate, q.object, NamedNode(spec.graph)) for q in quads)
         known = closure_state.recorded(store.ox)[spec.graph]
-        closure_state.remember(store.ox, spec.graph, "0" * 64, known[1])
+        closure_state.forget_input(store.ox, spec.graph)
+        store.ox.update(closure_state.record_op(spec.graph, "0" * 64, known[1], None))
         for prop in setgraph.own_properties(store.ox).get(spec.graph, ()):
             setgraph.disown(store.ox, spec.graph, prop)
     store.flush()

@@ -132,8 +132,8 @@ def test_store_interface_matches_embedded(remote, local):
 
 
 def test_writes_are_refused(remote):
-    for call in (lambda: remote.load([str(FOOD)]), lambda: remote.replace_graph("g", []),
-                 lambda: remote.record_activity(kind="x", source="y"), lambda: remote.set_state("a", "b"),
+    for call in (lambda: remote.load([str(FOOD)]), lambda: remote.writing("load", "x"),
+                 lambda: remote.update("CLEAR ALL", []), lambda: remote.set_state("a", "b"),
                  lambda: remote.ox.add(None), lambda: hierarchy.build(remote)):
         with pytest.raises(KgcultError, match="read-only|remote endpoint"):
             call()

@@ -1,5 +1,5 @@
 """The default graph follows SPARQL Updates at `kgcult serve --writable`
-(``kgcult.store.setgraph.run_update``): after any update it is the set of the visible named graphs'
+(``Store.update``, ``kgcult.store.setgraph.update_plan``): after any update it is the set of the visible named graphs'
 triples, checked by a full comparison after each of a seeded mix of update forms sent to a
 real server; and a server killed between an update and the default graph's share of it
 leaves pending marks the next writable open repairs."""
@@ -16,7 +16,7 @@ import pyoxigraph as ox
 
 from kgcult import vocab
 from kgcult.serve.config import ServeConfig
-from kgcult.store import Store, setgraph
+from kgcult.store import Store, recovery, setgraph
 
 from tests.conftest import build_store, running_server
 
@@ -95,7 +95,7 @@ def test_default_graph_is_the_set_after_every_update_form(tmp_path):
             assert _post(srv.url, text) == (400 if refused else 204), text
             default, union = _default_and_union(live)
             assert default == union, f"after update {i}: {text}\nmissing {union - default}\nstale {default - union}"
-            assert setgraph.pending(live) == []
+            assert recovery.read(path) == []  # each update's journal entry is gone once it committed
             assert _own_count(live) == own, f"the closure's own triples were touched by {text}"
             assert not any(g.value.startswith(setgraph.CAPTURE) for g in live.named_graphs())
 
@@ -104,10 +104,11 @@ KILLED = textwrap.dedent("""
     import os, sys
     from kgcult import vocab
     from kgcult.sparql import update_scope
-    from kgcult.store import Store, setgraph
+    from kgcult.store import Store, recovery, setgraph
     s = Store(sys.argv[1])
     text = sys.argv[2]
     p = setgraph.update_plan(update_scope.parse(text, vocab.PREFIXES), s.ox)
+    recovery.begin(s, kind="update", what="a SPARQL Update", marks=p.pending)  # as Store.update does
     s.ox.update(" ;\\n".join(p.before + [text]), prefixes=vocab.PREFIXES)  # the update's transaction
     s.ox.flush()
     os._exit(9)  # killed before the default graph's share of it
@@ -119,7 +120,7 @@ def test_a_server_killed_after_an_update_leaves_it_pending_and_the_open_repairs(
     setup = (f"INSERT DATA {{ GRAPH <{EX}g0> {{ <{EX}s> <{EX}p> 1, 2 }} GRAPH <{EX}g1> {{ <{EX}s> <{EX}p> 2 }} }}")
     s = Store(path)
     from kgcult.sparql import update_scope
-    setgraph.run_update(s.ox, setup, update_scope.parse(setup), vocab.PREFIXES)
+    s.update(setup, update_scope.parse(setup))
     s.close()
     for text in [f"INSERT DATA {{ GRAPH <{EX}g2> {{ <{EX}s> <{EX}p> 3 }} }}",
                  f"DELETE DATA {{ GRAPH <{EX}g1> {{ <{EX}s> <{EX}p> 2 }} }} ; CLEAR GRAPH <{EX}g0>",
@@ -127,12 +128,12 @@ def test_a_server_killed_after_an_update_leaves_it_pending_and_the_open_repairs(
         r = subprocess.run([sys.executable, "-c", KILLED, str(path), text], capture_output=True, text=True)
         assert r.returncode == 9, r.stderr
         raw = ox.Store.read_only(str(path))
-        assert setgraph.pending(raw), "the update's transaction carries its pending marks"
+        assert [e.marks for e in recovery.read(path)], "the journal names the update's graphs"
         assert _default_and_union(raw)[0] != _default_and_union(raw)[1]  # out of step until repaired
         del raw
         s = Store(path)  # a writable open repairs
         default, union = _default_and_union(s.ox)
         assert default == union, text
-        assert setgraph.pending(s.ox) == []
+        assert recovery.read(path) == []
         assert not any(g.value.startswith(setgraph.CAPTURE) for g in s.ox.named_graphs())
         s.close()

@@ -14,7 +14,7 @@ from pyoxigraph import DefaultGraph, NamedNode
 
 from kgcult import inspection, vocab
 from kgcult.errors import KgcultError
-from kgcult.store import Store, hierarchy, setgraph, snapshot
+from kgcult.store import Store, hierarchy, recovery, snapshot
 from tests.conftest import ROOT, STANDIN, require_shared, run_cli
 from tests.test_mirror import default_is_the_set
 
@@ -135,8 +135,9 @@ def test_closure_writes_keep_the_set(two, tmp_path):
 
 
 def test_killed_load_is_repaired_on_open(two, tmp_path):
-    # what a writer killed between the named load and the default load leaves
-    setgraph.mark_pending(two.ox, [vocab.GRAPH + "x"])
+    # what a writer killed between the named load and the default load leaves (an update's
+    # entry: repaired forward, never rolled back)
+    recovery.begin(two, kind="update", what="a test", marks=[vocab.GRAPH + "x"])
     two.ox.bulk_load(input=(PRE + "wd:Q999 wdt:P495 wd:Q17 ; wdt:P31 wd:Q746549 .\n").encode(),
                      format=ox.RdfFormat.TURTLE, to_graph=NamedNode(vocab.GRAPH + "x"))
     # and a stale default triple no graph holds
@@ -144,7 +145,7 @@ def test_killed_load_is_repaired_on_open(two, tmp_path):
     loc = two.location
     two.close()
     with Store(loc) as again:
-        assert setgraph.pending(again.ox) == []
+        assert recovery.read(loc) == []
         default_is_the_set(again)
         assert count(again, COUNT_DISHES) == 3
 

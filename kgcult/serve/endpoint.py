@@ -13,7 +13,6 @@ a file) while it is produced, and streamed to the client from there.
 """
 from __future__ import annotations
 
-import hashlib
 import hmac
 import threading
 
@@ -107,7 +106,8 @@ class SparqlApp:
                     raise HttpError(400, f"{refused}: kgcult's default graph is the set of its named graphs' "
                                          "triples (each once, as on WDQS); write to a named graph "
                                          "(GRAPH <g> { ... }, WITH <g>, INTO GRAPH <g>)")
-                # the default graph follows the named graphs, at the cost of what changed
+                # journaled, with its provenance; the default graph follows the named graphs,
+                # at the cost of what changed
                 self.store.update(req.text, operations)
             except KgcultError as e:
                 raise HttpError(400, str(e)) from None
@@ -116,10 +116,6 @@ class SparqlApp:
             except OSError as e:
                 raise HttpError(500, f"update failed: {e}") from None
             self.count("updates")
-            self.store.mark_closure_stale()
-            self.store.record_activity(kind="update", source="kgcult serve /update",
-                                       extra={"updateSha256": hashlib.sha256(req.text.encode()).hexdigest()})
-            self.store.flush()
             assert isinstance(self.views, Checkpoints)  # a writable endpoint reads checkpoints
             self.views.make()  # the checkpoint queries read from now on
         return Reply(204, "text/plain", b"")

@@ -1,37 +1,20 @@
-"""What the last closure build did, kept so that a rebuild does only what changed: the
-input each spec was built from (a record in the store: a spec whose input is unchanged is
-kept), and the triples it wrote (integer codes beside the store: the old side of a
-rebuild's difference).
+"""What the last closure build did, kept so that a rebuild does only what changed.
 
-What each spec's closure was built from, so that a rebuild skips the specs whose input
-did not change.
-
-A data change marks the whole closure stale, but most changes (labels, a new dataset's
-facts, a refreshed subgraph whose hierarchy stayed the same) leave most hierarchies as they
-were. Rewriting an unchanged closure costs as much as the first build, so each spec is
-recorded with the fingerprint of its input: the spec itself and the edges of the
-properties it follows, as the store holds them. A rebuild recomputes the fingerprint (one
-hash over the edges it reads anyway) and keeps a spec whose fingerprint is unchanged.
-
-The record is a store-state value ``kgc:closureInput "<spec IRI> <sha256> <triples>"`` in
-the metadata graph (the spec IRI is its ``kgc:graph``). It is removed before the spec's
-triples are touched and written after the last, so a build killed in between leaves no
-record and the spec is rebuilt.
-
-What the last build wrote for each closure spec, kept beside the store, so that a
-rebuild finds the old side of its difference without reading the closure back.
-
-Reading a closure back out of Oxigraph costs a dictionary lookup per term (an IRI is
-stored as a hash; ``id2str`` gives its text), about as long as writing it: on the 100k-edge
-hierarchy, 100 s for the 1.4 M triples of ``kgc:typedAs``. So after writing a spec the
-build keeps its triples as integer codes (``closure_write``: ``subject << 32 | object``,
-``MARK`` for a cycle mark) over the spec's own terms, in ``.<store>.closure-state/`` beside
-the store: ``<spec>.i64`` (the codes), ``<spec>.terms`` (one N-Triples term a line) and
-``<spec>.json`` (the build's nonce). The store's input record of the spec carries the same
-nonce (its input record, below), written after the spec's last triple: a state whose nonce is the
-store's recorded one describes exactly what the store holds for that spec. Anything else
-(no state, another nonce, a killed build, a copied store) and the rebuild reads the
-closure back as before.
+- **Its input**, per spec: a store-state value ``kgc:closureInput "<spec IRI> <sha256>
+  <triples> <nonce>"`` in the metadata graph, the fingerprint of the spec and of the edges
+  of the properties it follows (one hash over the edges a rebuild reads anyway). A rebuild
+  keeps a spec whose fingerprint is unchanged: most data changes (labels, a new dataset's
+  facts) leave most hierarchies as they were. The record is dropped before the spec's
+  triples are touched and written by the build's commit, so a killed build leaves none.
+- **Its triples**, per spec, as integer codes beside the store (``.<store>.closure-state/``:
+  ``<spec>.i64``, ``subject << 32 | object`` or ``MARK`` for a cycle mark over the spec's
+  own terms, ``<spec>.terms``, one N-Triples term a line, and ``<spec>.json``, the build's
+  nonce and a checksum): the old side of a rebuild's difference. Reading a closure back
+  out of Oxigraph costs a dictionary lookup per term, about as long as writing it (100 s
+  for the 1.4 M triples of ``kgc:typedAs`` on the 100k-edge hierarchy). A state whose
+  nonce is the store's recorded one describes exactly what the store holds for that spec;
+  anything else (no state, another nonce, a killed build, a copied store) and the rebuild
+  reads the closure back.
 """
 from __future__ import annotations
 
@@ -193,12 +176,12 @@ def forget_input(ox, graph: str) -> None:
             ox.remove(q)
 
 
-def remember(ox, graph: str, fp: str, triples: int, nonce: str | None = None) -> None:
-    """Record a spec written whole from the input with fingerprint ``fp`` (by the write
-    named ``nonce``)."""
-    forget_input(ox, graph)
-    ox.add(Quad(provenance.STATE, _RECORD, Literal(f"{graph} {fp} {triples}" + (f" {nonce}" if nonce else "")),
-                provenance.META))
+def record_op(graph: str, fp: str, triples: int, nonce: str | None) -> str:
+    """The operation recording a spec written whole from the input with fingerprint ``fp``
+    (by the write named ``nonce``); its earlier record was dropped before its triples were
+    touched (:func:`forget_input`)."""
+    return provenance.insert_data([Quad(provenance.STATE, _RECORD, Literal(f"{graph} {fp} {triples}" + (f" {nonce}" if nonce else "")),
+                                        provenance.META)])
 
 
 def still_there(ox, spec, triples: int) -> bool:

@@ -7,6 +7,7 @@ default graph, kept as the set of every data graph's triples plus the closure's
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import pyoxigraph as ox
-from pyoxigraph import Literal, NamedNode, Quad
+from pyoxigraph import NamedNode
 
 from kgcult import vocab
 from kgcult.store import health, loading, provenance, recovery, setgraph, sidefiles
@@ -27,12 +28,8 @@ from kgcult.store.base import DEFAULT_LOCATION, StoreReads, resolve_location
 
 log = logging.getLogger(__name__)
 
-_XSD_BOOL = NamedNode(vocab.XSD + "boolean")
-_XSD_INT = NamedNode(vocab.XSD + "integer")
-_XSD_DT = NamedNode(vocab.XSD + "dateTime")
 _STATE = NamedNode(vocab.KGC + "store")
 _META = NamedNode(vocab.META_GRAPH)
-log = logging.getLogger(__name__)
 
 
 now_iso = provenance.now_iso
@@ -49,6 +46,7 @@ class Store(StoreReads):
         self._notices_given: set[str] = set()  # each notice once per store on stderr
         self._partial_graphs: list[str] | None = None
         self._readers_told = False
+        self._entry: recovery.Entry | None = None  # the write under way (:meth:`writing`)
         _refuse_foreign_directory(self.location)
         try:
             if read_only:
@@ -156,34 +154,10 @@ class Store(StoreReads):
         holds them (a batch per transaction: see ``setgraph.drop``)."""
         setgraph.drop(self._ox, graph)
 
-    def replace_graph(self, graph: str, triples: Iterable) -> int:
-        """Replace a (derived) graph's content with ``triples`` (Triple or 3-tuples of terms)."""
-        g = NamedNode(graph)
-        self.clear_graph(graph)
-        setgraph.mark_pending(self._ox, [graph])
-        quads = [
-            Quad(t[0], t[1], t[2], g) if isinstance(t, tuple) else Quad(t.subject, t.predicate, t.object, g)
-            for t in triples
-        ]
-        self._ox.bulk_extend(quads)
-        self._ox.flush()
-        if setgraph.visible(graph):
-            self._ox.bulk_extend(Quad(q.subject, q.predicate, q.object, setgraph.DEFAULT) for q in quads)
-            self._ox.flush()
-        setgraph.unmark_pending(self._ox, [graph])
-        return self.triple_count(graph)
-
     # -- loading ----------------------------------------------------------------------
 
-    def load(
-        self,
-        paths: Sequence[str | os.PathLike],
-        graph: str | None = None,
-        *,
-        progress=None,
-        kind: str = "load",
-        threads: int | None = None,
-    ) -> list[LoadReport]:
+    def load(self, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
+             progress=None) -> list[LoadReport]:
         """Bulk-load RDF files as one command, all or nothing: a malformed file raises
         RdfSyntaxError (with file, line and column) and the store keeps exactly what it had
         before; a process killed at any point leaves a journal entry that the next writable
@@ -196,13 +170,11 @@ class Store(StoreReads):
 
         Compressed files are decompressed in a thread and streamed into one Oxigraph bulk
         load (no scratch copy on disk). ``progress``: a tqdm-like bar (``kgcult.log.progress``)
-        that counts the triples fed to the parser (or a callable taking counts). Ctrl-C
-        raises :class:`~kgcult.store.loading.LoadInterrupted`. ``threads`` is accepted for
-        compatibility and ignored: one bulk loader keeps peak memory at the Oxigraph CLI's."""
-        del threads
+        that counts the triples fed to the parser. Ctrl-C raises
+        :class:`~kgcult.store.loading.LoadInterrupted`."""
         if self.read_only:
             raise KgcultError(f"{self.location}: the store is open read-only; cannot load into it")
-        return loading.load(self, paths, graph, progress=progress, kind=kind)
+        return loading.load(self, paths, graph, progress=progress)
 
     def evaluate(self, prepared: str, **dataset):
         """Run query text already prepared (``wdqs.prepare``: the server's workers) with
@@ -215,18 +187,29 @@ class Store(StoreReads):
 
     # -- the write gateway -------------------------------------------------------------
 
-    def update(self, text: str, operations: list) -> None:
+    def update(self, text: str, operations: list, *, source: str = "kgcult serve /update") -> None:
         """A client's SPARQL Update (``kgcult serve --writable``; ``operations``: its parse,
-        checked by the caller): run, and the default graph brought up to date with what it
-        changed (:func:`kgcult.store.setgraph.run_update`)."""
-        self.note_write()
-        setgraph.run_update(self._ox, text, operations, vocab.PREFIXES)
+        checked by the caller), journaled: run in one transaction, then the default graph
+        brought up to date with what it changed (:func:`kgcult.store.setgraph.update_plan`)
+        in a second one, with its provenance record."""
+        p = setgraph.update_plan(operations, self._ox)
+        with self.writing("update", "a SPARQL Update", marks=p.pending) as w:
+            self._ox.update(" ;\n".join(p.before + [text]), prefixes=vocab.PREFIXES)
+            if p.full:
+                setgraph.sync(self._ox)
+            w.ops += p.after
+            w.record(kind="update", source=source, extra={"updateSha256": hashlib.sha256(text.encode()).hexdigest()})
+
+    def _writing(self, what: str) -> None:
+        if self._entry is None:
+            raise KgcultError(f"{what}: a write outside Store.writing (not journaled)")
 
     def append(self, graph: str, data: bytes | None = None, stream=None) -> None:
         """N-Triples into ``graph`` and, when it is in the set, the default graph: ``data``
         in one transaction, or ``stream()`` (a context manager giving a binary stream, opened
-        once per target) through the bulk loader (the caller keeps the
-        graph pending for the set until it is whole: ``staging``)."""
+        once per target) through the bulk loader; inside :meth:`writing`, whose entry undoes
+        it."""
+        self._writing("append")
         for target in [NamedNode(graph)] + ([setgraph.DEFAULT] if setgraph.visible(graph) else []):
             if data is not None:
                 self._ox.load(input=data, format=ox.RdfFormat.N_TRIPLES, to_graph=target)
@@ -238,65 +221,50 @@ class Store(StoreReads):
         """Oxigraph's bulk loader over an N-Quads file or pipe (``kgcult ingest``'s loads,
         inside :meth:`writing`, whose journal entry undoes what a failed or killed load
         left). It commits batch by batch: a write outside a journaled one is not atomic."""
+        self._writing("bulk_load_nquads")
         self._ox.bulk_load(path=path, format=ox.RdfFormat.N_QUADS)
 
     @contextmanager
     def writing(self, kind: str, what: str, *, creates: Iterable[str] = (), swaps: Iterable[tuple[str, str]] = (),
-                marks: Iterable[str] = (), undo: Iterable[str] = ()) -> Iterator["Writing"]:
+                marks: Iterable[str] = ()) -> Iterator["Writing"]:
         """One journaled write command, all or nothing (:mod:`kgcult.store.recovery`):
         ``creates`` (graphs empty before it, dropped by a rollback), ``swaps`` ((staging
         graph, target): the target replaced by the staging graph at the commit), ``marks``
-        (graphs pending for the default graph's set until the commit), ``undo`` (operations
-        a rollback runs). The block writes; what it adds to ``Writing.ops`` and records
-        with ``Writing.record`` commits with it. An exception rolls it back; a kill leaves it
-        to the next writable open."""
+        (graphs pending for the default graph's set until the commit: an update's). The
+        block writes; what it adds to ``Writing.ops`` and records with ``Writing.record``
+        commits with it. An exception settles it (:func:`recovery.undo`:
+        rolled back, or for an update and a closure build, finished as far as they can be); a
+        kill leaves it to the next writable open. One write at a time."""
         if self.read_only:
             raise KgcultError(f"{self.location}: the store is open read-only; cannot write to it")
-        entry = recovery.begin(self, kind=kind, what=what, creates=creates, swaps=swaps, marks=marks, undo=undo)
+        if self._entry is not None:
+            raise KgcultError(f"{self.location}: a {kind} inside the {self._entry.title}: one write at a time")
+        entry = self._entry = recovery.begin(self, kind=kind, what=what, creates=creates, swaps=swaps, marks=marks,
+)
         w = Writing()
         try:
             yield w
         except BaseException:
             if recovery.status(self, entry) == recovery.IN_PROGRESS:
-                recovery.rollback(self, entry)
+                recovery.undo(self, entry)
                 recovery.remove_bulk_leftovers(self.location)
             raise
+        finally:
+            self._entry = None
         recovery.commit(self, entry, w.ops)
         self._ox.flush()
 
     # -- metadata: provenance and state ---------------------------------------------
-
-    def record_activity(
-        self,
-        *,
-        kind: str,
-        source: str,
-        sha256: str | None = None,
-        graph: str | None = None,
-        triples: int | None = None,
-        extra: dict[str, str] | None = None,
-    ) -> NamedNode:
-        """Write one provenance record (a kgc:Load) to the metadata graph."""
-        node, quads = provenance.activity(kind=kind, source=source, sha256=sha256, graph=graph,
-                                       triples=triples, extra=extra)
-        self._ox.extend(quads)
-        return node
 
     def get_state(self, name: str) -> str | None:
         for q in self._ox.quads_for_pattern(_STATE, vocab.kgc(name), None, _META):
             return vocab.value(q.object)
         return None
 
-    def set_state(self, name: str, value: str | bool | int) -> None:
-        pred = vocab.kgc(name)
-        self.remove_state(name)
-        if isinstance(value, bool):
-            lit = Literal("true" if value else "false", datatype=_XSD_BOOL)
-        elif isinstance(value, int):
-            lit = Literal(str(value), datatype=_XSD_INT)
-        else:
-            lit = Literal(value)
-        self._ox.add(Quad(_STATE, pred, lit, _META))
+    def set_state(self, name: str, value: str | bool | int | None) -> None:
+        """A store-state value kept in the metadata graph (a cache: a content hash, ...;
+        None removes it), in one transaction."""
+        provenance.run(self._ox, provenance.state_ops(name, value))
 
     def partial_graphs(self) -> list[str]:
         """Graphs an interrupted mirror or ingest left partial (:mod:`kgcult.store.health`);
@@ -312,12 +280,6 @@ class Store(StoreReads):
         """True when data changed since the last ``kgcult closure`` (or none was built)."""
         return self.get_state("closureStale") != "false"
 
-    def mark_closure_stale(self) -> None:
-        """Data changed: derived closures and the cached hashes are out of date, and the data
-        has a new version (:mod:`kgcult.store.sidefiles`)."""
-        self.note_write()
-        provenance.run(self._ox, provenance.stale_ops())
-
     def note_write(self) -> None:
         """A write begins: servers reading this store keep answering from the data they
         opened; the writer (only the writer, once) is told so."""
@@ -328,10 +290,6 @@ class Store(StoreReads):
             log.warning("%s: %s (pid %s) reads this store and will not see what is written now; "
                         "restart it to serve the changes", self.location, reader.get("what", "a reader"),
                         reader["pid"])
-
-    def remove_state(self, name: str) -> None:
-        for q in list(self._ox.quads_for_pattern(_STATE, vocab.kgc(name), None, _META)):
-            self._ox.remove(q)
 
     def flush(self) -> None:
         self._ox.flush()

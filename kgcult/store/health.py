@@ -1,11 +1,10 @@
 """What a reader should be told about the store it reads: graphs that an interrupted mirror,
 ingest or load left partial, and a closure that is stale while a query reads it.
 
-A mirror's partial graphs are recorded in the metadata graph (``kgc:mirrorRun
-"partial:<run>"`` per graph, written by :mod:`kgcult.store.staging`), as is
-``kgc:closureStale``; an unfinished load, import or ingest names its graphs in the journal
-beside the store (:mod:`kgcult.store.recovery`); :func:`notices` turns them
-into one-line notices that ``kgcult sparql``, the API and ``kgcult serve`` (the
+An unfinished write (load, import, ingest, mirror) names its graphs in the journal beside
+the store (:mod:`kgcult.store.recovery`); ``kgc:closureStale`` is in the metadata graph, as
+are the ``kgc:mirrorRun "partial:<run>"`` marks an older kgcult left. :func:`notices`
+turns them into one-line notices that ``kgcult sparql``, the API and ``kgcult serve`` (the
 ``X-Kgcult-Notice`` header) pass on, and ``kgcult stats`` lists them.
 """
 from __future__ import annotations
@@ -17,9 +16,8 @@ from pyoxigraph import NamedNode
 
 from kgcult import ontology, vocab
 from kgcult.store import recovery
+from kgcult.store.loading import PARTIAL, RUN as _RUN
 
-PARTIAL = "partial:"
-_RUN = vocab.kgc("mirrorRun")
 _META = NamedNode(vocab.META_GRAPH)
 # what an older kgcult's journal records in a remote store's metadata graph name
 _IMPORT_TARGET = vocab.kgc("importTarget")

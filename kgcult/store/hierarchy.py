@@ -26,7 +26,7 @@ from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
 from kgcult import ids, ontology, vocab
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
-from kgcult.store import closure_state, closure_write, intgraph, setgraph
+from kgcult.store import closure_state, closure_write, intgraph, provenance, setgraph, sidefiles
 from kgcult.store.embedded import Store
 
 log = logging.getLogger(__name__)
@@ -325,8 +325,7 @@ def _retire(store: Store, spec: ClosureSpec) -> None:
 
 def scratch_dir(store: Store) -> Path:
     """Where a closure build keeps its records until it writes them (beside the store)."""
-    loc = Path(store.location).resolve()
-    return loc.parent / f".{loc.name}.closure-build"
+    return sidefiles.side_path(store.location, "closure-build")
 
 
 def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool = False) -> list[ClosureReport]:
@@ -342,19 +341,25 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
     store in one streamed bulk load (``closure_write.load_lines``), committed every
     ``closure_write.COMMIT_LINES`` triples.
 
-    Crash safety: the closure is marked stale before anything changes; every spec is
-    computed into compact records on disk first (the old triples stay whole meanwhile);
-    then every spec's record is dropped and its triples are written; the closure is marked
-    fresh only after the last one. A build killed part-way leaves the store stale (so the
-    next command that needs the closure rebuilds it) and its scratch records, which the next build removes; a spec's
-    input record is dropped before its triples are touched and written after its last
-    one, so the next build keeps only closures written whole (and changes a partly
+    Crash safety: the build is one journaled write (``Store.writing``), which marks the
+    closure stale before anything changes; every spec is computed into compact records on
+    disk first (the old triples stay whole meanwhile); then every spec's record is dropped
+    and its triples are written; the commit marks the closure fresh and records each spec's
+    input. A build killed part-way leaves the store stale (so the next command that needs
+    the closure rebuilds it), and the next writable open removes its scratch records; a
+    spec's input record is dropped before its triples are touched and written by the
+    commit, so the next build keeps only closures written whole (and changes a partly
     written one by its difference)."""
     if store.remote:
         raise KgcultError("closures are built in the embedded store; a remote endpoint must provide its own")
     specs = specs if specs is not None else load_specs()
-    store.set_state("closureStale", True)  # the data graphs do not change: their hash stays
-    store.flush()
+    with store.writing("closure", "ontology/closures.ttl") as w:  # the data graphs do not change
+        reports = _build(store, specs, force, w)
+    order = {spec.name: i for i, spec in enumerate(specs)}
+    return sorted(reports, key=lambda r: order[r.spec])
+
+
+def _build(store: Store, specs: list[ClosureSpec], force: bool, w) -> list[ClosureReport]:
     scratch = scratch_dir(store)
     shutil.rmtree(scratch, ignore_errors=True)  # a killed build's leftovers
     scratch.mkdir(parents=True)
@@ -426,19 +431,15 @@ def build(store: Store, specs: list[ClosureSpec] | None = None, *, force: bool =
         out.path.unlink()
         named = sorted(sorted(terms[x][1:-1].decode() for x in cyc) for cyc in cycles)
         count = out.pairs + sum(len(c) for c in cycles)
-        closure_state.remember(store.ox, spec.graph, fp, count, nonce)
+        w.ops.append(closure_state.record_op(spec.graph, fp, count, nonce))
         reports.append(ClosureReport(spec.name, spec.graph, n_edges, count, named,
                                      seconds_of[spec.name] + per_pair * out.pairs, derived=spec.derived))
         log.info("%s", reports[-1])
     shutil.rmtree(scratch, ignore_errors=True)
-    store.flush()
-    store.set_state("closureStale", False)
-    store.record_activity(kind="closure", source="ontology/closures.ttl",
-                          triples=sum(r.triples_out for r in reports))
-    store.flush()
+    w.ops += provenance.state_ops("closureStale", False)
+    w.record(kind="closure", source="ontology/closures.ttl", triples=sum(r.triples_out for r in reports))
     log.info("closure phases: compute %.1f s, write %.1f s, compact %.1f s", compute_s, write_s, compact_s)
-    order = {spec.name: i for i, spec in enumerate(specs)}
-    return sorted(reports, key=lambda r: order[r.spec])
+    return reports
 
 
 def ensure_closure(store: Store) -> None:

@@ -85,7 +85,7 @@ class _Plan:
 
 
 def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
-         progress=None, kind: str = "load") -> list[LoadReport]:
+         progress=None) -> list[LoadReport]:
     """Load ``paths`` into ``store`` as one command (see the module doc and Store.load)."""
     plans = _plan(paths, graph)
     tally = _Tally(progress, plans)
@@ -116,7 +116,7 @@ def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
             added = _load_file(store, plan, tally)
             digest = plan.sha256 or sha256_file(plan.path)  # read while it was loaded
             reports.append(LoadReport(plan.path, plan.target, added, time.perf_counter() - t0, digest))
-            records += provenance.activity(kind=kind, source=_display_path(plan.path), sha256=digest,
+            records += provenance.activity(kind="load", source=_display_path(plan.path), sha256=digest,
                                         graph=plan.target, triples=added)[1]
         recovery.commit(store, cmd, [provenance.insert_data(records)])
     except _Interrupted as stop:
@@ -363,7 +363,7 @@ class _Tally:
     pass has counted its lines, and the bar says "estimated" meanwhile."""
 
     def __init__(self, progress, plans: list[_Plan]):
-        self.bar = progress if progress is None or hasattr(progress, "update") else _Callback(progress)
+        self.bar = progress
         self.fed = 0  # lines fed to the parser (after the checks: an upper bound of what landed)
         self._lock = threading.Lock()
         self._lines: dict[str, int] = {}       # exact line counts
@@ -432,15 +432,6 @@ class _Tally:
                 self._show(int(self.bar.total or 0))
 
 
-class _Callback:
-    """An old-style ``progress(n)`` callable as a bar."""
-
-    total = None
-
-    def __init__(self, fn):
-        self.update = fn
-
-
 def progress_unit(paths) -> str:
     """What a load's progress counts: triples (N-Triples and N-Quads: one a line), or lines
     when a Turtle or TriG file is among ``paths`` (lines stand in for its triples)."""
@@ -491,3 +482,40 @@ def stem(path: str) -> str:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
     return Path(name).stem
+
+
+# -- a subgraph's new version (the mirror, the dump ingest) ------------------------------
+# The metadata graph records, per target graph, the run that wrote it (``kgc:mirrorRun``,
+# written by the commit of the run's ``Store.writing``). A graph with nothing to keep is
+# written directly (a created graph: a rollback drops it); a graph with content is rebuilt
+# in its staging graph, outside the default graph's set, which the commit makes it equal to.
+
+PARTIAL = "partial:"  # how an older kgcult marked a graph its killed run left partial
+RUN = vocab.kgc("mirrorRun")
+
+
+def run_marker(store, graph: str) -> str | None:
+    """The run that wrote ``graph`` (``partial:<run>`` if an older kgcult's run was killed)."""
+    for q in store.quads_for_pattern(NamedNode(graph), RUN, None, NamedNode(vocab.META_GRAPH)):
+        return q.object.value
+    return None
+
+
+def is_complete(value: str | None) -> bool:
+    """Whether a marker says a run finished writing its graph."""
+    return value is not None and not value.startswith(PARTIAL)
+
+
+def run_ops(graph: str, value: str) -> list[str]:
+    """Update operations recording that run ``value`` wrote ``graph`` (for a commit)."""
+    g, meta = NamedNode(graph), NamedNode(vocab.META_GRAPH)
+    return [f"DELETE WHERE {{ GRAPH {meta} {{ {g} {RUN} ?r }} }}",
+            f"INSERT DATA {{ GRAPH {meta} {{ {g} {RUN} {ox.Literal(value)} }} }}"]
+
+
+def run_target(store, spec) -> str:
+    """The empty graph to write a new version of ``spec`` (a subgraph spec: its ``graph``
+    and ``staging_graph``) into: the graph itself when it holds nothing, else its staging
+    graph (emptied of what an older kgcult's killed run left there)."""
+    store.clear_graph(spec.staging_graph)
+    return spec.staging_graph if store.triple_count(spec.graph) else spec.graph

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 META = NamedNode(vocab.META_GRAPH)
 STATE = NamedNode(vocab.KGC + "store")
-IN_PROGRESS, INTERRUPTED = "in-progress", "interrupted"
+INTERRUPTED = "interrupted"
 
 _XSD_BOOL = NamedNode(vocab.XSD + "boolean")
 _XSD_INT = NamedNode(vocab.XSD + "integer")
@@ -34,7 +34,6 @@ _TYPE = NamedNode(vocab.RDF + "type")
 # facts cached outside the store (kgcult.store.sidefiles).
 _CACHE_STATES = ("closureStale", "contentSha256", "snapshotContentSha256", "dataVersion")
 SAVED_STATES = _CACHE_STATES + ("defaultGraph",)  # put back by a load that failed or was rolled back
-_SAVED_STATES = SAVED_STATES
 # fields of the journal records an older kgcult kept in the metadata graph: never
 # provenance that a snapshot import may copy
 _JOURNAL = ("status", "triplesBefore", "targetWasEmpty", "loadCreates", "loadStage", "savedState", "loadFiles",
@@ -103,13 +102,23 @@ def is_provenance(q: Quad) -> bool:
     return name not in _JOURNAL
 
 
-def stale_ops() -> list[str]:
-    """Operations that mark the closure stale, drop the cached hashes and give the data a
-    new version."""
+def stale_ops(data: bool = True) -> list[str]:
+    """Operations that mark the closure stale and, when ``data`` changes, drop the cached
+    hashes and give the data a new version."""
+    if not data:
+        return state_ops("closureStale", True)
     return delete_fields(STATE, _CACHE_STATES) + [
         insert_data([Quad(STATE, vocab.kgc("closureStale"), _bool(True), META),
                       Quad(STATE, vocab.kgc("dataVersion"), Literal(new_data_version()), META)]),
         setgraph.flag_op()]
+
+
+def state_ops(name: str, value: str | bool | int | None) -> list[str]:
+    """Operations setting the store-state value ``name`` (None: removing it)."""
+    if value is None:
+        return delete_fields(STATE, [name])
+    lit = _bool(value) if isinstance(value, bool) else _int(value) if isinstance(value, int) else Literal(value)
+    return delete_fields(STATE, [name]) + [insert_data([Quad(STATE, vocab.kgc(name), lit, META)])]
 
 
 def run(store: ox.Store, ops: Iterable[str]) -> None:
@@ -123,7 +132,7 @@ def run(store: ox.Store, ops: Iterable[str]) -> None:
 
 def saved_state(store: ox.Store) -> list[Quad]:
     """The state a data change invalidates, to put back if a load fails cleanly."""
-    return [q for name in _SAVED_STATES
+    return [q for name in SAVED_STATES
             for q in store.quads_for_pattern(STATE, vocab.kgc(name), None, META)]
 
 

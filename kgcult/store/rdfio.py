@@ -10,7 +10,7 @@ import io
 import os
 import threading
 from pathlib import Path
-from typing import BinaryIO, Iterable
+from typing import BinaryIO, Iterable, Iterator
 
 import zstandard
 import pyoxigraph
@@ -55,16 +55,10 @@ def split_name(path: str | os.PathLike) -> tuple[RdfFormat, str | None]:
     return fmt, compression
 
 
-def open_binary(path: str | os.PathLike) -> io.BufferedIOBase | zstandard.ZstdDecompressionReader:
+def open_binary(path: str | os.PathLike):
     """Open a file for reading, decompressing by suffix."""
     p = str(path)
-    if p.endswith(".gz"):
-        return gzip.open(p, "rb")
-    if p.endswith(".bz2"):
-        return bz2.open(p, "rb")
-    if p.endswith(".zst"):
-        return io.BufferedReader(ZstdFrames(open(p, "rb")), buffer_size=1 << 20)
-    return open(p, "rb")
+    return _decompress(next((c for c in COMPRESSIONS if p.endswith(c)), None), open(p, "rb"))
 
 
 class ZstdFrames(io.RawIOBase):
@@ -115,11 +109,6 @@ class ZstdFrames(io.RawIOBase):
         super().close()
 
 
-def starts_with_bom(path: str) -> bool:
-    with open(path, "rb") as f:
-        return f.read(3) == BOM
-
-
 class chunk_pipe:
     """Context manager giving a readable OS pipe fed by a thread with the byte blocks of
     ``chunks``, so that a consumer in Rust (Oxigraph's bulk loader, by the pipe's
@@ -165,26 +154,27 @@ class chunk_pipe:
         return False
 
 
-class decompressing_pipe:
-    """Context manager giving a binary stream of the decompressed file, fed by a thread.
+class _Stopped(Exception):
+    """:meth:`decompressing_pipe.stop` ends the stream (with the unparsable line)."""
 
-    The thread reads and decompresses the file and writes into an OS pipe; the reader
-    (Oxigraph's parser) runs in parallel, and nothing is written to disk. A leading UTF-8
-    BOM is dropped. If reading or decompressing fails, the thread ends the stream with a
-    line no parser accepts, so the consumer fails rather than commit a truncated input,
-    and leaving the context raises a KgcultError naming the file and the cause (in place
-    of the parser's error). ``progress(n)`` receives compressed byte counts; ``lines(n,
-    raw)`` the newlines of each decompressed block and the compressed bytes read so far
-    (N-Triples and N-Quads: one triple a line), and ``(0, None)`` once the whole file is
-    read; ``digest`` (a hashlib object) is updated with the file's bytes as they are read,
-    so a consumer that read it all has its hash without a read of its own. :meth:`stop`
-    (from any thread, e.g. on
-    Ctrl-C) ends the stream early with that same unparsable line, so the consumer stops
-    within a block and commits nothing more."""
+
+class decompressing_pipe(chunk_pipe):
+    """Context manager giving a binary stream of the decompressed file, fed by a thread
+    (:class:`chunk_pipe`): the reader (Oxigraph's parser) runs in parallel, and nothing is
+    written to disk. A leading UTF-8 BOM is dropped. A file that cannot be read or
+    decompressed ends the stream with a line no parser accepts, and leaving the context
+    raises a KgcultError naming the file and the cause (in place of the parser's error).
+    ``progress(n)`` receives compressed byte counts; ``lines(n, raw)`` the newlines of each
+    decompressed block and the compressed bytes read so far (N-Triples and N-Quads: one
+    triple a line), and ``(0, None)`` once the whole file is read; ``digest`` (a hashlib
+    object) is updated with the file's bytes as they are read, so a consumer that read it
+    all has its hash without a read of its own. :meth:`stop` (from any thread, e.g. on
+    Ctrl-C) ends the stream early with the unparsable line, so the consumer stops within a
+    block and commits nothing more."""
 
     def __init__(self, path: str, progress=None, *, lines=None, digest=None):
+        super().__init__(self._blocks())
         self.path, self.progress, self.lines, self.digest = path, progress, lines, digest
-        self.error: BaseException | None = None
         self._stop = threading.Event()
         self._raw_read = 0
 
@@ -195,13 +185,6 @@ class decompressing_pipe:
     def stopped(self) -> bool:
         return self._stop.is_set()
 
-    def __enter__(self):
-        r, w = os.pipe()
-        self._reader = open(r, "rb", buffering=1 << 20)
-        self._thread = threading.Thread(target=self._pump, args=(w,), daemon=True)
-        self._thread.start()
-        return self._reader
-
     def _count(self, data: bytes) -> None:
         self._raw_read += len(data)
         if self.digest is not None:
@@ -209,45 +192,32 @@ class decompressing_pipe:
         if self.progress:
             self.progress(len(data))
 
-    def _pump(self, w: int) -> None:
-        with open(w, "wb", buffering=0) as sink:
-            try:
-                raw = open(self.path, "rb")
-                counted = TapReader(raw, self._count, close_raw=True)
-                buffered = io.BufferedReader(counted, 1 << 20)
-                _, compression = split_name(self.path)
-                with _decompress(compression, buffered) as src:
-                    first = True
-                    while block := src.read(1 << 20):
-                        if self._stop.is_set():
-                            sink.write(_POISON)
-                            return
-                        if first and block.startswith(BOM):
-                            block = block[len(BOM):]
-                        first = False
-                        sink.write(block)
-                        if self.lines is not None:
-                            self.lines(block.count(b"\n"), self._raw_read)
-                if self._stop.is_set():  # the parser may not have read it all: stop it still
-                    sink.write(_POISON)
-                    return
+    def _blocks(self) -> Iterator[bytes]:
+        counted = TapReader(open(self.path, "rb"), self._count, close_raw=True)
+        _, compression = split_name(self.path)
+        with _decompress(compression, io.BufferedReader(counted, 1 << 20)) as src:
+            first = True
+            while block := src.read(1 << 20):
+                if self._stop.is_set():
+                    raise _Stopped
+                if first and block.startswith(BOM):
+                    block = block[len(BOM):]
+                first = False
+                yield block
                 if self.lines is not None:
-                    self.lines(0, None)  # the whole file was read
-            except BrokenPipeError:  # the parser stopped reading (syntax error): fine
-                pass
-            except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                self.error = e
-                try:
-                    sink.write(_POISON)
-                except OSError:
-                    pass
+                    self.lines(block.count(b"\n"), self._raw_read)
+        if self._stop.is_set():  # the parser may not have read it all: stop it still
+            raise _Stopped
+        if self.lines is not None:
+            self.lines(0, None)  # the whole file was read
 
     def __exit__(self, exc_type, exc, tb):
-        self._reader.close()
-        self._thread.join()
-        if self.error is not None:
-            raise read_error(self.path, self.error) from None
-        return False
+        try:
+            return super().__exit__(exc_type, exc, tb)
+        except _Stopped:
+            return False
+        except BaseException as e:  # noqa: BLE001 - the file's own error, named
+            raise read_error(self.path, e) from None
 
 
 def reader_source(stream: BinaryIO) -> dict:

@@ -1,12 +1,11 @@
 """The store's one journal, kept beside the store, and the one recovery a writable open runs.
 
-Oxigraph's bulk loader commits on its own (in batches, for a big file), so a command that
-bulk-loads cannot share a transaction with its provenance record. Every such command
-(``kgcult load``, ``kgcult snapshot import``, ``kgcult ingest``) writes one *entry* in the
-journal, ``<store>.journal.json``: a file beside the store, written whole (a temporary
-file renamed over it, fsync'd) with a sha256 of its entries. No SPARQL update, snapshot
-or data file can write it: what steers recovery is never read from the store's data, so
-forged metadata can at most be wrong data, never an instruction.
+Every write command (``Store.writing``: load, snapshot import, ingest, mirror, a SPARQL
+Update, the closure build) writes one *entry* in the journal, ``<store>.journal.json``,
+before it writes the store: a file beside the store, written whole (a temporary file
+renamed over it, fsync'd) with a sha256 of its entries. No SPARQL update, snapshot or data
+file can write it: what steers recovery is never read from the store's data, so forged
+metadata can at most be wrong data, never an instruction.
 
 An entry names what undoes its command and what finishes it:
 
@@ -17,14 +16,17 @@ An entry names what undoes its command and what finishes it:
   put back by a rollback, so the store is exactly as before, facts cached for its data
   version included;
 - ``commit``: the update operations that commit it (provenance records, state), and
-  ``replace``: the snapshot files a committed ``import --replace`` makes its graphs equal to.
+  ``replace``: the snapshot files a committed ``import --replace`` makes its graphs equal to;
+- ``marks``: graphs whose triples the default graph (the set) may lack until the commit.
 
 An entry is ``in-progress`` until the command commits: :func:`commit` first marks it
 ``committing`` (the journal's own write is the commit point), then runs its operations,
 copies its staging graphs in, replaces its graphs, and removes it. :func:`recover` (once
-per writable open) rolls every ``in-progress`` entry back and every ``committing`` one
-forward; both are idempotent, so a kill during recovery is recovered again. Until then
-readers see an entry's graphs as partial (:func:`partial_graphs`).
+per writable open) settles every ``in-progress`` entry (:func:`undo`: a load, import,
+ingest or mirror is rolled back; an update cannot be, and its marked graphs are brought
+into the set; a closure build leaves the closure stale) and rolls every ``committing`` one
+forward; all idempotent, so a kill during recovery is recovered again. Until then readers
+see an entry's graphs as partial (:func:`partial_graphs`).
 
 A journal whose checksum or shape is wrong is refused by every writable open with one
 line saying how to repair it; read-only opens keep working (with a notice).
@@ -35,6 +37,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,13 +61,15 @@ class JournalDamaged(KgcultError):
     """The journal beside the store cannot be trusted (checksum, JSON or shape)."""
 
 
-_NAMES = {"load": "load", "import": "snapshot import", "ingest": "ingest"}
+_NAMES = {"load": "load", "import": "snapshot import", "ingest": "ingest", "mirror": "mirror",
+          "update": "SPARQL Update", "closure": "closure build"}
+UNDOABLE = ("load", "import", "ingest", "mirror")  # an unfinished one is rolled back
 
 
 @dataclass
 class Entry:
     key: str
-    kind: str                                   # load, import, ingest
+    kind: str                                   # a key of _NAMES
     what: str                                   # for messages: the files, the snapshot
     status: str = IN_PROGRESS
     creates: list[str] = field(default_factory=list)
@@ -74,7 +79,6 @@ class Entry:
     replace: list[list] = field(default_factory=list)        # [path, manifest entry]
     marks: list[str] = field(default_factory=list)           # graphs marked pending for the set
     swaps: list[list[str]] = field(default_factory=list)     # [staging graph, target it replaces]
-    undo: list[str] = field(default_factory=list)            # update operations a rollback runs
 
     @property
     def title(self) -> str:
@@ -151,7 +155,7 @@ def _entry(raw) -> Entry:
         raise ValueError("an entry is not an object")
     e = Entry(key=str(raw["key"]), kind=str(raw["kind"]), what=str(raw.get("what", "")),
               status=str(raw["status"]))
-    if e.status not in (IN_PROGRESS, COMMITTING) or e.kind not in ("load", "import", "ingest"):
+    if e.status not in (IN_PROGRESS, COMMITTING) or e.kind not in _NAMES:
         raise ValueError(f"entry {e.key}: unknown status or kind")
     e.creates = [_iri(g, "creates") for g in _strings(raw.get("creates", []), "creates")]
     for g in e.creates:
@@ -165,8 +169,7 @@ def _entry(raw) -> Entry:
             getattr(e, name).append([_iri(stage, "stage"), _iri(target, "target")])
     e.saved = _strings(raw.get("saved", []), "saved")
     e.commit = _strings(raw.get("commit", []), "commit")
-    e.marks = _strings(raw.get("marks", []), "marks")
-    e.undo = _strings(raw.get("undo", []), "undo")
+    e.marks = [_iri(g, "marks") for g in _strings(raw.get("marks", []), "marks")]
     for item in raw.get("replace", []):
         path, entry = item
         if not isinstance(path, str) or not isinstance(entry, dict) or base.is_reserved(_iri(entry["iri"], "iri")):
@@ -210,19 +213,18 @@ def _drop(location, *keys: str) -> None:
 # -- a command's life -------------------------------------------------------------------
 
 def begin(store, *, kind: str, what: str, creates: Iterable[str] = (), stages: Iterable[tuple[str, str]] = (),
-          marks: Iterable[str] = (), key: str | None = None, swaps: Iterable[tuple[str, str]] = (),
-          undo: Iterable[str] = ()) -> Entry:
+          marks: Iterable[str] = (), key: str | None = None, swaps: Iterable[tuple[str, str]] = ()) -> Entry:
     """Journal a command about to write (in the file, first), then mark the store's data
-    changed (closure stale, a new data version) and ``marks`` pending for the set.
-    ``stages`` are added to their targets at the commit, ``swaps`` replace theirs; ``undo``
-    runs with a rollback's last transaction."""
+    changed (closure stale and, but for a closure build, a new data version). ``stages``
+    are added to their targets at the commit, ``swaps`` replace theirs; ``marks`` are
+    brought into the set if it never commits."""
     db: ox.Store = store.ox
     entry = Entry(key or new_key(), kind, what, IN_PROGRESS, sorted(set(creates)),
                   [[s, t] for s, t in stages], [str(q) for q in provenance.saved_state(db)],
-                  marks=sorted(set(marks)), swaps=[[s, t] for s, t in swaps], undo=list(undo))
+                  marks=sorted(set(marks)), swaps=[[s, t] for s, t in swaps])
     _put(store.location, entry)
     store.note_write()
-    provenance.run(db, provenance.stale_ops() + setgraph.mark_pending_ops(entry.marks))
+    provenance.run(db, provenance.stale_ops(data=kind != "closure"))
     return entry
 
 
@@ -255,7 +257,6 @@ def roll_forward(store, entry: Entry, kept: list[set[bytes]] | None = None) -> N
             setgraph.drop(db, stage)
     if entry.replace:
         _finish_replace(store, entry, kept)
-    provenance.run(db, setgraph.unmark_pending_ops(entry.marks))
     # earlier imports of the same graphs that could not be finished are superseded
     superseded = [e.key for e in read(store.location) if e.key != entry.key and e.replace
                   and {x["iri"] for _, x in e.replace} <= set(entry.graphs())]
@@ -280,8 +281,25 @@ def rollback(store, entry: Entry) -> None:
         setgraph.drop(db, graph)
     saved = [_quad(text) for text in entry.saved]
     provenance.run(db, provenance.delete_fields(provenance.STATE, provenance.SAVED_STATES)
-                   + [provenance.insert_data(saved)] + setgraph.unmark_pending_ops(entry.marks) + entry.undo)
+                   + [provenance.insert_data(saved)])
     _drop(store.location, entry.key)
+
+
+def undo(store, entry: Entry) -> str:
+    """Settle an entry that did not commit (idempotent): a load, import, ingest or mirror is
+    rolled back; an update, whose own transaction committed or not, has its marked graphs
+    brought into the set; a closure build leaves the closure stale (the next command that
+    needs it rebuilds it) and its scratch records are removed. Returns what was done."""
+    if entry.kind in UNDOABLE:
+        rollback(store, entry)
+        return f"rolled back the interrupted {entry.title}: the store is as it was before it"
+    if entry.kind == "update":
+        setgraph.repair(store.ox, entry.marks)
+    else:
+        shutil.rmtree(sidefiles.side_path(store.location, "closure-build"), ignore_errors=True)
+    _drop(store.location, entry.key)
+    return f"settled the interrupted {entry.title}" + (
+        " (the closure stays stale until it is built again)" if entry.kind == "closure" else "")
 
 
 def status(store, entry: Entry) -> str | None:
@@ -309,8 +327,9 @@ def _finish_replace(store, entry: Entry, kept: list[set[bytes]] | None) -> None:
 
 def recover(store) -> list[str]:
     """Everything a writable open repairs, once: the set built in an older store, every
-    journal entry rolled back or forward, pending marks of the set brought up to date, the
-    files of a killed bulk load removed. One message per repair (for the log)."""
+    journal entry settled or rolled forward, the set brought up to date where an older
+    kgcult left it pending, the files of a killed bulk load removed. One message per repair
+    (for the log)."""
     db: ox.Store = store.ox
     messages = setgraph.migrate(db)
     for entry in read(store.location):  # JournalDamaged: one line, the store left as it is
@@ -325,9 +344,8 @@ def recover(store) -> list[str]:
             messages.append(f"finished a {entry.title} (into {', '.join(entry.graphs())}), which was "
                             "interrupted while committing")
         else:  # a big load takes a while (Oxigraph's delete rate): say so before, not only after
-            log.info("rolling back the interrupted %s (%s)...", entry.title, ", ".join(entry.graphs()))
-            rollback(store, entry)
-            messages.append(f"rolled back the interrupted {entry.title}: the store is as it was before it")
+            log.info("settling the interrupted %s (%s)...", entry.title, ", ".join(entry.graphs()))
+            messages.append(undo(store, entry))
     messages += _legacy_records(db) + setgraph.repair(db)
     remove_bulk_leftovers(store.location)
     return messages

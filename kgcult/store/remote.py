@@ -369,10 +369,9 @@ class RemoteStore(StoreReads):
     # -- writes: refused ----------------------------------------------------------------
 
     load = _refused("load files")
-    replace_graph = _refused("replace a graph")
     clear_graph = _refused("clear a graph")
-    record_activity = _refused("record provenance")
-    set_state = remove_state = mark_closure_stale = _refused("change the store state")
+    writing = update = _refused("write to it")
+    set_state = _refused("change the store state")
 
     def flush(self) -> None:
         pass

@@ -20,11 +20,10 @@ Every write path keeps the invariant ``default == union of the visible graphs`` 
 - removals take a triple out of the default graph in the same transaction that takes it
   out of its named graph, and only when no other visible graph holds it (:func:`drop`,
   :func:`delete_ops`);
-- a write that is not one transaction (a bulk load) first marks its graph *pending*
-  (``kgc:store kgc:setPending <graph>`` in the metadata graph, in the transaction that
-  journals it) and unmarks it once the default graph holds its triples. A writer killed in
-  between leaves the mark; the next writable open (:func:`repair`) copies each pending
-  graph into the default graph and removes default triples that no visible graph holds.
+- a write that is not one transaction (a bulk load) is journaled first
+  (:mod:`kgcult.store.recovery`): killed part-way, it is rolled back, or, for an update,
+  its graphs are brought into the set (:func:`repair`: each copied into the default graph,
+  and default triples that no visible graph holds removed).
 
 A store written before this existed has no ``kgc:defaultGraph "set"`` state: a writable
 open builds the set once (:func:`migrate`); a read-only open queries the union as before
@@ -49,14 +48,14 @@ log = logging.getLogger(__name__)
 META = NamedNode(vocab.META_GRAPH)
 STATE = NamedNode(vocab.KGC + "store")
 _FLAG = NamedNode(vocab.KGC + "defaultGraph")
-_PENDING = NamedNode(vocab.KGC + "setPending")
+_PENDING = NamedNode(vocab.KGC + "setPending")  # where an older kgcult marked graphs pending
 _MIGRATING = NamedNode(vocab.KGC + "defaultGraphMigrating")
 SET = Literal("set")
 CAPTURE = vocab.STAGING_GRAPH + "update-capture/"  # a graph's triples before an update emptied it
 DEFAULT = DefaultGraph()
 BATCH = 100_000  # quads per removal transaction (Oxigraph holds one in memory: ~1.4 KB a quad)
-# pending mark of a write whose graphs are not known (an update writing GRAPH ?g): the
-# repair then adds every visible graph's missing triples (:func:`add_missing`)
+# the mark of a write whose graphs are not known (an update writing GRAPH ?g): the repair
+# then adds every visible graph's missing triples (:func:`add_missing`)
 ALL_GRAPHS = vocab.KGC + "allGraphs"
 # where a store written before the set keeps the triples it had in its default graph
 LEGACY_DEFAULT = vocab.GRAPH + "default"
@@ -144,39 +143,8 @@ def flag_op() -> str:
     return f"INSERT DATA {{ GRAPH {META} {{ {STATE} {_FLAG} {SET} }} }}"
 
 
-# -- pending marks ----------------------------------------------------------------------
-
-def pending_quads(graphs: Iterable[str]) -> list[Quad]:
-    return [Quad(STATE, _PENDING, NamedNode(g), META) for g in sorted(set(graphs)) if visible(g)]
-
-
-def mark_pending_ops(graphs: Iterable[str]) -> list[str]:
-    """Update operations that mark ``graphs`` pending (for one transaction with a journal)."""
-    quads = pending_quads(graphs)
-    if not quads:
-        return []
-    body = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
-    return [flag_op(), f"INSERT DATA {{ GRAPH {META} {{ {body} }} }}"]
-
-
-def unmark_pending_ops(graphs: Iterable[str]) -> list[str]:
-    return [f"DELETE DATA {{ GRAPH {META} {{ {q.subject} {q.predicate} {q.object} }} }}"
-            for q in pending_quads(graphs)]
-
-
-def mark_pending(store: ox.Store, graphs: Iterable[str]) -> None:
-    ops = mark_pending_ops(graphs)
-    if ops:
-        store.update(" ;\n".join(ops))
-
-
-def unmark_pending(store: ox.Store, graphs: Iterable[str]) -> None:
-    ops = unmark_pending_ops(graphs)
-    if ops:
-        store.update(" ;\n".join(ops))
-
-
 def pending(store: ox.Store) -> list[str]:
+    """Graphs an older kgcult marked pending in the metadata graph (it kept them there)."""
     return sorted(vocab.value(q.object) for q in store.quads_for_pattern(STATE, _PENDING, None, META))
 
 
@@ -188,12 +156,6 @@ def add_graph(store: ox.Store, graph: str) -> None:
     store.bulk_extend(Quad(q.subject, q.predicate, q.object, DEFAULT)
                       for q in store.quads_for_pattern(None, None, None, g))
     store.flush()
-
-
-def load_default(store: ox.Store, **bulk_load_args) -> None:
-    """Bulk-load RDF (the same input just loaded into a visible named graph) into the
-    default graph: Oxigraph's own parser and loader, nothing through Python objects."""
-    store.bulk_load(to_graph=DEFAULT, **bulk_load_args)
 
 
 def _held_elsewhere(graph: NamedNode) -> str:
@@ -294,17 +256,19 @@ def _in_batches(store: ox.Store, op: str) -> int:
 
 def sync(store: ox.Store) -> tuple[int, int]:
     """Make the default graph the set again after named graphs changed in ways not tracked
-    (a SPARQL Update whose graphs are not known, :func:`run_update`): (triples
+    (a SPARQL Update whose graphs are not known, :func:`update_plan`): (triples
     removed, triples added). Two scans of the store."""
     return remove_orphans(store), add_missing(store)
 
 
 # -- repair and migration ----------------------------------------------------------------
 
-def repair(store: ox.Store) -> list[str]:
-    """Finish what a killed writer left pending: copy each pending graph into the default
+def repair(store: ox.Store, graphs: Iterable[str] = ()) -> list[str]:
+    """Bring the set up to date for ``graphs`` (an update killed before its second
+    transaction) and those an older kgcult left marked pending: copy each into the default
     graph, remove default triples no visible graph holds, unmark. Messages for the log."""
-    graphs = pending(store)
+    legacy = pending(store)
+    graphs = sorted(set(graphs) | set(legacy))
     if not graphs:
         return []
     for graph in graphs:
@@ -313,10 +277,11 @@ def repair(store: ox.Store) -> list[str]:
     if ALL_GRAPHS in graphs:
         add_missing(store)
     orphans = remove_orphans(store)
-    for g in list(store.named_graphs()):  # what a killed update captured (run_update)
+    for g in list(store.named_graphs()):  # what a killed update captured (update_plan)
         if isinstance(g, NamedNode) and g.value.startswith(CAPTURE):
             drop(store, g.value)
-    unmark_pending(store, graphs)
+    if legacy:
+        store.update(f"DELETE WHERE {{ GRAPH {META} {{ {STATE} {_PENDING} ?g }} }}")
     return [f"the default graph (the set of all graphs' triples) was brought up to date for "
             f"{len(graphs)} graph(s) an interrupted write left pending ({orphans} stale triple(s) removed)"]
 
@@ -355,9 +320,9 @@ def migrate(store: ox.Store) -> list[str]:
 # out by indexed look-ups, O(N) for N triples; a graph that CLEAR, DROP, COPY or MOVE empties
 # is captured in a staging graph in the update's own transaction and its triples leave the
 # default graph unless a visible graph holds them, O(|g|); anything else (CLEAR NAMED, ...)
-# gets the whole-store :func:`sync`. The graphs an update can change are marked pending in
-# its own transaction; the default graph's share and the unmarking are a second one, so a
-# server killed in between leaves marks that the next writable open repairs.
+# gets the whole-store :func:`sync`. The graphs an update can change are journaled before it
+# (``Store.update``); the default graph's share is a second transaction, with its commit, so
+# a server killed in between leaves an entry whose graphs the next writable open repairs.
 
 _VISIBLE = visible_filter("?h_")
 # literals whose lexical form rdflib's parser may not keep (`+2` -> "2", `1e0` -> "1.0")
@@ -368,7 +333,7 @@ _REWRITTEN = {XSD.integer, XSD.decimal, XSD.double, XSD.float}
 class Plan:
     """What an update does to the default graph: ``before`` runs prepended to the update
     (one transaction); ``after`` is one transaction once it ran; ``full`` asks for the
-    whole-store sync instead."""
+    whole-store sync instead; ``pending``: the graphs it can change."""
     before: list[str] = field(default_factory=list)
     after: list[str] = field(default_factory=list)
     full: bool = False
@@ -481,10 +446,7 @@ def _finish(p: Plan, own: str) -> Plan:
     """``own``: the FILTER keeping the closure's own triples (default graph only)."""
     if p.full:
         p.pending.add(ALL_GRAPHS)
-    p.before = mark_pending_ops(p.pending) + p.before
-    if p.full:
-        p.after = []  # the caller syncs the whole store, then unmarks
-        return p
+        return p  # the caller syncs the whole store
     after = []
     for graph, rows in sorted(p._inserts.items(), key=lambda kv: str(kv[0])):
         where = f"GRAPH <{graph}> {{ ?s ?p ?o }}" if graph is not None else f"GRAPH ?h_ {{ ?s ?p ?o }} {_VISIBLE}"
@@ -499,17 +461,6 @@ def _finish(p: Plan, own: str) -> Plan:
         after.append(f"DELETE {{ ?s ?p ?o }} WHERE {{ GRAPH {cap} {{ ?s ?p ?o }} {own} "
                      f"FILTER NOT EXISTS {{ GRAPH ?h_ {{ ?s ?p ?o }} {_VISIBLE} }} }}")
         after.append(f"DROP SILENT GRAPH {cap}")
-    p.after = after + unmark_pending_ops(p.pending)
+    p.after = after
     return p
 
-
-def run_update(store: ox.Store, text: str, operations: list, prefixes: dict[str, str]) -> None:
-    """Run update ``text`` (``operations``: its parse) on ``store`` and bring the default
-    graph up to date with it, keeping the crash story (see the module docstring)."""
-    p = update_plan(operations, store)
-    store.update(" ;\n".join(p.before + [text]) if p.before else text, prefixes=prefixes)
-    if p.full:
-        sync(store)
-        unmark_pending(store, p.pending)
-    elif p.after:
-        store.update(" ;\n".join(p.after))

@@ -3,6 +3,7 @@ in two of them. A store at ``DIR/NAME`` has, beside it:
 
 - ``NAME.journal.json``: the journal that steers recovery (:mod:`kgcult.store.recovery`);
 - ``.NAME.closure-state/``: what the last closure build wrote (:mod:`kgcult.store.closure_state`);
+- ``.NAME.closure-build/``: a closure build's scratch records, while it runs;
 - ``NAME.facts.json``: facts derived from the data, kept per data version (below);
 - ``NAME.readers/``: servers reading the store (below);
 - ``NAME.link-index/``: the linker's index (:mod:`kgcult.link.index`).
@@ -46,11 +47,11 @@ _SUFFIX = {"journal": ".journal.json", "facts": ".facts.json", "readers": ".read
 
 
 def side_path(location, what: str) -> Path:
-    """Where the side file ``what`` (journal, facts, readers, closure-state, link-index) of
-    the store at ``location`` lives."""
-    if what == "closure-state":
+    """Where the side file ``what`` (journal, facts, readers, closure-state, closure-build,
+    link-index) of the store at ``location`` lives."""
+    if what in ("closure-state", "closure-build"):
         real = Path(location).resolve()
-        return real.parent / f".{real.name}.closure-state"
+        return real.parent / f".{real.name}.{what}"
     loc = Path(os.path.abspath(location))
     return loc.with_name(loc.name + _SUFFIX[what])
 

@@ -347,22 +347,10 @@ def _is_kgcult_metadata(q: Quad) -> bool:
 
 
 def verify(directory: str | os.PathLike) -> dict:
-    """Check a snapshot completely without loading it: the manifest, every file's hash,
-    and every line parsed (each quad in its graph). Returns the manifest."""
-    root = Path(directory)
-    manifest = read_manifest(root)
-    data = {}
-    for g in manifest["graphs"]:
-        path = member_file(root, g["file"], f"{root / MANIFEST}")
-        if sha256_file(path) != g["sha256"]:
-            raise SnapshotError(f"{path}: sha256 does not match {MANIFEST}: the file was altered or truncated")
-        for _ in _graph_quads(root, g):
-            pass
-        if not g.get("metadata"):
-            data[g["iri"]] = g["content_sha256"]
-    if content_hash(data) != manifest.get("content_sha256"):
-        raise SnapshotError(f"{root / MANIFEST}: content_sha256 does not match the graphs it lists")
-    return manifest
+    """Check a snapshot completely without loading it: what an import checks before it
+    writes, and every data line parsed by Oxigraph's parser, as an import's bulk load would
+    parse it. Returns the manifest."""
+    return _check_before_writing(Path(directory), parse=True)[0]
 
 
 # -- a data graph file read at the speed of ``kgcult load``: decompressed, hashed and checked
@@ -546,11 +534,11 @@ def _remove(store: ox.Store, graph: NamedNode, triples: list[Triple]) -> int:
     return n
 
 
-def _check_before_writing(root: Path) -> tuple[dict, list[Quad]]:
+def _check_before_writing(root: Path, parse: bool = False) -> tuple[dict, list[Quad]]:
     """Everything an import checks before it writes anything: the manifest, every file's
-    hash, every data line's graph (:class:`GraphFile`), every content hash and count,
-    and the metadata graph parsed whole. Returns the manifest and the metadata graph's
-    provenance (what an import copies of it)."""
+    hash, every data line's graph (:class:`GraphFile`; with ``parse``, each line parsed
+    too), every content hash and count, and the metadata graph parsed whole. Returns the
+    manifest and the metadata graph's provenance (what an import copies of it)."""
     manifest = read_manifest(root)
     provenance: list[Quad] = []
     data = {}
@@ -561,7 +549,10 @@ def _check_before_writing(root: Path) -> tuple[dict, list[Quad]]:
         if g.get("metadata"):
             provenance = [q for q in _graph_quads(root, g) if prov.is_provenance(q)]
             continue
-        GraphFile(path, g).scan()
+        if parse:
+            parse_digests(GraphFile(path, g), False)
+        else:
+            GraphFile(path, g).scan()
         data[g["iri"]] = g["content_sha256"]
     if content_hash(data) != manifest.get("content_sha256"):
         raise SnapshotError(f"{root / MANIFEST}: content_sha256 does not match the graphs it lists")
@@ -608,16 +599,11 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
 
 
 def _load_directly(store: Store, root: Path, data: list[dict], done: list[str]) -> None:
-    targets = [g["iri"] for g in data]
-    entry = recovery.begin(store, kind="import", what=str(root), creates=targets, marks=targets)
-    try:
+    with store.writing("import", str(root), creates=[g["iri"] for g in data]) as w:
         for g in data:
             log.info("import: %s (%d triples)", g["iri"], g["triples"])
             load_graph(store.ox, _graph_file(root, g))
-    except BaseException:
-        recovery.rollback(store, entry)
-        raise
-    recovery.commit(store, entry, done)
+        w.ops += done
 
 
 def _replace(store: Store, root: Path, data: list[dict], commit: list[str]) -> None:
@@ -626,8 +612,7 @@ def _replace(store: Store, root: Path, data: list[dict], commit: list[str]) -> N
     files = [_graph_file(root, g) for g in data]
     counts = store.graph_counts()
     kept = [parse_digests(f, counts.get(f.entry["iri"], 0) > 0) for f in files]
-    targets = [f.entry["iri"] for f in files]
-    entry = recovery.begin(store, kind="import", what=str(root), marks=targets)
+    entry = recovery.begin(store, kind="import", what=str(root))
     recovery.commit(store, entry, commit, [(str(f.path), f.entry) for f in files], kept)
 
 

@@ -233,12 +233,11 @@ class Writer:
     them, so the load overlaps the emission, and two loads share the sorting that one
     would do on one thread; each takes up to LOADER_QUADS quads, then commits and another
     takes its place. Elsewhere the quads are spooled to a scratch file and loaded at
-    :meth:`flush`. The graphs written are staging graphs or graphs
-    marked partial (:mod:`kgcult.store.staging`), so a bulk load that does not commit as
-    one transaction changes nothing readers see. Lines for a graph marked partial go to the
-    default graph too (kgcult's set of all graphs' triples: the same line without a graph
-    is an N-Quads line of the default graph); the graph is pending until the run ends, so a
-    writer killed in between is repaired on the next open (:mod:`kgcult.store.recovery`)."""
+    :meth:`flush`. The graphs written are staging graphs or graphs the run creates, inside
+    the run's journaled write (``Store.writing``), so a bulk load that does not commit as
+    one transaction is rolled back. Lines for a created graph go to the default graph too
+    (kgcult's set of all graphs' triples: the same line without a graph is an N-Quads line
+    of the default graph)."""
 
     def __init__(self, store, tmpdir: str | None = None, loaders: int = 1):
         self.store, self.tmpdir, self.loaders = store, tmpdir, max(1, loaders)

@@ -17,7 +17,7 @@ of the lines the subgraphs could keep. The crawl (:func:`kgcult.acquire.crawl.cr
 same as the endpoint path) runs over the edge index (:mod:`kgcult.acquire.dump.selection`),
 then the members' lines are read back from the intermediate and bulk-loaded, while they
 are read, into staging graphs (:class:`~kgcult.acquire.dump.emit.Writer`), which replace the
-target graphs atomically at the end (:mod:`kgcult.store.staging`), with
+target graphs at the end, all in one journaled write (``Store.writing``), with
 provenance (dump path, sha256, counts). ``engine="spark"`` runs the same selection with
 pyspark (:mod:`kgcult.acquire.dump.spark`).
 """
@@ -31,7 +31,7 @@ import time
 from pyoxigraph import NamedNode
 
 from kgcult.acquire import subgraphs
-from kgcult.store import staging
+from kgcult.store import loading
 from kgcult.acquire.dump import json_entity
 from kgcult.acquire.dump import scan
 from kgcult.acquire.dump import sitelinks as sitelink_file
@@ -110,8 +110,8 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     todo = []
     for s in chosen:
         existing = store.triple_count(s.graph)
-        marker = staging.marker(store, s.graph)
-        if staging.is_complete(marker) and not refresh:
+        marker = loading.run_marker(store, s.graph)
+        if loading.is_complete(marker) and not refresh:
             reports[s.name].skipped = "already in the store (use --refresh to replace it)"
             reports[s.name].triples = existing
             log.info("%s: %s", s.name, reports[s.name].skipped)
@@ -140,9 +140,8 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
                                        "load it with `kgcult load ... --graph`)")
         return list(reports.values())
     run_id = os.urandom(8).hex()
-    markers = {s.graph: staging.marker(store, s.graph) for s in todo}  # put back by a rollback
     try:
-        write_to = {s.name: staging.begin(store, s, run_id) for s in todo}
+        write_to = {s.name: loading.run_target(store, s) for s in todo}
     except BaseException:
         source.remove()
         raise
@@ -150,8 +149,7 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     swaps = [(write_to[s.name], s.graph) for s in todo if write_to[s.name] != s.graph]
     # one journal entry for every subgraph: a failure or a kill leaves the store as before
     # (graphs written directly dropped, staging graphs dropped), a commit swaps them all in
-    with store.writing("ingest", dump, creates=direct, swaps=swaps, marks=direct,
-                       undo=[op for g in direct for op in staging.marker_ops(g, markers[g])]) as w:
+    with store.writing("ingest", dump, creates=direct, swaps=swaps) as w:
         writer = Writer(store, _scratch_dir(store), loaders=2 if (jobs or cpu_count()) > 1 else 1)
         try:
             graphs = {s.name: NamedNode(write_to[s.name]) for s in todo}
@@ -172,7 +170,7 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
             if sitelinks is not None and s.is_labels and s.sitelinks:
                 extra["sitelinksSource"] = os.path.abspath(sitelinks)
                 extra["sitelinksSha256"] = carried.get("sitelinksSha256", "")
-            w.ops += staging.marker_ops(s.graph, run_id)
+            w.ops += loading.run_ops(s.graph, run_id)
             w.record(kind="ingest", source=dump if "://" in dump else os.path.abspath(dump),
                      sha256=digest, graph=s.graph, triples=rep.triples, extra=extra)
     for s in todo:

@@ -92,7 +92,7 @@ def load_batches(store, graph: str, files: list[Path]) -> None:
     if not files:
         return
     # a graph in the default graph's set (not a staging graph) gets the triples there too,
-    # after its own copy (the graph is pending until the run ends: kgcult.store.staging)
+    # after its own copy (inside the run's journaled write, which a kill rolls back)
     if sum(f.stat().st_size for f in files) <= _SMALL:
         store.append(graph, data=b"".join(f.read_bytes() for f in files))
     else:

@@ -18,8 +18,9 @@ Lossless and resumable: every response is parsed completely before anything is k
 (:mod:`kgcult.acquire.endpoint.client`); each finished batch is staged as a file and memoized in the
 checkpoint (:mod:`kgcult.acquire.endpoint.checkpoint`), so a re-run after a crash or ``kill -9``
 skips finished work and ends with the same triples; a complete subgraph reaches the store
-as described in :mod:`kgcult.store.staging`. Provenance is recorded and the closure is
-marked stale. A query that exhausts its retries (or the run's retry budget) fails the
+in one journaled write (``Store.writing``: a kill rolls it back, the re-run writes it again)
+with its provenance record (:func:`kgcult.store.loading.run_target`); the closure is marked
+stale. A query that exhausts its retries (or the run's retry budget) fails the
 run, naming the batch.
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pyoxigraph import Literal, NamedNode
 
 from kgcult import ids, vocab
 from kgcult.acquire import subgraphs
-from kgcult.store import staging
+from kgcult.store import loading
 from kgcult.acquire.endpoint.checkpoint import Checkpoint, default_path, load_batches, staging_dir, staging_root, write_batch
 from kgcult.acquire.crawl import crawl
 from kgcult.acquire.endpoint.client import EndpointClient, MirrorConfig, MirrorError
@@ -313,7 +314,7 @@ def plan(store, chosen: list[SubgraphSpec], backend: EndpointBackend, config: Mi
     backend.spec = None  # plan counts belong to no subgraph's checkpoint (yet)
     out = []
     for spec in chosen:
-        if staging.is_complete(staging.marker(store, spec.graph)) and not config.refresh:
+        if loading.is_complete(loading.run_marker(store, spec.graph)) and not config.refresh:
             continue
         est = backend.planner.estimate(spec, backend.count)
         log.debug("plan: %s: %s", spec.name, "seeded from " + ", ".join(spec.seed_from) + " (counted when they are done)"
@@ -335,8 +336,8 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
     if run is None:
         existing = store.triple_count(spec.graph)
         refresh = config.refresh or force
-        marker = staging.marker(store, spec.graph)
-        if staging.is_complete(marker) and not refresh:
+        marker = loading.run_marker(store, spec.graph)
+        if loading.is_complete(marker) and not refresh:
             rep.skipped = "already mirrored (use --refresh to re-pull and replace it)"
             rep.triples = existing
             log.info("%s: %s", spec.name, rep.skipped)
@@ -359,21 +360,22 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
     backend.begin(spec, sdir)
     members, rep.warnings = crawl(spec, backend)  # all memoized when resuming a finished crawl
     rep.members = len(members)
-    if staging.marker(store, spec.graph) != run["run_id"]:
-        written = staging.begin(store, spec, run["run_id"])
-        load_batches(store, written, backend.batch_files())
-        staging.finish(store, spec, run["run_id"], written)
-    rep.triples = store.triple_count(spec.graph)
     rep.queries, rep.resumed_queries, rep.dropped = backend.queries, backend.resumed, backend.dropped
     if rep.dropped:
         rep.warnings.append(f"{spec.name}: dropped {rep.dropped} triple(s) the endpoint sent about subjects, "
                             "properties or languages its queries did not ask for")
         log.warning("%s", rep.warnings[-1])
     rep.retries = client.retries - retries_before
-    keys = sorted(set(backend.keys))
-    if not _recorded(store, run["run_id"]):  # killed after recording, before cp.finish?
-        _record(store, spec, config, run, rep, keys, backend, fp)
-    store.mark_closure_stale()
+    if loading.run_marker(store, spec.graph) != run["run_id"]:  # else: killed after the commit
+        target = loading.run_target(store, spec)
+        direct = target == spec.graph
+        with store.writing("mirror", spec.name, creates=[target] if direct else [],
+                           swaps=[] if direct else [(target, spec.graph)]) as w:
+            load_batches(store, target, backend.batch_files())
+            rep.triples = store.triple_count(target)  # what the graph holds once committed
+            w.ops += loading.run_ops(spec.graph, run["run_id"])
+            _record(w, spec, config, run, rep, sorted(set(backend.keys)), backend, fp)
+    rep.triples = store.triple_count(spec.graph)
     cp.finish(spec.name)
     shutil.rmtree(sdir.parent, ignore_errors=True)
     rep.seconds = time.perf_counter() - t0
@@ -382,14 +384,8 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
     return rep
 
 
-def _recorded(store, run_id: str) -> bool:
-    for _ in store.quads_for_pattern(None, vocab.kgc("runId"), Literal(run_id), _META):
-        return True
-    return False
-
-
-def _record(store, spec, config, run, rep, keys, backend, fp) -> None:
-    store.record_activity(
+def _record(w, spec, config, run, rep, keys, backend, fp) -> None:
+    w.record(
         kind="mirror", source=config.endpoint, sha256=sha("\n".join(keys)), graph=spec.graph,
         triples=rep.triples,
         extra={
