@@ -40,17 +40,17 @@ CHILD = textwrap.dedent("""
             if len(calls) == 1:
                 die()
         snapshot.bulk_load = bulk_load
-    else:  # die in the middle of the replace: some of mini's old triples gone, none of the new in
-        snapshot.REMOVE_BATCH = 2  # small batches, so that a kill lands between two
-        real_remove = snapshot._remove
-        calls = []
-        def remove(store, graph, triples):
-            n = real_remove(store, graph, triples)
-            calls.append(graph.value)
-            if calls.count(graph.value) == 2 and graph.value.endswith("/mini"):
+    else:  # die in the middle of the commit's replace: some of mini's old triples gone, none of the new in
+        from kgcult.store import setgraph
+        setgraph.BATCH = 2  # small batches, so that a kill lands between two
+        real_while = setgraph._while
+        def _while(store, ask, op, graph="", what=""):
+            if what.startswith("old"):
+                for _ in range(2):
+                    store.update(op)
                 die()
-            return n
-        snapshot._remove = remove
+            return real_while(store, ask, op, graph, what)
+        setgraph._while = _while
     s = Store(store_dir)
     snapshot.import_(s, snap, replace=point == "swap")
 """)

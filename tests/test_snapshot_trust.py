@@ -172,19 +172,22 @@ CHILD = textwrap.dedent("""
     from kgcult.store import Store, snapshot
     store_dir, snap, point = sys.argv[1:4]
     die = lambda: os.kill(os.getpid(), signal.SIGKILL)
-    if point == "staging":  # die before the commit, while the second file is parsed
-        real_parse = snapshot.parse_digests
+    if point == "staging":  # die before the commit, while the second file is loaded
+        real_load = snapshot.bulk_load
         calls = []
-        def parse_digests(*args):
+        def bulk_load(*args):
             calls.append(1)
             if len(calls) == 2:
                 die()
-            return real_parse(*args)
-        snapshot.parse_digests = parse_digests
-    else:  # die in the middle of the replace: the first target's old triples gone, its new not in
-        def load_graph(store, graph_file):
+            return real_load(*args)
+        snapshot.bulk_load = bulk_load
+    else:  # die in the commit: the first target replaced, its staging graph not yet dropped
+        from kgcult.store import setgraph
+        real = setgraph.replace_graph
+        def replace_graph(db, graph, source):
+            real(db, graph, source)
             die()
-        snapshot.load_graph = load_graph
+        setgraph.replace_graph = replace_graph
     s = Store(store_dir)
     snapshot.import_(s, snap, replace=True)
 """)

@@ -70,6 +70,13 @@ class StoreReads:
         def query(self, sparql: str, *, graph: str | None = None, bindings: dict | None = None,
                   rows: tuple | None = None) -> Any: ...
         def graph_counts(self) -> dict[str, int]: ...
+        def close(self) -> None: ...
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def select(self, sparql: str, **kw) -> list[dict]:
         """SELECT as a list of {variable: term} dicts (unbound variables left out)."""

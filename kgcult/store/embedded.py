@@ -307,11 +307,6 @@ class Store(StoreReads):
                 pass
         del self._ox
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 

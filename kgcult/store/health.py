@@ -19,36 +19,24 @@ from kgcult.store import recovery
 from kgcult.store.loading import PARTIAL, RUN as _RUN
 
 _META = NamedNode(vocab.META_GRAPH)
-# what an older kgcult's journal records in a remote store's metadata graph name
-_IMPORT_TARGET = vocab.kgc("importTarget")
-_IMPORT_RECORD = vocab.GRAPH + "meta/swap/"
-REMOTE_QUERY = f"""SELECT DISTINCT ?g WHERE {{ GRAPH <{vocab.META_GRAPH}> {{
-  ?n <{vocab.KGC}status> ?st FILTER(?st IN ("in-progress", "committing"))
-  {{ ?n <{vocab.KGC}loadCreates> ?g }} UNION {{ ?n <{vocab.KGC}targetGraph> ?g }} UNION
-  {{ ?n <{vocab.KGC}loadStage> ?pair BIND(IRI(STRAFTER(STR(?pair), " ")) AS ?g) }} }} }}"""
 
 
 def partial_graphs(store) -> list[str]:
-    """Graphs whose last mirror, ingest or snapshot import did not finish writing them, and
-    graphs that a load is writing or left unfinished (an interrupted load or import is rolled
-    back or finished by the next writable open)."""
+    """Graphs an unfinished write (load, import, ingest, mirror) is writing or left, until
+    the next writable open rolls it back or finishes it, and those an older kgcult's killed
+    mirror or ingest marked partial."""
     if getattr(store, "remote", False):
         # rows with an unbound value are skipped: Virtuoso answers a GRAPH pattern that matches
         # nothing with one row that binds nothing
         rows = store.query("SELECT ?g ?r WHERE { GRAPH ?m { ?g ?run ?r } }",
                            bindings={"m": _META, "run": _RUN})
-        pairs = [(r["g"].value, r["r"].value) for r in rows if r["g"] is not None and r["r"] is not None]
-        loading = [r["g"].value for r in store.query(REMOTE_QUERY) if r["g"] is not None]
-        rows = store.query("SELECT ?i ?g WHERE { GRAPH ?m { ?i ?t ?g } }", bindings={"m": _META, "t": _IMPORT_TARGET})
-        imports = [(r["i"].value, r["g"].value) for r in rows if r["i"] is not None and r["g"] is not None]
+        marks = [(r["g"].value, r["r"].value) for r in rows if r["g"] is not None and r["r"] is not None]
+        writing: list[str] = []  # the journal is beside the store, not behind the endpoint
     else:
-        pairs = [(vocab.value(q.subject), vocab.value(q.object))
+        marks = [(vocab.value(q.subject), vocab.value(q.object))
                  for q in store.ox.quads_for_pattern(None, _RUN, None, _META)]
-        loading = recovery.partial_graphs(store.location)
-        imports = []
-    partial = {g for g, run in pairs if run.startswith(PARTIAL)} | set(loading)
-    partial |= {g for record, g in imports if record.startswith(_IMPORT_RECORD)}
-    return sorted(partial)
+        writing = recovery.partial_graphs(store.location)
+    return sorted({g for g, run in marks if run.startswith(PARTIAL)} | set(writing))
 
 
 @lru_cache(maxsize=1)

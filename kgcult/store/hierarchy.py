@@ -464,15 +464,6 @@ def closure_sizes(store, specs: list[ClosureSpec] | None = None) -> dict[str, in
     return out
 
 
-def ancestors(store: Store, iri: str, derived: str = vocab.KGC + "typedAs") -> list[str]:
-    """Read an entity's ancestors from the closure (no property paths)."""
-    rows = store.query(
-        "SELECT DISTINCT ?y WHERE { ?x ?d ?y } ORDER BY ?y",
-        bindings={"x": NamedNode(iri), "d": NamedNode(derived)},
-    )
-    return [r["y"].value for r in rows]
-
-
 # -- the closure as a file, for an engine that holds the data but not the closure
 # (``kgcult closure --export closure.nt.gz``; docs/serve.md, "The closure on a remote engine"):
 # every spec's derived-property triples and cycle marks as N-Triples (gzip for ``.gz``), streamed
@@ -514,5 +505,5 @@ def export(store, path: str | os.PathLike, specs: list[ClosureSpec] | None = Non
     return n
 
 
-__all__ = ["ClosureSpec", "ClosureReport", "load_specs", "build", "compute", "ensure_closure",
-           "ancestors", "edges", "closure_sizes", "export"]
+__all__ = ["ClosureSpec", "ClosureReport", "load_specs", "build", "compute", "ensure_closure", "edges",
+           "closure_sizes", "export"]

@@ -24,18 +24,12 @@ class NodeIds:
         self._ids: dict = {}
         self.keys: list = []
 
-    def __len__(self) -> int:
-        return len(self.keys)
-
     def id(self, key) -> int:
         i = self._ids.get(key)
         if i is None:
             i = self._ids[key] = len(self.keys)
             self.keys.append(key)
         return i
-
-    def get(self, key) -> int | None:
-        return self._ids.get(key)
 
 
 @dataclass

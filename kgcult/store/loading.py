@@ -130,7 +130,7 @@ def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
             recovery.rollback(store, cmd)
         except KeyboardInterrupt:
             raise _after_interrupt(store, cmd, tally, False, roll_back=False) from None
-        _remove_bulk_leftovers(store.location)  # a failed (e.g. disk-full) load's files
+        recovery.remove_bulk_leftovers(store.location)  # a failed (e.g. disk-full) load's files
         raise
     db.flush()
     tally.finish()
@@ -154,11 +154,11 @@ def _after_interrupt(store, cmd: recovery.Entry, tally: "_Tally", running: bool,
                 rolled_back=False, worker_running=False)
     if not running and roll_back and tally.fed <= SMALL:
         recovery.rollback(store, cmd)
-        _remove_bulk_leftovers(store.location)
+        recovery.remove_bulk_leftovers(store.location)
         return LoadInterrupted(f"interrupted: {what} was rolled back; the store is as it was before",
                                rolled_back=True, worker_running=False)
     if not running:
-        _remove_bulk_leftovers(store.location)
+        recovery.remove_bulk_leftovers(store.location)
     return LoadInterrupted(
         f"interrupted: {what} is rolled back at the next writable open of {store.location} "
         f"(e.g. the next `kgcult load` or `kgcult closure`); until then readers see it as partial",
@@ -446,9 +446,6 @@ def progress_unit(paths) -> str:
 
 
 # -- helpers -------------------------------------------------------------------------
-
-_remove_bulk_leftovers = recovery.remove_bulk_leftovers
-
 
 def _display_path(path: str) -> str:
     """A path relative to the working directory when under it, else absolute."""

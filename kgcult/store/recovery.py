@@ -15,13 +15,14 @@ An entry names what undoes its command and what finishes it:
 - ``saved``: the store's state before (closure freshness, content hashes, data version),
   put back by a rollback, so the store is exactly as before, facts cached for its data
   version included;
-- ``commit``: the update operations that commit it (provenance records, state), and
-  ``replace``: the snapshot files a committed ``import --replace`` makes its graphs equal to;
+- ``swaps``: ``(staging graph, target)`` pairs: the commit makes the target equal to the
+  staging graph (a refreshed mirror or ingest subgraph, a graph ``import --replace`` replaces);
+- ``commit``: the update operations that commit it (provenance records, state);
 - ``marks``: graphs whose triples the default graph (the set) may lack until the commit.
 
 An entry is ``in-progress`` until the command commits: :func:`commit` first marks it
 ``committing`` (the journal's own write is the commit point), then runs its operations,
-copies its staging graphs in, replaces its graphs, and removes it. :func:`recover` (once
+copies its staging graphs in, makes its swapped graphs equal to theirs, and removes it. :func:`recover` (once
 per writable open) settles every ``in-progress`` entry (:func:`undo`: a load, import,
 ingest or mirror is rolled back; an update cannot be, and its marked graphs are brought
 into the set; a closure build leaves the closure stale) and rolls every ``committing`` one
@@ -76,7 +77,6 @@ class Entry:
     stages: list[list[str]] = field(default_factory=list)    # [staging graph, target]
     saved: list[str] = field(default_factory=list)           # N-Quads of the saved state
     commit: list[str] = field(default_factory=list)          # update operations
-    replace: list[list] = field(default_factory=list)        # [path, manifest entry]
     marks: list[str] = field(default_factory=list)           # graphs marked pending for the set
     swaps: list[list[str]] = field(default_factory=list)     # [staging graph, target it replaces]
 
@@ -86,8 +86,7 @@ class Entry:
 
     def graphs(self) -> list[str]:
         """The graphs readers take as partial while the entry is there."""
-        return sorted({*self.creates, *(t for _, t in self.stages + self.swaps),
-                       *(e["iri"] for _, e in self.replace)})
+        return sorted({*self.creates, *(t for _, t in self.stages + self.swaps)})
 
 
 def path_of(location: str | os.PathLike) -> Path:
@@ -170,11 +169,8 @@ def _entry(raw) -> Entry:
     e.saved = _strings(raw.get("saved", []), "saved")
     e.commit = _strings(raw.get("commit", []), "commit")
     e.marks = [_iri(g, "marks") for g in _strings(raw.get("marks", []), "marks")]
-    for item in raw.get("replace", []):
-        path, entry = item
-        if not isinstance(path, str) or not isinstance(entry, dict) or base.is_reserved(_iri(entry["iri"], "iri")):
-            raise ValueError(f"entry {e.key}: a replaced file that is not one")
-        e.replace.append([path, entry])
+    if raw.get("replace"):
+        raise ValueError(f"entry {e.key}: an import --replace by an older kgcult, which this one cannot finish")
     return e
 
 
@@ -206,8 +202,8 @@ def _put(location, entry: Entry) -> None:
     _write(location, entries + [entry])
 
 
-def _drop(location, *keys: str) -> None:
-    _write(location, [e for e in read(location) if e.key not in keys])
+def _drop(location, key: str) -> None:
+    _write(location, [e for e in read(location) if e.key != key])
 
 
 # -- a command's life -------------------------------------------------------------------
@@ -228,18 +224,15 @@ def begin(store, *, kind: str, what: str, creates: Iterable[str] = (), stages: I
     return entry
 
 
-def commit(store, entry: Entry, ops: Iterable[str] = (), replace: Iterable[tuple[str, dict]] = (),
-           kept: list[set[bytes]] | None = None) -> None:
+def commit(store, entry: Entry, ops: Iterable[str] = ()) -> None:
     """Commit: the journal says so first (with ``ops``, what commits it), then the store
-    gets ``ops``, the staging graphs are copied in, the graphs replaced (:func:`roll_forward`;
-    ``kept``: the replaced files' triple digests when the caller has them)."""
+    gets ``ops``, the staging graphs are copied in or swapped (:func:`roll_forward`)."""
     entry.status, entry.commit = COMMITTING, [op for op in ops if op]
-    entry.replace = [[p, e] for p, e in replace]
     _put(store.location, entry)
-    roll_forward(store, entry, kept)
+    roll_forward(store, entry)
 
 
-def roll_forward(store, entry: Entry, kept: list[set[bytes]] | None = None) -> None:
+def roll_forward(store, entry: Entry) -> None:
     """Finish a committed entry; idempotent if killed at any point."""
     db: ox.Store = store.ox
     provenance.run(db, entry.commit)
@@ -255,12 +248,7 @@ def roll_forward(store, entry: Entry, kept: list[set[bytes]] | None = None) -> N
         if db.contains_named_graph(NamedNode(stage)):  # else done before a kill
             setgraph.replace_graph(db, target, stage)  # batches: idempotent
             setgraph.drop(db, stage)
-    if entry.replace:
-        _finish_replace(store, entry, kept)
-    # earlier imports of the same graphs that could not be finished are superseded
-    superseded = [e.key for e in read(store.location) if e.key != entry.key and e.replace
-                  and {x["iri"] for _, x in e.replace} <= set(entry.graphs())]
-    _drop(store.location, entry.key, *superseded)
+    _drop(store.location, entry.key)
 
 
 def _both(quads, target: NamedNode, visible: bool):
@@ -311,18 +299,6 @@ def _quad(text: str) -> Quad:
     return next(iter(ox.parse(input=(text + " .\n").encode(), format=ox.RdfFormat.N_QUADS)))
 
 
-def _finish_replace(store, entry: Entry, kept: list[set[bytes]] | None) -> None:
-    from kgcult.store import snapshot  # which imports this module
-    graph_files = [snapshot.GraphFile(Path(path), dict(meta, file=path)) for path, meta in entry.replace]
-    if kept is None:
-        log.warning("finishing a snapshot import that was interrupted while replacing %s, from %s (about as long "
-                    "as a load of them)", ", ".join(entry.graphs()), ", ".join(p for p, _ in entry.replace))
-        kept = [snapshot.parse_digests(f, True) for f in graph_files]  # all checked first
-    for f, keep in zip(graph_files, kept):
-        log.info("import: replacing %s (%d triples)", f.entry["iri"], f.entry["triples"])
-        snapshot.replace_graph(store.ox, f, keep)
-
-
 # -- on open ------------------------------------------------------------------------------
 
 def recover(store) -> list[str]:
@@ -334,13 +310,7 @@ def recover(store) -> list[str]:
     messages = setgraph.migrate(db)
     for entry in read(store.location):  # JournalDamaged: one line, the store left as it is
         if entry.status == COMMITTING:
-            try:
-                roll_forward(store, entry)
-            except (KgcultError, OSError) as e:  # an import's files gone or changed
-                messages.append(f"could not finish the {entry.title}, interrupted while "
-                                f"committing: {e}; {', '.join(entry.graphs())} stay reported as partial "
-                                "until it is run again")
-                continue
+            roll_forward(store, entry)
             messages.append(f"finished a {entry.title} (into {', '.join(entry.graphs())}), which was "
                             "interrupted while committing")
         else:  # a big load takes a while (Oxigraph's delete rate): say so before, not only after

@@ -139,12 +139,12 @@ class RemoteStore(StoreReads):
         each; their solutions (their ASK answers: any of them) are the answer. A SELECT whose
         answer the endpoint cut at its row cap is read again page by page (see
         :meth:`_pages`); either way the solutions come as a :class:`RemoteSolutions`."""
-        if rows and form_of(sparql) in ("select", "ask"):
+        if rows and _query_form(sparql) in ("select", "ask"):
             variables, values = rows
             values = values if isinstance(values, list) else list(values)
             if len(values) > self.values_rows:
                 chunks = [values[i:i + self.values_rows] for i in range(0, len(values), self.values_rows)]
-                if form_of(sparql) == "ask":
+                if _query_form(sparql) == "ask":
                     return any(bool(self._query(sparql, graph, None, (variables, c))) for c in chunks)
                 first = self._query(sparql, graph, None, (variables, chunks[0]))
                 names = [v.value for v in first.variables]
@@ -379,11 +379,6 @@ class RemoteStore(StoreReads):
     def close(self) -> None:
         self.client.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _positive(env: str, given: int | None, default: int | None) -> int | None:
@@ -435,10 +430,6 @@ def _bound(row, names: str) -> bool:
 def _lazy(run, *args):
     """The rows of ``run(*args)``, asked for when the first one is wanted."""
     yield from run(*args)
-
-
-def form_of(sparql: str) -> str:
-    return _query_form(sparql)
 
 
 def split_prologue(sparql: str) -> tuple[str, str]:

@@ -117,10 +117,15 @@ def drop_named_copy(store: ox.Store, graph: str) -> bool:
     return True
 
 
-def _while(store: ox.Store, ask: str, op: str) -> None:
-    """Run an update (one transaction each) while ``ask`` holds."""
+def _while(store: ox.Store, ask: str, op: str, graph: str = "", what: str = "") -> None:
+    """Run an update (one transaction each) while ``ask`` holds; ``what`` it did to
+    ``graph``, logged per batch."""
+    batches = 0
     while store.query(ask):
         store.update(op)
+        batches += 1
+        if what:
+            log.info("%s: up to %d of its %s", graph, batches * BATCH, what)
 
 
 def visible_filter(var: str) -> str:
@@ -163,10 +168,10 @@ def _held_elsewhere(graph: NamedNode) -> str:
             f"{visible_filter('?h_')} }}")
 
 
-def drop_op(graph: NamedNode, limit: int | None = BATCH) -> str:
-    """One update removing (up to ``limit``) triples of ``graph`` and, in the same
-    transaction, each from the default graph unless another visible graph holds it."""
-    inner = f"SELECT ?s ?p ?o WHERE {{ GRAPH {graph} {{ ?s ?p ?o }} }}" + (f" LIMIT {limit}" if limit else "")
+def drop_op(graph: NamedNode) -> str:
+    """One update removing a batch of triples of ``graph`` and, in the same transaction,
+    each from the default graph unless another visible graph holds it."""
+    inner = f"SELECT ?s ?p ?o WHERE {{ GRAPH {graph} {{ ?s ?p ?o }} }} LIMIT {BATCH}"
     default = f"BIND(IF({_held_elsewhere(graph)}, ?unbound_, ?o) AS ?d_)" if visible(graph.value) else ""
     return (f"DELETE {{ GRAPH {graph} {{ ?s ?p ?o }} ?s ?p ?d_ }} "
             f"WHERE {{ {{ {inner} }} {default} }}")
@@ -178,15 +183,8 @@ def drop(store: ox.Store, graph: str) -> None:
     g = NamedNode(graph)
     if not store.contains_named_graph(g):
         return
-    while store.query(f"ASK {{ GRAPH {g} {{ ?s ?p ?o }} }}"):
-        store.update(drop_op(g))
+    _while(store, f"ASK {{ GRAPH {g} {{ ?s ?p ?o }} }}", drop_op(g))
     store.remove_graph(g)  # the (now empty) graph name itself
-
-
-def drop_ops(graph: str) -> list[str]:
-    """``drop`` as update operations for one bigger transaction (a swap), unbatched."""
-    g = NamedNode(graph)
-    return [drop_op(g, None), f"DROP SILENT GRAPH {g}"]
 
 
 def replace_graph(store: ox.Store, graph: str, source: str) -> None:
@@ -200,20 +198,12 @@ def replace_graph(store: ox.Store, graph: str, source: str) -> None:
     default = f"BIND(IF({_held_elsewhere(g)}, ?unbound_, ?o) AS ?d_)" if visible(graph) else ""
     remove = (f"DELETE {{ GRAPH {g} {{ ?s ?p ?o }} ?s ?p ?d_ }} WHERE {{ "
               f"{{ SELECT ?s ?p ?o WHERE {{ {extra} }} LIMIT {BATCH} }} {default} }}")
-    batches = 0
-    while store.query(f"ASK {{ {extra} }}"):
-        store.update(remove)
-        batches += 1
-        log.info("%s: up to %d of its old triples removed", graph, batches * BATCH)
+    _while(store, f"ASK {{ {extra} }}", remove, graph, "old triples removed")
     lacking = f"GRAPH {src} {{ ?s ?p ?o }} FILTER NOT EXISTS {{ GRAPH {g} {{ ?s ?p ?o }} }}"
     into_default = "?s ?p ?o" if visible(graph) else ""
     add = (f"INSERT {{ GRAPH {g} {{ ?s ?p ?o }} {into_default} }} WHERE {{ "
            f"{{ SELECT ?s ?p ?o WHERE {{ {lacking} }} LIMIT {BATCH} }} }}")
-    batches = 0
-    while store.query(f"ASK {{ {lacking} }}"):
-        store.update(add)
-        batches += 1
-        log.info("%s: up to %d of its new triples added", graph, batches * BATCH)
+    _while(store, f"ASK {{ {lacking} }}", add, graph, "new triples added")
 
 
 def delete_ops(graph: str, values: str) -> list[str]:

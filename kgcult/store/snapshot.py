@@ -23,11 +23,12 @@ import re
 import stat
 import tempfile
 import zlib
+from collections import deque
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator, TypeVar
 
 import pyoxigraph as ox
-from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, Triple, parse
+from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, parse
 
 from kgcult import log as kglog
 from kgcult import vocab
@@ -35,7 +36,7 @@ from kgcult.version import __version__
 from kgcult.errors import KgcultError
 from kgcult.safe_text import strip_credentials
 from kgcult.files import TapReader, atomic_open, sha256_file
-from kgcult.store import base, rdfio, recovery, setgraph, sidefiles
+from kgcult.store import base, rdfio, setgraph, sidefiles
 from kgcult.store import provenance as prov
 from kgcult.store.embedded import Store
 
@@ -45,6 +46,7 @@ FORMAT = "kgcult-snapshot/1"
 MANIFEST = "MANIFEST.json"
 _SOURCE = vocab.kgc("source")
 RUN_BYTES = 64 << 20  # the external sort's run size (content hash, export)
+IMPORT_STAGING = vocab.STAGING_GRAPH + "snapshot-import/"  # where a replacing file waits for the commit
 
 
 class SnapshotError(KgcultError):
@@ -449,39 +451,32 @@ class GraphFile:
 
 # -- writing a graph file into the store -------------------------------------------------
 
-def _digest(triple) -> bytes:
-    return hashlib.blake2b(str(triple).encode("utf-8"), digest_size=16).digest()
-
-
-def parse_digests(graph_file: GraphFile, keep: bool) -> set[bytes]:
-    """Parse the whole file (Oxigraph's parser, as its bulk load will) without writing it;
-    with ``keep``, return a digest of each triple (what the graph will hold)."""
-    digests: set[bytes] = set()
-    failures: list[KgcultError] = []  # raised by pop(): no frame keeps a reference (a cycle
-    # through the traceback would keep the store open until a garbage collection)
+def _streamed(graph_file: GraphFile, work) -> None:
+    """``work(stream)`` over the file as N-Triples; Oxigraph's syntax error named by file and
+    line (the stream's own error first). Raised from a list, so that no frame keeps a
+    reference (a cycle through the traceback would keep the store open until a garbage
+    collection)."""
+    failures: list[KgcultError] = []
     with graph_file.triples() as stream:
         try:
-            for t in parse(input=stream, format=RdfFormat.N_TRIPLES):
-                if keep:
-                    digests.add(_digest(t))
+            work(stream)
         except SyntaxError as e:
-            failures.append(rdfio.syntax_error(str(graph_file.path), e))  # the stream's error first
+            failures.append(rdfio.syntax_error(str(graph_file.path), e))
     if failures:
         raise failures.pop()
-    return digests
+
+
+def parse_file(graph_file: GraphFile) -> None:
+    """Parse the whole file (Oxigraph's parser, as an import's bulk load will) without
+    writing it."""
+    _streamed(graph_file, lambda stream: deque(parse(input=stream, format=RdfFormat.N_TRIPLES), maxlen=0))
 
 
 def bulk_load(store: ox.Store, graph_file: GraphFile, to_graph) -> None:
     """Bulk-load the file into ``to_graph`` (a named graph or the default graph), streamed
     as N-Triples: Oxigraph's own parser and loader, as ``kgcult load``."""
-    failures: list[KgcultError] = []  # see parse_digests
-    with graph_file.triples() as stream:
-        try:
-            store.bulk_load(**rdfio.reader_source(stream), format=RdfFormat.N_TRIPLES, to_graph=to_graph)
-        except SyntaxError as e:
-            failures.append(rdfio.syntax_error(str(graph_file.path), e))  # the stream's error first
-    if failures:
-        raise failures.pop()
+    _streamed(graph_file, lambda stream: store.bulk_load(**rdfio.reader_source(stream), format=RdfFormat.N_TRIPLES,
+                                                         to_graph=to_graph))
     store.flush()
 
 
@@ -489,49 +484,6 @@ def load_graph(store: ox.Store, graph_file: GraphFile) -> None:
     """The file into its graph, then into the default graph (the set; ``setgraph``)."""
     bulk_load(store, graph_file, NamedNode(graph_file.entry["iri"]))
     bulk_load(store, graph_file, setgraph.DEFAULT)
-
-
-def replace_graph(store: ox.Store, graph_file: GraphFile, keep: set[bytes] | None = None) -> int:
-    """Make the file's graph hold exactly the file's triples: the triples it holds that the
-    file lacks leave it (and the default graph, unless another visible graph holds them),
-    a batch per transaction; then the file is bulk-loaded into it and into the default
-    graph (a triple it holds already is written again, unchanged). Idempotent if killed.
-    ``keep``: the file's digests when already computed. Returns the triples removed."""
-    graph = NamedNode(graph_file.entry["iri"])
-    removed = 0
-    if store.contains_named_graph(graph):
-        keep = parse_digests(graph_file, True) if keep is None else keep
-        doomed: list[Triple] = []
-        for q in store.quads_for_pattern(None, None, None, graph):  # a snapshot of the store
-            if _digest(q.triple) not in keep:
-                doomed.append(q.triple)
-                if len(doomed) == REMOVE_BATCH:
-                    removed += _remove(store, graph, doomed)
-        removed += _remove(store, graph, doomed)
-    load_graph(store, graph_file)
-    return removed
-
-
-REMOVE_BATCH = 20_000
-
-
-def _remove(store: ox.Store, graph: NamedNode, triples: list[Triple]) -> int:
-    """Remove triples from ``graph`` and from the default graph unless another visible
-    graph holds them; one transaction (triples with blank nodes, which SPARQL cannot
-    name, one by one, under the pending mark the import holds)."""
-    n = len(triples)
-    blank = [t for t in triples if isinstance(t.subject, BlankNode) or isinstance(t.object, BlankNode)]
-    rows = " ".join(f"({t.subject} {t.predicate} {t.object})" for t in triples
-                    if not (isinstance(t.subject, BlankNode) or isinstance(t.object, BlankNode)))
-    if rows:
-        store.update(" ;\n".join(setgraph.delete_ops(graph.value, rows)))
-    for t in blank:
-        store.remove(Quad(t.subject, t.predicate, t.object, graph))
-        if not any(isinstance(q.graph_name, NamedNode) and setgraph.visible(q.graph_name.value)
-                   for q in store.quads_for_pattern(t.subject, t.predicate, t.object, None)):
-            store.remove(Quad(t.subject, t.predicate, t.object, setgraph.DEFAULT))
-    triples.clear()
-    return n
 
 
 def _check_before_writing(root: Path, parse: bool = False) -> tuple[dict, list[Quad]]:
@@ -550,7 +502,7 @@ def _check_before_writing(root: Path, parse: bool = False) -> tuple[dict, list[Q
             provenance = [q for q in _graph_quads(root, g) if prov.is_provenance(q)]
             continue
         if parse:
-            parse_digests(GraphFile(path, g), False)
+            parse_file(GraphFile(path, g))
         else:
             GraphFile(path, g).scan()
         data[g["iri"]] = g["content_sha256"]
@@ -565,15 +517,13 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
     whole); the metadata graph's provenance records are merged (its store state is not: the
     store keeps its own).
 
-    When every graph it writes is empty or absent, the snapshot's files are bulk-loaded
-    straight into their graphs and the default graph (as ``kgcult load`` does), under one
-    journal entry: a failure or a kill (on the next writable open) rolls them all back.
-    Otherwise every file is first parsed whole (nothing written), then one transaction
-    commits the import (provenance, state, the record of its files) and each target is made
-    to hold exactly its file's triples: what it holds that the file lacks is removed, then
-    the file is bulk-loaded into it; a kill from then on is finished by the next writable
-    open from the same files. While either is under way, readers are told the graphs are
-    partial."""
+    One journaled write (``Store.writing``): a file whose graph is empty or absent is
+    bulk-loaded straight into it and the default graph (as ``kgcult load`` does); a file
+    whose graph holds data is bulk-loaded into a staging graph beside it (outside the set),
+    which the commit makes the graph equal to, by their difference (a batch per
+    transaction, as a refreshed mirror). A failure, or a kill before the commit, rolls it
+    all back (a kill on the next writable open); a kill after it is finished by that open.
+    While it is under way, readers are told the graphs are partial."""
     root = Path(directory)
     manifest, provenance = _check_before_writing(root)
     data = [g for g in manifest["graphs"] if not g.get("metadata")]
@@ -589,31 +539,17 @@ def import_(store: Store, directory: str | os.PathLike, *, replace: bool = False
                                     sha256=g["content_sha256"], graph=g["iri"], triples=g["triples"])[1]
     state = Quad(prov.STATE, vocab.kgc("snapshotContentSha256"), Literal(manifest["content_sha256"]),
                  prov.META)
-    done = [prov.insert_data(records + [state])]
-    if clashes:
-        _replace(store, root, data, prov.stale_ops() + done)
-    else:
-        _load_directly(store, root, data, done)
-    store.flush()
-    return manifest
-
-
-def _load_directly(store: Store, root: Path, data: list[dict], done: list[str]) -> None:
-    with store.writing("import", str(root), creates=[g["iri"] for g in data]) as w:
+    stage = {iri: f"{IMPORT_STAGING}{i}" for i, iri in enumerate(clashes)}
+    with store.writing("import", str(root), creates=[g["iri"] for g in data if g["iri"] not in stage],
+                       swaps=[(s, target) for target, s in stage.items()]) as w:
         for g in data:
-            log.info("import: %s (%d triples)", g["iri"], g["triples"])
-            load_graph(store.ox, _graph_file(root, g))
-        w.ops += done
-
-
-def _replace(store: Store, root: Path, data: list[dict], commit: list[str]) -> None:
-    """Parse every file whole (nothing is written yet; a replaced graph cannot be rolled
-    back), commit, then make each target hold exactly its file's triples."""
-    files = [_graph_file(root, g) for g in data]
-    counts = store.graph_counts()
-    kept = [parse_digests(f, counts.get(f.entry["iri"], 0) > 0) for f in files]
-    entry = recovery.begin(store, kind="import", what=str(root))
-    recovery.commit(store, entry, commit, [(str(f.path), f.entry) for f in files], kept)
+            log.info("import: %s (%d triples)%s", g["iri"], g["triples"], " beside it" if g["iri"] in stage else "")
+            if g["iri"] in stage:
+                bulk_load(store.ox, _graph_file(root, g), NamedNode(stage[g["iri"]]))
+            else:
+                load_graph(store.ox, _graph_file(root, g))
+        w.ops.append(prov.insert_data(records + [state]))
+    return manifest
 
 
 def _graph_file(root: Path, g: dict) -> GraphFile:
