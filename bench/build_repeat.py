@@ -44,8 +44,8 @@ def main() -> None:
         load_in_child(store, [require(STANDIN)], "standin")
     # as `kgcult load` + `kgcult closure` leave a store: no hash cached in its metadata graph
     w = Store(store)
-    w.remove_state("contentSha256")
-    kept = sidefiles.facts_path(w)
+    w.set_state("contentSha256", None)
+    kept = sidefiles.side_path(w.location, "facts")
     w.close()
 
     def build(mode: str) -> float:

@@ -3,9 +3,9 @@
 
 - before (main's /update): the update read by rdflib (``translateUpdate``, which reorders
   each block's triples in O(n^2)), run, then ``setgraph.sync`` (two scans of the store);
-- after: ``update_scope.parse`` (rdflib without the reordering) and ``setgraph.run_update`` (the
-  update with its pending marks, then the default graph's share of what it changed:
-  O(update), or O(graph) for CLEAR/COPY/MOVE/LOAD).
+- after: ``update_scope.parse`` (rdflib without the reordering) and ``Store.update`` (the
+  update journaled, then the default graph's share of what it changed with its provenance
+  record: O(update), or O(graph) for CLEAR/COPY/MOVE).
 
 Each form runs REPEAT times per side, interleaved, on a copy of the stand-in store (the
 store at $KGCULT_BENCH_STORE, default /tmp/kgb/store, copied to a scratch folder first);
@@ -66,11 +66,11 @@ def _run_old(store: ox.Store, text: str) -> None:
     setgraph.sync(store)
 
 
-def _run_new(store: ox.Store, text: str) -> None:
-    setgraph.run_update(store, text, update_scope.parse(text, vocab.PREFIXES), vocab.PREFIXES)
+def _run_new(store: Store, text: str) -> None:
+    store.update(text, update_scope.parse(text, vocab.PREFIXES))
 
 
-def _undo(store: ox.Store, text: str) -> None:
+def _undo(store: Store, text: str) -> None:
     _run_new(store, text)  # restores the set too (checked against the full sync below)
 
 
@@ -83,28 +83,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kgcult-bench-update-") as tmp:
         path = Path(tmp) / "store"
         shutil.copytree(src, path)
-        Store(path).close()  # a store written before the set is migrated to it first (once)
-        store = ox.Store(str(path))
-        size = len(store)
+        store = Store(path)  # a store written before the set is migrated to it first (once)
+        size = len(store.ox)
         rows, data = [], {"store_quads": size, "repeat": args.repeat, "forms": {}}
         for name, text, inverse in FORMS:
             times: dict[str, list[float]] = {"before": [], "after": []}
             for _ in range(args.repeat):
-                for side, fn in (("before", _run_old), ("after", _run_new)):
+                for side, fn, target in (("before", _run_old, store.ox), ("after", _run_new, store)):
                     t0 = time.perf_counter()
-                    fn(store, text)
+                    fn(target, text)
                     times[side].append(time.perf_counter() - t0)
                     _undo(store, inverse)
-            assert setgraph.sync(store) == (0, 0), "the new path left the default graph out of step"
+            assert setgraph.sync(store.ox) == (0, 0), "the new path left the default graph out of step"
             before, after = statistics.median(times["before"]), statistics.median(times["after"])
             data["forms"][name] = {"before_s": times["before"], "after_s": times["after"],
                                    "median_before_s": before, "median_after_s": after, "speedup": before / after}
             rows.append(f"| {name} | {before:.3f} | {after:.4f} | {before / after:.0f}x |")
             print(rows[-1], flush=True)
-        del store
+        store.close()
     md = (f"Default graph following an update (issue 28 follow-up), store of {size:,} quads "
           f"(the stand-in with its closure), median of {args.repeat} interleaved runs:\n\n"
-          "| update | before: rdflib translation + update + full sync (s) | after: parse + setgraph.run_update (s) | speedup |\n"
+          "| update | before: rdflib translation + update + full sync (s) | after: parse + Store.update (s) | speedup |\n"
           "|---|---:|---:|---:|\n" + "\n".join(rows))
     save("serve_update", data, md)
 

@@ -158,19 +158,10 @@ class Store(StoreReads):
 
     def load(self, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
              progress=None) -> list[LoadReport]:
-        """Bulk-load RDF files as one command, all or nothing: a malformed file raises
-        RdfSyntaxError (with file, line and column) and the store keeps exactly what it had
-        before; a process killed at any point leaves a journal entry that the next writable
-        open rolls back (:mod:`kgcult.store.loading`, :mod:`kgcult.store.recovery`).
-
-        Triple formats (nt, ttl) go to ``graph``, by default the graph named after the file
-        stem (``dishes.ttl`` -> .../graph/dishes); quad formats keep their own graphs unless
-        ``graph`` is given, which then rejects them (a quad file names its graphs). Graph
-        names must be valid IRIs and not kgcult's own (metadata, closure, staging graphs).
-
-        Compressed files are decompressed in a thread and streamed into one Oxigraph bulk
-        load (no scratch copy on disk). ``progress``: a tqdm-like bar (``kgcult.log.progress``)
-        that counts the triples fed to the parser. Ctrl-C raises
+        """Bulk-load RDF files as one command, all or nothing (:func:`kgcult.store.loading.load`):
+        triple formats (nt, ttl) into ``graph``, by default the graph named after the file
+        stem (``dishes.ttl`` -> .../graph/dishes); quad formats into their own graphs.
+        ``progress``: a tqdm-like bar counting the triples fed to the parser. Ctrl-C raises
         :class:`~kgcult.store.loading.LoadInterrupted`."""
         if self.read_only:
             raise KgcultError(f"{self.location}: the store is open read-only; cannot load into it")

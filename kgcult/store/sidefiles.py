@@ -56,10 +56,6 @@ def side_path(location, what: str) -> Path:
     return loc.with_name(loc.name + _SUFFIX[what])
 
 
-def facts_path(store) -> Path:
-    return side_path(store.location, "facts")
-
-
 def _read(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -100,7 +96,7 @@ def cached(store, name: str, compute: Callable[[], Any]) -> Any:
     version = data_version(store)
     if not version:
         return compute()
-    path = facts_path(store)
+    path = side_path(store.location, "facts")
     data = _read(path)
     facts = data.get("facts") if data.get("dataVersion") == version else None
     if isinstance(facts, dict) and name in facts:
@@ -119,13 +115,10 @@ def cached(store, name: str, compute: Callable[[], Any]) -> Any:
 
 
 # -- readers ------------------------------------------------------------------------------
-def _directory(location: str) -> Path:
-    return side_path(location, "readers")
-
 
 def register_reader(location: str, what: str) -> Path:
     """Leave a marker for this process reading ``location``; returns it (for :func:`unregister_reader`)."""
-    path = _directory(location) / f"{os.getpid()}.json"
+    path = side_path(location, "readers") / f"{os.getpid()}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps({"pid": os.getpid(), "what": what}))
     return path
@@ -152,7 +145,7 @@ def _alive(pid: int) -> bool:
 def live_readers(location: str) -> list[dict]:
     """The readers of ``location`` still running, other than this process."""
     found: list[dict] = []
-    directory = _directory(location)
+    directory = side_path(location, "readers")
     if not directory.is_dir():
         return found
     for marker in sorted(directory.glob("*.json")):
