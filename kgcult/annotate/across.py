@@ -79,7 +79,7 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
         tries.append(Guess(w.start, w.end, w.text, level(f)))
         for s in g.suffixes:
             if f.endswith(s) and len(f) - len(s) >= 2:
-                tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)], level(f)))
+                tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)], max(level(f), level(f[:-len(s)]))))
         for p in g.prefixes:
             if f.startswith(p) and len(f) - len(p) >= MIN_CHARS:
                 cut = _cut_front(w.text, len(p))

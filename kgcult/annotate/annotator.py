@@ -170,7 +170,9 @@ class Annotator:
                 continue
             # the word without its attached grammar, when that names the same entity
             best = ok[0]
-            for g in ok[1:]:
+            # the word without its attached grammar when that names the same entity (the
+            # match taken vouches for the entity, whatever kind of match the shorter form got)
+            for g in grp[grp.index(best) + 1:]:
                 if (res[g] or {}).get("qid") == (res[best] or {}).get("qid") and best.start <= g.start and g.end <= best.end:
                     best = g
             for g in (best,):
