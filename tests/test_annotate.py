@@ -348,3 +348,15 @@ def test_nominal_endings_keep_verbs_off_names():
     assert not _inflection_of("mangiano", "mango", frozenset(), it)
     assert not _inflection_of("salato", "sale", frozenset(), it)
     assert _inflection_of("mangiano", "mango", frozenset())  # without endings: the looser rule
+
+
+def test_word_without_its_suffix_keeps_its_own_tier(ann):
+    """A known word with a particle on (남부의, of the south) is tried without it as the
+    known word it is: the stricter kinds of match only."""
+    pytest.importorskip("wordfreq")
+    from kgcult.annotate import across
+    from kgcult.annotate.grammar import grammar
+
+    g = across.guesses("남부의 바다", grammar("ko"), ann.names("place"), [])
+    tiers = {x.mention: x.known for grp in g for x in grp}
+    assert tiers["남부"] >= 1
