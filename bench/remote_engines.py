@@ -27,6 +27,7 @@ import argparse
 import filecmp
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -38,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's kgcult
 
 from common import ROOT, STANDIN, WORK, child_env, load_in_child, require, save
-from tests.virtuoso import VirtuosoServer, export_store
+from tests.virtuoso import VirtuosoServer
 
 COMMANDS = {
     "build fmlama": ["build", "fmlama"],
@@ -88,7 +89,21 @@ def same_output(args: list[str], x: bytes, y: bytes) -> bool:
     return x == y
 
 
-PAGE_ROWS = 100_000  # rows of the 1x result; 2x and 4x are twice and four times that
+def export_in_child(store: Path, out: Path) -> list[Path]:
+    """``tests.virtuoso.export_store`` in a child: this process stays small, since a child's
+    ru_maxrss starts at the RSS of the process that forked it (bench/common.py)."""
+    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
+                    "from tests.virtuoso import export_store; export_store(Path(sys.argv[1]), Path(sys.argv[2]))",
+                    str(store), str(out)], env=child_env(), check=True, cwd=ROOT)
+    return [out / "named.nq.gz", out / "default.nt.gz"]
+
+
+def own_rss_mib() -> int:
+    """This process's peak RSS: the floor of every child's figure (see export_in_child)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+PAGE_ROWS = 50_000  # rows of the 1x result; 2x and 4x are twice and four times that
 
 
 def paging(work: Path) -> dict:
@@ -213,7 +228,7 @@ def main() -> None:
                         "from kgcult.store.snapshot import store_content_hash; "
                         "s = Store(sys.argv[1], read_only=True); store_content_hash(s); s.close()", str(store)],
                        env=child_env(), check=True)
-        export = export_store(store, work / "export")
+        export = export_in_child(store, work / "export")
         v = VirtuosoServer(work / "virtuoso", limits=BIG, buffers=170000)
         try:
             t0 = time.perf_counter()
@@ -224,14 +239,15 @@ def main() -> None:
             v.stop()
         link = {k: r for k, r in results.items() if k.startswith("link")}
         if "commands" in parts:
-            data["commands"] = {"commit": commit, "load_s": load_s, "runs": args.runs,
+            data["commands"] = {"commit": commit, "load_s": load_s, "runs": args.runs, "bench_rss_mib": own_rss_mib(),
                                 "results": {k: r for k, r in results.items() if k not in link}}
         if link:
-            data["link"] = {"commit": commit, "load_s": load_s, "runs": args.runs, "results": link}
+            data["link"] = {"commit": commit, "load_s": load_s, "runs": args.runs, "bench_rss_mib": own_rss_mib(),
+                            "results": link}
     if "paging" in parts:
         load_before = load_avg()
         data["paging"] = {"commit": commit, "page_rows": PAGE_ROWS, "results": paging(work),
-                          "load_avg": f"{load_before} -> {load_avg()}"}
+                          "load_avg": f"{load_before} -> {load_avg()}", "bench_rss_mib": own_rss_mib()}
     save("remote_engines", {"commit": commit, **data}, markdown(data))
 
 
@@ -248,7 +264,9 @@ def markdown(data: dict) -> str:
             f"Commit `{d['commit']}`, {what}: the stand-in store with its closure, and the same data in Virtuoso "
             f"Open Source 7.2.5 (Debian's package) on 127.0.0.1 (bulk load {d.get('load_s') or '?'} s; limits "
             "raised as docs/serve.md advises), each command in a child process, alternating, median of "
-            f"{d.get('runs', 1)} run(s), on a shared 2-CPU machine (`bench/remote_engines.py --parts {part}`):",
+            f"{d.get('runs', 1)} run(s), on a shared 2-CPU machine; peak RSS per child (`wait4`; the "
+            f"benchmark's own, {d.get('bench_rss_mib', '?')} MiB, is its floor) "
+            f"(`bench/remote_engines.py --parts {part}`):",
             "",
             "| command | embedded s | Virtuoso s | Virtuoso / embedded | peak RSS MiB (embedded / Virtuoso client) "
             "| output identical | load average (1/5/15 min, before -> after) |",
@@ -265,7 +283,8 @@ def markdown(data: dict) -> str:
             f"Commit `{d['commit']}`: a SELECT past Virtuoso's default 10,000-row cap, "
             f"`kgcult sparql 'SELECT ?s ?o WHERE {{ GRAPH <g> {{ ?s <p> ?o }} }}' --format tsv` written to a file, "
             f"at 1x, 2x and 4x {d['page_rows']:,} rows (synthetic graphs), read page by page by kgcult, and with "
-            f"the cap raised (one answer); the client's peak RSS (`wait4`); load average {d['load_avg']} "
+            f"the cap raised (one answer); the client's peak RSS (`wait4`; the benchmark's own, "
+            f"{d.get('bench_rss_mib', '?')} MiB, is the floor of a child's figure); load average {d['load_avg']} "
             "(`bench/remote_engines.py --parts paging`):",
             "",
             "| Virtuoso | rows | s | client peak RSS MiB |",
