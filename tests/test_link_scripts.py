@@ -170,3 +170,11 @@ def test_kanji_read_from_the_converted_dictionary(tmp_path, monkeypatch):
     reader = scripts._Kanwa(path)
     got = {w: scripts.compact(scripts._ascii_words(reader(w))) for w in ["東京", "味噌汁", "北海道", "抹茶", "寿司"]}
     assert got == {"東京": "toukyou", "味噌汁": "misoshiru", "北海道": "hokkaidou", "抹茶": "matcha", "寿司": "sushi"}
+
+
+def test_region_name_that_is_its_citys_names_the_city(linker):
+    """大阪 is the prefecture's label; the city is 大阪市, located in it: the city is meant."""
+    r = linker.link("大阪", lang="ja", topic="place")
+    assert r["qid"] == "Q99231"
+    assert r["decided_by"][-1] == {"by": "namesake", "name": "大阪市"}
+    assert linker.link("大阪", lang="en", topic="place")["qid"] != "Q99231"  # no namesake designator in English

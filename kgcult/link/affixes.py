@@ -33,6 +33,7 @@ class Grammar:
     before: tuple[str, ...] = ()  # designators written before a name
     after: tuple[str, ...] = ()   # ... and after it
     apostrophe: bool = False
+    namesake: tuple[str, ...] = ()  # designators that make a region's name its city's (京都 -> 京都市)
 
 
 @lru_cache(maxsize=None)
@@ -60,7 +61,8 @@ def grammar(lang: str) -> Grammar:
                    suffixes=longest(d.get("suffixes", ())),
                    before=tuple(d.get("designators", {}).get("before", ())),
                    after=tuple(d.get("designators", {}).get("after", ())),
-                   apostrophe=bool(d.get("apostrophe", False)))
+                   apostrophe=bool(d.get("apostrophe", False)),
+                   namesake=tuple(d.get("namesake", ())))
 
 
 def _unspaced(text: str) -> bool:

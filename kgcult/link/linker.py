@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from kgcult.errors import KgcultError
-from kgcult.link import caches, disambiguate, memo, mention_rows, normalize, pipeline, rank, ties
+from kgcult.link import affixes, caches, disambiguate, memo, mention_rows, normalize, pipeline, rank, ties
 from kgcult.link.index.reader import LabelIndex, index_dir, index_dir_of, load_or_build, open_unopened
 from kgcult.link.mention_rows import Mention
 from kgcult.link.record import Records
 from kgcult.link.stages.base import Stage
-from kgcult.link.stages.lexical import LexicalStages
+from kgcult.link.stages.lexical import LexicalStages, exact
 from kgcult.link.state import State
 from kgcult.store import open_store
 
@@ -279,7 +279,34 @@ class Linker:
         at the top settled (``context``: the entities resolved in its group)."""
         ranked = rank.ranked(s, self._valid(s.topic), self._qnum)
         decided, tied = ties.settle_top(self._facts, ranked, s, context)
-        return self._records.record(s, ranked, decided, tied)
+        rec = self._records.record(s, ranked, decided, tied)
+        if rec["qid"] is not None and not tied:
+            self._namesake(s, rec)
+        return rec
+
+    def _namesake(self, s: State, rec: dict) -> None:
+        """A region's name that is also its city's names the city: when the entity taken
+        has places located in it (P131), the mention with one of its language's namesake
+        designators written on (``ontology/link-affixes.json``: ja/zh 市, ko 시) is looked
+        up among the names in its language; a place of the topic so named, located in the
+        region or nowhere the graph says, is taken instead (京都 -> 京都市)."""
+        ends = affixes.grammar(s.lang).namesake
+        ix = self.ix
+        if not ends or not ix.inbound("P131").get(rec["qid"]):
+            return
+        valid = self._valid(s.topic)
+        for d in ends:
+            for eid in sorted(exact(ix, s.text + d, s.lang)):
+                q = ix.qids[eid]
+                located = [o for pid, o in ix.edges.get(q, ()) if pid == "P131"]
+                if q != rec["qid"] and valid(eid) and (rec["qid"] in located or not located):
+                    ent = self._records.entity(eid, s.lang, s.topic)
+                    rec.update(qid=ent["qid"], label=ent["label"], label_en=ent["label_en"],
+                               evidence=[list(x) for x in ent["evidence"]], granularity=ent["granularity"],
+                               granularity_score=ent["granularity_score"], country=list(ent["country"]),
+                               description=ent["description"])
+                    rec["decided_by"] = list(rec.get("decided_by") or ()) + [{"by": "namesake", "name": s.text + d}]
+                    return
 
     def _coherence(self, states: list[State], out: list[dict]) -> None:
         """Ties in a group settled again against the entities resolved for the group's
