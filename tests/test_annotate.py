@@ -360,3 +360,17 @@ def test_word_without_its_suffix_keeps_its_own_tier(ann):
     g = across.guesses("남부의 바다", grammar("ko"), ann.names("place"), [])
     tiers = {x.mention: x.known for grp in g for x in grp}
     assert tiers["남부"] >= 1
+
+
+def test_proclitic_before_the_article_stays_outside():
+    """و + ال begins a word only as a proclitic before the article: the span leaves و out
+    (GOLD.md: و[الكسكس]), whatever the shorter form names by itself."""
+    from kgcult.annotate.across import Guess
+    from kgcult.annotate.annotator import _proclitic_article
+    from kgcult.annotate.grammar import grammar
+
+    text = "زيت الزيتون والكمون"
+    whole = Guess(12, 19, "والكمون")
+    assert _proclitic_article(text, whole, Guess(13, 19, "الكمون"), grammar("ar"))
+    assert not _proclitic_article(text, whole, Guess(14, 19, "لكمون"), grammar("ar"))
+    assert not _proclitic_article(text, whole, Guess(13, 19, "الكمون"), grammar("ru"))

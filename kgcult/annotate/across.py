@@ -83,9 +83,10 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
         for p in g.prefixes:
             if f.startswith(p) and len(f) - len(p) >= MIN_CHARS:
                 cut = _cut_front(w.text, len(p))
-                if fold(w.text[cut:]) in every:
+                rest = fold(w.text[cut:])
+                if rest in every and not strict:
                     break
-                tries.append(Guess(w.start + cut, w.end, w.text[cut:], level(f)))
+                tries.append(Guess(w.start + cut, w.end, w.text[cut:], max(level(f), level(rest))))
         if g.stem:
             sk = stem_key((f,), g.lang)
             if sk and sk != f and len(sk) >= MIN_CHARS and w.text.lower().startswith(sk):

@@ -168,21 +168,32 @@ class Annotator:
                   and (not g.known or _coherent(res[g], about))]
             if not ok:
                 continue
-            # the word without its attached grammar, when that names the same entity
             best = ok[0]
+            r = res[best] or {}
             # the word without its attached grammar when that names the same entity (the
-            # match taken vouches for the entity, whatever kind of match the shorter form got)
+            # match taken vouches for the entity, whatever kind of match the shorter form got),
+            # or when the grammar cut off is a proclitic before the article (و + ال): a word
+            # that begins so has one, whatever the shorter form names by itself
             for g in grp[grp.index(best) + 1:]:
-                if (res[g] or {}).get("qid") == (res[best] or {}).get("qid") and best.start <= g.start and g.end <= best.end:
+                if best.start <= g.start and g.end <= best.end and (
+                        (res[g] or {}).get("qid") == r.get("qid") or _proclitic_article(row.text, best, g, fd.g)):
                     best = g
             for g in (best,):
-                r = res[g] or {}
                 taken.append((g.start, g.end))
                 out.append({"start": g.start, "end": g.end, "text": row.text[g.start:g.end], "qid": r["qid"],
                             "label": r["label"] or r["label_en"], "match": r["match"],
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _proclitic_article(text: str, whole, part, g) -> bool:
+    """Whether ``part`` is ``whole`` without a proclitic of the language, and begins with
+    its article (Arabic و + الكمون)."""
+    if part.end != whole.end or part.start == whole.start or not g.article:
+        return False
+    return (fold(text[whole.start:part.start]) in g.prefixes
+            and any(fold(text[part.start:part.end]).startswith(a) for a in g.article))
 
 
 def _inside(ix, q: str, region: str) -> bool:
