@@ -109,31 +109,6 @@ def chunks(it: Iterator[bytes], n: int) -> Iterator[bytes]:
         yield b"".join(buf)
 
 
-class LineStream:
-    """A file-like view of an iterator of byte blocks (N-Triples lines), so that a bulk load
-    streams its input without holding it: Oxigraph's loader reads a few KB at a time,
-    parses on this thread and builds its index files on two others."""
-
-    def __init__(self, blocks: Iterator[bytes]) -> None:
-        self._blocks = blocks
-        self._block = b""
-        self._pos = 0
-
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            rest = self._block[self._pos:] + b"".join(self._blocks)
-            self._block, self._pos = b"", 0
-            return rest
-        while self._pos >= len(self._block):
-            block = next(self._blocks, None)
-            if block is None:
-                return b""
-            self._block, self._pos = block, 0
-        out = self._block[self._pos:self._pos + n]
-        self._pos += len(out)
-        return out
-
-
 # Triples per commit of the build's bulk load. Oxigraph's loader parses its input into
 # batches of 1 M triples and writes each batch's index files (one per column family) on a
 # thread of its own; a commit hands the store all its files at once, into RocksDB's level 0.
@@ -151,7 +126,11 @@ COMMIT_LINES = 24_000_000
 def load_lines(store, blocks: Iterator[bytes]) -> None:
     """Streamed bulk loads of N-Triples blocks into the default graph: a whole build's new
     triples, every spec's, in commits of about COMMIT_LINES triples (a commit ends at the
-    block that reaches it). The loader holds at most three batches whatever a commit's size."""
+    block that reaches it). The loader holds at most three batches whatever a commit's size.
+    Each commit goes through an OS pipe (:class:`rdfio.chunk_pipe`): a thread renders the
+    lines into it while Oxigraph reads its ``/dev/fd`` path in Rust, without the GIL, so
+    rendering and parsing overlap; a rendering error fails the load instead of ending its
+    input early."""
     blocks = iter(blocks)
     while True:
         first = next(blocks, None)
@@ -168,20 +147,9 @@ def load_lines(store, blocks: Iterator[bytes]) -> None:
                 block = next(blocks, None)
                 if block is None:
                     return
-        _bulk_load_piped(store.ox, LineStream(commit()))
-
-
-PIPE_CHUNK = 1 << 20
-
-
-def _bulk_load_piped(ox, stream: LineStream) -> None:
-    """Bulk-load ``stream`` into the default graph through an OS pipe (:class:`rdfio.chunk_pipe`):
-    a thread renders the lines into it while Oxigraph reads its ``/dev/fd`` path in Rust,
-    without the GIL, so rendering and parsing overlap (fed through the Python stream, both
-    ran on one thread). A rendering error fails the load instead of ending its input early."""
-    with rdfio.chunk_pipe(iter(lambda: stream.read(PIPE_CHUNK), b"")) as source:
-        ox.bulk_load(**rdfio.reader_source(source), format=RdfFormat.N_TRIPLES, to_graph=setgraph.DEFAULT,
-                     lenient=True)
+        with rdfio.chunk_pipe(commit()) as source:
+            store.ox.bulk_load(**rdfio.reader_source(source), format=RdfFormat.N_TRIPLES, to_graph=setgraph.DEFAULT,
+                               lenient=True)
 
 
 class Difference:

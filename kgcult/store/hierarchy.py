@@ -246,7 +246,7 @@ def _blocks(path: Path, terms: list[bytes], derived: bytes, cycles: list[list[in
         yield b"".join(buf)
 
 
-# N-Triples lines per block handed to the build's streamed bulk load (``closure_write.LineStream``).
+# N-Triples lines per block handed to the build's streamed bulk load (``closure_write.load_lines``).
 BLOCK_LINES = closure_write.BLOCK_LINES
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import heapq
-import io
 import json
 import logging
 import os
@@ -35,7 +34,7 @@ from kgcult import vocab
 from kgcult.version import __version__
 from kgcult.errors import KgcultError
 from kgcult.safe_text import strip_credentials
-from kgcult.files import TapReader, atomic_open, sha256_file
+from kgcult.files import atomic_open, sha256_file
 from kgcult.store import base, rdfio, setgraph, sidefiles
 from kgcult.store import provenance as prov
 from kgcult.store.embedded import Store
@@ -306,39 +305,22 @@ def member_file(root: Path, name: str, where: str) -> Path:
 
 
 
-def _graph_quads(root: Path, g: dict) -> Iterator[Quad]:
-    """Parse one graph file of a snapshot, streamed, checking as it goes that every quad is
-    in the graph the manifest names (and, for the metadata graph, is kgcult's provenance or
-    state). Raises SnapshotError naming file and line; the content hash and count are
-    checked when the file has been read to its end."""
-    path = member_file(root, g["file"], f"{root / MANIFEST}")
-    graph = NamedNode(g["iri"])
-    metadata = g["iri"] == vocab.META_GRAPH
-    n = 0
-    try:
-        with gzip.open(path, "rb") as gz:
-            sha = hashlib.sha256()
-            hashing = TapReader(gz, sha.update)
-            stream = io.BufferedReader(hashing, 1 << 20)
-            for q in parse(input=stream, format=RdfFormat.N_QUADS):
-                n += 1
-                if q.graph_name != graph:
-                    raise SnapshotError(f"{path}:{n}: a quad in graph {q.graph_name}, but {MANIFEST} lists "
-                                        f"this file for {g['iri']}")
-                if metadata and not _is_kgcult_metadata(q):
-                    raise SnapshotError(f"{path}:{n}: the metadata graph may hold only kgcult's provenance "
-                                        f"records and store state, not {q.subject}")
-                yield q
-            while stream.read(1 << 20):  # hash to the end even past the last quad
-                pass
-    except SyntaxError as e:
-        raise SnapshotError(str(rdfio.syntax_error(str(path), e))) from None
-    except (OSError, EOFError, zlib.error) as e:
-        raise SnapshotError(f"{path}: cannot decompress: {e}") from None
-    if sha.hexdigest() != g["content_sha256"]:
-        raise SnapshotError(f"{path}: content sha256 does not match {MANIFEST}")
-    if n != g["triples"]:
-        raise SnapshotError(f"{path}: {n} triples, {MANIFEST} says {g['triples']}")
+def _provenance(graph_file: "GraphFile") -> list[Quad]:
+    """The provenance records of a snapshot's metadata graph file (checked whole before:
+    :meth:`GraphFile.scan`), each quad checked to be kgcult's provenance or store state."""
+    records: list[Quad] = []
+
+    def read(stream) -> None:
+        for n, t in enumerate(parse(input=stream, format=RdfFormat.N_TRIPLES), 1):
+            q = Quad(t.subject, t.predicate, t.object, prov.META)
+            if not _is_kgcult_metadata(q):
+                raise SnapshotError(f"{graph_file.path}:{n}: the metadata graph may hold only kgcult's provenance "
+                                    f"records and store state, not {q.subject}")
+            if prov.is_provenance(q):
+                records.append(q)
+
+    _streamed(graph_file, read)
+    return records
 
 
 def _is_kgcult_metadata(q: Quad) -> bool:
@@ -499,7 +481,8 @@ def _check_before_writing(root: Path, parse: bool = False) -> tuple[dict, list[Q
         if sha256_file(path) != g["sha256"]:
             raise SnapshotError(f"{path}: sha256 does not match {MANIFEST}: the file was altered or truncated")
         if g.get("metadata"):
-            provenance = [q for q in _graph_quads(root, g) if prov.is_provenance(q)]
+            GraphFile(path, g).scan()
+            provenance = _provenance(GraphFile(path, g))
             continue
         if parse:
             parse_file(GraphFile(path, g))
