@@ -135,23 +135,8 @@ ALGORITHM = b"kgcult-closure-2\n"
 _RECORD = vocab.kgc("closureInput")
 
 
-class EdgeDigest:
-    """A running sha256 over one property's (subject, object) terms in the order the store
-    yields them (its index order: the same content gives the same order)."""
-
-    def __init__(self) -> None:
-        self._h = hashlib.sha256()
-
-    def add(self, s: bytes, o: bytes) -> None:
-        self._h.update(s)  # terms are "<iri>": concatenation is unambiguous
-        self._h.update(o)
-
-    def hexdigest(self) -> str:
-        return self._h.hexdigest()
-
-
-def fingerprint(spec, digests: dict[str, EdgeDigest]) -> str:
-    """The spec's definition and the digests of the properties it follows."""
+def fingerprint(spec, digests: dict) -> str:
+    """The spec's definition and the digests (sha256 objects) of the properties it follows."""
     h = hashlib.sha256(ALGORITHM)
     h.update(f"{spec.name}\n{spec.graph}\n{spec.derived}\n{spec.first or ''}\n".encode())
     for prop in ([spec.first] if spec.first else []) + list(spec.steps):

@@ -11,6 +11,7 @@ its members reach each other (and themselves), and the cycle is reported.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import logging
 import os
 import shutil
@@ -111,20 +112,23 @@ def _data_edges(store, prop: str) -> Iterator[tuple[bytes, bytes]]:
 @dataclass
 class EdgeTable:
     """The edges of the properties the specs follow, integer-coded over one node table,
-    with a digest of each property's edges (see ``closure_state``)."""
+    with a sha256 of each property's (subject, object) terms in the order the store yields
+    them (its index order: the same content gives the same order; terms are ``<iri>``, so
+    their concatenation is unambiguous), for ``closure_state.fingerprint``."""
     nodes: intgraph.NodeIds = field(default_factory=intgraph.NodeIds)
     by_property: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    digests: dict[str, closure_state.EdgeDigest] = field(default_factory=dict)
+    digests: dict[str, "hashlib._Hash"] = field(default_factory=dict)
 
     def read(self, store, prop: str) -> tuple[np.ndarray, np.ndarray]:
         if prop not in self.by_property:
             src, dst = array("i"), array("i")  # compact while reading; no pair objects kept
             node = self.nodes.id
-            digest = closure_state.EdgeDigest()
+            digest = hashlib.sha256()
             for s, o in _data_edges(store, prop):
                 src.append(node(s))
                 dst.append(node(o))
-                digest.add(s, o)
+                digest.update(s)
+                digest.update(o)
             self.by_property[prop] = (np.frombuffer(src, dtype=intgraph.ID), np.frombuffer(dst, dtype=intgraph.ID))
             self.digests[prop] = digest
         return self.by_property[prop]
