@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 
 import pyoxigraph as ox
+import pytest
 
 from kgcult import vocab
 from kgcult.serve.config import ServeConfig
@@ -136,4 +137,21 @@ def test_a_server_killed_after_an_update_leaves_it_pending_and_the_open_repairs(
         assert default == union, text
         assert recovery.read(path) == []
         assert not any(g.value.startswith(setgraph.CAPTURE) for g in s.ox.named_graphs())
+        s.close()
+
+
+def test_an_update_that_fails_is_rolled_back_without_a_repair(tmp_path, monkeypatch):
+    """An update the engine refuses wrote nothing (one transaction): its journal entry is
+    rolled back, the store's state as before, and no scan of the store repairs the set (a
+    client could otherwise make every refused update cost one)."""
+    path = build_store(tmp_path / "store")
+    s = Store(path)
+    try:
+        version, stale = s.get_state("dataVersion"), s.closure_stale
+        monkeypatch.setattr(setgraph, "repair", lambda *a: (_ for _ in ()).throw(AssertionError("repaired")))
+        with pytest.raises(SyntaxError):
+            s.update("INSERT DATA { GRAPH <http://x/g> { <http://x/s> <http://x/p> }", [])  # the engine refuses it
+        assert recovery.read(path) == []
+        assert (s.get_state("dataVersion"), s.closure_stale) == (version, stale)
+    finally:
         s.close()

@@ -185,7 +185,9 @@ class Store(StoreReads):
         in a second one, with its provenance record."""
         p = setgraph.update_plan(operations, self._ox)
         with self.writing("update", "a SPARQL Update", marks=p.pending) as w:
+            w.applied = False  # an update that fails is one transaction that wrote nothing
             self._ox.update(" ;\n".join(p.before + [text]), prefixes=vocab.PREFIXES)
+            w.applied = True
             if p.full:
                 setgraph.sync(self._ox)
             w.ops += p.after
@@ -237,7 +239,7 @@ class Store(StoreReads):
             yield w
         except BaseException:
             if recovery.status(self, entry) == recovery.IN_PROGRESS:
-                recovery.undo(self, entry)
+                recovery.undo(self, entry, applied=w.applied)
                 recovery.remove_bulk_leftovers(self.location)
             raise
         finally:
@@ -305,6 +307,7 @@ class Store(StoreReads):
 class Writing:
     """What a write command (:meth:`Store.writing`) commits with its data."""
     ops: list[str] = field(default_factory=list)
+    applied: bool = True  # False: nothing written yet, so an exception rolls back whatever the kind
 
     def record(self, *, kind: str, source: str, sha256: str | None = None, graph: str | None = None,
                triples: int | None = None, extra: dict[str, str] | None = None) -> None:

@@ -273,12 +273,13 @@ def rollback(store, entry: Entry) -> None:
     _drop(store.location, entry.key)
 
 
-def undo(store, entry: Entry) -> str:
+def undo(store, entry: Entry, applied: bool = True) -> str:
     """Settle an entry that did not commit (idempotent): a load, import, ingest or mirror is
-    rolled back; an update, whose own transaction committed or not, has its marked graphs
-    brought into the set; a closure build leaves the closure stale (the next command that
-    needs it rebuilds it) and its scratch records are removed. Returns what was done."""
-    if entry.kind in UNDOABLE:
+    rolled back, as is any entry that wrote nothing yet (``applied`` False); an update, whose
+    own transaction committed or not, has its marked graphs brought into the set; a closure
+    build leaves the closure stale (the next command that needs it rebuilds it) and its
+    scratch records are removed. Returns what was done."""
+    if entry.kind in UNDOABLE or not applied:
         rollback(store, entry)
         return f"rolled back the interrupted {entry.title}: the store is as it was before it"
     if entry.kind == "update":
