@@ -176,12 +176,30 @@ def test_all_caches_builds_the_lazy_embedding_vectors(tmp_path, model_cache):
 
 @needs_semantic
 def test_api_link_index_builds_the_caches(tmp_path, model_cache):
+    """``kg.link_index()`` builds what ``kgcult link index`` builds (the pools, the stem and
+    compound pools; the semantic vectors left to first use), once."""
     import kgcult
 
     make_store(tmp_path / "store").close()
     kg = kgcult.open(tmp_path / "store")
     try:
-        assert "lazy" in kg.link_index()["caches"]["semantic"]  # per part on first use
+        out = kg.link_index()
+        assert "lazy" in out["caches"]["semantic"]  # per part on first use
+        assert out["caches"]["stem"]["built"] == out["caches"]["stem"]["caches"] > 0
+        assert (Path(out["path"]) / "pools.sqlite").is_file()
+        assert kg.link_index()["caches"]["stem"]["built"] == 0  # there already
+    finally:
+        kg.close()
+
+
+@needs_semantic
+@pytest.mark.slow  # 10-13 s; the CLI's --all-caches (test_link_index_builds_every_cache_...) stays quick
+def test_api_link_index_all_caches_builds_the_semantic_vectors(tmp_path, model_cache):
+    import kgcult
+
+    make_store(tmp_path / "store").close()
+    kg = kgcult.open(tmp_path / "store")
+    try:
         out = kg.link_index(all_caches=True)
         assert out["caches"]["semantic"]["built"] == out["caches"]["semantic"]["caches"] > 0
         assert kg.link_index(all_caches=True)["caches"]["semantic"]["built"] == 0  # there already

