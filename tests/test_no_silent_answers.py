@@ -116,4 +116,6 @@ def test_the_content_hash_the_link_index_and_closure_report_progress(tmp_path, m
     r = run_cli(["link", "index", "--rebuild"], store)
     assert r.exit_code == 0, r.output
     steps = [x[1] for x in seen if x[0] == "link index"]
-    assert steps[:2] == ["names", "sitelinks"] and "fuzzy and token pools" in steps and steps[-1] == "closed", steps
+    assert steps[:2] == ["names", "sitelinks"] and "topics" in steps and steps[-1] == "closed", steps
+    pools = [x[1] for x in seen if x[0] == "link index: fuzzy and token pools"]  # built after the index
+    assert "en" in pools and "deletion variants" in pools and pools[-2:] == ["sorting", "closed"], pools
