@@ -23,7 +23,8 @@ from tests.test_mirror_proxy import FaultProxy
 WD = "http://www.wikidata.org/entity/"
 
 
-@pytest.mark.parametrize("fmt", ["rdfxml", "ntriples", "turtle"])
+@pytest.mark.parametrize("fmt", [pytest.param("rdfxml", marks=pytest.mark.slow), "ntriples",
+                                 pytest.param("turtle", marks=pytest.mark.slow)])  # one format quick
 def test_triples_an_endpoint_adds_are_dropped_and_counted(server, clean, tmp_path, fmt):
     with FaultProxy(server.url, always="inject") as p, Store(tmp_path / "s") as st:
         reports = m.mirror(st, config=fast_config(p.url, construct_format=fmt))
@@ -42,7 +43,7 @@ def test_dropped_triples_are_recorded_in_provenance(server, tmp_path):
     assert recorded and int(recorded[0]["droppedTriples"]) >= 2, recorded
 
 
-@pytest.mark.parametrize("fmt", ["ntriples", "turtle"])
+@pytest.mark.parametrize("fmt", ["ntriples", pytest.param("turtle", marks=pytest.mark.slow)])  # one format quick
 def test_body_cut_at_a_line_end_is_asked_again(server, clean, tmp_path, fmt):
     with FaultProxy(server.url, faults=["linecut"], rate=0.6, seed=5) as p, Store(tmp_path / "s") as st:
         m.mirror(st, config=fast_config(p.url, construct_format=fmt))

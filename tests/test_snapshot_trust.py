@@ -193,7 +193,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("point", ["staging", "swap"])
+@pytest.mark.parametrize("point", [pytest.param("staging", marks=pytest.mark.slow), "swap"])  # one quick
 def test_import_killed_is_all_or_nothing(tmp_path, snap, point):
     s = Store(tmp_path / "store")
     extra = tmp_path / "extra.nt"

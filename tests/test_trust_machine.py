@@ -195,7 +195,7 @@ BAD_COUNTS = {"forty-digits": '"' + "9" * 40 + '"^^<http://www.w3.org/2001/XMLSc
               "string": '"lots"@en'}
 
 
-@pytest.mark.parametrize("kind", sorted(BAD_COUNTS))
+@pytest.mark.parametrize("kind", [pytest.param("forty-digits", marks=pytest.mark.slow), "string"])  # one quick
 def test_a_bad_sitelinks_value_in_a_loaded_file_breaks_no_command(tmp_path, kind):
     """The value came in by `kgcult load` (it could come from any file): before, the
     40-digit count made `link index` and `link` fail with OverflowError, the string made
@@ -225,11 +225,12 @@ def test_a_bad_sitelinks_value_in_a_loaded_file_breaks_no_command(tmp_path, kind
             assert json.loads(resp.read()).get("sitelinks") is None
 
 
-@pytest.mark.parametrize("line", ["Q31\t" + "9" * 40, "Q31\t\u0661\u0662",
-                                  f'<http://www.wikidata.org/entity/Q31> <{WB}sitelinks> "lots"@en .',
-                                  f'<http://www.wikidata.org/entity/Q31> <{WB}sitelinks> "{"9" * 40}"'
-                                  '^^<http://www.w3.org/2001/XMLSchema#integer> .'],
-                         ids=["digits-40", "arabic-digits", "nt-string", "nt-digits-40"])
+@pytest.mark.parametrize("line", [  # one TSV and one N-Triples line quick, the rest slow
+    pytest.param("Q31\t" + "9" * 40, id="digits-40"),
+    pytest.param("Q31\t\u0661\u0662", id="arabic-digits", marks=pytest.mark.slow),
+    pytest.param(f'<http://www.wikidata.org/entity/Q31> <{WB}sitelinks> "lots"@en .', id="nt-string"),
+    pytest.param(f'<http://www.wikidata.org/entity/Q31> <{WB}sitelinks> "{"9" * 40}"'
+                 '^^<http://www.w3.org/2001/XMLSchema#integer> .', id="nt-digits-40", marks=pytest.mark.slow)])
 def test_ingest_sitelinks_refuses_a_value_that_is_not_a_count(tmp_path, line):
     """Before: `ingest --sitelinks` stored the 40-digit count (and the N-Triples forms)."""
     from tests.conftest import run_cli
