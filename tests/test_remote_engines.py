@@ -91,7 +91,7 @@ def _tree(d: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("view", ["fmlama", "dlama"])
+@pytest.mark.parametrize("view", ["fmlama", pytest.param("dlama", marks=pytest.mark.slow)])  # one view quick
 def test_build_matches_the_embedded_store(engines, engine, view, tmp_path):
     url = _engine(engines, engine)
     _cli(engines["embedded"], "build", view, "--out", str(tmp_path / "embedded"))
