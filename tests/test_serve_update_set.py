@@ -34,11 +34,12 @@ def _triple(rng: random.Random) -> str:
     return f"<{EX}s{rng.randrange(4)}> <{EX}p{rng.randrange(2)}> {rng.choice(OBJECTS)}"
 
 
-def _update(rng: random.Random) -> str:
+def _update(rng: random.Random, form: int | None = None) -> str:
+    """A random update (``form``: of that form, the index in the list below)."""
     g, h = rng.sample(GRAPHS, 2)
     data = " . ".join(_triple(rng) for _ in range(rng.randrange(1, 4)))
     ground = data.replace("_:b", f"<{EX}b>")
-    return rng.choice([
+    forms = [
         f"INSERT DATA {{ GRAPH {g} {{ {data} }} }}",
         f"INSERT DATA {{ GRAPH {g} {{ {ground} }} GRAPH {h} {{ {ground} }} }}",
         f"DELETE DATA {{ GRAPH {g} {{ {ground} }} }}",
@@ -49,7 +50,11 @@ def _update(rng: random.Random) -> str:
         f"CLEAR SILENT GRAPH {g}", f"DROP SILENT GRAPH {g}",
         f"COPY SILENT {g} TO {h}", f"MOVE SILENT {g} TO {h}", f"ADD SILENT {g} TO {h}",
         f"INSERT DATA {{ GRAPH {g} {{ {ground} }} }} ; DELETE DATA {{ GRAPH {h} {{ {ground} }} }} ; CLEAR SILENT GRAPH {h}",
-    ])
+    ]
+    return rng.choice(forms) if form is None else forms[form]
+
+
+UPDATE_FORMS = 13  # the forms _update draws from
 
 
 def _default_and_union(store: ox.Store) -> tuple[set, set]:
@@ -82,15 +87,18 @@ def _post(url: str, text: str) -> int:
         return e.code
 
 
-def test_default_graph_is_the_set_after_every_update_form(tmp_path):
+@pytest.mark.parametrize("forms", [
+    pytest.param(list(range(UPDATE_FORMS)) * 2, id="each-form-twice"),
+    pytest.param([None] * 60, id="60-random", marks=pytest.mark.slow)])
+def test_default_graph_is_the_set_after_every_update_form(tmp_path, forms):
     path = build_store(tmp_path / "store")
     rng = random.Random(28)
     with running_server(path, ServeConfig(port=0, writable=True, token=TOKEN), read_only=False) as srv:
         live = srv.app.store.ox
         own = _own_count(live)
         assert own > 0  # the fixture's closure: its triples live in the default graph only
-        for i in range(60):
-            text = _update(rng)
+        for i, form in enumerate(forms):
+            text = _update(rng, form)
             # a graph chosen at run time, or kgcult's own (staging), is refused (issue 38)
             refused = "GRAPH ?g" in text or "/staging/" in text
             assert _post(srv.url, text) == (400 if refused else 204), text
