@@ -185,7 +185,7 @@ class Finder:
         run = han_fold(w.text)
         bounds = None
         if self.g.segmenter and self.g.bounded:
-            cuts = segment(run, self.g.segmenter, self.g.lang)
+            cuts = segment(w.text, self.g.segmenter, self.g.lang)  # as written: the word list's script
             bounds = {a for a, _ in cuts} | {b for _, b in cuts}
         for idx, s, e in ac.find_matches_as_indexes(run, overlapping=True):
             if bounds is not None and (s not in bounds or e not in bounds):
