@@ -375,9 +375,3 @@ def test_proclitic_before_the_article_stays_outside():
     assert not _proclitic_article(text, whole, Guess(14, 19, "لكمون"), grammar("ar"))
     assert not _proclitic_article(text, whole, Guess(13, 19, "الكمون"), grammar("ru"))
 
-
-def test_japanese_name_inside_a_word_is_no_span(ann):
-    """Japanese names start and end at the segmenter's word boundaries (bounded): 日本 in
-    日本酒 (sake) is a piece of a word; the run is segmented as written, not Han-folded."""
-    assert spans(ann, "日本酒を飲んだ。", "ja", topic="place") == []
-    assert spans(ann, "日本に行った。", "ja", topic="place") == [("日本", "Q91017")]
