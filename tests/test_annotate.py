@@ -375,3 +375,16 @@ def test_proclitic_before_the_article_stays_outside():
     assert not _proclitic_article(text, whole, Guess(14, 19, "لكمون"), grammar("ar"))
     assert not _proclitic_article(text, whole, Guess(13, 19, "الكمون"), grammar("ru"))
 
+
+
+def test_japanese_segmented_by_word_frequency_and_bounded(ann):
+    """Japanese and Chinese runs are cut into the cheapest sequence of wordfreq's words (a
+    unigram model: 日本|に, not 日|本に); a Japanese name starts and ends at those words:
+    奈良 in 奈良公園 (a park: no span) is a piece of a word."""
+    pytest.importorskip("wordfreq")
+    from kgcult.annotate.segment import segment
+
+    run = "日本に行った"
+    assert [run[a:b] for a, b in segment(run, "lexicon", "ja")][:2] == ["日本", "に"]
+    assert spans(ann, "奈良公園を歩いた。", "ja", topic="place") == []
+    assert spans(ann, "奈良に行った。", "ja", topic="place") == [("奈良", "Q91061")]

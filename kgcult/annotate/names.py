@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import marshal
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +44,7 @@ from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 10
+VERSION = 11
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
@@ -293,9 +294,10 @@ def _save(p: Path, data: bytes, prefix: str) -> None:
                 pass
 
 
-def lexicon(lang: str) -> frozenset:
+def lexicon(lang: str) -> dict:
     """wordfreq's words of ``lang`` at Zipf :data:`LEXICON_ZIPF` or more (a segmenter's
-    word list), kept beside the last index opened (``annotate-lexicon-<lang>-...``)."""
+    word list), each with its cost (hundredths of (9 - Zipf): a rarer word costs more),
+    kept beside the last index opened (``annotate-lexicon-<lang>-...``)."""
     key = ("lexicon", lang)
     got = _WORDS.get(key)
     if got is not None:
@@ -303,7 +305,8 @@ def lexicon(lang: str) -> frozenset:
     p = (Path(_LEXICON_DIR[-1]) / f"annotate-lexicon-{lang}-{gram.digest()}-v{VERSION}.marshal"
          if _LEXICON_DIR else None)
     try:
-        got = frozenset(marshal.loads(p.read_bytes())) if p is not None else None
+        got = marshal.loads(p.read_bytes()) if p is not None else None
+        got = got if isinstance(got, dict) else None
     except (OSError, ValueError, EOFError, TypeError):
         got = None
     if got is None:
@@ -314,16 +317,16 @@ def lexicon(lang: str) -> frozenset:
     return got
 
 
-def _lexicon(lang: str) -> frozenset:
+def _lexicon(lang: str) -> dict:
     if not extras.available("wordfreq"):
-        return frozenset()
+        return {}
     wordfreq = extras.require("wordfreq", "annotate", FEATURE_WORDS)
     try:
         freqs = wordfreq.get_frequency_dict(lang, wordlist="best")
     except (LookupError, ValueError):
-        return frozenset()
+        return {}
     floor = 10 ** (LEXICON_ZIPF - 9)
-    return frozenset(w for w, v in freqs.items() if v >= floor)
+    return {w: round(-100 * math.log10(v)) for w, v in sorted(freqs.items()) if v >= floor}
 
 
 _WORDS: dict = {}
