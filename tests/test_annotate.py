@@ -388,3 +388,10 @@ def test_japanese_segmented_by_word_frequency_and_bounded(ann):
     assert [run[a:b] for a, b in segment(run, "lexicon", "ja")][:2] == ["日本", "に"]
     assert spans(ann, "奈良公園を歩いた。", "ja", topic="place") == []
     assert spans(ann, "奈良に行った。", "ja", topic="place") == [("奈良", "Q91061")]
+
+
+def test_lower_case_word_is_no_place_name(ann):
+    """In the place topic (proper names), a word written in lower case in a cased script
+    never names what every language capitalizes (Turkish adalar, the islands: Adalar)."""
+    assert spans(ann, "Sonra Kyoto'ya gittik.", "tr", topic="place") == [("Kyoto", "Q91021")]
+    assert spans(ann, "sonra kyoto gibi bir yer.", "tr", topic="place") == []

@@ -207,7 +207,9 @@ class Finder:
         word written in lower case never names what is spelled with a capital (a
         common noun is no proper name); never an everyday word of the language met in
         another language's names."""
-        lower = text[f.start].islower() and f.key in self.names.common.get(self.lang, ())
+        # a word in lower case is no proper name: in the place topic (proper names), never;
+        # elsewhere when it is an everyday word of the language
+        lower = text[f.start].islower() and (self.coherent_common or f.key in self.names.common.get(self.lang, ()))
         generic = self.names.generic
         codes = tuple(c for c in f.codes if not (lower and capitalized(c)) and decode(c)[0] not in generic)
         if not codes:
