@@ -395,3 +395,17 @@ def test_lower_case_word_is_no_place_name(ann):
     never names what every language capitalizes (Turkish adalar, the islands: Adalar)."""
     assert spans(ann, "Sonra Kyoto'ya gittik.", "tr", topic="place") == [("Kyoto", "Q91021")]
     assert spans(ann, "sonra kyoto gibi bir yer.", "tr", topic="place") == []
+
+
+def test_region_beside_a_namesake_located_nowhere_is_dropped():
+    """Candidates of one name: a region with places in it, itself located in a country, and
+    a place located nowhere the graph says (the mirror lost its P131): the place is meant."""
+    from types import SimpleNamespace
+
+    from kgcult.annotate.choose import _containers
+
+    ix = SimpleNamespace(qids=["Qpref", "Qcity", "Qcountry"], is_class=set(),
+                         edges={"Qpref": [("P131", "Qcountry")], "Qcity": [("P31", "Q515")], "Qcountry": []},
+                         inbound=lambda pid: {"Qpref": 40, "Qcountry": 47})
+    assert _containers({0, 1}, ix) == {0}
+    assert _containers({1, 2}, ix) == set()   # a country is no region of another

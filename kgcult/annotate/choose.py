@@ -46,8 +46,19 @@ def _containers(eids, ix) -> set[int]:
     region around it share names the place (a city before its prefecture)."""
     qids = {ix.qids[e]: e for e in eids}
     out = set()
+    inbound = ix.inbound("P131")
     for q in qids:
-        for pid, o in ix.edges.get(q, ()):
-            if pid == "P131" and o in qids and o != q:
+        located = [o for pid, o in ix.edges.get(q, ()) if pid == "P131"]
+        for o in located:
+            if o in qids and o != q:
                 out.add(qids[o])
+        if not located and qids[q] not in ix.is_class:
+            # a place located nowhere the graph says (a mirror loses claims) beside a
+            # region with places in it: the region is the one that shares its name
+            out.update(e for r, e in qids.items() if r != q and inbound.get(r) and _placed(ix, r))
     return out
+
+
+def _placed(ix, q: str) -> bool:
+    """Whether ``q`` is itself located somewhere (P131): a region of a country, not a country."""
+    return any(pid == "P131" for pid, _o in ix.edges.get(q, ()))
