@@ -150,18 +150,22 @@ def test_killed_load_is_repaired_on_open(two, tmp_path):
         assert count(again, COUNT_DISHES) == 3
 
 
-def test_a_store_written_before_is_migrated_once(tmp_path):
+def test_a_store_written_before_the_set_is_refused_with_the_way_out(tmp_path):
     loc = tmp_path / "old"
     raw = ox.Store(str(loc))  # as an older kgcult left it: named graphs, an empty default graph
     for g, text in (("a", A), ("b", B)):
         raw.load(input=text.encode(), format=ox.RdfFormat.TURTLE, to_graph=NamedNode(vocab.GRAPH + g))
     raw.flush()
+    n = len(raw)
     del raw
-    with Store(loc, read_only=True) as ro:  # read-only: the union it was written for
-        assert not ro.is_set and count(ro, COUNT_DISHES) == 5  # sushi 2 x 2 across graphs, ramen
-    with Store(loc) as rw:
-        assert rw.is_set and count(rw, COUNT_DISHES) == 2
-        default_is_the_set(rw)
+    for read_only in (True, False):
+        with pytest.raises(KgcultError, match="written by an older kgcult .its default graph is not the set.*"
+                                              "snapshot export"):
+            Store(loc, read_only=read_only)
+    r = run_cli(["stats"], loc)
+    assert r.exit_code == 1 and "written by an older kgcult" in r.output and "Traceback" not in r.output
+    raw = ox.Store.read_only(str(loc))  # refused, not changed
+    assert len(raw) == n and next(iter(raw.quads_for_pattern(None, None, None, DefaultGraph())), None) is None
 
 
 def test_quads_for_the_default_graph_are_refused(store, tmp_path):

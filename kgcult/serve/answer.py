@@ -63,8 +63,6 @@ def evaluate_query(store, text: str, default_graphs=(), named_graphs=()):
     try:
         if default_graphs:
             kwargs["default_graph"] = [NamedNode(g) for g in default_graphs]
-        elif not getattr(store, "is_set", False):  # an older store: the union it was written for
-            kwargs["use_default_graph_as_union"] = True
         if named_graphs:
             kwargs["named_graphs"] = [NamedNode(g) for g in named_graphs]
     except ValueError as e:

@@ -32,9 +32,8 @@ def is_reserved(iri: str) -> bool:
 
 
 def in_set(iri: str) -> bool:
-    """Whether a named graph's triples are in the default graph (the set): data graphs, and
-    the closure graphs of a store built before the closure lived in the default graph only."""
-    return vocab.is_data_graph(iri) or vocab.is_derived_graph(iri)
+    """Whether a named graph's triples are in the default graph (the set): data graphs."""
+    return vocab.is_data_graph(iri)
 
 
 def check_graph_iri(iri: str, where: str) -> NamedNode:
@@ -88,10 +87,6 @@ class StoreReads:
         """Quads matching a pattern of pyoxigraph terms (``g``: a graph, :data:`DEFAULT_GRAPH`
         for the default graph, the set; None for every graph)."""
         return self.ox.quads_for_pattern(s, p, o, g)
-
-    def quad_count(self) -> int:
-        """Quads in the store (every graph, the default graph's set included)."""
-        return len(self.ox)
 
     def quads(self, graph: str | None = None) -> Iterator[Quad]:
         """Every quad of ``graph`` (or of all graphs, the default graph's set included)."""

@@ -129,8 +129,7 @@ def remove(location: str | os.PathLike) -> None:
 # -- the input record, in the store ----------------------------------------------------
 # Part of every fingerprint: change it when the same edges would give a graph different
 # content (a new cycle marking, another derived term), so old records stop matching.
-# Version 2: the closure lives in the default graph only; a version-1 record (closure in
-# named graphs) never matches, so the next build moves an older store's closure.
+# Version 2: the closure lives in the default graph only.
 ALGORITHM = b"kgcult-closure-2\n"
 _RECORD = vocab.kgc("closureInput")
 

@@ -63,6 +63,13 @@ class Store(StoreReads):
             if not read_only and "lock" in str(e).lower():
                 raise KgcultError(_held_by_another(self.location)) from None
             raise KgcultError(f"cannot open the store at {self.location}: {e}") from e
+        older = setgraph.older_layout(self._ox)
+        if older is not None:
+            del self._ox
+            raise KgcultError(
+                f"{self.location}: written by an older kgcult ({older}); this one does not convert it: "
+                "load its files again into a new store, or export a snapshot with the kgcult that wrote it "
+                "(`kgcult snapshot export`) and import it (docs/store.md)")
         if not read_only:
             # Only one writer holds the store: an unfinished journal entry is a killed writer's.
             try:
@@ -77,11 +84,6 @@ class Store(StoreReads):
                 recovery.read(self.location)
             except recovery.JournalDamaged as e:
                 log.warning("%s", e)
-        self.is_set = setgraph.is_set(self._ox)
-        if not self.is_set:  # an older store opened read-only: the union, as it was written
-            log.warning("%s: this store was written by an older kgcult: queries see the union of its "
-                        "graphs (a triple once per graph that holds it) until it is opened for writing "
-                        "once (e.g. `kgcult closure`), which builds its default graph as a set", self.location)
 
     # -- querying ---------------------------------------------------------------------
 
@@ -109,8 +111,6 @@ class Store(StoreReads):
         kwargs: dict = {"prefixes": wdqs.PREFIXES}
         if graph:
             kwargs["default_graph"] = [NamedNode(graph)]
-        elif not self.is_set:
-            kwargs["use_default_graph_as_union"] = True
         # WDQS drop-in: label service, SERVICE refused, paths from the closure (docs/wdqs.md)
         prepared = wdqs.prepare(sparql, closure_fresh=None if graph else not self.closure_stale)
         extra = health.notices(self, sparql, partial=self.partial_graphs()) if self.read_only else []
@@ -126,17 +126,12 @@ class Store(StoreReads):
     # -- graphs -----------------------------------------------------------------------
 
     def graph_counts(self) -> dict[str, int]:
-        """Triples per named graph (and ``""`` for the default graph if it has any while it
-        is not the set: an older store's)."""
+        """Triples per named graph."""
         counts: dict[str, int] = {}
         for row in _solutions(self._ox.query(
             "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"
         )):
             counts[row["g"].value] = int(row["n"].value)
-        if not self.is_set:
-            default = next(iter(_solutions(self._ox.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"))), None)
-            if default is not None and int(default["n"].value):
-                counts[""] = int(default["n"].value)
         return dict(sorted(counts.items()))
 
     def triple_count(self, graph: str | None = None) -> int:
@@ -145,8 +140,7 @@ class Store(StoreReads):
             rows = self._ox.query(bind_values(
                 "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }", {"g": NamedNode(graph)}))
         else:
-            rows = self._ox.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }",
-                                  use_default_graph_as_union=not self.is_set)
+            rows = self._ox.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
         return int(next(iter(_solutions(rows)))["n"].value)
 
     def clear_graph(self, graph: str) -> None:
@@ -232,8 +226,8 @@ class Store(StoreReads):
             raise KgcultError(f"{self.location}: the store is open read-only; cannot write to it")
         if self._entry is not None:
             raise KgcultError(f"{self.location}: a {kind} inside the {self._entry.title}: one write at a time")
-        entry = self._entry = recovery.begin(self, kind=kind, what=what, creates=creates, swaps=swaps, marks=marks,
-)
+        entry = self._entry = recovery.begin(self, kind=kind, what=what, creates=creates, swaps=swaps,
+                                                  marks=marks)
         w = Writing()
         try:
             yield w
@@ -301,8 +295,6 @@ class Store(StoreReads):
         del self._ox
 
 
-
-
 @dataclass
 class Writing:
     """What a write command (:meth:`Store.writing`) commits with its data."""
@@ -365,9 +357,6 @@ def _refuse_foreign_directory(location: str) -> None:
         if foreign is not None:
             raise KgcultError(f"{location}: not a kgcult store (a directory holding {foreign.name!r} and no "
                               "store files); give --store an empty or new directory")
-
-
-
 
 
 __all__ = ["Store", "LoadReport", "LoadInterrupted", "QuerySyntaxError", "DEFAULT_LOCATION", "resolve_location"]

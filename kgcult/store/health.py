@@ -2,8 +2,7 @@
 ingest or load left partial, and a closure that is stale while a query reads it.
 
 An unfinished write (load, import, ingest, mirror) names its graphs in the journal beside
-the store (:mod:`kgcult.store.recovery`); ``kgc:closureStale`` is in the metadata graph, as
-are the ``kgc:mirrorRun "partial:<run>"`` marks an older kgcult left. :func:`notices`
+the store (:mod:`kgcult.store.recovery`); ``kgc:closureStale`` is in the metadata graph. :func:`notices`
 turns them into one-line notices that ``kgcult sparql``, the API and ``kgcult serve`` (the
 ``X-Kgcult-Notice`` header) pass on, and ``kgcult stats`` lists them.
 """
@@ -12,31 +11,15 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from pyoxigraph import NamedNode
-
 from kgcult import ontology, vocab
 from kgcult.store import recovery
-from kgcult.store.loading import PARTIAL, RUN as _RUN
-
-_META = NamedNode(vocab.META_GRAPH)
 
 
 def partial_graphs(store) -> list[str]:
     """Graphs an unfinished write (load, import, ingest, mirror) is writing or left, until
-    the next writable open rolls it back or finishes it, and those an older kgcult's killed
-    mirror or ingest marked partial."""
-    if getattr(store, "remote", False):
-        # rows with an unbound value are skipped: Virtuoso answers a GRAPH pattern that matches
-        # nothing with one row that binds nothing
-        rows = store.query("SELECT ?g ?r WHERE { GRAPH ?m { ?g ?run ?r } }",
-                           bindings={"m": _META, "run": _RUN})
-        marks = [(r["g"].value, r["r"].value) for r in rows if r["g"] is not None and r["r"] is not None]
-        writing: list[str] = []  # the journal is beside the store, not behind the endpoint
-    else:
-        marks = [(vocab.value(q.subject), vocab.value(q.object))
-                 for q in store.ox.quads_for_pattern(None, _RUN, None, _META)]
-        writing = recovery.partial_graphs(store.location)
-    return sorted({g for g, run in marks if run.startswith(PARTIAL)} | set(writing))
+    the next writable open rolls it back or finishes it (none for a remote endpoint: the
+    journal is beside a store, not behind an endpoint)."""
+    return [] if getattr(store, "remote", False) else recovery.partial_graphs(store.location)
 
 
 @lru_cache(maxsize=1)

@@ -96,7 +96,7 @@ def edges(store, prop: str) -> list[tuple[str, str]]:
 def _data_edges(store, prop: str) -> Iterator[tuple[bytes, bytes]]:
     """``prop``'s (subject, object) pairs in the data graphs, as N-Triples terms ``b"<iri>"``."""
     p = NamedNode(prop)
-    if setgraph.is_set(store.ox):  # the default graph: every data graph's edges, each once
+    if setgraph.is_set(store.ox):  # kgcult's store: the default graph, every data graph's edges once
         for q in store.ox.quads_for_pattern(None, p, None, setgraph.DEFAULT):
             if isinstance(q.subject, NamedNode) and isinstance(q.object, NamedNode):
                 yield f"<{q.subject.value}>".encode(), f"<{q.object.value}>".encode()
@@ -314,14 +314,9 @@ def _write_difference(store: Store, spec: ClosureSpec, out: ScratchWriter, cycle
 
 
 def _retire(store: Store, spec: ClosureSpec) -> None:
-    """Before a spec's closure is written: drop what an earlier build left that the new
-    one does not replace by its difference: the named copy of a store built before the
-    closure lived in the default graph only (its default copy is kept and changed by the
-    difference), and the triples of a derived property the spec no longer uses."""
+    """Before a spec's closure is written: drop the triples of a derived property the spec
+    no longer uses (the new closure replaces the rest by its difference)."""
     setgraph.own(store.ox, spec.graph, spec.derived)  # first: its default triples are never orphans
-    if setgraph.drop_named_copy(store.ox, spec.graph):
-        log.info("%s: removed the named graph an older kgcult wrote (its triples stay in the default "
-                 "graph, changed by their difference)", spec.name)
     for prop in setgraph.own_properties(store.ox).get(spec.graph, set()) - {spec.derived}:
         setgraph.drop_property(store.ox, prop)
         setgraph.disown(store.ox, spec.graph, prop)

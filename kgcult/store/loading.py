@@ -487,20 +487,14 @@ def stem(path: str) -> str:
 # written directly (a created graph: a rollback drops it); a graph with content is rebuilt
 # in its staging graph, outside the default graph's set, which the commit makes it equal to.
 
-PARTIAL = "partial:"  # how an older kgcult marked a graph its killed run left partial
 RUN = vocab.kgc("mirrorRun")
 
 
 def run_marker(store, graph: str) -> str | None:
-    """The run that wrote ``graph`` (``partial:<run>`` if an older kgcult's run was killed)."""
+    """The run that wrote ``graph`` (None: no run finished writing it)."""
     for q in store.quads_for_pattern(NamedNode(graph), RUN, None, NamedNode(vocab.META_GRAPH)):
         return q.object.value
     return None
-
-
-def is_complete(value: str | None) -> bool:
-    """Whether a marker says a run finished writing its graph."""
-    return value is not None and not value.startswith(PARTIAL)
 
 
 def run_ops(graph: str, value: str) -> list[str]:
@@ -513,6 +507,6 @@ def run_ops(graph: str, value: str) -> list[str]:
 def run_target(store, spec) -> str:
     """The empty graph to write a new version of ``spec`` (a subgraph spec: its ``graph``
     and ``staging_graph``) into: the graph itself when it holds nothing, else its staging
-    graph (emptied of what an older kgcult's killed run left there)."""
+    graph (emptied of what a killed run left there)."""
     store.clear_graph(spec.staging_graph)
     return spec.staging_graph if store.triple_count(spec.graph) else spec.graph

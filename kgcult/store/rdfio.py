@@ -279,4 +279,3 @@ def _decompress(compression: str | None, raw):
     return raw
 
 
-

@@ -303,12 +303,9 @@ def _quad(text: str) -> Quad:
 # -- on open ------------------------------------------------------------------------------
 
 def recover(store) -> list[str]:
-    """Everything a writable open repairs, once: the set built in an older store, every
-    journal entry settled or rolled forward, the set brought up to date where an older
-    kgcult left it pending, the files of a killed bulk load removed. One message per repair
-    (for the log)."""
-    db: ox.Store = store.ox
-    messages = setgraph.migrate(db)
+    """Everything a writable open repairs, once: every journal entry settled or rolled
+    forward, the files of a killed bulk load removed. One message per repair (for the log)."""
+    messages = []
     for entry in read(store.location):  # JournalDamaged: one line, the store left as it is
         if entry.status == COMMITTING:
             roll_forward(store, entry)
@@ -317,22 +314,8 @@ def recover(store) -> list[str]:
         else:  # a big load takes a while (Oxigraph's delete rate): say so before, not only after
             log.info("settling the interrupted %s (%s)...", entry.title, ", ".join(entry.graphs()))
             messages.append(undo(store, entry))
-    messages += _legacy_records(db) + setgraph.repair(db)
     remove_bulk_leftovers(store.location)
     return messages
-
-
-def _legacy_records(db: ox.Store) -> list[str]:
-    """Journal records in the metadata graph (kgcult kept its journal there before): never
-    acted on, since anyone who could write the metadata graph could have forged them."""
-    status = vocab.kgc("status")
-    found = sorted({q.subject.value for q in db.quads_for_pattern(None, status, None, provenance.META)
-                    if isinstance(q.subject, NamedNode) and vocab.value(q.object) != "interrupted"})
-    if not found:
-        return []
-    return [f"the metadata graph holds {len(found)} unfinished-command record(s) ({found[0]}...), written by "
-            "an older kgcult or forged: not acted on; if an older kgcult was killed while loading, check the "
-            "graphs with `kgcult stats` and reload them"]
 
 
 def remove_bulk_leftovers(location: str) -> None:

@@ -380,7 +380,6 @@ class RemoteStore(StoreReads):
         self.client.close()
 
 
-
 def _positive(env: str, given: int | None, default: int | None) -> int | None:
     raw = given if given is not None else os.environ.get(env)
     if raw is None or raw == "":

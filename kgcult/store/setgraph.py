@@ -9,10 +9,7 @@ triple three times). Each closure spec owns a derived property (``kgc:subclassOf
 registered in the metadata graph (``kgc:store kgc:closureProperty "<spec> <property>"``)
 before its first triple is written, and its cycle marks ``x kgc:inCycle <spec>``; default
 triples with a registered property or ``kgc:inCycle`` are the closure's, not orphans
-(:func:`own_filter`). A store built before this keeps its closure in named graphs under
-``.../graph/closure/`` as well: those graphs stay visible until the next ``kgcult closure``
-drops the named copies (``kgcult.store.hierarchy``).
-
+(:func:`own_filter`). 
 Every write path keeps the invariant ``default == union of the visible graphs`` (as sets):
 
 - additions go to the named graph first, then to the default graph (adding a triple the
@@ -25,9 +22,9 @@ Every write path keeps the invariant ``default == union of the visible graphs`` 
   its graphs are brought into the set (:func:`repair`: each copied into the default graph,
   and default triples that no visible graph holds removed).
 
-A store written before this existed has no ``kgc:defaultGraph "set"`` state: a writable
-open builds the set once (:func:`migrate`); a read-only open queries the union as before
-(with a notice). docs/store.md ("The default graph is a set") says what it costs.
+A store written by a kgcult before the set (no ``kgc:defaultGraph "set"`` state), or
+with its closure still in named graphs, is refused at open (:func:`older_layout`):
+docs/store.md ("The default graph is a set") says how to rebuild it.
 """
 from __future__ import annotations
 
@@ -48,8 +45,6 @@ log = logging.getLogger(__name__)
 META = NamedNode(vocab.META_GRAPH)
 STATE = NamedNode(vocab.KGC + "store")
 _FLAG = NamedNode(vocab.KGC + "defaultGraph")
-_PENDING = NamedNode(vocab.KGC + "setPending")  # where an older kgcult marked graphs pending
-_MIGRATING = NamedNode(vocab.KGC + "defaultGraphMigrating")
 SET = Literal("set")
 CAPTURE = vocab.STAGING_GRAPH + "update-capture/"  # a graph's triples before an update emptied it
 DEFAULT = DefaultGraph()
@@ -57,8 +52,6 @@ BATCH = 100_000  # quads per removal transaction (Oxigraph holds one in memory: 
 # the mark of a write whose graphs are not known (an update writing GRAPH ?g): the repair
 # then adds every visible graph's missing triples (:func:`add_missing`)
 ALL_GRAPHS = vocab.KGC + "allGraphs"
-# where a store written before the set keeps the triples it had in its default graph
-LEGACY_DEFAULT = vocab.GRAPH + "default"
 
 
 visible = base.in_set
@@ -103,20 +96,6 @@ def drop_property(store: ox.Store, prop: str, obj: NamedNode | None = None) -> N
            f"DELETE {{ {pattern} }} WHERE {{ {{ SELECT * WHERE {{ {pattern} }} LIMIT {BATCH} }} }}")
 
 
-def drop_named_copy(store: ox.Store, graph: str) -> bool:
-    """Remove a named graph's quads without touching the default graph (an older store's
-    named closure graph, whose triples the default graph keeps); False when there was no
-    such graph. A batch per transaction: Oxigraph deletes about 30k quads/s."""
-    g = NamedNode(graph)
-    if not store.contains_named_graph(g):
-        return False
-    _while(store, f"ASK {{ GRAPH {g} {{ ?s ?p ?o }} }}",
-           f"DELETE {{ GRAPH {g} {{ ?s ?p ?o }} }} WHERE {{ {{ SELECT * WHERE "
-           f"{{ GRAPH {g} {{ ?s ?p ?o }} }} LIMIT {BATCH} }} }}")
-    store.remove_graph(g)
-    return True
-
-
 def _while(store: ox.Store, ask: str, op: str, graph: str = "", what: str = "") -> None:
     """Run an update (one transaction each) while ``ask`` holds; ``what`` it did to
     ``graph``, logged per batch."""
@@ -133,24 +112,29 @@ def visible_filter(var: str) -> str:
     return f'FILTER({var} != {META} && !STRSTARTS(STR({var}), "{vocab.STAGING_GRAPH}"))'
 
 
-def is_set(store: ox.Store) -> bool:
-    """Whether the store (a pyoxigraph one: a remote endpoint's default graph is its own
-    business) keeps its default graph as the set (else: an older store)."""
-    if not isinstance(store, ox.Store):
-        return False
-    return (any(True for _ in store.quads_for_pattern(STATE, _FLAG, SET, META))
-            or next(iter(store.quads_for_pattern(None, None, None, None)), None) is None)  # empty
+def is_set(store) -> bool:
+    """Whether ``store`` is a pyoxigraph store (kgcult's own, whose default graph is the
+    set); a remote endpoint's default graph is its own business."""
+    return isinstance(store, ox.Store)
+
+
+def older_layout(store: ox.Store) -> str | None:
+    """What makes a non-empty store one an older kgcult wrote, which this one refuses: no
+    ``kgc:defaultGraph "set"`` state (written before the set), or its closure still in named
+    graphs (before the closure moved to the default graph). None for a current or empty store."""
+    if next(iter(store.quads_for_pattern(None, None, None, None)), None) is None:
+        return None
+    if not any(True for _ in store.quads_for_pattern(STATE, _FLAG, SET, META)):
+        return "its default graph is not the set of its graphs' triples"
+    if any(isinstance(g, NamedNode) and vocab.is_derived_graph(g.value) for g in store.named_graphs()):
+        return "its closure is in named graphs"
+    return None
 
 
 def flag_op() -> str:
     """The update operation recording that the store keeps the set; every write path's
     first transaction carries it (a new store is written nothing before its first write)."""
     return f"INSERT DATA {{ GRAPH {META} {{ {STATE} {_FLAG} {SET} }} }}"
-
-
-def pending(store: ox.Store) -> list[str]:
-    """Graphs an older kgcult marked pending in the metadata graph (it kept them there)."""
-    return sorted(vocab.value(q.object) for q in store.quads_for_pattern(STATE, _PENDING, None, META))
 
 
 # -- copying into and removing from the default graph ------------------------------------
@@ -251,14 +235,13 @@ def sync(store: ox.Store) -> tuple[int, int]:
     return remove_orphans(store), add_missing(store)
 
 
-# -- repair and migration ----------------------------------------------------------------
+# -- repair ----------------------------------------------------------------
 
 def repair(store: ox.Store, graphs: Iterable[str] = ()) -> list[str]:
     """Bring the set up to date for ``graphs`` (an update killed before its second
-    transaction) and those an older kgcult left marked pending: copy each into the default
-    graph, remove default triples no visible graph holds, unmark. Messages for the log."""
-    legacy = pending(store)
-    graphs = sorted(set(graphs) | set(legacy))
+    transaction): copy each into the default graph, remove default triples no visible graph
+    holds. Messages for the log."""
+    graphs = sorted(set(graphs))
     if not graphs:
         return []
     for graph in graphs:
@@ -270,36 +253,8 @@ def repair(store: ox.Store, graphs: Iterable[str] = ()) -> list[str]:
     for g in list(store.named_graphs()):  # what a killed update captured (update_plan)
         if isinstance(g, NamedNode) and g.value.startswith(CAPTURE):
             drop(store, g.value)
-    if legacy:
-        store.update(f"DELETE WHERE {{ GRAPH {META} {{ {STATE} {_PENDING} ?g }} }}")
     return [f"the default graph (the set of all graphs' triples) was brought up to date for "
             f"{len(graphs)} graph(s) an interrupted write left pending ({orphans} stale triple(s) removed)"]
-
-
-def migrate(store: ox.Store) -> list[str]:
-    """Build the set in a store written before it existed; idempotent if killed."""
-    if is_set(store):
-        return []  # kept as the set, or empty (flagged by its first write)
-    messages = []
-    migrating = any(True for _ in store.quads_for_pattern(STATE, _MIGRATING, None, META))
-    if not migrating:
-        # triples an older kgcult left in the default graph (a quad file's default graph)
-        # keep their place as a named graph; one transaction with the migration mark
-        legacy = bool(store.query("ASK { ?s ?p ?o }"))
-        ops = [f"ADD SILENT DEFAULT TO {NamedNode(LEGACY_DEFAULT)}", "CLEAR SILENT DEFAULT"] if legacy else []
-        ops.append(f"INSERT DATA {{ GRAPH {META} {{ {STATE} {_MIGRATING} true }} }}")
-        store.update(" ;\n".join(ops))
-        if legacy:
-            messages.append(f"triples the store held in its default graph were moved to graph {LEGACY_DEFAULT}")
-    graphs = [g.value for g in store.named_graphs() if isinstance(g, NamedNode) and visible(g.value)]
-    for graph in graphs:
-        add_graph(store, graph)
-    store.update(f"DELETE WHERE {{ GRAPH {META} {{ {STATE} {_MIGRATING} ?x }} }} ;\n{flag_op()}")
-    store.flush()
-    if graphs:
-        messages.append(f"built the default graph as the set of the triples of {len(graphs)} graph(s) "
-                        "(a store written by an older kgcult; done once)")
-    return messages
 
 
 # -- a SPARQL Update (``kgcult serve --writable``): the default graph follows at the cost of
@@ -370,13 +325,13 @@ def update_plan(operations: list, store: ox.Store) -> Plan:
         name, fields = op.name, dict(op)
         if name in ("InsertData", "DeleteData", "DeleteWhere"):
             for g, t in _quads(op, None):
-                _insert(p, g, t) if name == "InsertData" else _delete(p, g, t)
+                _change(p, g, t, insert=name == "InsertData")
         elif name == "Modify":
             with_graph = fields.get("withClause")
             for g, t in _quads(fields.get("delete"), with_graph):
-                _delete(p, g, t)
+                _change(p, g, t, insert=False)
             for g, t in _quads(fields.get("insert"), with_graph):
-                _insert(p, g, t)
+                _change(p, g, t, insert=True)
         elif name in ("Clear", "Drop"):
             target = fields.get("graphiri")
             if isinstance(target, rdflib.URIRef):
@@ -397,17 +352,11 @@ def update_plan(operations: list, store: ox.Store) -> Plan:
     return _finish(p, own_filter("?p", store))
 
 
-def _insert(p: Plan, graph: str | None, triple) -> None:
+def _change(p: Plan, graph: str | None, triple, insert: bool) -> None:
+    """An inserted or deleted triple of a visible (or any: None) graph, for the default graph."""
     if graph is not None and not visible(graph):
         return
-    p._inserts.setdefault(graph, set()).add(_row(triple))
-    _touch(p, graph)
-
-
-def _delete(p: Plan, graph: str | None, triple) -> None:
-    if graph is not None and not visible(graph):
-        return
-    p._deletes.add(_row(triple))
+    (p._inserts.setdefault(graph, set()) if insert else p._deletes).add(_row(triple))
     _touch(p, graph)
 
 

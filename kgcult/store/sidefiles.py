@@ -18,8 +18,7 @@ Every write marks the data with a new version (``kgc:dataVersion`` in the metada
 :func:`kgcult.store.provenance.stale_ops`). :func:`cached` keeps each fact in
 ``<store>.facts.json`` with the version it was computed for, so a command that opens the
 store read-only (``kgcult build``) reads it back instead of reading the whole store again.
-A store written by an older kgcult gets a version on its next writable open; until then a
-read-only open keys the facts by the store's file listing. A remote store keeps nothing here.
+A remote store keeps nothing here.
 
 **Readers.** Processes that read a store through a long-lived read-only open (``kgcult serve``).
 
@@ -31,7 +30,6 @@ processes that are gone (killed) are ignored and removed.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -39,7 +37,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kgcult.files import atomic_write
-from kgcult.store import provenance
 
 log = logging.getLogger(__name__)
 
@@ -76,17 +73,9 @@ def store_files(location: Path) -> list | None:
 
 
 def data_version(store) -> str | None:
-    """The version of the store's data: ``kgc:dataVersion``; for a store written by an older
-    kgcult, one is set on a writable open, and a read-only open uses its file listing."""
-    version = store.get_state("dataVersion")
-    if version:
-        return version
-    if not store.read_only:
-        version = provenance.new_data_version()
-        store.set_state("dataVersion", version)
-        return version
-    files = store_files(Path(str(store.location)))
-    return None if files is None else "files:" + hashlib.sha256(json.dumps(files).encode()).hexdigest()
+    """The version of the store's data: ``kgc:dataVersion``, new with every write (None: an
+    empty store)."""
+    return store.get_state("dataVersion")
 
 
 def cached(store, name: str, compute: Callable[[], Any]) -> Any:

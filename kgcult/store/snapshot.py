@@ -304,7 +304,6 @@ def member_file(root: Path, name: str, where: str) -> Path:
     return path
 
 
-
 def _provenance(graph_file: "GraphFile") -> list[Quad]:
     """The provenance records of a snapshot's metadata graph file (checked whole before:
     :meth:`GraphFile.scan`), each quad checked to be kgcult's provenance or store state."""

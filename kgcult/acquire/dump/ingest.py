@@ -111,7 +111,7 @@ def ingest(store, dump: str, names=None, *, specs=None, fmt: str = "auto", refre
     for s in chosen:
         existing = store.triple_count(s.graph)
         marker = loading.run_marker(store, s.graph)
-        if loading.is_complete(marker) and not refresh:
+        if marker is not None and not refresh:
             reports[s.name].skipped = "already in the store (use --refresh to replace it)"
             reports[s.name].triples = existing
             log.info("%s: %s", s.name, reports[s.name].skipped)

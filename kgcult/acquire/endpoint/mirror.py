@@ -314,7 +314,7 @@ def plan(store, chosen: list[SubgraphSpec], backend: EndpointBackend, config: Mi
     backend.spec = None  # plan counts belong to no subgraph's checkpoint (yet)
     out = []
     for spec in chosen:
-        if loading.is_complete(loading.run_marker(store, spec.graph)) and not config.refresh:
+        if loading.run_marker(store, spec.graph) is not None and not config.refresh:
             continue
         est = backend.planner.estimate(spec, backend.count)
         log.debug("plan: %s: %s", spec.name, "seeded from " + ", ".join(spec.seed_from) + " (counted when they are done)"
@@ -337,7 +337,7 @@ def _mirror_one(store, spec, backend: EndpointBackend, cp: Checkpoint, config, c
         existing = store.triple_count(spec.graph)
         refresh = config.refresh or force
         marker = loading.run_marker(store, spec.graph)
-        if loading.is_complete(marker) and not refresh:
+        if marker is not None and not refresh:
             rep.skipped = "already mirrored (use --refresh to re-pull and replace it)"
             rep.triples = existing
             log.info("%s: %s", spec.name, rep.skipped)

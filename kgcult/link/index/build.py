@@ -65,9 +65,8 @@ def _local(term) -> str | None:
 
 
 def _data_quads(store, pred):
-    """Quads of ``pred`` outside the derived and meta graphs (``store``: a kgcult store):
-    the default graph where it is the set of the data graphs (each triple once, see
-    docs/store.md; a remote endpoint's default graph), else every named graph's."""
+    """Quads of ``pred`` in the data: the default graph, the set of the data graphs (each
+    triple once, see docs/store.md; a remote endpoint's default graph)."""
     if getattr(store, "remote", False):
         # a remote endpoint: its default graph (kgcult's set, as the views read it: docs/serve.md),
         # the subject and object only, REMOTE_PAGE rows at a time (one page held here)
@@ -75,14 +74,7 @@ def _data_quads(store, pred):
         yield from (ox.Quad(r["s"], pred, r["o"], DEFAULT_GRAPH) for r in rows
                     if r["s"] is not None and r["o"] is not None)
         return
-    if getattr(store, "is_set", False):
-        yield from store.quads_for_pattern(None, pred, None, DEFAULT_GRAPH)
-        return
-    for q in store.quads_for_pattern(None, pred, None, None):
-        g = q.graph_name
-        if isinstance(g, NamedNode) and (vocab.is_derived_graph(g.value) or g.value == vocab.META_GRAPH):
-            continue
-        yield q
+    yield from store.quads_for_pattern(None, pred, None, DEFAULT_GRAPH)
 
 
 def _batched(it, n: int = BATCH):
@@ -132,12 +124,11 @@ class _Reads:
 
     def closure(self, pred: NamedNode, obj: NamedNode):
         """The subjects of closure triples ``?x pred obj``, read where queries read them:
-        the default graph (a kgcult store keeps the closure there only; an older one in a
-        named graph too, read as the union then), or a remote endpoint's default graph."""
+        the default graph (a kgcult store keeps the closure there only), or a remote
+        endpoint's default graph."""
         h = self.handle
         if not getattr(h, "remote", False):
-            graph = DEFAULT_GRAPH if h.is_set else None
-            return (q.subject for q in h.quads_for_pattern(None, pred, obj, graph))
+            return (q.subject for q in h.quads_for_pattern(None, pred, obj, DEFAULT_GRAPH))
         # a remote endpoint's default graph (terms parsed as IRIs: str() is a valid IRI reference)
         return (r["x"] for r in h.query(f"SELECT ?x WHERE {{ ?x {pred} {obj} }}"))
 
