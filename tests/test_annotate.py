@@ -409,3 +409,32 @@ def test_region_beside_a_namesake_located_nowhere_is_dropped():
                          inbound=lambda pid: {"Qpref": 40, "Qcountry": 47})
     assert _containers({0, 1}, ix) == {0}
     assert _containers({1, 2}, ix) == set()   # a country is no region of another
+
+
+def test_cognate_keys_across_spellings():
+    """Each language's orthographic correspondences, then the shared classes: one key for
+    the same word in several spellings; none for a language without rules."""
+    from kgcult.annotate.grammar import cognate_key
+    from kgcult.annotate.text import fold
+
+    soup = {cognate_key(fold(w), lg) for w, lg in
+            (("Suppe", "de"), ("soupe", "fr"), ("soup", "en"), ("sopa", "es"), ("zuppa", "it"), ("soep", "nl"))}
+    assert soup == {"sup"}
+    choc = {cognate_key(fold(w), lg) for w, lg in
+            (("cioccolato", "it"), ("chocolate", "es"), ("chocolat", "fr"), ("Schokolade", "de"))}
+    assert len(choc) == 1
+    assert cognate_key("insalata", "it") == cognate_key("ensalada", "es") != cognate_key("salade", "fr")
+    assert cognate_key("sup", "tr") is None and cognate_key("ab", "it") is None
+
+
+def test_cognate_names_an_entity_without_a_label_in_the_texts_language(ann):
+    """A word no name matched meets, by its cognate key, one common noun named so in two
+    other languages; never a proper name, a name of one language only, an everyday word,
+    or (German) a word in lower case."""
+    got = spans(ann, "Una tazza di cioccolato, poi zuppa.", "it")
+    assert got == [("cioccolato", "Q91070"), ("zuppa", "Q91003")]
+    assert [s["match"] for s in ann.annotate("Una zuppa.", lang="it", topic="food")] == ["cognate-label"]
+    assert spans(ann, "Dann eine Schokolade.", "de") == [("Schokolade", "Q91070")]
+    assert spans(ann, "dann schokolade.", "de") == []
+    assert spans(ann, "Poi una zobra e un custardo.", "it") == []
+    assert spans(ann, "Un chocolate caliente.", "es") == [("chocolate", "Q91070")]  # its own label: exact

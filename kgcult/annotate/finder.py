@@ -12,7 +12,9 @@ from kgcult.annotate.segment import segment
 from kgcult.annotate.text import Word, _initial, fold, han_fold, joined, katakana, unspaced, words
 
 # how a name was found, best first (the order breaks ties between spans of one length)
-HOW = ("exact", "article", "stem", "suffix")
+HOW = ("exact", "article", "stem", "suffix", "cognate")
+# a cognate key names an entity only when that many other languages name it so
+COGNATE_LANGS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,33 @@ class Finder:
             hit = self._stem.get(sk) if sk else None
             if hit and sk and self._inflected(parts, self.names.forms[self.lang].get(sk, ())):
                 return hit, "stem", key
+        if len(parts) == 1 and self.g.cognate:
+            return self._cognate(parts[0])
         return None
+
+    def _cognate(self, word: str):
+        """(codes, "cognate", word) of a word that no name matched, by its cognate key
+        (``grammar.cognate_key``): only a word that is no everyday word of the language
+        (a function word meets a short foreign name), when the key is that of one common
+        noun of the topic (its generic words aside; a proper name, spelled with a capital
+        in every language, is a dish's name, no international word: Soba), which has no
+        name in the text's language and is named so in at least
+        :data:`COGNATE_LANGS` other languages (a word shared across the family)."""
+        if word in self._every:
+            return None
+        ck = self.g.cognate_key(word)
+        hit = self.names.cognate.get(ck) if ck else None
+        if not hit:
+            return None
+        generic = self.names.generic
+        codes = tuple(c for c in hit if not capitalized(c) and decode(c)[0] not in generic)
+        eids = {decode(c)[0] for c in codes}
+        if len(eids) != 1 or next(iter(eids)) in self.names.own.get(self.lang, ()):
+            return None
+        langs = {self.names.langs[decode(c)[1]].split("-", 1)[0] for c in codes} - {self.lang}
+        if len(langs) < COGNATE_LANGS:
+            return None
+        return codes, "cognate", word
 
     def _inflected(self, parts: tuple[str, ...], forms: tuple[str, ...]) -> bool:
         """Whether the words are an inflected form of one of the names ``forms``: word by
@@ -216,6 +244,8 @@ class Finder:
             return None
         if codes != f.codes:
             f = Found(f.start, f.end, codes, f.how, f.key, f.nwords)
+        if f.how == "cognate" and self.g.nouns_capitalized and not text[f.start].isupper():
+            return None  # a cognate in a language that capitalizes nouns is a noun
         if self.everyday(f) and not self._proper(text, f):
             return None
         if self.kin_only(f) or (self.coherent_common and f.nwords == 1

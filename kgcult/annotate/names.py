@@ -10,7 +10,12 @@ topic's entities in the link index, under the keys a text's words are looked up 
   simplified Chinese: ``text.han_fold``), searched inside
   runs of that script by an Aho-Corasick automaton (ahocorasick-rs), and their codes;
 * ``common[lang]``: the folded one-word names that are everyday words of ``lang``
-  (wordfreq's Zipf frequency at least :data:`COMMON_ZIPF`).
+  (wordfreq's Zipf frequency at least :data:`COMMON_ZIPF`);
+* ``cognate``: the cognate key (``grammar.cognate_key``) of every one-word label (aliases
+  are too loose: a broth's alias sopa) in a language of the grammar file's ``cognates``
+  -> codes; ``own[lang]``: for those
+  languages, the eids with a name in ``lang`` (a cognate key names only an entity
+  without a name in the text's language).
 
 A code is ``(((eid << LANG_BITS) | language id) << 1 | capitalized) << 1 | alias``.
 * ``forms[lang]``: stem key -> the folded names under it (a stem match is checked
@@ -44,7 +49,7 @@ from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 11
+VERSION = 12
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
@@ -81,6 +86,8 @@ class Names:
     forms: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     directory: str = ""   # where the per-language word lists are kept (not in the file)
     generic: frozenset = field(default_factory=frozenset)
+    cognate: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    own: dict[str, frozenset] = field(default_factory=dict)
     _automaton: object = None
 
     def automaton(self):
@@ -105,7 +112,8 @@ class Names:
         return marshal.dumps({"version": VERSION, "topic": self.topic, "langs": self.langs,
                               "exact": self.exact, "stem": self.stem, "heads": self.heads,
                               "unspaced": self.unspaced, "common": self.common,
-                              "forms": self.forms, "generic": self.generic})
+                              "forms": self.forms, "generic": self.generic,
+                              "cognate": self.cognate, "own": self.own})
 
     @classmethod
     def loads(cls, data: bytes) -> "Names | None":
@@ -172,6 +180,9 @@ def build(ix, topic: str) -> Names:
     unspaced: dict[str, set] = {}
     heads: set[str] = set()
     lang_of = {i: lg for i, lg in enumerate(langs)}
+    cognate_langs = gram.cognate_languages()
+    cognate: dict[str, set] = {}
+    own: dict[str, set] = {lg: set() for lg in cognate_langs}
     common_noun = _common_nouns(ix, member, lang_of)
     for eid, lid, text, alias in ix.db.execute("SELECT eid, lang, text, alias FROM names"):
         if not member[eid]:
@@ -185,6 +196,11 @@ def build(ix, topic: str) -> Names:
         for n in range(1, min(len(ws), MAX_WORDS)):
             heads.add(" ".join(ws[:n]))
         base = lang_of[lid].split("-", 1)[0]
+        if base in cognate_langs:
+            own[base].add(int(eid))
+            ck = gram.cognate_key(k, base) if len(ws) == 1 and not alias else None
+            if ck:
+                cognate.setdefault(ck, set()).add(c)
         if base in stem_langs and len(ws) <= MAX_WORDS:
             sk = stem_key(ws, base)
             if sk:
@@ -201,6 +217,8 @@ def build(ix, topic: str) -> Names:
                   stem={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in stems.items()},
                   heads=heads, unspaced={k: tuple(sorted(v)) for k, v in unspaced.items()},
                   forms={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in forms.items()})
+    names.cognate = {k: tuple(sorted(v)) for k, v in cognate.items()}
+    names.own = {lg: frozenset(v) for lg, v in own.items()}
     names.common = _common(names.exact)
     names.generic = frozenset(_generic(ix, topic, member))
     return names
