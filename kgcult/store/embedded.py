@@ -13,7 +13,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import pyoxigraph as ox
 from pyoxigraph import NamedNode
@@ -213,26 +213,28 @@ class Store(StoreReads):
 
     @contextmanager
     def writing(self, kind: str, what: str, *, creates: Iterable[str] = (), swaps: Iterable[tuple[str, str]] = (),
-                marks: Iterable[str] = ()) -> Iterator["Writing"]:
+                stages: Iterable[tuple[str, str]] = (), marks: Iterable[str] = (), key: str | None = None,
+                keep: Callable[[BaseException], bool] | None = None) -> Iterator["Writing"]:
         """One journaled write command, all or nothing (:mod:`kgcult.store.recovery`):
         ``creates`` (graphs empty before it, dropped by a rollback), ``swaps`` ((staging
-        graph, target): the target replaced by the staging graph at the commit), ``marks``
+        graph, target): the target replaced by the staging graph at the commit), ``stages``
+        (the same, added to the target), ``marks``
         (graphs pending for the default graph's set until the commit: an update's). The
         block writes; what it adds to ``Writing.ops`` and records with ``Writing.record``
         commits with it. An exception settles it (:func:`recovery.undo`:
-        rolled back, or for an update and a closure build, finished as far as they can be); a
-        kill leaves it to the next writable open. One write at a time."""
+        rolled back, or for an update and a closure build, finished as far as they can be),
+        unless ``keep(exception)``; a kill leaves it to the next writable open. One write at a time."""
         if self.read_only:
             raise KgcultError(f"{self.location}: the store is open read-only; cannot write to it")
         if self._entry is not None:
             raise KgcultError(f"{self.location}: a {kind} inside the {self._entry.title}: one write at a time")
         entry = self._entry = recovery.begin(self, kind=kind, what=what, creates=creates, swaps=swaps,
-                                                  marks=marks)
-        w = Writing()
+                                             stages=stages, marks=marks, key=key)
+        w = Writing(entry)
         try:
             yield w
-        except BaseException:
-            if recovery.status(self, entry) == recovery.IN_PROGRESS:
+        except BaseException as e:
+            if recovery.status(self, entry) == recovery.IN_PROGRESS and not (keep and keep(e)):
                 recovery.undo(self, entry, applied=w.applied)
                 recovery.remove_bulk_leftovers(self.location)
             raise
@@ -298,6 +300,7 @@ class Store(StoreReads):
 @dataclass
 class Writing:
     """What a write command (:meth:`Store.writing`) commits with its data."""
+    entry: recovery.Entry
     ops: list[str] = field(default_factory=list)
     applied: bool = True  # False: nothing written yet, so an exception rolls back whatever the kind
 

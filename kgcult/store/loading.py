@@ -106,39 +106,29 @@ def load(store, paths: Sequence[str | os.PathLike], graph: str | None = None, *,
             n += 1
         tally.set_passes(plan)
     tally.fed = 0  # from here, lines fed to the store
-    cmd = recovery.begin(store, kind="load", what=", ".join(_display_path(p.path) for p in plans), key=key,
-                         creates=creates, stages=[(s, t) for plan in plans for t, s in plan.stages.items()])
+    what = ", ".join(_display_path(p.path) for p in plans)
+    stages = [(s, t) for plan in plans for t, s in plan.stages.items()]
     reports: list[LoadReport] = []
-    records: list[Quad] = []
-    try:
-        for plan in plans:
-            t0 = time.perf_counter()
-            added = _load_file(store, plan, tally)
-            digest = plan.sha256 or sha256_file(plan.path)  # read while it was loaded
-            reports.append(LoadReport(plan.path, plan.target, added, time.perf_counter() - t0, digest))
-            records += provenance.activity(kind="load", source=_display_path(plan.path), sha256=digest,
-                                        graph=plan.target, triples=added)[1]
-        recovery.commit(store, cmd, [provenance.insert_data(records)])
-    except _Interrupted as stop:
-        raise _after_interrupt(store, cmd, tally, stop.running) from None
-    except KeyboardInterrupt:
-        raise _after_interrupt(store, cmd, tally, False) from None
-    except BaseException:
-        if recovery.status(store, cmd) != recovery.IN_PROGRESS:
-            raise  # failed while committing: the next writable open finishes the commit
-        try:
-            recovery.rollback(store, cmd)
-        except KeyboardInterrupt:
-            raise _after_interrupt(store, cmd, tally, False, roll_back=False) from None
-        recovery.remove_bulk_leftovers(store.location)  # a failed (e.g. disk-full) load's files
-        raise
-    db.flush()
+    w = None
+    try:  # Ctrl-C is not undone by the gateway: a small load is rolled back here, a big one left
+        with store.writing("load", what, creates=creates, stages=stages, key=key,
+                           keep=lambda e: isinstance(e, (_Interrupted, KeyboardInterrupt))) as w:
+            for plan in plans:
+                t0 = time.perf_counter()
+                added = _load_file(store, plan, tally)
+                digest = plan.sha256 or sha256_file(plan.path)  # read while it was loaded
+                reports.append(LoadReport(plan.path, plan.target, added, time.perf_counter() - t0, digest))
+                w.record(kind="load", source=_display_path(plan.path), sha256=digest, graph=plan.target,
+                         triples=added)
+    except (_Interrupted, KeyboardInterrupt) as stop:
+        if w is None:
+            raise
+        raise _after_interrupt(store, w.entry, tally, getattr(stop, "running", False)) from None
     tally.finish()
     return reports
 
 
-def _after_interrupt(store, cmd: recovery.Entry, tally: "_Tally", running: bool, *,
-                     roll_back: bool = True) -> LoadInterrupted:
+def _after_interrupt(store, cmd: recovery.Entry, tally: "_Tally", running: bool) -> LoadInterrupted:
     """Ctrl-C: roll a small load back now; leave a big one (or one whose worker has not
     stopped) to the journal. The error says which."""
     into = ", ".join(cmd.graphs()) or "the store"
@@ -152,7 +142,7 @@ def _after_interrupt(store, cmd: recovery.Entry, tally: "_Tally", running: bool,
                 f"interrupted while committing: {what} is completed at the next writable open of "
                 f"{store.location}; until then readers see it as partial",
                 rolled_back=False, worker_running=False)
-    if not running and roll_back and tally.fed <= SMALL:
+    if not running and tally.fed <= SMALL:
         recovery.rollback(store, cmd)
         recovery.remove_bulk_leftovers(store.location)
         return LoadInterrupted(f"interrupted: {what} was rolled back; the store is as it was before",
