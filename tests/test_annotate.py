@@ -438,3 +438,23 @@ def test_cognate_names_an_entity_without_a_label_in_the_texts_language(ann):
     assert spans(ann, "dann schokolade.", "de") == []
     assert spans(ann, "Poi una zobra e un custardo.", "it") == []
     assert spans(ann, "Un chocolate caliente.", "es") == [("chocolate", "Q91070")]  # its own label: exact
+
+
+def test_romanization_a_few_letters_off_names_a_place_of_the_texts_country(ann):
+    """Thai takes a cross-script match within a few edits (โฮจิมินห์ hochimin ~ Ho Chi Minh)
+    only for a place of a country the text is about (``across_local``): among every
+    place of the world it is chance."""
+    pytest.importorskip("pythainlp")
+    text = "ไปเที่ยวโฮจิมินห์"
+    assert spans(ann, text, "th", topic="place", country="Q91080") == [("โฮจิมินห์", "Q91081")]
+    assert spans(ann, text, "th", topic="place", country="Q91017") == []
+    assert spans(ann, text, "th", topic="place") == []
+
+
+def test_local_matches_keep_to_the_texts_countries():
+    from kgcult.annotate.annotator import _local
+
+    assert _local({"qid": "Q5", "country": ["Q17"]}, {"Q17"})
+    assert _local({"qid": "Q17", "country": []}, {"Q17"})   # the country itself
+    assert not _local({"qid": "Q5", "country": []}, {"Q17"})  # no country: not local
+    assert not _local({"qid": "Q5", "country": ["Q17"]}, set())

@@ -30,6 +30,7 @@ class Guess:
     end: int
     mention: str
     known: int = 0  # 1 a known word of the language, 2 an everyday one: stricter matches only
+    phrase: bool = False  # words of the segmenter joined, each a known word: a phrase of the language
 
 
 # the stage that makes each kind of match the grammar file lists
@@ -40,7 +41,8 @@ def stages() -> tuple[str, ...]:
     """The cross-script stages the installed linker has and the grammar file takes a match
     of, in some language (none: no guesses are made)."""
     used = {MATCH_STAGE.get(m) for lg in languages()
-            for m in grammar(lg).across + grammar(lg).across_known + grammar(lg).across_everyday}
+            for m in grammar(lg).across + grammar(lg).across_known + grammar(lg).across_everyday
+            + grammar(lg).across_local}
     return tuple(s for s in STAGES if s in pipeline.STAGES and s in used)
 
 
@@ -111,7 +113,8 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free) -> list[list[
             k = fold(w.text[a:b])
             if k in every and not strict:
                 continue
-            tries.append(Guess(w.start + a, w.start + b, w.text[a:b], level(k)))
+            phrase = n > 1 and all(level(fold(p)) for p in parts)
+            tries.append(Guess(w.start + a, w.start + b, w.text[a:b], level(k), phrase))
         if tries:
             out.append(tries)
     return out

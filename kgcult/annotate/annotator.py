@@ -165,7 +165,8 @@ class Annotator:
             about.update(s.get("country") or ())
         for grp in groups:
             ok = [g for g in grp if _taken_ok(res[g], fd, self.ix, g.known) and not any(g.start < e and s < g.end for s, e in taken)
-                  and (not g.known or _coherent(res[g], about))]
+                  and (not g.known or _coherent(res[g], about))
+                  and ((res[g] or {}).get("match") in fd.g.across or (not g.phrase and _local(res[g], about)))]
             if not ok:
                 continue
             best = ok[0]
@@ -228,11 +229,21 @@ def _coherent(r: dict | None, about: set) -> bool:
     return not c or not about or bool(about.intersection(c))
 
 
+def _local(r: dict | None, about: set) -> bool:
+    """An answer of a looser kind (``across_local``) names one of the countries the text
+    is about, or an entity located in one of them: among a few places, a romanization a
+    few letters off the name is that place (Thai เวียดนาม wiatnam, Vietnam); among every
+    place of the world, chance. Never for known words of the language joined (a phrase:
+    เมืองหลวงเก่า, the old capital)."""
+    r = r or {}
+    return bool(about) and (r.get("qid") in about or bool(about.intersection(r.get("country") or ())))
+
+
 def _taken_ok(r: dict | None, fd: Finder, ix, known: int = 0) -> bool:
     """A cross-script answer of a kind the language takes (for a known word of the
     language, of the stricter kinds it takes; for an everyday word, of the strictest),
     naming no generic entity."""
-    kinds = (fd.g.across, fd.g.across_known, fd.g.across_everyday)[known]
+    kinds = (fd.g.across + fd.g.across_local, fd.g.across_known, fd.g.across_everyday)[known]
     if r is None or r["match"] not in kinds:
         return False
     e = ix.eid_of.get(r["qid"])
