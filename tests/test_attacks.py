@@ -22,7 +22,7 @@ def _tests_of(path: Path) -> dict[str, ast.FunctionDef]:
 
 
 def _param_ids(fn: ast.FunctionDef, module: str) -> set[str] | None:
-    """The ids a parametrized test declares (``ids=[...]`` or plain string values; values
+    """The ids a parametrized test declares (``ids=[...]``, ``pytest.param(..., id=...)`` or plain string values; values
     computed from the module's names are evaluated in it), or None when it is not
     parametrized."""
     found: set[str] | None = None
@@ -39,6 +39,10 @@ def _param_ids(fn: ast.FunctionDef, module: str) -> set[str] | None:
             for elt in v.elts:
                 if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
                     found.add(elt.value)
+                elif isinstance(elt, ast.Call) and any(k.arg == "id" and isinstance(k.value, ast.Constant)
+                                                       for k in elt.keywords):
+                    found.update(str(k.value.value) for k in elt.keywords  # pytest.param(..., id="x")
+                                 if k.arg == "id" and isinstance(k.value, ast.Constant))
                 elif isinstance(elt, ast.Call) and elt.args and isinstance(elt.args[0], ast.Constant):
                     found.add(str(elt.args[0].value))  # pytest.param("x", marks=...)
                 elif isinstance(elt, ast.Tuple) and elt.elts and isinstance(elt.elts[0], ast.Constant):
