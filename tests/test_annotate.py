@@ -458,3 +458,24 @@ def test_local_matches_keep_to_the_texts_countries():
     assert _local({"qid": "Q17", "country": []}, {"Q17"})   # the country itself
     assert not _local({"qid": "Q5", "country": []}, {"Q17"})  # no country: not local
     assert not _local({"qid": "Q5", "country": ["Q17"]}, set())
+
+
+def test_compound_found_by_its_parts_in_another_language(ann):
+    """Two names side by side, at most one short word between, whose entities make another
+    entity's name in some language (olive oil: olive, oil) name that entity; a comma or a
+    longer word between them keeps two spans."""
+    got = ann.annotate("Un chorrito de aceite de oliva.", lang="es", topic="food")
+    assert [(s["text"], s["qid"], s["match"]) for s in got] == [("aceite de oliva", "Q91005", "compound-label")]
+    assert spans(ann, "Pan con aceite, oliva y sal.", "es") == [("aceite", "Q91074"), ("oliva", "Q91073")]
+    assert spans(ann, "Aceite para oliva.", "es") == [("Aceite", "Q91074"), ("oliva", "Q91073")]
+
+
+def test_compound_parts_and_gaps():
+    from kgcult.annotate.finder import _filler
+    from kgcult.annotate.names import code, compounds
+
+    exact = {"olive oil": (code(5, 0, 0, 0),), "olive": (code(1, 0, 0, 0),), "oil": (code(2, 0, 0, 0),),
+             "oil of olives": (code(6, 0, 0, 0),), "hot oil": (code(7, 0, 0, 0),)}
+    comp = compounds(exact, frozenset())
+    assert comp == {"1 2": (code(5, 0, 0, 0),)}  # "olives" and "hot" name nothing: no compound
+    assert _filler(" ") and _filler(" de ") and _filler(" d'") and not _filler(", ") and not _filler(" para ")

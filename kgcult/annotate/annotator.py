@@ -87,7 +87,7 @@ class Annotator:
     def _spans(self, row: TextRow) -> list[dict]:
         fd = self.finder(row.topic, row.lang)
         found = [k for f in fd.find(row.text) if (k := fd.kept(row.text, f)) is not None]
-        spans = select(found)
+        spans = select(found + fd.compounds(row.text, found))
         if fd.g.title_names:
             runs = title_runs(row.text)
             spans = [f for f in spans if not any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)

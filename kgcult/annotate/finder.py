@@ -12,9 +12,11 @@ from kgcult.annotate.segment import segment
 from kgcult.annotate.text import Word, _initial, fold, han_fold, joined, katakana, unspaced, words
 
 # how a name was found, best first (the order breaks ties between spans of one length)
-HOW = ("exact", "article", "stem", "suffix", "cognate")
+HOW = ("exact", "article", "stem", "suffix", "cognate", "compound")
 # a cognate key names an entity only when that many other languages name it so
 COGNATE_LANGS = 2
+# what may stand between the two parts of a compound: at most one word this short (de, d')
+COMPOUND_GAP_WORD = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +230,37 @@ class Finder:
             out.append(Found(w.start + s, w.start + e, self.names.unspaced[name], "exact", name, 1))
         return out
 
+    def compounds(self, text: str, found: list[Found]) -> list[Found]:
+        """Two names side by side (at most one short word between: ``huile d'olive``,
+        ``ensalada de patatas``) whose entities are the parts of one entity's name in some
+        language (``olive oil``, ``potato salad``; ``names.compound``): a span of that
+        entity over both, when one entity alone is so made."""
+        comp = self.names.compound
+        if not comp:
+            return []
+        by_start: dict[int, list[Found]] = {}
+        for f in found:
+            by_start.setdefault(f.start, []).append(f)
+        starts = sorted(by_start)
+        out = []
+        for a in found:
+            for b_start in starts:
+                if b_start < a.end:
+                    continue
+                if b_start - a.end > COMPOUND_GAP_WORD + 2:
+                    break
+                if not _filler(text[a.end:b_start]):
+                    continue
+                for b in by_start[b_start]:
+                    hit: set = set()
+                    for ea in {decode(c)[0] for c in a.codes}:
+                        for eb in {decode(c)[0] for c in b.codes}:
+                            hit.update(comp.get(f"{min(ea, eb)} {max(ea, eb)}", ()))
+                    if hit and len({decode(c)[0] for c in hit}) == 1:
+                        out.append(Found(a.start, b.end, tuple(sorted(hit)), "compound",
+                                         fold(text[a.start:b.end]), a.nwords + b.nwords))
+        return out
+
     # -- guards ------------------------------------------------------------------------
 
     def kept(self, text: str, f: Found) -> Found | None:
@@ -278,6 +311,16 @@ class Finder:
         text is about its country (:func:`annotator._coherent`)."""
         return (f.nwords == 1 and f.key in self.names.common.get(self.lang, ())
                 and not any(decode(c)[1] in self._self_lids for c in f.codes))
+
+
+def _filler(gap: str) -> bool:
+    """Whether ``gap`` (between two names) is spaces, or one short word with spaces or an
+    elision's apostrophe around it: what joins a compound's parts (de, d', al)."""
+    if not gap.strip():
+        return bool(gap)
+    ws = gap.replace("'", " ").replace("\u2019", " ").split()
+    return (len(ws) == 1 and len(ws[0]) <= COMPOUND_GAP_WORD and ws[0].isalpha()
+            and gap[:1].isspace() and (gap[-1:].isspace() or gap[-1:] in "'\u2019"))
 
 
 def _syllable(ch: str) -> bool:

@@ -15,7 +15,10 @@ topic's entities in the link index, under the keys a text's words are looked up 
   are too loose: a broth's alias sopa) in a language of the grammar file's ``cognates``
   -> codes; ``own[lang]``: for those
   languages, the eids with a name in ``lang`` (a cognate key names only an entity
-  without a name in the text's language).
+  without a name in the text's language);
+* ``compound``: the two entities a two-part name is made of, in its own language
+  (``olive oil``: olive, oil; short words that name nothing, ``de``, are left out), as
+  ``"eid eid"`` (the lower first) -> the codes of the names so made (``compounds``).
 
 A code is ``(((eid << LANG_BITS) | language id) << 1 | capitalized) << 1 | alias``.
 * ``forms[lang]``: stem key -> the folded names under it (a stem match is checked
@@ -49,7 +52,7 @@ from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 12
+VERSION = 13
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
@@ -88,6 +91,7 @@ class Names:
     generic: frozenset = field(default_factory=frozenset)
     cognate: dict[str, tuple[int, ...]] = field(default_factory=dict)
     own: dict[str, frozenset] = field(default_factory=dict)
+    compound: dict[str, tuple[int, ...]] = field(default_factory=dict)
     _automaton: object = None
 
     def automaton(self):
@@ -113,7 +117,7 @@ class Names:
                               "exact": self.exact, "stem": self.stem, "heads": self.heads,
                               "unspaced": self.unspaced, "common": self.common,
                               "forms": self.forms, "generic": self.generic,
-                              "cognate": self.cognate, "own": self.own})
+                              "cognate": self.cognate, "own": self.own, "compound": self.compound})
 
     @classmethod
     def loads(cls, data: bytes) -> "Names | None":
@@ -220,8 +224,42 @@ def build(ix, topic: str) -> Names:
     names.cognate = {k: tuple(sorted(v)) for k, v in cognate.items()}
     names.own = {lg: frozenset(v) for lg, v in own.items()}
     names.common = _common(names.exact)
+    names.compound = compounds(names.exact, names.generic)
     names.generic = frozenset(_generic(ix, topic, member))
     return names
+
+
+COMPOUND_FILLER = 3  # a word of a compound name this short that names nothing is a function word
+COMPOUND_SENSES = 3  # a part's word may name this many entities (potato the plant, the food)
+
+
+def compounds(exact: dict, generic: frozenset) -> dict[str, tuple[int, ...]]:
+    """The names of two to four words made of two entities' one-word names in the same
+    language (``olive oil``, ``soupe de tomates``): ``"eid eid"`` -> their codes. A word
+    is a part when its language's names give it at most :data:`COMPOUND_SENSES` entities
+    (not the compound itself, not a generic one: each pair is filed); a short word naming nothing (:data:`COMPOUND_FILLER`) is left out;
+    any other word makes the name no compound."""
+    out: dict[str, set] = {}
+    for key, codes in exact.items():
+        ws = key.split(" ")
+        if not 2 <= len(ws) <= 4:
+            continue
+        for c in codes:
+            eid, lid = decode(c)[:2]
+            parts: list[set] = []
+            for w in ws:
+                es = {decode(x)[0] for x in exact.get(w, ()) if decode(x)[1] == lid} - {eid} - generic
+                if 0 < len(es) <= COMPOUND_SENSES:
+                    parts.append(es)
+                elif es or len(w) > COMPOUND_FILLER:
+                    parts = []
+                    break
+            if len(parts) == 2:
+                for x in sorted(parts[0]):
+                    for y in sorted(parts[1]):
+                        if x != y:
+                            out.setdefault(f"{min(x, y)} {max(x, y)}", set()).add(c)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 def _common_nouns(ix, member, lang_of: dict) -> set[int]:
