@@ -85,9 +85,10 @@ def serve(obj, bind, port, writable, token, timeout, max_rows, max_bytes, worker
         info("warning: the hierarchy closure is stale or missing; queries on kgc: closure properties "
              "(and the example queries) miss facts until you run `kgcult closure`")
     with Server(store, cfg) as server:
-        info(f"kgcult serve: {os.path.abspath(obj.location)} at {server.url}/ "
-             f"(SPARQL endpoint {server.url}/query, {'writable' if writable else 'read-only'})")
-        if cfg.generated_token:
-            info(f"updates at {server.url}/update need: Authorization: Bearer {cfg.token}")
-        info("press Ctrl+C to stop")
-        server.serve_forever()
+        def ready() -> None:
+            info(f"kgcult serve: {os.path.abspath(obj.location)} at {server.url}/ "
+                 f"(SPARQL endpoint {server.url}/query, {'writable' if writable else 'read-only'})")
+            if cfg.generated_token:
+                info(f"updates at {server.url}/update need: Authorization: Bearer {cfg.token}")
+            info("press Ctrl+C to stop")
+        server.serve_forever(ready)

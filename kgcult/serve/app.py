@@ -15,6 +15,7 @@ import json
 import logging
 import signal
 import threading
+from typing import Callable
 
 from cheroot import server as cheroot_server
 from cheroot import wsgi
@@ -334,11 +335,15 @@ class Server:
         self._thread.start()
         return self
 
-    def serve_forever(self) -> None:
+    def serve_forever(self, ready: Callable[[], None] | None = None) -> None:
         """Serve in this thread until interrupted (Ctrl+C, SIGTERM, SIGHUP), then stop: the
-        spool folder and the workers go with the server however it is told to end."""
+        spool folder and the workers go with the server however it is told to end.
+        ``ready()`` runs once those signals are handled (the CLI prints its address there:
+        a signal sent once it is printed cleans up)."""
         handled = _stop_on_signals() if threading.current_thread() is threading.main_thread() else {}
         try:
+            if ready is not None:
+                ready()
             self._httpd.serve()
         except KeyboardInterrupt:
             pass
