@@ -479,3 +479,12 @@ def test_compound_parts_and_gaps():
     comp = compounds(exact, frozenset())
     assert comp == {"1 2": (code(5, 0, 0, 0),)}  # "olives" and "hot" name nothing: no compound
     assert _filler(" ") and _filler(" de ") and _filler(" d'") and not _filler(", ") and not _filler(" para ")
+
+
+def test_known_persian_word_across_scripts_for_a_place_of_the_texts_country(ann):
+    """Persian knows هیروشیما as a word (wordfreq): its romanized consonants are taken
+    (``across_known_local``) for a place of a country the text is about only."""
+    pytest.importorskip("wordfreq")
+    text = "سفر به هیروشیما"
+    assert spans(ann, text, "fa", topic="place", country="Q91017") == [("هیروشیما", "Q91082")]
+    assert spans(ann, text, "fa", topic="place", country="Q91031") == []

@@ -166,7 +166,8 @@ class Annotator:
         for grp in groups:
             ok = [g for g in grp if _taken_ok(res[g], fd, self.ix, g.known) and not any(g.start < e and s < g.end for s, e in taken)
                   and (not g.known or _coherent(res[g], about))
-                  and ((res[g] or {}).get("match") in fd.g.across or (not g.phrase and _local(res[g], about)))]
+                  and ((res[g] or {}).get("match") in _kinds(fd.g, g.known)
+                       or (not g.phrase and _local(res[g], about)))]
             if not ok:
                 continue
             best = ok[0]
@@ -229,6 +230,11 @@ def _coherent(r: dict | None, about: set) -> bool:
     return not c or not about or bool(about.intersection(c))
 
 
+def _kinds(g, known: int) -> tuple[str, ...]:
+    """The kinds of cross-script match taken anywhere for a word of tier ``known``."""
+    return (g.across, g.across_known, g.across_everyday)[known]
+
+
 def _local(r: dict | None, about: set) -> bool:
     """An answer of a looser kind (``across_local``) names one of the countries the text
     is about, or an entity located in one of them: among a few places, a romanization a
@@ -243,7 +249,7 @@ def _taken_ok(r: dict | None, fd: Finder, ix, known: int = 0) -> bool:
     """A cross-script answer of a kind the language takes (for a known word of the
     language, of the stricter kinds it takes; for an everyday word, of the strictest),
     naming no generic entity."""
-    kinds = (fd.g.across + fd.g.across_local, fd.g.across_known, fd.g.across_everyday)[known]
+    kinds = _kinds(fd.g, known) + (fd.g.across_local, fd.g.across_known_local, ())[known]
     if r is None or r["match"] not in kinds:
         return False
     e = ix.eid_of.get(r["qid"])

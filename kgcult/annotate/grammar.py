@@ -33,6 +33,7 @@ class Grammar:
     across_known: tuple[str, ...] = ()  # those taken for a known word of the language too
     across_everyday: tuple[str, ...] = ()  # and for an everyday word (wordfreq Zipf >= 4.5)
     across_local: tuple[str, ...] = ()  # taken for an unknown word naming a place of the text's countries
+    across_known_local: tuple[str, ...] = ()  # and for a known word
     segmenter: str | None = None  # word segmenter of an unspaced script (text.segment)
     title_names: bool = False     # runs of capitalized words are names (text.title_runs)
     bounded: bool = False         # names inside a run start and end at the segmenter's boundaries
@@ -85,6 +86,7 @@ def grammar(lang: str) -> Grammar:
         across_known=tuple(d.get("across_known", ())),
         across_everyday=tuple(d.get("across_everyday", ())),
         across_local=tuple(d.get("across_local", ())),
+        across_known_local=tuple(d.get("across_known_local", ())),
         segmenter=d.get("segmenter"),
         title_names=bool(d.get("title_names")),
         bounded=bool(d.get("bounded")),
