@@ -488,3 +488,14 @@ def test_known_persian_word_across_scripts_for_a_place_of_the_texts_country(ann)
     text = "سفر به هیروشیما"
     assert spans(ann, text, "fa", topic="place", country="Q91017") == [("هیروشیما", "Q91082")]
     assert spans(ann, text, "fa", topic="place", country="Q91031") == []
+
+
+def test_russian_case_form_the_stemmer_cuts_from_its_name(ann):
+    """Snowball stems баклажан to баклажа and баклажанов to баклажан: the language's case
+    endings (``case_endings``) take the word to its name, spanned whole."""
+    from kgcult.annotate.names import stem_key
+
+    assert stem_key(["баклажан"], "ru") != stem_key(["баклажанов"], "ru")
+    assert spans(ann, "Рагу из баклажанов.", "ru") == [("баклажанов", "Q91007")]
+    assert spans(ann, "Рагу из баклажанами.", "ru") == [("баклажанами", "Q91007")]
+    assert spans(ann, "Это баклажанище.", "ru") == []  # no case ending: no name

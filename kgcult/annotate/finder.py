@@ -15,6 +15,8 @@ from kgcult.annotate.text import Word, _initial, fold, han_fold, joined, katakan
 HOW = ("exact", "article", "stem", "suffix", "cognate", "compound")
 # a cognate key names an entity only when that many other languages name it so
 COGNATE_LANGS = 2
+# a case form's base (the word less its ending) has at least this many letters
+CASE_MIN_BASE = 3
 # what may stand between the two parts of a compound: at most one word this short (de, d')
 COMPOUND_GAP_WORD = 3
 
@@ -81,8 +83,26 @@ class Finder:
             hit = self._stem.get(sk) if sk else None
             if hit and sk and self._inflected(parts, self.names.forms[self.lang].get(sk, ())):
                 return hit, "stem", key
+        if len(parts) == 1 and self.g.case_endings:
+            hit = self._case(parts[0])
+            if hit:
+                return hit, "stem", key
         if len(parts) == 1 and self.g.cognate:
             return self._cognate(parts[0])
+        return None
+
+    def _case(self, word: str) -> tuple[int, ...] | None:
+        """The codes of a name of the text's own language that ``word`` is a case form of
+        (``case_endings``: its ending for the name's, баклажанов -> баклажан, чаем -> чай),
+        where the stemmer cuts the name and its forms apart; the longest ending first."""
+        if word in self._every:
+            return None
+        for te, ne in self.g.case_endings:
+            if word.endswith(te) and len(word) - len(te) >= CASE_MIN_BASE:
+                codes = self.names.exact.get(word[:len(word) - len(te)] + ne, ())
+                own = tuple(c for c in codes if decode(c)[1] in self._self_lids)
+                if own:
+                    return own
         return None
 
     def _cognate(self, word: str):

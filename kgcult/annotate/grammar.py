@@ -46,6 +46,7 @@ class Grammar:
     join_pieces: int = 1  # adjacent words of the segmenter joined when guessing across scripts
     attributive: tuple[str, ...] = ()  # nouns a name written right after qualifies (อาหารไทย)
     cognate: bool = False  # the language's one-word names and words meet by cognate keys
+    case_endings: tuple = ()  # (ending of a word, ending of its name), longest first
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -99,6 +100,8 @@ def grammar(lang: str) -> Grammar:
         stem_endings=tuple(sorted(((a, b) for a, b in d.get("stem_endings", ())), key=lambda x: (-len(x[0]), x))),
         attributive=_longest_first(d.get("attributive_heads", ())),
         cognate=base in _cognates()[1],
+        case_endings=tuple(sorted(((fold(a), fold(b)) for a, b in d.get("case_endings", ())),
+                                  key=lambda x: (-len(x[0]), x))),
     )
 
 
