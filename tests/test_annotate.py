@@ -499,3 +499,17 @@ def test_russian_case_form_the_stemmer_cuts_from_its_name(ann):
     assert spans(ann, "Рагу из баклажанов.", "ru") == [("баклажанов", "Q91007")]
     assert spans(ann, "Рагу из баклажанами.", "ru") == [("баклажанами", "Q91007")]
     assert spans(ann, "Это баклажанище.", "ru") == []  # no case ending: no name
+
+
+def test_fuzzy_stage_only_for_mentions_that_may_take_it(ann):
+    """A mention no fuzzy match is taken for goes to a linker without the fuzzy stage."""
+    pytest.importorskip("pythainlp")
+    from kgcult.annotate import across
+
+    a = across.Across(ann.ix, location=ann.location)
+    if "xfuzzy" not in a.stages:
+        pytest.skip("the installed linker has no fuzzy cross-script stage")
+    m = ["โฮจิมินห์"]
+    assert a.resolve(m, "th", "place", "Q91080", [False]) == [None]
+    assert a.resolve(m, "th", "place", "Q91080", [True])[0]["qid"] == "Q91081"
+    assert a.resolve(m, "th", "place", "Q91080")[0]["qid"] == "Q91081"

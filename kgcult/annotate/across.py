@@ -172,25 +172,36 @@ def _runs(run: str) -> list[tuple[int, int]]:
 
 
 class Across:
-    """The linker's cross-script stages over one index, with a bounded memo of answers."""
+    """The linker's cross-script stages over one index, with a bounded memo of answers; a
+    second linker without the fuzzy stage answers the mentions no fuzzy match is taken
+    for (the fuzzy search over the romanized names is most of the time spent)."""
 
     def __init__(self, ix, location=None):
         self.stages = stages()
         self.linker = Linker(ix, location=location, stages=self.stages) if self.stages else None
+        exact = tuple(s for s in self.stages if s != MATCH_STAGE["cross-script-fuzzy"])
+        self.exact = (self.linker if exact == self.stages else
+                      Linker(ix, location=location, stages=exact) if exact else None)
         self._memo: dict[tuple, dict | None] = {}
 
-    def resolve(self, mentions: list[str], lang: str, topic: str, country: str | None) -> list[dict | None]:
-        """The linker's result for each mention (None: unresolved, or not by these stages)."""
+    def resolve(self, mentions: list[str], lang: str, topic: str, country: str | None,
+                fuzzy: list[bool] | None = None) -> list[dict | None]:
+        """The linker's result for each mention (None: unresolved, or not by these stages);
+        ``fuzzy[i]``: whether a fuzzy match of mention i may be taken (default: all)."""
         if self.linker is None:
             return [None] * len(mentions)
-        keys = [(m, lang, topic, country) for m in mentions]
+        fz = fuzzy if fuzzy is not None else [True] * len(mentions)
+        keys = [(m, lang, topic, country, bool(f) or self.exact is None) for m, f in zip(mentions, fz)]
         todo = sorted({k for k in keys if k not in self._memo})
-        if todo:
-            rows = [{"mention": m, "lang": lg, "topic": t, "country": c} for m, lg, t, c in todo]
-            for k, r in zip(todo, self.linker.link_many(rows)):
+        for full in (True, False):
+            part = [k for k in todo if k[4] is full]
+            if not part:
+                continue
+            linker = self.linker if full else self.exact
+            rows = [{"mention": m, "lang": lg, "topic": t, "country": c} for m, lg, t, c, _ in part]
+            for k, r in zip(part, linker.link_many(rows)):
                 ok = r["status"] == "resolved" and r["qid"]
                 if len(self._memo) >= MEMO:
                     self._memo.clear()
                 self._memo[k] = r if ok else None
         return [self._memo[k] for k in keys]
-

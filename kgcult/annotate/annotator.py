@@ -156,13 +156,15 @@ class Annotator:
         taken = [(s["start"], s["end"]) for s in spans]
         groups = across.guesses(row.text, fd.g, fd.names, taken)
         flat = [g for grp in groups for g in grp]
-        res: dict[across.Guess, dict | None] = dict(zip(flat, self._across.resolve(
-            [g.mention for g in flat], row.lang, row.topic, row.country)))
-        out = []
         # the countries the text is about: the prompt's and those of the entities found
         about = {row.country} if row.country else set()
         for s in spans:
             about.update(s.get("country") or ())
+        fuzzy = [_FUZZY in _kinds(fd.g, g.known)
+                 or (bool(about) and not g.phrase and _FUZZY in _local_kinds(fd.g, g.known)) for g in flat]
+        res: dict[across.Guess, dict | None] = dict(zip(flat, self._across.resolve(
+            [g.mention for g in flat], row.lang, row.topic, row.country, fuzzy)))
+        out = []
         for grp in groups:
             ok = [g for g in grp if _taken_ok(res[g], fd, self.ix, g.known) and not any(g.start < e and s < g.end for s, e in taken)
                   and (not g.known or _coherent(res[g], about))
@@ -235,6 +237,14 @@ def _kinds(g, known: int) -> tuple[str, ...]:
     return (g.across, g.across_known, g.across_everyday)[known]
 
 
+_FUZZY = "cross-script-fuzzy"
+
+
+def _local_kinds(g, known: int) -> tuple[str, ...]:
+    """The kinds taken for a word of tier ``known`` naming a place of the text's countries."""
+    return (g.across_local, g.across_known_local, ())[known]
+
+
 def _local(r: dict | None, about: set) -> bool:
     """An answer of a looser kind (``across_local``) names one of the countries the text
     is about, or an entity located in one of them: among a few places, a romanization a
@@ -249,7 +259,7 @@ def _taken_ok(r: dict | None, fd: Finder, ix, known: int = 0) -> bool:
     """A cross-script answer of a kind the language takes (for a known word of the
     language, of the stricter kinds it takes; for an everyday word, of the strictest),
     naming no generic entity."""
-    kinds = _kinds(fd.g, known) + (fd.g.across_local, fd.g.across_known_local, ())[known]
+    kinds = _kinds(fd.g, known) + _local_kinds(fd.g, known)
     if r is None or r["match"] not in kinds:
         return False
     e = ix.eid_of.get(r["qid"])
