@@ -513,3 +513,23 @@ def test_fuzzy_stage_only_for_mentions_that_may_take_it(ann):
     assert a.resolve(m, "th", "place", "Q91080", [False]) == [None]
     assert a.resolve(m, "th", "place", "Q91080", [True])[0]["qid"] == "Q91081"
     assert a.resolve(m, "th", "place", "Q91080")[0]["qid"] == "Q91081"
+
+
+def test_same_key_before_a_fuzzy_match_of_a_longer_form(astore):
+    """Among the forms of a word, one the linker finds by the same romanized key is taken
+    before one a few letters off (교토로, Kyoto with a particle, is one edit from Goto)."""
+    from kgcult.annotate import Annotator
+
+    def answer(qid, match):
+        return {"qid": qid, "label": None, "label_en": qid, "match": match, "evidence": [],
+                "granularity": "item", "granularity_score": 1, "country": ["Q91017"]}
+
+    class Fake:
+        def resolve(self, mentions, lang, topic, country, fuzzy=None):
+            table = {"가나다로": answer("Q91020", "cross-script-fuzzy"), "가나다": answer("Q91021", "cross-script")}
+            return [table.get(m) for m in mentions]
+
+    a = Annotator.open(astore)
+    a._across = Fake()
+    got = a.annotate("가나다로 갔다", lang="ko", topic="place", country="Q91017")
+    assert [(s["text"], s["qid"]) for s in got] == [("가나다", "Q91021")]

@@ -172,7 +172,9 @@ class Annotator:
                        or (not g.phrase and _local(res[g], about)))]
             if not ok:
                 continue
-            best = ok[0]
+            # a form found by the same romanized key before one a few letters off (교토로,
+            # Kyoto with a particle, is one edit from Goto; 교토 is Kyoto)
+            best = next((g for g in ok if (res[g] or {}).get("match") != _FUZZY), ok[0])
             r = res[best] or {}
             # the word without its attached grammar when that names the same entity (the
             # match taken vouches for the entity, whatever kind of match the shorter form got),
