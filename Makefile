@@ -36,11 +36,15 @@ lint:
 	$(PY) -m ruff check --quiet .
 	$(PY) -m mypy
 
+# Test files run on every core (pytest-xdist; at most 4 workers), each file whole on one
+# worker (--dist loadfile: a module's fixtures are built once); XDIST= runs them in one process.
+XDIST ?= -n auto --maxprocesses 4 --dist loadfile
+
 test:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST)
 
 test-all:
-	$(PY) -m pytest -q -m "slow or not slow"
+	$(PY) -m pytest -q $(XDIST) -m "slow or not slow"
 
 # Issue 30's attack list kept as tests (tests/attacks.toml): exactly those, slow ones too,
 # then held/total per category.
