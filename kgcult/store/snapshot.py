@@ -549,11 +549,11 @@ def store_content_hash(store: Store) -> str:
 
     def compute() -> str:
         log.info("computing the store's content hash (once per change of the data)")
-        graphs = store.data_graphs()
         hashes = {}
-        # every graph read, sorted and hashed without a word: a line every 10 s (a bar on a
-        # terminal) counts the quads read and names the graph and the phase
+        # every graph read, sorted and hashed without a word: a line every 10 s from here (a
+        # bar on a terminal) counts the quads read and names the graph and the phase
         with kglog.progress(desc="content hash", unit=" quads", unit_scale=True) as bar:
+            graphs = store.data_graphs()  # a count of every graph: a second on the stand-in
             for i, iri in enumerate(graphs, 1):
                 bar.set_postfix_str(f"graph {i} of {len(graphs)}: {iri}")
                 hashes[iri] = _hash_sorted(sorted_nquads(store, iri, bar))[0]
