@@ -41,7 +41,8 @@ def _thai(run: str, segmenter: str, lang: str) -> list[tuple[int, int]]:
             words_ = lexicon(lang)
         lex = _LEXICONS[(segmenter, lang)] = (words_, MAX_WORD)  # (the list's longest: a 0.1 s scan)
     words_, longest = lex
-    cuts = _cheapest(run, words_, longest) if isinstance(words_, dict) else max_match(run, words_, longest)
+    cuts = (max_match(run, words_, longest, uncovered=UNCOVERED, shortest=1) if isinstance(words_, dict)
+            else max_match(run, words_, longest))
     out: list[tuple[int, int]] = []
     for a, b in cuts:  # letters no word covers, one word per stretch
         if out and b - a == 1 and run[a:b] not in words_ and out[-1][1] == a and _loose(run, out[-1], words_):
@@ -57,32 +58,3 @@ def _loose(run: str, prev: tuple[int, int], words_) -> bool:
 
 UNCOVERED = 2000  # the cost of a letter no word covers (a word of Zipf -11)
 
-
-def _cheapest(run: str, cost: dict, longest: int) -> list[tuple[int, int]]:
-    """The run cut into words of ``cost`` (word -> cost: rarer words cost more), the fewest
-    letters left out of any word, then the lowest total cost (a unigram model: 日本|に,
-    not 日|本に); a letter no word covers is a piece of its own."""
-    n = len(run)
-    inf = (n + 1, 1 << 60)
-    best: list[tuple[int, int]] = [(0, 0)] + [inf] * n
-    back = [0] * (n + 1)
-    for i in range(n):
-        if best[i] == inf:
-            continue
-        left, c = best[i]
-        cand = (left + 1, c + UNCOVERED)
-        if cand < best[i + 1]:
-            best[i + 1], back[i + 1] = cand, i
-        for j in range(i + 1, min(n, i + longest) + 1):
-            w = cost.get(run[i:j])
-            if w is not None:
-                cand = (left, c + w)
-                if cand < best[j]:
-                    best[j], back[j] = cand, i
-    cuts = []
-    j = n
-    while j > 0:
-        cuts.append((back[j], j))
-        j = back[j]
-    cuts.reverse()
-    return cuts
