@@ -178,3 +178,17 @@ def test_region_name_that_is_its_citys_names_the_city(linker):
     assert r["qid"] == "Q99231"
     assert r["decided_by"][-1] == {"by": "namesake", "name": "大阪市"}
     assert linker.link("大阪", lang="en", topic="place")["qid"] != "Q99231"  # no namesake designator in English
+
+
+def test_cognate_reaches_the_word_of_a_related_language(linker):
+    """Italian zuppa and German Suppe are soup, soupe, sopa, soep (one cognate key; the
+    capitalized Soba of the same key is a proper name); not a lower-case German word (no
+    noun), nor a word whose key only one other language gives its entity."""
+    cog = linker.with_stages(BEFORE + ["cognate"])
+    for mention, lang in [("zuppa", "it"), ("Suppe", "de")]:
+        r = cog.link(mention, lang=lang, topic="food")
+        assert (r["qid"], r["match"]) == ("Q99240", "cognate-label"), r
+        assert linker.with_stages(BEFORE).link(mention, lang=lang, topic="food")["qid"] is None
+    assert cog.link("suppe", lang="de", topic="food")["qid"] is None
+    assert cog.link("marmellata", lang="it", topic="food")["qid"] is None
+    assert cog.link("zuppa", lang="it", topic="place")["qid"] is None

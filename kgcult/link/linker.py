@@ -266,6 +266,10 @@ class Linker:
         s.checked = n
         return False
 
+    def valid(self, topic: str | None):
+        """Whether an entity is valid for ``topic`` (a stage's check: :meth:`_valid`)."""
+        return self._valid(topic)
+
     def _valid(self, topic: str | None):
         """Whether an entity is valid for ``topic`` (any entity without a topic)."""
         if not topic:

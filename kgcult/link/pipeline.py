@@ -14,6 +14,7 @@ from kgcult.errors import KgcultError
 from kgcult.link.semantic.stage import Semantic
 from kgcult.link.stages import lexical
 from kgcult.link.stages.base import Stage
+from kgcult.link.stages.cognate import Cognate
 from kgcult.link.stages.embedding import Embedding
 from kgcult.link.stages.stemmed import Compound, Stem
 from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy
@@ -30,6 +31,7 @@ REGISTRY: tuple[type[Stage], ...] = (
     lexical.Fuzzy,
     lexical.AnyFuzzy,
     CrossScriptFuzzy,
+    Cognate,
     lexical.Tokens,
     Semantic,
     Embedding,

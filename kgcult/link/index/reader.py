@@ -172,6 +172,16 @@ class LabelIndex:
                     out.add((e, self.langs[li], text))
         return sorted(out)
 
+    def one_word_labels(self, langs) -> list[tuple[int, str, str]]:
+        """(eid, lang, label) of every one-word rdfs:label in ``langs``, of any entity (a
+        class valid for a topic only through its instances too)."""
+        lids = sorted(self.lang_id[lg] for lg in langs if lg in self.lang_id)
+        if not lids:
+            return []
+        q = (f"SELECT eid, lang, text FROM names WHERE lang IN ({','.join('?' * len(lids))})"
+             " AND alias = 0 AND instr(text, ' ') = 0 ORDER BY eid, lang, text")
+        return [(e, self.langs[li], t) for e, li, t in self.db.execute(q, lids)]
+
     def members(self, topic: str | None) -> list[int]:
         if topic is None:
             return list(range(len(self.qnum)))

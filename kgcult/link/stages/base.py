@@ -38,6 +38,9 @@ class Context(Protocol):
     def names(self, topic: str | None, langs) -> list:
         """(eid, lang, name) of the topic's entities in ``langs`` (cached per part)."""
 
+    def valid(self, topic: str | None) -> Any:
+        """Whether an entity id is valid for ``topic``: a class through its instances too."""
+
 
 class Stage:
     """A candidate stage. Subclasses set the class attributes and :meth:`run`.
