@@ -88,6 +88,7 @@ def linker(tmp_path_factory):
     ("京都", "ja", "place", "Q99206", "affix"),                    # a designator added
     ("ねぎ", "ja", "food", "Q99215", "affix"),                     # hiragana as katakana
     ("بمبئی", "fa", "place", "Q99216", "cross-script"),           # as written before بمبئ (Pemba)
+    ("колбасой", "ru", "food", "Q99243", "affix"),                # a case ending as its name's (ой -> а)
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)
@@ -192,3 +193,12 @@ def test_cognate_reaches_the_word_of_a_related_language(linker):
     assert cog.link("suppe", lang="de", topic="food")["qid"] is None
     assert cog.link("marmellata", lang="it", topic="food")["qid"] is None
     assert cog.link("zuppa", lang="it", topic="place")["qid"] is None
+
+
+def test_case_forms_replace_the_ending_with_the_names():
+    from kgcult.link import affixes
+    assert "колбаса" in affixes.case_forms("колбасой", "ru")
+    assert "баклажан" in affixes.case_forms("баклажанов", "ru")
+    assert affixes.case_forms("сом", "ru") == []             # the base keeps three letters
+    assert affixes.case_forms("курица тандури", "ru") == []  # one word only
+    assert affixes.case_forms("колбасой", "de") == []         # Russian data only

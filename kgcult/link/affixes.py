@@ -10,6 +10,9 @@
 * ``designators``: generic words of a place name, before or after it (a separate word,
   or written onto it in a script without spaces): a mention is also looked up with each
   (``京都`` -> ``京都市``) and without it (``استان فارس`` -> ``فارس``);
+* ``case_endings`` (Russian): pairs (a word's case ending, its name's), for the forms a
+  one-word mention is looked up as among its own language's names (``сметаной`` ->
+  ``сметана``: Snowball cuts the word and the name apart);
 * ``latin_designators``: the same words romanized, which the cross-script pool files a
   Latin name without (``Gilan Province`` also as ``gilan``).
 """
@@ -34,6 +37,7 @@ class Grammar:
     after: tuple[str, ...] = ()   # ... and after it
     apostrophe: bool = False
     namesake: tuple[str, ...] = ()  # designators that make a region's name its city's (京都 -> 京都市)
+    case_endings: tuple[tuple[str, str], ...] = ()  # (a word's ending, its name's), longest first
 
 
 @lru_cache(maxsize=None)
@@ -62,7 +66,26 @@ def grammar(lang: str) -> Grammar:
                    before=tuple(d.get("designators", {}).get("before", ())),
                    after=tuple(d.get("designators", {}).get("after", ())),
                    apostrophe=bool(d.get("apostrophe", False)),
-                   namesake=tuple(d.get("namesake", ())))
+                   namesake=tuple(d.get("namesake", ())),
+                   case_endings=tuple(sorted(((a, b) for a, b in d.get("case_endings", ())),
+                                             key=lambda p: (-len(p[0]), p))))
+
+
+CASE_BASE = 3  # letters a word keeps before its case ending is replaced
+
+
+def case_forms(text: str, lang: str) -> list[str]:
+    """A one-word mention with its case ending replaced by its name's (Russian сметаной
+    -> сметана, баклажанов -> баклажан; ``case_endings``), longest ending first, leaving
+    :data:`CASE_BASE` letters or more; for a lookup among its own language's names only."""
+    if " " in text:
+        return []
+    out: list[str] = []
+    for end, to in grammar(lang).case_endings:
+        base = text[:len(text) - len(end)]
+        if text.endswith(end) and len(base) >= CASE_BASE and base + to not in out and base + to != text:
+            out.append(base + to)
+    return out
 
 
 def _unspaced(text: str) -> bool:

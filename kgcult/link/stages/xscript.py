@@ -70,6 +70,7 @@ class Affix(Stage):
             if kana is not None:
                 forms.insert(0, (kana, self.verbatim))
             # with a designator: the name as its own language writes it, verbatim
+            forms += [(v, self.verbatim) for v in affixes.case_forms(s.text, s.lang)]
             if s.topic in affixes.designator_topics():
                 forms += [(v, self.verbatim) for v in affixes.designated(s.text, s.lang)]
             for v, lookup in forms:
