@@ -118,7 +118,7 @@ class CrossPool:
     def __init__(self, con: sqlite3.Connection):
         self.con = con
         self._memo = memo.Memo(memo.PER_PART)
-        self._near = memo.Memo(NEAR_LISTS)  # (first letter, lengths) -> keys
+        self._near = memo.Memo(NEAR_LISTS)  # first letter -> {length: keys}
 
     @staticmethod
     def rows(names) -> list[tuple]:
@@ -190,12 +190,14 @@ class CrossPool:
 
     def near_keys(self, key: str, bound: int) -> list[str]:
         """The keys with the first letter of ``key`` and a length within ``bound`` of it."""
-        k = (key[0], len(key) - bound, len(key) + bound)
-        v = self._near.get(k)
-        if v is None:
-            v = self._near.put(k, [x for (x,) in self.con.execute(
-                "SELECT DISTINCT key FROM rows WHERE first = ? AND len BETWEEN ? AND ? ORDER BY key", k)])
-        return v
+        lo, hi = len(key) - bound, len(key) + bound
+        by_len = self._near.get(key[0])
+        if by_len is None:
+            by_len = {}
+            for k, n in self.con.execute("SELECT DISTINCT key, len FROM rows WHERE first = ?", (key[0],)):
+                by_len.setdefault(n, []).append(k)
+            self._near.put(key[0], by_len)
+        return sorted(k for n in range(lo, hi + 1) for k in by_len.get(n, ()))
 
     @staticmethod
     def hits(rows: list[tuple], key: str, keep=None) -> dict:
