@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from kgcult import resources
 from kgcult.annotate.text import fold
 from kgcult.link import normalize
+from kgcult.link.cognates import GRAMMAR_FILE, cognate_key, cognate_languages
 
-GRAMMAR_FILE = "annotate-grammar.json"
+__all__ = ["GRAMMAR_FILE", "Grammar", "cognate_key", "cognate_languages", "digest", "grammar", "languages", "topic_spec"]
 
 
 @dataclass(frozen=True)
@@ -99,49 +99,10 @@ def grammar(lang: str) -> Grammar:
         endings=tuple(d.get("noun_endings", ())),
         stem_endings=tuple(sorted(((a, b) for a, b in d.get("stem_endings", ())), key=lambda x: (-len(x[0]), x))),
         attributive=_longest_first(d.get("attributive_heads", ())),
-        cognate=base in _cognates()[1],
+        cognate=base in cognate_languages(),
         case_endings=tuple(sorted(((fold(a), fold(b)) for a, b in d.get("case_endings", ())),
                                   key=lambda x: (-len(x[0]), x))),
     )
-
-
-@lru_cache(maxsize=1)
-def _cognates() -> tuple[tuple, dict, dict, int]:
-    """(shared rules, rules per language, letter classes, shortest key) of the grammar
-    file's ``cognates``, the rules compiled."""
-    with open(resources.ontology(GRAMMAR_FILE), encoding="utf-8") as f:
-        c = json.load(f).get("cognates", {})
-    shared = tuple((re.compile(a), b) for a, b in c.get("shared", ()))
-    rules = {lg: tuple((re.compile(a), b) for a, b in rs) for lg, rs in c.get("rules", {}).items()}
-    return shared, rules, dict(c.get("classes", {})), int(c.get("min_key", 3))
-
-
-_VOWELS = frozenset("aiu")
-
-
-def cognate_key(word: str, lang: str) -> str | None:
-    """The key a folded one-word name or word of ``lang`` shares with its cognates in the
-    other languages of the grammar file's ``cognates`` (Suppe, soupe, sopa, zuppa: sup):
-    the language's orthographic correspondences, the shared ones, the letter classes,
-    doubled letters as one, a final vowel dropped. None: the language has no rules, the
-    word is not written in lower-case ASCII letters alone, or the key is too short."""
-    shared, rules, classes, min_key = _cognates()
-    own = rules.get(lang)
-    if own is None or not word.isascii() or not word.isalpha():
-        return None
-    w = word
-    for rx, to in own + shared:
-        w = rx.sub(to, w)
-    w = "".join(classes.get(ch, ch) for ch in w)
-    w = re.sub(r"(.)\1+", r"\1", w)
-    if len(w) > min_key and w[-1] in _VOWELS:
-        w = w[:-1]
-    return w if len(w) >= min_key else None
-
-
-def cognate_languages() -> frozenset:
-    """The languages whose one-word names go under cognate keys."""
-    return frozenset(_cognates()[1])
 
 
 def languages() -> list[str]:

@@ -3,7 +3,7 @@ related Latin-script language (German ``Suppe``, Italian ``zuppa`` ~ soup, soupe
 
 The key is the annotator's (``ontology/annotate-grammar.json``'s ``cognates``: each
 language's orthographic correspondences, the shared letter classes, doubled letters as
-one, a final vowel dropped; ``kgcult.annotate.grammar.cognate_key``). A mention no earlier
+one, a final vowel dropped; ``kgcult.link.cognates.cognate_key``). A mention no earlier
 stage matched names an entity by its key only when (the annotator's guards):
 
 * it is one word of a language with rules, no everyday word of it (wordfreq Zipf below
@@ -30,8 +30,10 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from kgcult import extras, resources
 from kgcult.files import scratch_prefix
 from kgcult.link import memo, normalize
+from kgcult.link.cognates import GRAMMAR_FILE, cognate_key, cognate_languages
 from kgcult.link.stages.base import Stage
 
 FORMAT = 1
@@ -39,15 +41,8 @@ EVERYDAY_ZIPF = 4.5
 MIN_LANGS = 2
 
 
-def _key(word: str, lang: str) -> str | None:
-    from kgcult.annotate.grammar import cognate_key  # the annotator's key: one definition
-    return cognate_key(word, lang)
-
-
 def _rules() -> tuple[frozenset, frozenset, str]:
     """(languages with cognate rules, languages that capitalize nouns, hash of the rules)."""
-    from kgcult import resources
-    from kgcult.annotate.grammar import GRAMMAR_FILE, cognate_languages
     with open(resources.ontology(GRAMMAR_FILE), encoding="utf-8") as f:
         d = json.load(f)
     caps = frozenset(lg for lg, v in d.get("languages", {}).items()
@@ -95,7 +90,7 @@ class Cognate(Stage):
 
     def search(self, text: str, lang: str, topic: str) -> dict:
         word = normalize.fold(text)
-        key = _key(word, lang)
+        key = cognate_key(word, lang)
         if key is None:
             return {}
         valid = self.ctx.valid(topic)
@@ -108,8 +103,8 @@ class Cognate(Stage):
         ix = self.ctx.ix
         if any(normalize.base_lang(lgx) == lang for _e, lgx, _n in ix.names_of([eid], None)):
             return {}  # the language has a name of its own for it
-        from wordfreq import zipf_frequency
-        if zipf_frequency(word, lang) >= EVERYDAY_ZIPF:
+        if extras.require("wordfreq", "annotate", "the cognate stage's everyday words").zipf_frequency(
+                word, lang) >= EVERYDAY_ZIPF:
             return {}  # an everyday word (a function word meets a short dish name)
         return {eid: (0, lg, 0)}
 
@@ -123,7 +118,7 @@ class Cognate(Stage):
             # a capitalized label is a proper name (Soba), or says nothing (German nouns)
             if "-" in name or name[:1].isupper():
                 continue
-            k = _key(normalize.fold(name), normalize.base_lang(lg))
+            k = cognate_key(normalize.fold(name), normalize.base_lang(lg))
             if k:
                 out.append((k, eid, lg))
         return out
