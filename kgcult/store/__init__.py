@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import TYPE_CHECKING
 
 from kgcult.store.base import DEFAULT_GRAPH, DEFAULT_LOCATION, StoreReads, resolve_location
 from kgcult.errors import QuerySyntaxError
-
-if TYPE_CHECKING:
-    from kgcult.store.embedded import LoadInterrupted, LoadReport, Store
-    from kgcult.store.remote import RemoteStore
+from kgcult.store.embedded import LoadInterrupted, LoadReport, Store
 
 
 def open_store(location: str | os.PathLike | None = None, *, read_only: bool = False):
@@ -21,7 +17,6 @@ def open_store(location: str | os.PathLike | None = None, *, read_only: bool = F
     loc = resolve_location(location)
     if loc.startswith(("sparql+http://", "sparql+https://")):
         return __getattr__("RemoteStore")(loc[len("sparql+"):])
-    from kgcult.store.embedded import Store
     return Store(loc, read_only=read_only)
 
 
@@ -30,10 +25,6 @@ def __getattr__(name: str):
     # store, not by every command that opens the embedded one
     if name == "RemoteStore":
         return importlib.import_module("kgcult.store.remote").RemoteStore
-    # the embedded store (rdflib, the load and recovery code: ~0.1 s) is imported when a
-    # store is opened or named, not by a command that reads only a built label index
-    if name in ("LoadInterrupted", "LoadReport", "Store"):
-        return getattr(importlib.import_module("kgcult.store.embedded"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

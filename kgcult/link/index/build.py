@@ -31,7 +31,7 @@ from kgcult.link import normalize
 from kgcult.link.index import layout
 from kgcult.link.index.encoding import FORMAT, LANG_BITS, qnum_of
 from kgcult.link.topics import Topic, load_topics
-from kgcult.store import DEFAULT_GRAPH
+from kgcult.store import DEFAULT_GRAPH, Store
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +199,6 @@ def stage_aliases(location: str, out: str) -> None:
 
     @contextlib.contextmanager
     def reading():
-        from kgcult.store.embedded import Store
         store = Store(location, read_only=True)
         try:
             yield _Reads(store)
@@ -277,7 +276,6 @@ class _Builder:
         if not (embedded and getattr(self.store, "read_only", False)):
             yield _Reads(self.store)
             return
-        from kgcult.store.embedded import Store
         reads = _Reads(Store(str(loc), read_only=True))
         try:
             yield reads

@@ -45,8 +45,10 @@ from kgcult.link.index.build import build_into
 from kgcult.link.index.encoding import (FORMAT, Cached, Column, EidMap, EntitySet, EntityText, KeyTable,
                                       Lookup, PerLang, QidList, code_value, qnum_of)
 from kgcult.link.topics import Kind, Topic, load_topics
+from kgcult.store.hierarchy import ensure_closure
 from kgcult.store.sidefiles import data_version
 from kgcult.store.sidefiles import store_files as _files
+from kgcult.store.snapshot import store_content_hash
 
 log = logging.getLogger(__name__)
 
@@ -408,7 +410,6 @@ def content_hash(store) -> str:
         version = data_version(store)
         if version:
             return "dv" + hashlib.sha256(version.encode()).hexdigest()[:62]
-        from kgcult.store.snapshot import store_content_hash  # imports the embedded store
         return store_content_hash(store)
     return remote_key(store)
 
@@ -452,7 +453,6 @@ def load_or_build(store, *, rebuild: bool = False, topics: list[Topic] | None = 
                   persist: bool = True) -> LabelIndex:
     """The store's label index: opened from disk when it matches the store's content
     hash, else built (and written beside the store)."""
-    from kgcult.store.hierarchy import ensure_closure  # imports the embedded store
     ensure_closure(store)
     topics = topics if topics is not None else load_topics()
     chash = content_hash(store)
