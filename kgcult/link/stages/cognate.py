@@ -64,12 +64,10 @@ class Cognate(Stage):
     def __init__(self, ctx, rank: int):
         super().__init__(ctx, rank)
         self._con: sqlite3.Connection | None = None
-        self._rules: tuple[frozenset, frozenset, str] | None = None
+        self._rules: tuple[frozenset, frozenset, str] = _rules()  # small: read with the stage
         self._memo = memo.Memo(memo.MENTIONS)
 
     def rules(self) -> tuple[frozenset, frozenset, str]:
-        if self._rules is None:
-            self._rules = _rules()
         return self._rules
 
     def run(self, batch):
