@@ -19,7 +19,9 @@ import logging
 import os
 import re
 import shutil
+import sqlite3
 import sys
+import tempfile
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -139,6 +141,28 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, fsync: bool = Fa
     """Write ``data`` to ``path`` all at once or not at all."""
     with atomic_open(path, "wb" if isinstance(data, bytes) else "w", fsync=fsync) as f:
         f.write(data)
+
+
+@contextlib.contextmanager
+def atomic_sqlite(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
+    """A new SQLite database written under a scratch name beside ``path`` (no journal: it is
+    written once), which replaces ``path`` when the block ends without an exception and is
+    removed otherwise."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=scratch_prefix(target.name), dir=target.parent)
+    os.close(fd)
+    try:
+        con = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            con.execute("PRAGMA journal_mode=OFF")
+            yield con
+        finally:
+            con.close()
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 @contextlib.contextmanager

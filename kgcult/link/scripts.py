@@ -28,7 +28,6 @@ import pickle
 import re
 import sqlite3
 import sys
-import tempfile
 import unicodedata
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
@@ -36,7 +35,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable
 
-from kgcult.files import scratch_prefix
+from kgcult.files import atomic_sqlite
 
 # the scripts with their own romanizer, by the first word of a letter's Unicode name
 _BRAHMIC = frozenset({"DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU",
@@ -286,23 +285,12 @@ def convert_kanwa() -> Path | None:
             for seq, (word, readings) in enumerate(table[first].items()):
                 yomi = next((y for y, con in readings if con is None), readings[0][0] if readings else "")
                 rows.append((first, seq, word, yomi))
-        fd, tmp = tempfile.mkstemp(prefix=scratch_prefix(path.name), dir=path.parent)
-        os.close(fd)
-        try:
-            con = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                con.execute("PRAGMA journal_mode=OFF")
-                con.execute("BEGIN")
-                con.execute("CREATE TABLE kanwa(first INTEGER, seq INTEGER, word TEXT, yomi TEXT, "
-                            "PRIMARY KEY (first, seq)) WITHOUT ROWID")
-                con.executemany("INSERT INTO kanwa VALUES (?, ?, ?, ?)", rows)
-                con.execute("COMMIT")
-            finally:
-                con.close()
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with atomic_sqlite(path) as con:
+            con.execute("BEGIN")
+            con.execute("CREATE TABLE kanwa(first INTEGER, seq INTEGER, word TEXT, yomi TEXT, "
+                        "PRIMARY KEY (first, seq)) WITHOUT ROWID")
+            con.executemany("INSERT INTO kanwa VALUES (?, ?, ?, ?)", rows)
+            con.execute("COMMIT")
     except (OSError, sqlite3.Error):
         return None
     return path

@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
-import tempfile
 from pathlib import Path
 
 from kgcult import extras, resources
-from kgcult.files import scratch_prefix
+from kgcult.files import atomic_sqlite
 from kgcult.link import memo, normalize
 from kgcult.link.cognates import GRAMMAR_FILE, cognate_key, cognate_languages
 from kgcult.link.stages.base import Stage
@@ -144,19 +142,8 @@ class Cognate(Stage):
         if path is not None:
             try:
                 if not path.exists():
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    fd, tmp = tempfile.mkstemp(prefix=scratch_prefix(path.name), dir=path.parent)
-                    os.close(fd)
-                    try:
-                        con = sqlite3.connect(tmp, isolation_level=None)
-                        try:
-                            self._write(con, self._rows())
-                        finally:
-                            con.close()
-                        os.replace(tmp, path)
-                    finally:
-                        if os.path.exists(tmp):
-                            os.unlink(tmp)
+                    with atomic_sqlite(path) as con:
+                        self._write(con, self._rows())
                 return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
                                        check_same_thread=False)
             except (OSError, sqlite3.Error):

@@ -18,15 +18,13 @@ beside the label index (``xscript-<index hash>-<topics hash>-<topic>-v<FORMAT>.s
 """
 from __future__ import annotations
 
-import os
 import sqlite3
-import tempfile
 from pathlib import Path
 
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from kgcult.files import scratch_prefix
+from kgcult.files import atomic_sqlite
 from kgcult.link import affixes, memo, normalize, scripts
 from kgcult.link.index.reader import label_chain
 from kgcult.link.stages.base import Stage
@@ -223,19 +221,8 @@ class CrossPool:
 
 
 def _save(names, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=scratch_prefix(path.name), dir=path.parent)
-    os.close(fd)
-    try:
-        con = sqlite3.connect(tmp, isolation_level=None)
-        try:
-            CrossPool.write(con, names)
-        finally:
-            con.close()
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_sqlite(path) as con:
+        CrossPool.write(con, names)
 
 
 class CrossScript(Stage):
