@@ -148,16 +148,9 @@ def test_link_index_key_is_read_cheaply_and_follows_the_data(engines, engine, mo
         assert key.startswith("rk") and len(key) == 64 and reader.content_hash(st) == key
     if engine != "virtuoso":
         return
-    server = engines["virtuoso_server"]
-    g = "urn:kgcult:test:key"
-    nt = server.location / "key.nt"
-    nt.write_text('<http://www.wikidata.org/entity/Q1> <http://example.org/p> "x" .\n')
-    server.sql(f"DB.DBA.TTLP(file_to_string('{nt}'), '', '{g}');")
-    try:
-        with open_store(url) as st:
-            assert reader.content_hash(st) != key
-    finally:
-        server.sql(f"SPARQL CLEAR GRAPH <{g}>;")
+    added = '<http://www.wikidata.org/entity/Q1> <http://example.org/p> "x" .\n'
+    with engines["virtuoso_server"].graph_holding("urn:kgcult:test:key", added), open_store(url) as st:
+        assert reader.content_hash(st) != key
     with open_store(url) as st:
         assert reader.content_hash(st) == key
 
@@ -218,16 +211,9 @@ def test_blank_nodes_are_read(engines, tmp_path):
     from kgcult.store import open_store
 
     url = _engine(engines, "virtuoso")
-    server = engines["virtuoso_server"]
-    g = "urn:kgcult:test:bnodes"
-    nt = server.location / "bnodes.nt"
-    nt.write_text('_:a <http://example.org/p> _:b .\n_:b <http://example.org/q> "x" .\n')
-    server.sql(f"DB.DBA.TTLP(file_to_string('{nt}'), '', '{g}');")
-    try:
-        with open_store(url) as st:
-            quads = sorted(st.quads(g), key=lambda q: q.predicate.value)
-    finally:
-        server.sql(f"SPARQL CLEAR GRAPH <{g}>;")
+    bnodes = '_:a <http://example.org/p> _:b .\n_:b <http://example.org/q> "x" .\n'
+    with engines["virtuoso_server"].graph_holding("urn:kgcult:test:bnodes", bnodes) as g, open_store(url) as st:
+        quads = sorted(st.quads(g), key=lambda q: q.predicate.value)
     assert len(quads) == 2 and isinstance(quads[0].subject, BlankNode)
     assert quads[0].object == quads[1].subject and isinstance(quads[1].subject, BlankNode)
 

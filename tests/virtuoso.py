@@ -20,6 +20,7 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,18 @@ class VirtuosoServer:
         if "0 Rows" not in errors:
             raise RuntimeError(f"Virtuoso's loader failed: {errors[-1500:]}")
         shutil.rmtree(inbox, ignore_errors=True)
+
+    @contextmanager
+    def graph_holding(self, graph: str, ntriples: str):
+        """Graph ``graph`` loaded with ``ntriples`` (Virtuoso's own loader) for the block,
+        cleared after it."""
+        nt = self.location / (graph.rsplit(":", 1)[-1] + ".nt")
+        nt.write_text(ntriples)
+        self.sql(f"DB.DBA.TTLP(file_to_string('{nt}'), '', '{graph}');")
+        try:
+            yield graph
+        finally:
+            self.sql(f"SPARQL CLEAR GRAPH <{graph}>;")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
