@@ -96,7 +96,7 @@ def edges(store, prop: str) -> list[tuple[str, str]]:
 def _data_edges(store, prop: str) -> Iterator[tuple[bytes, bytes]]:
     """``prop``'s (subject, object) pairs in the data graphs, as N-Triples terms ``b"<iri>"``."""
     p = NamedNode(prop)
-    if setgraph.is_set(store.ox):  # kgcult's store: the default graph, every data graph's edges once
+    if not getattr(store, "remote", False):  # kgcult's store: the default graph, every data graph's edges once
         for q in store.ox.quads_for_pattern(None, p, None, setgraph.DEFAULT):
             if isinstance(q.subject, NamedNode) and isinstance(q.object, NamedNode):
                 yield f"<{q.subject.value}>".encode(), f"<{q.object.value}>".encode()

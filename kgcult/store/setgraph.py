@@ -112,12 +112,6 @@ def visible_filter(var: str) -> str:
     return f'FILTER({var} != {META} && !STRSTARTS(STR({var}), "{vocab.STAGING_GRAPH}"))'
 
 
-def is_set(store) -> bool:
-    """Whether ``store`` is a pyoxigraph store (kgcult's own, whose default graph is the
-    set); a remote endpoint's default graph is its own business."""
-    return isinstance(store, ox.Store)
-
-
 def older_layout(store: ox.Store) -> str | None:
     """What makes a non-empty store one an older kgcult wrote, which this one refuses: no
     ``kgc:defaultGraph "set"`` state (written before the set), or its closure still in named
