@@ -74,7 +74,7 @@ COVERS = {
     "serve": ["kgcult/serve"],
     "page": ["kgcult/serve/web"],
     "serve_runaway": ["kgcult/serve"],
-    "serve_update": ["kgcult/store/setgraph.py", "kgcult/serve"],
+    "serve_update": ["kgcult/store/setgraph.py", "kgcult/store/update_plan.py", "kgcult/serve"],
     "wdqs": ["kgcult/sparql"],
     "setgraph": ["kgcult/store/setgraph.py"],
     "synth": ["kgcult/synth"],

@@ -1,6 +1,7 @@
 """The package's architecture, checked: imports go one way (cli -> api -> features ->
 store -> sparql/vocab -> base), there is no import cycle, nothing is imported inside a
-function except the heavy optional model stacks (and kgcult's modules built on them), and
+function except the heavy optional model stacks (and kgcult's modules built on them; an
+import for the type checker alone, under ``if TYPE_CHECKING:``, runs never), and
 ``importlib.import_module`` is called only where :data:`IMPORTLIB_ALLOWED` says why."""
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ HEAVY_OPTIONAL = {"torch", "transformers", "faiss", "sentence_transformers", "ma
 IMPORTLIB_ALLOWED = {
     ("kgcult/__init__.py", "__getattr__"): "PEP 562: kgcult.open/KG/Store resolved on first use, so "
                                            "importing one subpackage does not import every feature",
-    ("kgcult/store/__init__.py", "__getattr__"): "PEP 562: the HTTP client stack only for a remote store",
+    ("kgcult/store/__init__.py", "__getattr__"): "PEP 562: the HTTP client stack only for a remote store, "
+                                                 "the embedded store's layers only where one is opened",
     ("kgcult/cli/main.py", "KgcultGroup.get_command"): "click's lazy group: a command's module is "
                                                        "imported when that command runs",
     ("kgcult/extras.py", "require"): "the one import of an optional package by name, failing with "
@@ -62,7 +64,9 @@ def imports_of(name: str, path: Path, known: set[str]):
     module level?) for every import statement of a module."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     is_pkg = path.name == "__init__.py"
-    top_level = {id(n) for n in tree.body}
+    # an import for the type checker only (``if TYPE_CHECKING:`` at the top) never runs: not deferred
+    checking = [n for n in tree.body if isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING"]
+    top_level = {id(n) for n in tree.body} | {id(n) for c in checking for n in c.body}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]

@@ -1,5 +1,5 @@
 """The default graph follows SPARQL Updates at `kgcult serve --writable`
-(``Store.update``, ``kgcult.store.setgraph.update_plan``): after any update it is the set of the visible named graphs'
+(``Store.update``, ``kgcult.store.update_plan.update_plan``): after any update it is the set of the visible named graphs'
 triples, checked by a full comparison after each of a seeded mix of update forms sent to a
 real server; and a server killed between an update and the default graph's share of it
 leaves pending marks the next writable open repairs."""
@@ -113,10 +113,10 @@ KILLED = textwrap.dedent("""
     import os, sys
     from kgcult import vocab
     from kgcult.sparql import update_scope
-    from kgcult.store import Store, recovery, setgraph
+    from kgcult.store import Store, recovery, update_plan
     s = Store(sys.argv[1])
     text = sys.argv[2]
-    p = setgraph.update_plan(update_scope.parse(text, vocab.PREFIXES), s.ox)
+    p = update_plan.update_plan(update_scope.parse(text, vocab.PREFIXES), s.ox)
     recovery.begin(s, kind="update", what="a SPARQL Update", marks=p.pending)  # as Store.update does
     s.ox.update(" ;\\n".join(p.before + [text]), prefixes=vocab.PREFIXES)  # the update's transaction
     s.ox.flush()

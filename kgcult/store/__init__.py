@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import importlib
 import os
+from typing import TYPE_CHECKING
 
 from kgcult.store.base import DEFAULT_GRAPH, DEFAULT_LOCATION, StoreReads, resolve_location
 from kgcult.errors import QuerySyntaxError
-from kgcult.store.embedded import LoadInterrupted, LoadReport, Store
+
+if TYPE_CHECKING:
+    from kgcult.store.embedded import LoadInterrupted, LoadReport, Store
+    from kgcult.store.remote import RemoteStore
 
 
 def open_store(location: str | os.PathLike | None = None, *, read_only: bool = False):
@@ -17,14 +21,20 @@ def open_store(location: str | os.PathLike | None = None, *, read_only: bool = F
     loc = resolve_location(location)
     if loc.startswith(("sparql+http://", "sparql+https://")):
         return __getattr__("RemoteStore")(loc[len("sparql+"):])
-    return Store(loc, read_only=read_only)
+    return __getattr__("Store")(loc, read_only=read_only)
+
+
+# Each backend's module, imported when first named: the HTTP client stack (urllib3, ssl:
+# ~45 ms and ~5 MB) only by a remote store, and the embedded store's (its recovery,
+# provenance and set-graph layers bring rdflib: ~100 ms) only by a command that opens it,
+# not by every module that reads one of the store's side files (kgcult annotate).
+_LAZY = {"RemoteStore": "kgcult.store.remote", "Store": "kgcult.store.embedded",
+         "LoadInterrupted": "kgcult.store.embedded", "LoadReport": "kgcult.store.embedded"}
 
 
 def __getattr__(name: str):
-    # the HTTP client stack (urllib3, ssl: ~45 ms and ~5 MB) is imported only by a remote
-    # store, not by every command that opens the embedded one
-    if name == "RemoteStore":
-        return importlib.import_module("kgcult.store.remote").RemoteStore
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -19,7 +19,7 @@ import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
 from kgcult import vocab
-from kgcult.store import health, loading, provenance, recovery, setgraph, sidefiles
+from kgcult.store import health, loading, provenance, recovery, setgraph, sidefiles, update_plan
 from kgcult.store.loading import LoadInterrupted, LoadReport
 from kgcult.errors import KgcultError, QuerySyntaxError
 from kgcult.sparql import nesting, wdqs
@@ -175,9 +175,9 @@ class Store(StoreReads):
     def update(self, text: str, operations: list, *, source: str = "kgcult serve /update") -> None:
         """A client's SPARQL Update (``kgcult serve --writable``; ``operations``: its parse,
         checked by the caller), journaled: run in one transaction, then the default graph
-        brought up to date with what it changed (:func:`kgcult.store.setgraph.update_plan`)
+        brought up to date with what it changed (:func:`kgcult.store.update_plan.update_plan`)
         in a second one, with its provenance record."""
-        p = setgraph.update_plan(operations, self._ox)
+        p = update_plan.update_plan(operations, self._ox)
         with self.writing("update", "a SPARQL Update", marks=p.pending) as w:
             w.applied = False  # an update that fails is one transaction that wrote nothing
             self._ox.update(" ;\n".join(p.before + [text]), prefixes=vocab.PREFIXES)

@@ -19,7 +19,7 @@ import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator, cast
+from typing import IO, Iterator, TYPE_CHECKING, cast
 
 import numpy as np
 from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
@@ -28,7 +28,9 @@ from kgcult import ids, ontology, vocab
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.store import closure_state, closure_write, intgraph, provenance, setgraph, sidefiles
-from kgcult.store.embedded import Store
+
+if TYPE_CHECKING:  # the embedded store's module is imported by whoever opens one
+    from kgcult.store.embedded import Store
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ import tempfile
 import zlib
 from collections import deque
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Iterator, TypeVar
+from typing import Iterable, Iterator, TYPE_CHECKING, TypeVar
 
 import pyoxigraph as ox
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, parse
@@ -37,7 +37,9 @@ from kgcult.safe_text import strip_credentials
 from kgcult.files import atomic_open, sha256_file
 from kgcult.store import base, rdfio, setgraph, sidefiles
 from kgcult.store import provenance as prov
-from kgcult.store.embedded import Store
+
+if TYPE_CHECKING:  # the embedded store's module is imported by whoever opens one
+    from kgcult.store.embedded import Store
 
 log = logging.getLogger(__name__)
 

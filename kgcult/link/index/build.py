@@ -31,7 +31,8 @@ from kgcult.link import normalize
 from kgcult.link.index import layout
 from kgcult.link.index.encoding import FORMAT, LANG_BITS, qnum_of
 from kgcult.link.topics import Topic, load_topics
-from kgcult.store import DEFAULT_GRAPH, Store
+from kgcult import store as stores
+from kgcult.store import DEFAULT_GRAPH
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ def stage_aliases(location: str, out: str) -> None:
 
     @contextlib.contextmanager
     def reading():
-        store = Store(location, read_only=True)
+        store = stores.Store(location, read_only=True)
         try:
             yield _Reads(store)
         finally:
@@ -276,7 +277,7 @@ class _Builder:
         if not (embedded and getattr(self.store, "read_only", False)):
             yield _Reads(self.store)
             return
-        reads = _Reads(Store(str(loc), read_only=True))
+        reads = _Reads(stores.Store(str(loc), read_only=True))
         try:
             yield reads
         finally:
