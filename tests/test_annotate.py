@@ -533,3 +533,25 @@ def test_same_key_before_a_fuzzy_match_of_a_longer_form(astore):
     a._across = Fake()
     got = a.annotate("가나다로 갔다", lang="ko", topic="place", country="Q91017")
     assert [(s["text"], s["qid"]) for s in got] == [("가나다", "Q91021")]
+
+
+def test_borrowed_plural_names_what_its_singular_names_in_any_language(ann):
+    """A word no name matched that ends in one of the language's ``loan_plurals`` names
+    what its singular names in any language (Tacos, tacos: taco), spanned whole; never
+    an everyday word of the language, nor a singular under four letters."""
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "Dazu gibt es Tacos.", "de") == [("Tacos", "Q91090")]
+    assert spans(ann, "Unos tacos al pastor.", "it") == [("tacos", "Q91090")]
+    assert spans(ann, "Drei Tacosen.", "de") == []  # no plural ending of German's list
+    from kgcult.annotate.grammar import grammar
+
+    assert grammar("tr").loan_plurals == ()  # Turkish suffixes stay outside the span instead
+
+
+def test_everyday_word_that_many_languages_share_names_their_entity(ann):
+    """An everyday word of the text's language met in other languages' names is that word,
+    not a name (German Bier, Dutch bier); a word five languages name one entity by
+    (pizza) is the same word in the text's language, where the mirror lacks its label."""
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "Dann eine Pizza.", "de") == [("Pizza", "Q91091")]
+    assert spans(ann, "Dann ein Bier.", "de") == []

@@ -42,7 +42,8 @@ def stages() -> tuple[str, ...]:
     of, in some language (none: no guesses are made)."""
     used = {MATCH_STAGE.get(m) for lg in languages()
             for m in grammar(lg).across + grammar(lg).across_known + grammar(lg).across_everyday
-            + grammar(lg).across_local + grammar(lg).across_known_local}
+            + grammar(lg).across_local + grammar(lg).across_known_local
+            + grammar(lg).across_everyday_local}
     return tuple(s for s in STAGES if s in pipeline.STAGES and s in used)
 
 

@@ -244,7 +244,7 @@ _FUZZY = "cross-script-fuzzy"
 
 def _local_kinds(g, known: int) -> tuple[str, ...]:
     """The kinds taken for a word of tier ``known`` naming a place of the text's countries."""
-    return (g.across_local, g.across_known_local, ())[known]
+    return (g.across_local, g.across_known_local, g.across_everyday_local)[known]
 
 
 def _local(r: dict | None, about: set) -> bool:

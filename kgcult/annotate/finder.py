@@ -17,6 +17,10 @@ HOW = ("exact", "article", "stem", "suffix", "cognate", "compound")
 COGNATE_LANGS = 2
 # a case form's base (the word less its ending) has at least this many letters
 CASE_MIN_BASE = 3
+# an everyday word of the language names an entity named so in this many languages
+INTERNATIONAL_LANGS = 5
+# a borrowed plural's singular has at least this many letters
+LOAN_MIN_BASE = 4
 # what may stand between the two parts of a compound: at most one word this short (de, d')
 COMPOUND_GAP_WORD = 3
 
@@ -87,8 +91,28 @@ class Finder:
             hit = self._case(parts[0])
             if hit:
                 return hit, "stem", key
+        if self.g.loan_plurals:
+            hit = self._loan_plural(parts)
+            if hit:
+                return hit, "stem", key
         if len(parts) == 1 and self.g.cognate:
             return self._cognate(parts[0])
+        return None
+
+    def _loan_plural(self, parts: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The codes of a name, in any language, that the last word is a borrowed plural of
+        (``loan_plurals``: Tacos, quesadillas, sushis, энчиладас: taco, quesadilla, sushi,
+        энчилада), where the language has no name of its own for the dish; never an
+        everyday word of the language, and the singular is at least :data:`LOAN_MIN_BASE`
+        letters."""
+        word = parts[-1]
+        if word in self._every:
+            return None
+        for s in self.g.loan_plurals:
+            if word.endswith(s) and len(word) - len(s) >= LOAN_MIN_BASE:
+                hit = self.names.exact.get(" ".join(parts[:-1] + (word[:-len(s)],)))
+                if hit:
+                    return hit
         return None
 
     def _case(self, word: str) -> tuple[int, ...] | None:
@@ -323,7 +347,17 @@ class Finder:
             return False
         if len(f.key) <= 2 and f.key in self._every and not unspaced(f.key) and not _syllable(f.key[0]):
             return True  # a two-letter everyday word of an alphabet (a particle, a pronoun) is no name
-        return not any(decode(c)[1] in self._lids for c in f.codes)
+        return not any(decode(c)[1] in self._lids for c in f.codes) and not self._international(f.codes)
+
+    def _international(self, codes: tuple[int, ...]) -> bool:
+        """Whether one entity is named so in at least :data:`INTERNATIONAL_LANGS` languages
+        (pizza, kebab): a word the languages share, the same word in the text's language
+        where the mirror lacks its label there."""
+        by_eid: dict[int, set] = {}
+        for c in codes:
+            eid, lid, _cap, _alias = decode(c)
+            by_eid.setdefault(eid, set()).add(self.names.langs[lid].split("-", 1)[0])
+        return len(by_eid) == 1 and len(next(iter(by_eid.values()))) >= INTERNATIONAL_LANGS
 
     def kin_only(self, f: Found) -> bool:
         """An everyday word of the text's language that only a kin language's names have

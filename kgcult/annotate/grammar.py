@@ -34,6 +34,7 @@ class Grammar:
     across_everyday: tuple[str, ...] = ()  # and for an everyday word (wordfreq Zipf >= 4.5)
     across_local: tuple[str, ...] = ()  # taken for an unknown word naming a place of the text's countries
     across_known_local: tuple[str, ...] = ()  # and for a known word
+    across_everyday_local: tuple[str, ...] = ()  # and for an everyday word
     segmenter: str | None = None  # word segmenter of an unspaced script (text.segment)
     title_names: bool = False     # runs of capitalized words are names (text.title_runs)
     bounded: bool = False         # names inside a run start and end at the segmenter's boundaries
@@ -47,6 +48,7 @@ class Grammar:
     attributive: tuple[str, ...] = ()  # nouns a name written right after qualifies (อาหารไทย)
     cognate: bool = False  # the language's one-word names and words meet by cognate keys
     case_endings: tuple = ()  # (ending of a word, ending of its name), longest first
+    loan_plurals: tuple[str, ...] = ()  # plural endings a borrowed name takes (tacos: taco), longest first
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -88,6 +90,7 @@ def grammar(lang: str) -> Grammar:
         across_everyday=tuple(d.get("across_everyday", ())),
         across_local=tuple(d.get("across_local", ())),
         across_known_local=tuple(d.get("across_known_local", ())),
+        across_everyday_local=tuple(d.get("across_everyday_local", ())),
         segmenter=d.get("segmenter"),
         title_names=bool(d.get("title_names")),
         bounded=bool(d.get("bounded")),
@@ -102,6 +105,7 @@ def grammar(lang: str) -> Grammar:
         cognate=base in cognate_languages(),
         case_endings=tuple(sorted(((fold(a), fold(b)) for a, b in d.get("case_endings", ())),
                                   key=lambda x: (-len(x[0]), x))),
+        loan_plurals=_longest_first(fold(p) for p in d.get("loan_plurals", ())),
     )
 
 

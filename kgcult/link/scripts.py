@@ -221,34 +221,67 @@ def max_match(run: str, words, longest: int, *, uncovered: int = 1, shortest: in
     return cuts
 
 
-def _brahmic(run: str) -> str:
-    """A Brahmic script (an abugida) letter by letter with anyascii's values, plus the
-    inherent ``a`` a consonant carries unless a vowel sign or a virama follows it or it
-    ends the word (Hindi, Marathi and Nepali do not pronounce it there); anusvara and
-    candrabindu as ``n``."""
+# consonants an English spelling writes otherwise than anyascii's letter values (Indic
+# transliteration's c, ch, s): as place names are spelled in English (Chandigarh, Kashmir)
+_BRAHMIC_ENGLISH = {"CA": "ch", "CHA": "chh", "SHA": "sh", "SSA": "sh", "VOCALIC R": "ri"}
+
+
+def _brahmic_units(word: str) -> list[tuple[str, bool]]:
+    """A Brahmic word (an abugida) letter by letter with anyascii's values (some
+    consonants as English spells them: :data:`_BRAHMIC_ENGLISH`), each piece with whether an
+    inherent ``a`` follows it: a consonant carries one unless a vowel sign or a virama follows
+    it or it ends the word (Hindi, Marathi and Nepali do not pronounce it there); anusvara
+    and candrabindu as ``n``."""
     anyascii = _anyascii()
-    words = []
-    for w in run.split():
-        out = []
-        for i, ch in enumerate(w):
-            name = unicodedata.name(ch, "")
-            if name.endswith(("SIGN ANUSVARA", "SIGN CANDRABINDU")):
-                out.append("n")
-                continue
-            r = anyascii(ch).lower()
-            out.append(r)
-            if " LETTER " not in name or any(v in r for v in "aeiou"):
-                continue  # not a consonant letter
-            j = i + 1
-            while j < len(w) and unicodedata.name(w[j], "").endswith("SIGN NUKTA"):
-                j += 1
-            if j >= len(w):
-                continue  # word-final: no inherent vowel
-            nxt = unicodedata.name(w[j], "")
-            if "VOWEL SIGN" not in nxt and not nxt.endswith("SIGN VIRAMA"):
-                out.append("a")
-        words.append("".join(out))
-    return " ".join(words)
+    out: list[tuple[str, bool]] = []
+    for i, ch in enumerate(word):
+        name = unicodedata.name(ch, "")
+        if name.endswith(("SIGN ANUSVARA", "SIGN CANDRABINDU")):
+            out.append(("n", False))
+            continue
+        letter = name.split(" LETTER ", 1)[1] if " LETTER " in name else ""
+        r = _BRAHMIC_ENGLISH.get(letter or name.split(" SIGN ", 1)[-1]) or anyascii(ch).lower()
+        if not letter or any(v in r for v in "aeiou"):
+            out.append((r, False))  # not a consonant letter
+            continue
+        j = i + 1
+        while j < len(word) and unicodedata.name(word[j], "").endswith("SIGN NUKTA"):
+            j += 1
+        nxt = unicodedata.name(word[j], "") if j < len(word) else "VIRAMA"
+        out.append((r, "VOWEL SIGN" not in nxt and not nxt.endswith("VIRAMA")))
+    return out
+
+
+def _brahmic(run: str) -> str:
+    """A Brahmic script word by word (:func:`_brahmic_units`), every inherent vowel written."""
+    return " ".join("".join(r + ("a" if a else "") for r, a in _brahmic_units(w)) for w in run.split())
+
+
+MAX_SYNCOPE = 4  # inherent vowels of a word that may each be silent (2^4 spellings)
+
+
+def syncope_variants(text: str) -> list[str]:
+    """The compact keys of a name written in a Brahmic script with each inherent vowel
+    between a vowel and a consonant followed by its own vowel left out or not (Hindi
+    drops it there: आगरा agra, कानपुर kanpur, but गुजरात gujarat as often), the written one
+    first; ``[]`` for a name in another script or with no such vowel."""
+    if not scripts_in(text) & _BRAHMIC or len(text.split()) != 1:
+        return []
+    units = _brahmic_units(unicodedata.normalize("NFC", text))
+    # a medial inherent vowel: a vowel before its consonant, a vowelled consonant after it
+    def vowel(k: int, end: int) -> bool:  # unit k begins (end 0) or ends (end -1) with a vowel
+        return 0 <= k < len(units) and bool(units[k][0]) and units[k][0][end] in "aeiou"
+    optional = [i for i, (r, a) in enumerate(units)
+                if a and i > 0 and i + 1 < len(units) and (units[i - 1][1] or vowel(i - 1, -1))
+                and bool(units[i + 1][0]) and not vowel(i + 1, -1)
+                and (units[i + 1][1] or vowel(i + 2, 0))]
+    if not optional or len(optional) > MAX_SYNCOPE:
+        return []
+    out = []
+    for mask in range(1 << len(optional)):
+        drop = {optional[b] for b in range(len(optional)) if mask >> b & 1}
+        out.append("".join(r + ("a" if a and i not in drop else "") for i, (r, a) in enumerate(units)))
+    return [_NON_ALNUM.sub("", k) for k in dict.fromkeys(out)]
 
 
 KANWA_FORMAT = 2

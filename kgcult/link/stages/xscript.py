@@ -264,10 +264,11 @@ class CrossScript(Stage):
         tails = [v for v in forms if text.startswith(v)]
         for v in [v for v in forms if not text.startswith(v)] + [text] + tails:
             words = scripts.romanize(v, lang)
-            key = scripts.compact(words)
-            found = self._fuzzy(pool, key, v) if self.fuzzy else self._exact(pool, key, v, words.count(" ") + 1)
-            if found:
-                return found
+            # a Brahmic name with its silent inherent vowels left out, after the written one
+            for key in [scripts.compact(words)] + scripts.syncope_variants(v)[1:]:
+                found = self._fuzzy(pool, key, v) if self.fuzzy else self._exact(pool, key, v, words.count(" ") + 1)
+                if found:
+                    return found
         return {}
 
     def _exact(self, pool: CrossPool, key: str, text: str, words: int = 1) -> dict:
