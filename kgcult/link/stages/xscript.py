@@ -105,6 +105,7 @@ CREATE INDEX rows_len ON rows(first, len, key);
 """
 CACHE_KIB = 512  # page cache of an open pool
 NEAR_LISTS = 64  # key lists by (first letter, lengths) a pool keeps (a few thousand keys each)
+NEAR_SORTED = 512  # sorted key lists by (first letter, length range), sharing those keys
 
 
 class CrossPool:
@@ -117,6 +118,7 @@ class CrossPool:
         self.con = con
         self._memo = memo.Memo(memo.PER_PART)
         self._near = memo.Memo(NEAR_LISTS)  # first letter -> {length: keys}
+        self._near_sorted = memo.Memo(NEAR_SORTED)  # (first letter, shortest, longest) -> keys
 
     @staticmethod
     def rows(names) -> list[tuple]:
@@ -187,15 +189,25 @@ class CrossPool:
         return self._select("skel = ?", (skel,))
 
     def near_keys(self, key: str, bound: int) -> list[str]:
-        """The keys with the first letter of ``key`` and a length within ``bound`` of it."""
+        """The keys with the first letter of ``key`` and a length within ``bound`` of it,
+        sorted (one list per first letter and range of lengths: a fuzzy search asks for
+        the same few ranges again and again)."""
         lo, hi = len(key) - bound, len(key) + bound
-        by_len = self._near.get(key[0])
+        near = self._near_sorted.get((key[0], lo, hi))
+        if near is None:
+            by_len = self._by_length(key[0])
+            near = self._near_sorted.put((key[0], lo, hi), sorted(k for n in range(lo, hi + 1) for k in by_len.get(n, ())))
+        return near
+
+    def _by_length(self, first: str) -> dict[int, list[str]]:
+        """The keys that begin with ``first``, by length."""
+        by_len = self._near.get(first)
         if by_len is None:
             by_len = {}
-            for k, n in self.con.execute("SELECT DISTINCT key, len FROM rows WHERE first = ?", (key[0],)):
+            for k, n in self.con.execute("SELECT DISTINCT key, len FROM rows WHERE first = ?", (first,)):
                 by_len.setdefault(n, []).append(k)
-            self._near.put(key[0], by_len)
-        return sorted(k for n in range(lo, hi + 1) for k in by_len.get(n, ()))
+            self._near.put(first, by_len)
+        return by_len
 
     @staticmethod
     def hits(rows: list[tuple], key: str, keep=None) -> dict:
