@@ -555,3 +555,14 @@ def test_everyday_word_that_many_languages_share_names_their_entity(ann):
     pytest.importorskip("wordfreq")
     assert spans(ann, "Dann eine Pizza.", "de") == [("Pizza", "Q91091")]
     assert spans(ann, "Dann ein Bier.", "de") == []
+
+
+def test_place_named_as_cldr_names_it_in_the_texts_language(ann):
+    """A word no name matched that is CLDR's name of a place in the text's language (the
+    linker's ``gazetteer`` stage) is that place, by its English label, whatever the text's
+    country; the word inside a longer run of Thai letters is cut out by the segmenter."""
+    pytest.importorskip("babel")
+    pytest.importorskip("pythainlp")
+    assert spans(ann, "เวียดนามเป็นประเทศที่สวยงาม", "th", topic="place") == [("เวียดนาม", "Q91080")]
+    assert spans(ann, "हम वियतनाम गए।", "hi", topic="place") == [("वियतनाम", "Q91080")]
+    assert [s["match"] for s in ann.annotate("हम वियतनाम गए।", lang="hi", topic="place")] == ["gazetteer"]

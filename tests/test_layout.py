@@ -31,7 +31,10 @@ HEAVY_OPTIONAL = {"torch", "transformers", "faiss", "sentence_transformers", "ma
                   "orjson", "msgspec", "rapidgzip", "indexed_bzip2", "fasttext", "threadpoolctl", "sentencepiece",
                   # the romanizers of the link extra (issue 37): optional, and pythainlp/pykakasi
                   # take 0.15-0.3 s to import, paid only by a text in their script
-                  "anyascii", "pythainlp", "pykakasi", "korean_romanizer"}
+                  "anyascii", "pythainlp", "pykakasi", "korean_romanizer",
+                  # CLDR's place names (the gazetteer stage): Babel's locale data costs a process
+                  # 0.25 s, paid only when a language's table is not yet on disk
+                  "babel"}
 # Where a module is imported by name at run time, and why; (file, enclosing function).
 # Anywhere else, import it at the top (or, for a heavy optional stack, inside the function).
 IMPORTLIB_ALLOWED = {

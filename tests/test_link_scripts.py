@@ -216,3 +216,36 @@ def test_case_forms_replace_the_ending_with_the_names():
     assert affixes.case_forms("сом", "ru") == []             # the base keeps three letters
     assert affixes.case_forms("курица тандури", "ru") == []  # one word only
     assert affixes.case_forms("колбасой", "de") == []         # Russian data only
+
+
+def test_gazetteer_names_places_in_every_language(linker):
+    """CLDR's name of a country or a time zone's city in the mention's language reaches the
+    place by its English label (Thai เวียดนาม, โซล; Hindi सोल); never by a name that is only
+    another entity's alias (Christmas), never outside the place topic's entities."""
+    pytest.importorskip("babel")
+    from kgcult.link import gazetteer
+
+    assert gazetteer.english_names("th")["เวียดนาม"] == ("Vietnam",)
+    gz = linker.with_stages(BEFORE + ["gazetteer"])
+    for mention, lang, qid in (("เวียดนาม", "th", "Q99246"), ("โซล", "th", "Q99207"), ("Вьетнам", "ru", "Q99246")):
+        r = gz.link(mention, lang=lang, topic="place")
+        assert (r["qid"], r["match"]) == (qid, "gazetteer"), r
+    assert gz.link("คริสต์มาส", lang="th", topic="place")["qid"] is None
+    assert gz.link("เวียดนาม", lang="th", topic="food")["qid"] is None
+    assert linker.with_stages(BEFORE).link("เวียดนาม", lang="th", topic="place")["qid"] is None
+
+
+def test_gazetteer_tables_kept_on_disk(tmp_path, monkeypatch):
+    """A language's table is made from Babel once and read back from $KGCULT_CACHE after."""
+    pytest.importorskip("babel")
+    from kgcult.link import gazetteer
+
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    gazetteer.english_names.cache_clear()
+    assert gazetteer.prepare(["ko"]) is True
+    assert gazetteer.prepare(["ko", "en"]) is False  # kept; English has no table
+    path = next(tmp_path.glob("models/cldr-*/ko.marshal"))
+    gazetteer.english_names.cache_clear()
+    assert gazetteer.english_names("ko")["베트남"] == ("Vietnam",)
+    assert path.stat().st_size > 0
+    gazetteer.english_names.cache_clear()

@@ -18,7 +18,7 @@ from kgcult import extras
 from kgcult.link import Linker, pipeline
 from kgcult.link.scripts import thai_corpus
 
-STAGES = ("affix", "xscript", "xfuzzy")
+STAGES = ("gazetteer", "affix", "xscript", "xfuzzy")
 FEATURE = "kgcult annotate's Thai stopwords"
 MIN_CHARS = 3
 MEMO = 50_000
@@ -34,7 +34,7 @@ class Guess:
 
 
 # the stage that makes each kind of match the grammar file lists
-MATCH_STAGE = {"affix": "affix", "cross-script": "xscript", "cross-script-fuzzy": "xfuzzy"}
+MATCH_STAGE = {"gazetteer": "gazetteer", "affix": "affix", "cross-script": "xscript", "cross-script-fuzzy": "xfuzzy"}
 
 
 def stages() -> tuple[str, ...]:

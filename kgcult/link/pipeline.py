@@ -16,6 +16,7 @@ from kgcult.link.stages import lexical
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.cognate import Cognate
 from kgcult.link.stages.embedding import Embedding
+from kgcult.link.stages.gazetteer import Gazetteer
 from kgcult.link.stages.stemmed import Compound, Stem
 from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy
 
@@ -24,6 +25,7 @@ REGISTRY: tuple[type[Stage], ...] = (
     lexical.Normalized,
     lexical.English,
     lexical.AnyLanguage,
+    Gazetteer,
     Affix,
     CrossScript,
     Stem,
