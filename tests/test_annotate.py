@@ -390,6 +390,26 @@ def test_japanese_segmented_by_word_frequency_and_bounded(ann):
     assert spans(ann, "奈良に行った。", "ja", topic="place") == [("奈良", "Q91061")]
 
 
+def test_lexicon_file_read_by_first_letter_answers_as_the_whole_list(tmp_path):
+    """The segmenter's word list kept beside the index (``names.Lexicon``) is read by first
+    letter: for the pieces of a run, the words read answer as the whole list does."""
+    from kgcult.annotate.names import Lexicon
+
+    words = {"日本": 310, "日": 420, "本": 400, "に": 250, "行った": 380, "東京": 330, "": 1}
+    path = tmp_path / "annotate-lexicon-ja-x-v1.sqlite"
+    Lexicon.write(path, words)
+    assert Lexicon.readable(path) and not Lexicon.readable(tmp_path / "missing.sqlite")
+    lex = Lexicon(path=path)
+    run = "日本に行った"
+    got = lex.covering(run)
+    assert "東京" not in got  # no letter of the run begins it: not read
+    for a in range(len(run)):
+        for b in range(a + 1, len(run) + 1):
+            assert got.get(run[a:b]) == words.get(run[a:b])
+    assert lex.covering("東京") is got and got["東京"] == 330  # read on, into the same words
+    assert Lexicon(words).covering(run) is words  # without a file: the whole list
+
+
 def test_lower_case_word_is_no_place_name(ann):
     """In the place topic (proper names), a word written in lower case in a cased script
     never names what every language capitalizes (Turkish adalar, the islands: Adalar)."""

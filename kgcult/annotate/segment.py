@@ -3,7 +3,7 @@ pythainlp's; Chinese: wordfreq's, kept beside the index by ``names.lexicon``).""
 from __future__ import annotations
 
 from kgcult import extras
-from kgcult.annotate.names import lexicon
+from kgcult.annotate.names import Lexicon, lexicon
 from kgcult.link.scripts import max_match, thai_corpus
 
 FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
@@ -33,14 +33,15 @@ MAX_WORD = 24  # the longest word of the list looked for, in letters
 def _thai(run: str, segmenter: str, lang: str) -> list[tuple[int, int]]:
     lex = _LEXICONS.get((segmenter, lang))
     if lex is None:
-        words_: frozenset | dict
         if segmenter == "thai":
             extras.require_present("pythainlp", "annotate", FEATURE_SEGMENT)
-            words_ = thai_corpus("words_th.txt")
+            lex = thai_corpus("words_th.txt")
         else:
-            words_ = lexicon(lang)
-        lex = _LEXICONS[(segmenter, lang)] = (words_, MAX_WORD)  # (the list's longest: a 0.1 s scan)
-    words_, longest = lex
+            lex = lexicon(lang)
+        _LEXICONS[(segmenter, lang)] = lex
+    # the words beginning with the run's letters (every piece of the run looked up is one)
+    words_ = lex.covering(run) if isinstance(lex, Lexicon) else lex
+    longest = MAX_WORD  # (the list's longest: a 0.1 s scan)
     cuts = (max_match(run, words_, longest, uncovered=UNCOVERED, shortest=1) if isinstance(words_, dict)
             else max_match(run, words_, longest))
     out: list[tuple[int, int]] = []
