@@ -586,3 +586,10 @@ def test_place_named_as_cldr_names_it_in_the_texts_language(ann):
     assert spans(ann, "เวียดนามเป็นประเทศที่สวยงาม", "th", topic="place") == [("เวียดนาม", "Q91080")]
     assert spans(ann, "हम वियतनाम गए।", "hi", topic="place") == [("वियतनाम", "Q91080")]
     assert [s["match"] for s in ann.annotate("हम वियतनाम गए।", lang="hi", topic="place")] == ["gazetteer"]
+
+
+def test_designator_written_as_part_of_a_name_stays_in_the_span(ann):
+    """Thai เกาะ (island) is part of an island's name (``designators.inside``): the span
+    keeps it, though the linker finds the place without it too (Koh Lanta as lanta)."""
+    pytest.importorskip("pythainlp")
+    assert spans(ann, "ไปเที่ยวเกาะลันตา", "th", topic="place") == [("เกาะลันตา", "Q91093")]

@@ -103,6 +103,7 @@ def linker(tmp_path_factory):
     ("колбасой", "ru", "food", "Q99243", "affix"),                # a case ending as its name's (ой -> а)
     ("आगरा", "hi", "place", "Q99244", "cross-script"),            # agara, its inherent vowel silent: agra
     ("चेन्नई", "hi", "place", "Q99245", "cross-script"),
+    ("เกาะลันตา", "th", "place", "Q99249", "cross-script"),       # เกาะ off: lanta, as Koh Lanta without Koh
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)
@@ -122,7 +123,7 @@ def test_cross_script_pool_kept_beside_the_index(linker, monkeypatch):
     assert st.caches() and all(isinstance(n, int) for _k, n in st.caches())
     for key, _n in st.caches():
         st.build_cache(key)
-    assert list(linker.cache_dir.glob(f"xscript-*-place-v{xscript.FORMAT}.sqlite"))
+    assert list(linker.cache_dir.glob(f"xscript-*-place-*-v{xscript.FORMAT}.sqlite"))
     monkeypatch.setattr(xscript.CrossPool, "write", lambda *a: pytest.fail("pool rebuilt"))
     assert st.build_cache("place") is False
     pool = st._open("place")

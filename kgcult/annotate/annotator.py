@@ -181,6 +181,8 @@ class Annotator:
             # or when the grammar cut off is a proclitic before the article (و + ال): a word
             # that begins so has one, whatever the shorter form names by itself
             for g in grp[grp.index(best) + 1:]:
+                if fold(row.text[best.start:g.start]) in fd.g.inside:
+                    continue  # a designator written as part of the name stays in (เกาะสมุย)
                 if best.start <= g.start and g.end <= best.end and (
                         (res[g] or {}).get("qid") == r.get("qid") or _proclitic_article(row.text, best, g, fd.g)):
                     best = g

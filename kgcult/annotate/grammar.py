@@ -26,6 +26,7 @@ class Grammar:
     suffixes: tuple[str, ...] = ()      # outside the span, longest first
     before: frozenset = field(default_factory=frozenset)  # designators before a name
     after: frozenset = field(default_factory=frozenset)   # designators after a name
+    inside: frozenset = field(default_factory=frozenset)  # designators that are part of a name (เกาะ)
     stem: bool = False
     unspaced: bool = False
     kin: tuple[str, ...] = ()   # languages whose names count as the text's own
@@ -82,6 +83,7 @@ def grammar(lang: str) -> Grammar:
         suffixes=_longest_first(fold(p) for p in d.get("suffixes", ()) if fold(p)),
         before=frozenset(fold(w) for w in des.get("before", ())),
         after=frozenset(fold(w) for w in des.get("after", ())),
+        inside=frozenset(fold(w) for w in des.get("inside", ())),
         stem=bool(d.get("stem")),
         unspaced=bool(d.get("unspaced")),
         kin=tuple(d.get("kin", ())),

@@ -18,6 +18,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -47,6 +48,13 @@ def _data() -> dict:
 
 def min_stem() -> int:
     return int(_data().get("min_stem", 2))
+
+
+@lru_cache(maxsize=None)
+def latin_designators_digest() -> str:
+    """A short hash of :func:`latin_designators` (the cross-script pools are filed by it:
+    a Latin name is kept also without them)."""
+    return hashlib.sha256(" ".join(sorted(latin_designators())).encode()).hexdigest()[:8]
 
 
 @lru_cache(maxsize=None)

@@ -13,7 +13,7 @@
   when one entity alone is nearest.
 
 The cross-script pool of a topic is built from the index's parts on first use and kept
-beside the label index (``xscript-<index hash>-<topics hash>-<topic>-v<FORMAT>.sqlite``);
+beside the label index (``xscript-<index hash>-<topics hash>-<topic>-<designators hash>-v<FORMAT>.sqlite``);
 ``kgcult link index`` builds it with the other caches.
 """
 from __future__ import annotations
@@ -281,6 +281,15 @@ class CrossScript(Stage):
                 found = self._fuzzy(pool, key, v) if self.fuzzy else self._exact(pool, key, v, words.count(" ") + 1)
                 if found:
                     return found
+        if not self.fuzzy:
+            # without its designator (เกาะเต่า: เต่า), among the Latin names that had one
+            # (Koh Tao filed as tao): the designator's romanizations differ (ko, koh)
+            for v in affixes.designated(text, lang):
+                if len(v) < len(text) and not scripts.abjad(v):
+                    key = scripts.compact(scripts.romanize(v, lang))
+                    rows = [r for r in pool.by_key(key) if r[2]] if len(key) >= MIN_KEY else []
+                    if rows:
+                        return pool.hits(rows, key)
         return {}
 
     def _exact(self, pool: CrossPool, key: str, text: str, words: int = 1) -> dict:
@@ -319,7 +328,8 @@ class CrossScript(Stage):
         ctx = self.ctx
         if ctx.cache_dir is None:
             return None
-        return ctx.cache_dir / f"xscript-{ctx.ix.content_hash[:16]}-{ctx.ix.topics_key}-{topic}-v{FORMAT}.sqlite"
+        return ctx.cache_dir / (f"xscript-{ctx.ix.content_hash[:16]}-{ctx.ix.topics_key}-{topic}"
+                                f"-{affixes.latin_designators_digest()}-v{FORMAT}.sqlite")
 
     def pool(self, topic: str) -> CrossPool:
         return self.pools.get_or_open(topic, lambda: self._open(topic))
