@@ -593,3 +593,10 @@ def test_designator_written_as_part_of_a_name_stays_in_the_span(ann):
     keeps it, though the linker finds the place without it too (Koh Lanta as lanta)."""
     pytest.importorskip("pythainlp")
     assert spans(ann, "ไปเที่ยวเกาะลันตา", "th", topic="place") == [("เกาะลันตา", "Q91093")]
+
+
+def test_one_character_word_of_the_segmenter_by_its_label(ann):
+    """A name of one character is a span where the segmenter cuts it as a word (焼いた|魚),
+    by a label in the text's language only: an alias of one character is an abbreviation."""
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "焼いた魚と黒", "ja") == [("魚", "Q91094")]

@@ -267,11 +267,18 @@ class Finder:
             name = pats[idx]
             if any(name.startswith(d) and len(name) > len(d) for d in before):
                 continue  # a designator written onto a name stays outside it
+            codes = self.names.unspaced[name]
             if e - s == 1 and len(run) > 1:
-                continue  # one character inside a longer run: a piece of a word
+                if bounds is None:
+                    continue  # one character inside a longer run: a piece of a word
+                # a word of one character, as the segmenter cut it (魚): by a label in the
+                # text's language only, not by an abbreviation (黒, Heilongjiang's)
+                codes = tuple(c for c in codes if not c & 1 and decode(c)[1] in self._lids)
+                if not codes:
+                    continue
             if katakana(name) and ((s > 0 and katakana(run[s - 1])) or (e < len(run) and katakana(run[e]))):
                 continue  # a katakana name inside a longer katakana word
-            out.append(Found(w.start + s, w.start + e, self.names.unspaced[name], "exact", name, 1))
+            out.append(Found(w.start + s, w.start + e, codes, "exact", name, 1))
         return out
 
     def compounds(self, text: str, found: list[Found]) -> list[Found]:
