@@ -165,6 +165,18 @@ def test_semantic_own_language_anchored_by_spelling(qstore, linker, monkeypatch)
         "mononatriumglutamaatti", lang="fi", topic="food")["qid"] == "Q99141"
 
 
+def test_semantic_hit_a_part_of_an_unspaced_mention_is_no_hit():
+    """In a script without spaces a name the mention holds with more letters around it is
+    a part or a kind of what the mention names (味噌汁 holds 味噌): the semantic stage
+    takes no such hit; spaced scripts and the name itself are not so read."""
+    assert semantic_checks.names_a_part("味噌汁", "味噌")
+    assert semantic_checks.names_a_part("カレーライス", "カレー")
+    assert semantic_checks.names_a_part("ข้าวผัด", "ข้าว")
+    assert not semantic_checks.names_a_part("味噌", "味噌")
+    assert not semantic_checks.names_a_part("marsala-viini", "Marsala")
+    assert not semantic_checks.names_a_part("虾饺", "饺子")
+
+
 @needs_use
 def test_semantic_encodes_ahead_in_a_worker_thread(qstore, monkeypatch):
     """A batch's mentions are encoded chunk by chunk in a worker thread while the lexical

@@ -14,10 +14,14 @@ linking where the spelling says otherwise:
   ``marsala``, ``savófehérje izolátum`` ~ ``tejsavófehérje izolátum``), never for a
   neighbour that merely starts alike (``mononatriumglutamaatti`` !~
   ``mononatriumsitraatti``). The cut-offs are the stage's own; no parameter is added.
+* ``names_a_part``: in a script written without spaces (Chinese, Japanese, Thai), a name
+  the mention holds with more letters around it names a part or a kind of what the
+  mention names (``味噌汁`` miso soup holds ``味噌`` miso, ``虾饺`` ``虾``, ``カレーライス``
+  ``カレー``): no hit, however near the vectors.
 """
 from __future__ import annotations
 
-from kgcult.link import normalize
+from kgcult.link import normalize, scripts
 from kgcult.link.semantic import search as semantic
 from kgcult.link.stages.lexical import codes_of
 
@@ -54,3 +58,15 @@ def anchored(mention: str, name: str) -> bool:
     """One folded string contains the other."""
     a, b = normalize.fold(mention), normalize.fold(name)
     return bool(a) and bool(b) and (a in b or b in a)
+
+
+_UNSPACED = frozenset({"CJK", "HIRAGANA", "KATAKANA", "THAI", "LAO", "KHMER", "MYANMAR"})
+
+
+def names_a_part(mention: str, name: str) -> bool:
+    """Whether ``mention``, written in a script without spaces, holds ``name`` with more
+    letters around it (folded)."""
+    if not scripts.scripts_in(mention) & _UNSPACED:
+        return False
+    a, b = normalize.fold(mention), normalize.fold(name)
+    return bool(b) and b in a and b != a

@@ -271,6 +271,8 @@ class Semantic(Stage):
             if (hit is not None and semantic_checks.spelling_only(s.lang, merged[0][2])
                     and not semantic_checks.anchored(t, merged[0][3])):
                 hit = None  # a spelling neighbour in a language the encoder does not know
+            if hit is not None and semantic_checks.names_a_part(t, merged[0][3]):
+                hit = None  # 味噌汁 holds 味噌: miso soup, not miso
             done.put((s.topic, s.lang, t), hit)
             self._add(s, hit)
 
