@@ -410,6 +410,27 @@ def test_lexicon_file_read_by_first_letter_answers_as_the_whole_list(tmp_path):
     assert Lexicon(words).covering(run) is words  # without a file: the whole list
 
 
+def test_dictionary_file_keeps_each_language_part_apart():
+    """A topic's dictionary file keeps each language's stems, forms, common and own words
+    marshalled apart (``names.PerLanguage``): read back, a language's part is what was
+    saved, and decoded only when asked for."""
+    import marshal
+
+    from kgcult.annotate.names import Names
+
+    names = Names(topic="food", langs=["de", "fr"], exact={"kase": (4,)},
+                  stem={"de": {"kas": (4,)}, "fr": {"fromag": (8,)}}, forms={"de": {"kas": ("kase",)}},
+                  common={"de": frozenset({"kase"})}, own={"fr": frozenset({2})})
+    back = Names.loads(names.dump())
+    assert back is not None and back.exact == names.exact
+    assert back.stem._parts["fr"] == marshal.dumps({"fromag": (8,)})  # not decoded yet
+    assert back.stem.get("de") == {"kas": (4,)} and back.stem["fr"] == {"fromag": (8,)}
+    assert back.stem.get("ru") is None and "ru" not in back.stem and sorted(back.stem) == ["de", "fr"]
+    assert back.forms["de"] == {"kas": ("kase",)} and back.common.get("de") == frozenset({"kase"})
+    assert back.own.get("fr") == frozenset({2}) and back.own.get("de", ()) == ()
+    assert Names.loads(back.dump()).stem["fr"] == {"fromag": (8,)}  # saved again as read
+
+
 def test_lower_case_word_is_no_place_name(ann):
     """In the place topic (proper names), a word written in lower case in a cased script
     never names what every language capitalizes (Turkish adalar, the islands: Adalar)."""
