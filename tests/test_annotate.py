@@ -540,6 +540,8 @@ def test_russian_case_form_the_stemmer_cuts_from_its_name(ann):
     assert spans(ann, "Рагу из баклажанов.", "ru") == [("баклажанов", "Q91007")]
     assert spans(ann, "Рагу из баклажанами.", "ru") == [("баклажанами", "Q91007")]
     assert spans(ann, "Это баклажанище.", "ru") == []  # no case ending: no name
+    # the last word of a longer name so too
+    assert spans(ann, "Кастрюлю том яма с лаймом.", "ru") == [("том яма", "Q91096")]
 
 
 def test_fuzzy_stage_only_for_mentions_that_may_take_it(ann):

@@ -87,8 +87,8 @@ class Finder:
             hit = self._stem.get(sk) if sk else None
             if hit and sk and self._inflected(parts, self.names.forms[self.lang].get(sk, ())):
                 return hit, "stem", key
-        if len(parts) == 1 and self.g.case_endings:
-            hit = self._case(parts[0])
+        if self.g.case_endings:
+            hit = self._case(parts)
             if hit:
                 return hit, "stem", key
         if self.g.loan_plurals:
@@ -115,15 +115,17 @@ class Finder:
                     return hit
         return None
 
-    def _case(self, word: str) -> tuple[int, ...] | None:
-        """The codes of a name of the text's own language that ``word`` is a case form of
-        (``case_endings``: its ending for the name's, баклажанов -> баклажан, чаем -> чай),
-        where the stemmer cuts the name and its forms apart; the longest ending first."""
+    def _case(self, parts: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The codes of a name of the text's own language that the words are a case form
+        of, by the last word's ending (``case_endings``: its ending for the name's,
+        баклажанов -> баклажан, чаем -> чай, том яма -> том ям), where the stemmer cuts
+        the name and its forms apart; the longest ending first."""
+        word = parts[-1]
         if word in self._every:
             return None
         for te, ne in self.g.case_endings:
-            if word.endswith(te) and len(word) - len(te) >= CASE_MIN_BASE:
-                codes = self.names.exact.get(word[:len(word) - len(te)] + ne, ())
+            if word.endswith(te) and len(word) - len(te) >= (CASE_MIN_BASE if len(parts) == 1 else 2):
+                codes = self.names.exact.get(" ".join(parts[:-1] + (word[:len(word) - len(te)] + ne,)), ())
                 own = tuple(c for c in codes if decode(c)[1] in self._self_lids)
                 if own:
                     return own
