@@ -200,12 +200,13 @@ class CrossPool:
         return near
 
     def _by_length(self, first: str) -> dict[int, list[str]]:
-        """The keys that begin with ``first``, by length."""
+        """The keys that begin with ``first``, by length (a key, spaces taken out by
+        ``scripts.compact``, comes back from SQLite in one string per length)."""
         by_len = self._near.get(first)
         if by_len is None:
-            by_len = {}
-            for k, n in self.con.execute("SELECT DISTINCT key, len FROM rows WHERE first = ?", (first,)):
-                by_len.setdefault(n, []).append(k)
+            by_len = {n: keys.split(" ") for n, keys in self.con.execute(
+                "SELECT len, group_concat(key, ' ') FROM (SELECT DISTINCT key, len FROM rows WHERE first = ?)"
+                " GROUP BY len", (first,))}
             self._near.put(first, by_len)
         return by_len
 
