@@ -19,6 +19,7 @@ beside the label index (``xscript-<index hash>-<topics hash>-<topic>-<designator
 from __future__ import annotations
 
 import sqlite3
+from itertools import chain
 from pathlib import Path
 
 from rapidfuzz import process
@@ -196,7 +197,8 @@ class CrossPool:
         near = self._near_sorted.get((key[0], lo, hi))
         if near is None:
             by_len = self._by_length(key[0])
-            near = self._near_sorted.put((key[0], lo, hi), sorted(k for n in range(lo, hi + 1) for k in by_len.get(n, ())))
+            near = self._near_sorted.put((key[0], lo, hi),
+                                         sorted(chain.from_iterable(by_len.get(n, ()) for n in range(lo, hi + 1))))
         return near
 
     def _by_length(self, first: str) -> dict[int, list[str]]:
