@@ -177,6 +177,18 @@ def test_semantic_hit_a_part_of_an_unspaced_mention_is_no_hit():
     assert not semantic_checks.names_a_part("虾饺", "饺子")
 
 
+def test_semantic_hit_in_the_mentions_language_is_a_form_of_the_word():
+    """A one-word mention's semantic hit among its own language's names begins as the
+    mention does (romanized in a script without spaces); a phrase may differ in a word."""
+    assert semantic_checks.same_word("шпинатом", "шпинат огородный", "ru")
+    assert semantic_checks.same_word("кабачков", "кабачок", "ru")
+    assert not semantic_checks.same_word("ceviz", "Kereviz", "tr")
+    assert not semantic_checks.same_word("мороженым", "пирожное", "ru")
+    assert not semantic_checks.same_word("济州", "济南市", "zh")
+    assert semantic_checks.same_word("もちアイス", "餅アイス", "ja")
+    assert semantic_checks.same_word("Pipe d'Ardenne", "Saucisson d'Ardenne", "fr")
+
+
 @needs_use
 def test_semantic_encodes_ahead_in_a_worker_thread(qstore, monkeypatch):
     """A batch's mentions are encoded chunk by chunk in a worker thread while the lexical

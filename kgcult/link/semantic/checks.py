@@ -18,6 +18,12 @@ linking where the spelling says otherwise:
   the mention holds with more letters around it names a part or a kind of what the
   mention names (``味噌汁`` miso soup holds ``味噌`` miso, ``虾饺`` ``虾``, ``カレーライス``
   ``カレー``): no hit, however near the vectors.
+* ``same_word``: a hit for a one-word mention among its own language's names (not
+  English) begins as the mention does (its first :data:`SAME_START` letters, two in a script without spaces):
+  the encoder reads the two as one word in two forms (``шпинатом`` ~ ``шпинат огородный``,
+  ``кабачков`` ~ ``кабачок``); a name of that language that starts otherwise is a spelling
+  neighbour the vectors confuse (``ceviz`` ~ ``Kereviz``, ``мороженым`` ~ ``пирожное``,
+  ``济州`` ~ ``济南市``).
 """
 from __future__ import annotations
 
@@ -70,3 +76,19 @@ def names_a_part(mention: str, name: str) -> bool:
         return False
     a, b = normalize.fold(mention), normalize.fold(name)
     return bool(b) and b in a and b != a
+
+
+SAME_START = 4  # letters a hit among the mention's own language's names shares at its start
+
+
+def same_word(mention: str, name: str, lang: str) -> bool:
+    """Whether ``name`` begins with the one-word mention's first :data:`SAME_START`
+    letters, both folded (in a script without spaces, both romanized as ``lang`` reads
+    them: もちアイス and 餅アイス are both mochiaisu); a mention of several words always
+    passes."""
+    a, b = normalize.fold(mention), normalize.fold(name)
+    if " " in a:
+        return True  # a phrase: synonyms differ in a word (Pipe d'Ardenne, Saucisson d'Ardenne)
+    if scripts.scripts_in(mention) & _UNSPACED:
+        a, b = scripts.compact(scripts.romanize(a, lang)), scripts.compact(scripts.romanize(b, lang))
+    return bool(a) and b.startswith(a[:SAME_START])

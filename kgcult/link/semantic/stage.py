@@ -273,6 +273,9 @@ class Semantic(Stage):
                 hit = None  # a spelling neighbour in a language the encoder does not know
             if hit is not None and semantic_checks.names_a_part(t, merged[0][3]):
                 hit = None  # 味噌汁 holds 味噌: miso soup, not miso
+            if (hit is not None and merged[0][2] != "en"
+                    and not semantic_checks.same_word(t, merged[0][3], s.lang)):
+                hit = None  # ceviz is no form of Kereviz (a name of the mention's language)
             done.put((s.topic, s.lang, t), hit)
             self._add(s, hit)
 
