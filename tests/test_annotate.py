@@ -623,3 +623,12 @@ def test_one_character_word_of_the_segmenter_by_its_label(ann):
     by a label in the text's language only: an alias of one character is an abbreviation."""
     pytest.importorskip("wordfreq")
     assert spans(ann, "焼いた魚と黒", "ja") == [("魚", "Q91094")]
+
+
+def test_name_ending_an_invented_hyphenated_compound_is_no_span(ann):
+    """A name that ends a hyphenated word whose first part names nothing is part of a name
+    the writer made up (Mondschein-Tacos): no span; where the first part is a name, or the
+    name begins the compound, it is one (Pizza-Tacos; Tacos-Abend)."""
+    assert spans(ann, "Dazu gibt es Mondschein-Tacos.", "de") == []
+    assert spans(ann, "Dazu gibt es Pizza-Tacos.", "de") == [("Pizza", "Q91091"), ("Tacos", "Q91090")]
+    assert spans(ann, "Ein Tacos-Abend.", "de") == [("Tacos", "Q91090")]

@@ -88,6 +88,7 @@ class Annotator:
         fd = self.finder(row.topic, row.lang)
         found = [k for f in fd.find(row.text) if (k := fd.kept(row.text, f)) is not None]
         spans = select(found + fd.compounds(row.text, found))
+        spans = [f for f in spans if not _invented_compound(row.text, f.start, found)]
         if fd.g.title_names:
             runs = title_runs(row.text)
             spans = [f for f in spans if not any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
@@ -193,6 +194,19 @@ class Annotator:
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _invented_compound(text: str, start: int, found: list) -> bool:
+    """Whether the name at ``start`` ends a hyphenated word whose first part names nothing
+    (Mondschein-Enchiladas, Drachenperlen-Nudeln): a kind the writer made up, named by
+    its own compound (a real one's first part is a name: Kokos-Milch); an invented name
+    stays unlinked, also in part."""
+    if start < 2 or text[start - 1] != "-" or not text[start - 2].isalpha():
+        return False
+    head = start - 1
+    while head > 0 and (text[head - 1].isalpha() or text[head - 1] == "-"):
+        head -= 1
+    return not any(f.start <= head and f.end >= head + 1 and f.end <= start - 1 for f in found)
 
 
 def _proclitic_article(text: str, whole, part, g) -> bool:
