@@ -632,3 +632,12 @@ def test_name_ending_an_invented_hyphenated_compound_is_no_span(ann):
     assert spans(ann, "Dazu gibt es Mondschein-Tacos.", "de") == []
     assert spans(ann, "Dazu gibt es Pizza-Tacos.", "de") == [("Pizza", "Q91091"), ("Tacos", "Q91090")]
     assert spans(ann, "Ein Tacos-Abend.", "de") == [("Tacos", "Q91090")]
+
+
+def test_turkish_compound_whose_head_takes_a_possessive_is_one_name(ann):
+    """A name with a possessive suffix after another word heads a compound (mercimek
+    çorbası, lentil soup) that names another dish: neither word alone is a span; the name
+    with another suffix, or first in its sentence, still is one."""
+    assert spans(ann, "Akşam mercimek çorbası içilir.", "tr") == []
+    assert spans(ann, "Sıcak çorbayla başlar.", "tr") == [("çorba", "Q91003")]
+    assert spans(ann, "Çorbası sıcaktır.", "tr") == [("Çorba", "Q91003")]
