@@ -348,6 +348,13 @@ def test_nominal_endings_keep_verbs_off_names():
     assert not _inflection_of("mangiano", "mango", frozenset(), it)
     assert not _inflection_of("salato", "sale", frozenset(), it)
     assert _inflection_of("mangiano", "mango", frozenset())  # without endings: the looser rule
+    from kgcult.annotate.grammar import grammar
+
+    es, fr = grammar("es").endings, grammar("fr").endings
+    assert _inflection_of("nueces", "nuez", frozenset(), es) and _inflection_of("tomates", "tomate", frozenset(), es)
+    assert not _inflection_of("rellenas", "relleno", frozenset(), es)  # an adjective's feminine plural
+    assert _inflection_of("oignons", "oignon", frozenset(), fr)
+    assert not _inflection_of("fetes", "feta", frozenset(), fr)  # fêtes, holidays, are no feta
 
 
 def test_word_without_its_suffix_keeps_its_own_tier(ann):
