@@ -355,6 +355,16 @@ def test_nominal_endings_keep_verbs_off_names():
     assert not _inflection_of("rellenas", "relleno", frozenset(), es)  # an adjective's feminine plural
     assert _inflection_of("oignons", "oignon", frozenset(), fr)
     assert not _inflection_of("fetes", "feta", frozenset(), fr)  # fêtes, holidays, are no feta
+    # an everyday word: only as the other number of one noun
+    num = grammar("it").number
+    assert _inflection_of("birra", "birre", frozenset({"birra"}), it, num)
+    assert not _inflection_of("porta", "porto", frozenset({"porta"}), it, num)
+    assert not _inflection_of("birra", "birre", frozenset({"birra"}), it)
+
+
+def test_everyday_word_meets_a_plural_label_of_its_noun(ann):
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "A sweet mint tea.", "en") == [("mint tea", "Q91097")]
 
 
 def test_word_without_its_suffix_keeps_its_own_tier(ann):

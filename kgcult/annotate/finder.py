@@ -165,7 +165,7 @@ class Finder:
             fw = form.split(" ")
             if len(fw) != len(parts):
                 continue
-            if all(_inflection_of(t, n, every, self.g.endings) for t, n in zip(parts, fw)):
+            if all(_inflection_of(t, n, every, self.g.endings, self.g.number) for t, n in zip(parts, fw)):
                 return True
         return False
 
@@ -391,11 +391,14 @@ def _syllable(ch: str) -> bool:
     return "\uac00" <= ch <= "\ud7a3"
 
 
-def _inflection_of(t: str, n: str, everyday, endings: tuple[str, ...] = ()) -> bool:
+def _inflection_of(t: str, n: str, everyday, endings: tuple[str, ...] = (), number: tuple = ()) -> bool:
     if t == n:
         return True
     if t in everyday:
-        return False
+        # an everyday word is a name's form only as the other number of one noun (the
+        # language's ``number`` pairs: tea, the label Mint teas; birra, the alias Birre)
+        return any(a.endswith(x) and b == a[:len(a) - len(x)] + y
+                   for x, y in number for a, b in ((t, n), (n, t)))
     if endings:  # the language's nominal endings: the name, or the name less its last letter, and one
         return any(t == b + e for b in (n, n[:-1]) for e in endings)
     p = len(n) - 2 if len(n) > 4 else len(n) - 1

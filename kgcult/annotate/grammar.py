@@ -42,6 +42,7 @@ class Grammar:
     known_zipf: float = 3.0       # a word this frequent is known: never tried across scripts
     namesake: tuple[str, ...] = ()  # designators that make a region's name its city's
     endings: tuple[str, ...] = ()  # nominal endings an inflected name may take (stem languages)
+    number: tuple = ()  # (singular ending, plural ending) of the language's nouns
     nouns_capitalized: bool = False  # every noun is written with a capital (German)
     stem_endings: tuple = ()  # (folded ending, as the stemmer reads it), longest first
     min_kana: int = 0  # hiragana-only words shorter than this never go across scripts
@@ -103,6 +104,7 @@ def grammar(lang: str) -> Grammar:
         min_kana=int(d.get("min_kana", 0)),
         nouns_capitalized=bool(d.get("nouns_capitalized")),
         endings=tuple(d.get("noun_endings", ())),
+        number=tuple((fold(a), fold(b)) if a else ("", fold(b)) for a, b in d.get("number", ())),
         stem_endings=tuple(sorted(((a, b) for a, b in d.get("stem_endings", ())), key=lambda x: (-len(x[0]), x))),
         attributive=_longest_first(d.get("attributive_heads", ())),
         cognate=base in cognate_languages(),
