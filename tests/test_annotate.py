@@ -363,8 +363,11 @@ def test_nominal_endings_keep_verbs_off_names():
 
 
 def test_everyday_word_meets_a_plural_label_of_its_noun(ann):
+    """tea is the other number of the label Mint teas; Wein, another language's label,
+    is looked for first among the forms of German's own names (the alias Weine)."""
     pytest.importorskip("wordfreq")
     assert spans(ann, "A sweet mint tea.", "en") == [("mint tea", "Q91097")]
+    assert spans(ann, "Dazu ein Wein.", "de") == [("Wein", "Q91099")]
 
 
 def test_word_without_its_suffix_keeps_its_own_tier(ann):

@@ -74,8 +74,9 @@ class Finder:
         exact = self.names.exact
         key = " ".join(parts)
         hit = exact.get(key)
-        if hit:
+        if hit and not (len(parts) == 1 and self._foreign_common(key, hit)):
             return hit, "exact", key
+        found = (hit, "exact", key) if hit else None
         for art in self.g.article:
             bare = tuple(w[len(art):] if w.startswith(art) and len(w) > len(art) + 1 else w for w in parts)
             for k in dict.fromkeys((" ".join((bare[0],) + parts[1:]), " ".join(bare))):
@@ -85,7 +86,8 @@ class Finder:
         if self._stem is not None:
             sk = stem_key(parts, self.lang)
             hit = self._stem.get(sk) if sk else None
-            if hit and sk and self._inflected(parts, self.names.forms[self.lang].get(sk, ())):
+            # a common word that other languages name (pasto) only as the other number
+            if hit and sk and self._inflected(parts, self.names.forms[self.lang].get(sk, ()), found is not None):
                 return hit, "stem", key
         if self.g.case_endings:
             hit = self._case(parts)
@@ -96,8 +98,14 @@ class Finder:
             if hit:
                 return hit, "stem", key
         if len(parts) == 1 and self.g.cognate:
-            return self._cognate(parts[0])
-        return None
+            return self._cognate(parts[0]) or found
+        return found
+
+    def _foreign_common(self, key: str, codes: tuple[int, ...]) -> bool:
+        """Whether ``key``, an everyday word of the text's language, is only other
+        languages' name (Bier: Dutch bier): a form of one of the language's own names is
+        looked for first (Biere, the German alias), the foreign name taken only failing that."""
+        return key in self._every and not any(decode(c)[1] in self._lids for c in codes)
 
     def _loan_plural(self, parts: tuple[str, ...]) -> tuple[int, ...] | None:
         """The codes of a name, in any language, that the last word is a borrowed plural of
@@ -155,17 +163,19 @@ class Finder:
             return None
         return codes, "cognate", word
 
-    def _inflected(self, parts: tuple[str, ...], forms: tuple[str, ...]) -> bool:
+    def _inflected(self, parts: tuple[str, ...], forms: tuple[str, ...], number_only: bool = False) -> bool:
         """Whether the words are an inflected form of one of the names ``forms``: word by
         word, the name's word less at most its last two letters begins the text's word,
         which adds at most four (two to a word of four letters or fewer); an everyday word
-        of the language is never a name's inflection."""
+        of the language (with ``number_only``, every word) only as the other number of the
+        same noun."""
         every = self._every
         for form in forms:
             fw = form.split(" ")
             if len(fw) != len(parts):
                 continue
-            if all(_inflection_of(t, n, every, self.g.endings, self.g.number) for t, n in zip(parts, fw)):
+            if all(_inflection_of(t, n, every | set(parts) if number_only else every, self.g.endings,
+                                  self.g.number) for t, n in zip(parts, fw)):
                 return True
         return False
 
