@@ -661,3 +661,12 @@ def test_turkish_compound_whose_head_takes_a_possessive_is_one_name(ann):
     assert spans(ann, "Akşam mercimek çorbası içilir.", "tr") == []
     assert spans(ann, "Sıcak çorbayla başlar.", "tr") == [("çorba", "Q91003")]
     assert spans(ann, "Çorbası sıcaktır.", "tr") == [("Çorba", "Q91003")]
+
+
+def test_the_prompts_country_among_a_names_entities_is_meant(ann):
+    """한국 is a region's label and South Korea's alias: in a text about South Korea (the
+    prompt's country) it is South Korea; elsewhere the label decides."""
+    assert spans(ann, "한국 여행", "ko", topic="place", country="Q91101") == [("한국", "Q91101")]
+    got = ann.annotate("한국 여행", lang="ko", topic="place", country="Q91101")
+    assert got[0]["decided_by"][0]["by"] == "prompt_country"
+    assert spans(ann, "한국 여행", "ko", topic="place") == [("한국", "Q91100")]

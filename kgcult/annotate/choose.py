@@ -1,4 +1,6 @@
-"""Which entity a span names, among those whose names it matches: never a region another
+"""Which entity a span names, among those whose names it matches: the country the prompt
+names when it is one of them (한국, Korea and South Korea: South Korea in a text about it);
+never a region another
 candidate is located in (the city of Kyoto, not Kyoto Prefecture); the names in the text's
 language first (a label before an alias), then the graph settles what is left
 (``kgcult.link.disambiguate.settle``: specificity, the prompt's country, coherence with the
@@ -28,6 +30,10 @@ def choose(codes: tuple[int, ...], langs: list[str], lang: str, *, facts: disamb
            topic: str, country: str | None, context: list[int]) -> tuple[int, int, list[dict]]:
     """(eid, tier, the criteria that settled it) of the entity a span with ``codes`` names."""
     t = tiers(codes, langs, lang)
+    if len(t) > 1 and country is not None:
+        e = facts.ix.eid_of.get(country)
+        if e in t:  # the country the prompt names, among the name's entities, is the one meant
+            return e, t[e], [{"by": "prompt_country", "values": {facts.ix.qids[x]: int(x == e) for x in sorted(t)}}]
     if len(t) > 1:
         inside = _containers(t, facts.ix)
         if inside:
