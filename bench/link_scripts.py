@@ -36,7 +36,7 @@ from common import RESULTS, ROOT, SHARED, WORK, machine, require
 GOLD = SHARED / "annotation" / "annotation-dev.jsonl"
 LINK_DEV = SHARED / "standin" / "link-dev.jsonl"
 GEN = SHARED / "scale" / "gen_mentions.py"
-# the default stages before the change (issue 37's affix, xscript and xfuzzy came in after)
+# the default stages before the change (issue 37's gazetteer, affix, xscript and xfuzzy came in after)
 OLD_STAGES = ("exact", "normalized", "english", "any", "stem", "compound", "fuzzy", "anyfuzzy", "tokens",
               "semantic")
 
@@ -148,8 +148,8 @@ def main() -> None:
             outputs[tag].add(out.read_bytes())
     for tag in variants:
         walls = [r["wall"] for r in runs[tag]]
-        data["speed"][tag] = {"runs": runs[tag], "median_wall": statistics.median(walls),
-                              "median_cpu": statistics.median(r["cpu"] for r in runs[tag]),
+        data["speed"][tag] = {"runs": runs[tag], "median_wall": round(statistics.median(walls), 3),
+                              "median_cpu": round(statistics.median(r["cpu"] for r in runs[tag]), 3),
                               "mentions_per_s": round(3000 / statistics.median(walls)),
                               "identical_output": len(outputs[tag]) == 1}
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -187,7 +187,7 @@ def report(d: dict) -> str:
               "|---|---:|---:|---:|---:|---|---|"]
     for tag in ("before", "after", "after-without"):
         s = sp[tag]
-        name = f"{tag} ({c[tag]})" if tag in c else f"after ({c['after']}) without affix, xscript, xfuzzy"
+        name = f"{tag} ({c[tag]})" if tag in c else f"after ({c['after']}) without gazetteer, affix, xscript, xfuzzy"
         lines.append(f"| {name} | {s['median_wall']} | {s['mentions_per_s']:,} | {s['median_cpu']} | "
                      f"{max(r['peak_rss_mib'] for r in s['runs'])} | "
                      f"{', '.join(str(r['load']) for r in s['runs'])} | {s['identical_output']} |")
