@@ -560,6 +560,10 @@ def test_russian_case_form_the_stemmer_cuts_from_its_name(ann):
     assert spans(ann, "Рагу из баклажанов.", "ru") == [("баклажанов", "Q91007")]
     assert spans(ann, "Рагу из баклажанами.", "ru") == [("баклажанами", "Q91007")]
     assert spans(ann, "Это баклажанище.", "ru") == []  # no case ending: no name
+    # a fleeting vowel put back (кабачков: кабачок); a name of three letters after a
+    # two-letter base (чаем: чай)
+    assert spans(ann, "Рагу из кабачков.", "ru") == [("кабачков", "Q91102")]
+    assert spans(ann, "Вечер с чаем.", "ru") == [("чаем", "Q91103")]
     # the last word of a longer name so too
     assert spans(ann, "Кастрюлю том яма с лаймом.", "ru") == [("том яма", "Q91096")]
 

@@ -126,14 +126,23 @@ class Finder:
     def _case(self, parts: tuple[str, ...]) -> tuple[int, ...] | None:
         """The codes of a name of the text's own language that the words are a case form
         of, by the last word's ending (``case_endings``: its ending for the name's,
-        баклажанов -> баклажан, чаем -> чай, том яма -> том ям), where the stemmer cuts
-        the name and its forms apart; the longest ending first."""
+        баклажанов -> баклажан, чаем -> чай, том яма -> том ям; with a fleeting vowel put
+        back: кабачков -> кабачок), where the stemmer cuts the name and its forms apart; the
+        longest ending first; the name has three letters or more."""
         word = parts[-1]
         if word in self._every:
             return None
         for te, ne in self.g.case_endings:
-            if word.endswith(te) and len(word) - len(te) >= (CASE_MIN_BASE if len(parts) == 1 else 2):
-                codes = self.names.exact.get(" ".join(parts[:-1] + (word[:len(word) - len(te)] + ne,)), ())
+            base = word[:len(word) - len(te)]
+            if not word.endswith(te) or len(base) < 2 or (len(parts) == 1 and len(base) + len(ne) < CASE_MIN_BASE):
+                continue
+            forms = [base + ne]
+            if not ne and len(base) >= CASE_MIN_BASE and not _vowel(base[-1]) and not _vowel(base[-2]):
+                # a vowel the name has before its last consonant, lost in the case forms
+                # (кабачок, кабачков; перец, перцем)
+                forms += [base[:-1] + v + base[-1] for v in self.g.fleeting]
+            for form in forms:
+                codes = self.names.exact.get(" ".join(parts[:-1] + (form,)), ())
                 own = tuple(c for c in codes if decode(c)[1] in self._self_lids)
                 if own:
                     return own
@@ -384,6 +393,10 @@ class Finder:
         text is about its country (:func:`annotator._coherent`)."""
         return (f.nwords == 1 and f.key in self.names.common.get(self.lang, ())
                 and not any(decode(c)[1] in self._self_lids for c in f.codes))
+
+
+def _vowel(ch: str) -> bool:
+    return ch.lower() in "aeiouyаеёиоуыэюя"
 
 
 def _filler(gap: str) -> bool:

@@ -50,6 +50,7 @@ class Grammar:
     attributive: tuple[str, ...] = ()  # nouns a name written right after qualifies (อาหารไทย)
     cognate: bool = False  # the language's one-word names and words meet by cognate keys
     case_endings: tuple = ()  # (ending of a word, ending of its name), longest first
+    fleeting: tuple[str, ...] = ()  # vowels a name loses before its last consonant in its case forms
     compound_suffixes: tuple[str, ...] = ()  # possessive suffixes of a compound's head (çorbası)
     loan_plurals: tuple[str, ...] = ()  # plural endings a borrowed name takes (tacos: taco), longest first
 
@@ -110,6 +111,7 @@ def grammar(lang: str) -> Grammar:
         cognate=base in cognate_languages(),
         case_endings=tuple(sorted(((fold(a), fold(b)) for a, b in d.get("case_endings", ())),
                                   key=lambda x: (-len(x[0]), x))),
+        fleeting=tuple(fold(v) for v in d.get("fleeting_vowels", ())),
         loan_plurals=_longest_first(fold(p) for p in d.get("loan_plurals", ())),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
     )
