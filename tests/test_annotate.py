@@ -569,7 +569,8 @@ def test_russian_case_form_the_stemmer_cuts_from_its_name(ann):
 
 
 def test_fuzzy_stage_only_for_mentions_that_may_take_it(ann):
-    """A mention no fuzzy match is taken for goes to a linker without the fuzzy stage."""
+    """A mention is asked of the stages whose kinds of match it may take only: one no fuzzy
+    match is taken for goes to a linker without the fuzzy stage."""
     pytest.importorskip("pythainlp")
     from kgcult.annotate import across
 
@@ -577,9 +578,10 @@ def test_fuzzy_stage_only_for_mentions_that_may_take_it(ann):
     if "xfuzzy" not in a.stages:
         pytest.skip("the installed linker has no fuzzy cross-script stage")
     m = ["โฮจิมินห์"]
-    assert a.resolve(m, "th", "place", "Q91080", [False]) == [None]
-    assert a.resolve(m, "th", "place", "Q91080", [True])[0]["qid"] == "Q91081"
+    assert a.resolve(m, "th", "place", "Q91080", [("cross-script",)]) == [None]
+    assert a.resolve(m, "th", "place", "Q91080", [("cross-script", "cross-script-fuzzy")])[0]["qid"] == "Q91081"
     assert a.resolve(m, "th", "place", "Q91080")[0]["qid"] == "Q91081"
+    assert a.resolve(m, "th", "place", "Q91080", [()]) == [None]  # no kind to take: not asked
 
 
 def test_same_key_before_a_fuzzy_match_of_a_longer_form(astore):

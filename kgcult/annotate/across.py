@@ -173,36 +173,44 @@ def _runs(run: str) -> list[tuple[int, int]]:
 
 
 class Across:
-    """The linker's cross-script stages over one index, with a bounded memo of answers; a
-    second linker without the fuzzy stage answers the mentions no fuzzy match is taken
-    for (the fuzzy search over the romanized names is most of the time spent)."""
+    """The linker's cross-script stages over one index, with a bounded memo of answers.
+    Each mention is asked of the stages whose kinds of match it may take only (the
+    stages run in pipeline order and the first that finds an entity answers, so the
+    answer taken is the same as with every stage, and a known word skips the
+    romanized search it could not take)."""
 
     def __init__(self, ix, location=None):
         self.stages = stages()
         self.linker = Linker(ix, location=location, stages=self.stages) if self.stages else None
-        exact = tuple(s for s in self.stages if s != MATCH_STAGE["cross-script-fuzzy"])
-        self.exact = (self.linker if exact == self.stages else
-                      Linker(ix, location=location, stages=exact) if exact else None)
+        self._linkers: dict[tuple[str, ...], Linker] = {}
         self._memo: dict[tuple, dict | None] = {}
 
+    def _stages_for(self, kinds) -> tuple[str, ...]:
+        wanted = {MATCH_STAGE.get(k) for k in kinds}
+        return tuple(s for s in self.stages if s in wanted)
+
+    def _linker(self, st: tuple[str, ...]) -> Linker:
+        got = self._linkers.get(st)
+        if got is None:
+            assert self.linker is not None
+            got = self._linkers[st] = self.linker if st == self.stages else self.linker.with_stages(st)
+        return got
+
     def resolve(self, mentions: list[str], lang: str, topic: str, country: str | None,
-                fuzzy: list[bool] | None = None) -> list[dict | None]:
+                kinds: list[tuple[str, ...]] | None = None) -> list[dict | None]:
         """The linker's result for each mention (None: unresolved, or not by these stages);
-        ``fuzzy[i]``: whether a fuzzy match of mention i may be taken (default: all)."""
+        ``kinds[i]``: the kinds of match mention i may take (default: all)."""
         if self.linker is None:
             return [None] * len(mentions)
-        fz = fuzzy if fuzzy is not None else [True] * len(mentions)
-        keys = [(m, lang, topic, country, bool(f) or self.exact is None) for m, f in zip(mentions, fz)]
-        todo = sorted({k for k in keys if k not in self._memo})
-        for full in (True, False):
-            part = [k for k in todo if k[4] is full]
-            if not part:
-                continue
-            linker = self.linker if full else self.exact
+        sts = [self._stages_for(k) for k in kinds] if kinds is not None else [self.stages] * len(mentions)
+        keys = [(m, lang, topic, country, st) for m, st in zip(mentions, sts)]
+        todo = sorted({k for k in keys if k not in self._memo and k[4]})
+        for st in sorted({k[4] for k in todo}):
+            part = [k for k in todo if k[4] == st]
             rows = [{"mention": m, "lang": lg, "topic": t, "country": c} for m, lg, t, c, _ in part]
-            for k, r in zip(part, linker.link_many(rows)):
+            for k, r in zip(part, self._linker(st).link_many(rows)):
                 ok = r["status"] == "resolved" and r["qid"]
                 if len(self._memo) >= MEMO:
                     self._memo.clear()
                 self._memo[k] = r if ok else None
-        return [self._memo[k] for k in keys]
+        return [self._memo.get(k) if k[4] else None for k in keys]

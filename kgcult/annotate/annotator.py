@@ -163,10 +163,16 @@ class Annotator:
         about = {row.country} if row.country else set()
         for s in spans:
             about.update(s.get("country") or ())
-        fuzzy = [_FUZZY in _kinds(fd.g, g.known)
-                 or (bool(about) and not g.phrase and _FUZZY in _local_kinds(fd.g, g.known)) for g in flat]
+        # the first guess of a place asks only the stages whose matches its tier may take;
+        # the others, the shorter forms a taken answer may be narrowed to whatever their
+        # kind of match, every stage (the fuzzy one where their tier may take it)
+        firsts = {id(grp[0]) for grp in groups}
+        kinds = [_kinds(fd.g, g.known) + (_local_kinds(fd.g, g.known) if about and not g.phrase else ())
+                 for g in flat]
+        kinds = [k if id(g) in firsts else
+                 tuple(m for m in across.MATCH_STAGE if m != _FUZZY or _FUZZY in k) for g, k in zip(flat, kinds)]
         res: dict[across.Guess, dict | None] = dict(zip(flat, self._across.resolve(
-            [g.mention for g in flat], row.lang, row.topic, row.country, fuzzy)))
+            [g.mention for g in flat], row.lang, row.topic, row.country, kinds)))
         out = []
         for grp in groups:
             ok = [g for g in grp if _taken_ok(res[g], fd, self.ix, g.known) and not any(g.start < e and s < g.end for s, e in taken)
