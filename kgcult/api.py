@@ -242,13 +242,15 @@ class KG:
         """Build (or check) the label index beside the store and the caches a link with
         the default stages reads, but those built per part on first use (``kgcult link
         index``; ``all_caches``: those too, the semantic stage's name vectors of every
-        (topic, language), and with ``model`` the embedding stage's); its summary: path, index key,
-        entities, languages, names, seconds, bytes, topics, caches."""
+        (topic, language), and with ``model`` the embedding stage's), and the annotator's
+        dictionaries; its summary: path, index key, entities, languages, names, seconds,
+        bytes, topics, caches, annotate."""
         t0 = time.perf_counter()
         ix = link_index.load_or_build(self.store, rebuild=rebuild)
         out = link_index.summary(self.store, ix, time.perf_counter() - t0)
         out["caches"] = Linker(ix, store=self.store, model=model, embeddings=all_caches and model is not None
                                ).build_caches(all_caches=all_caches)
+        out["annotate"] = Annotator(ix, location=getattr(self.store, "location", None)).prepare()
         return out
 
     def link_eval(self, gold: str | os.PathLike, *, stage_gain: bool = True,

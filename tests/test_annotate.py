@@ -676,3 +676,50 @@ def test_the_prompts_country_among_a_names_entities_is_meant(ann):
     got = ann.annotate("한국 여행", lang="ko", topic="place", country="Q91101")
     assert got[0]["decided_by"][0]["by"] == "prompt_country"
     assert spans(ann, "한국 여행", "ko", topic="place") == [("한국", "Q91100")]
+
+
+def test_link_index_makes_the_annotators_dictionaries_ready(tmp_path):
+    """`kgcult link index` builds the dictionaries of the grammar file's topics beside the
+    label index, so that a first `kgcult annotate` only reads them; a second run builds none."""
+    from kgcult.store import Store, hierarchy
+
+    path = tmp_path / "store"
+    s = Store(path)
+    s.load([FIX / "graph.ttl"], graph="annotatefixture")
+    hierarchy.build(s)
+    s.close()
+    r = run_cli(["link", "index"], path)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)["annotate"]
+    assert out["built"] == ["food", "place"] and "th" in out["languages"]
+    ix_dir = next(tmp_path.glob("store.link-index/labels-*"))
+    assert {p.name.split("-")[1] for p in ix_dir.glob("annotate-*.marshal")} >= {"food", "place"}
+    again = json.loads(run_cli(["link", "index"], path).stdout)["annotate"]
+    assert again["built"] == []
+
+
+def test_rows_annotated_by_worker_processes_as_by_one(ann, astore, tmp_path):
+    """Rows split by (language, topic) among forked workers give, in input order, the
+    rows one process writes, byte for byte (`kgcult annotate -j`)."""
+    from kgcult.annotate import parallel
+    from kgcult.annotate.rows import check
+
+    rows = [dict(r, id=f"{r['id']}{i}") for i in range(12) for r in ROWS]
+    checked = [check(r, topics=ann.topics, langs=ann.langs) for r in rows]
+    parts = parallel.split(checked, 2)
+    assert len(parts) == 2 and sorted(i for p in parts for i in p) == list(range(len(rows)))
+    assert all(len({(checked[i].lang, checked[i].topic) for i in p} & {(checked[j].lang, checked[j].topic)
+                                                                        for j in q}) == 0
+               for p in parts for q in parts if p is not q)  # a (language, topic) in one worker only
+    one = [res for _row, res in parallel.annotate_rows(ann, checked, 1)]
+    two = [res for _row, res in parallel.annotate_rows(ann, checked, 2)]
+    assert two == one and [r["id"] for r in two] == [r["id"] for r in rows]
+    assert parallel._WORKER == {}  # the workers' annotators lived in the workers
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    outs = []
+    for j in ("1", "2", "3"):
+        out = tmp_path / f"out{j}.jsonl"
+        assert run_cli(["annotate", "-j", j, "-i", str(inp), "-o", str(out)], astore).exit_code == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] == outs[2]

@@ -4,13 +4,15 @@ the text's context (``choose``), the span's record built with the linker's field
 from __future__ import annotations
 
 import os
+import time
 from typing import Iterable, Iterator
 
 from kgcult.annotate import across
 from kgcult.annotate import grammar as gram
 from kgcult.annotate.choose import choose
 from kgcult.annotate.finder import Finder, select
-from kgcult.annotate.names import Names, load_or_build
+from kgcult.annotate.names import Names, lang_words, lexicon, load_or_build
+from kgcult.annotate.names import path_of as names_file
 from kgcult.annotate.rows import MAX_TEXT_CHARS, TextRow, check
 from kgcult.annotate.names import decode
 from kgcult.annotate.text import fold, han_fold, title_runs, unspaced
@@ -50,6 +52,23 @@ class Annotator:
             store = opener() if opener is not None else open_store(store, read_only=True)
             return cls(load_index(store), location=location, **options)
         return cls(load_index(store), location=getattr(store, "location", None), **options)
+
+    def prepare(self) -> dict:
+        """What a first text needs, made ready on disk (``kgcult link index`` runs it): the
+        dictionaries of the topics the grammar file describes, the word lists of its
+        languages and the segmenters' lexicons; what was built now and the seconds taken."""
+        t0 = time.perf_counter()
+        before = {t: names_file(self.ix, t).exists() for t in gram.topics() if t in self.topics}
+        for t in before:
+            self.finder(t, "en")
+        langs = gram.languages()
+        for lg in langs:
+            g = gram.grammar(lg)
+            lang_words(str(self.ix.directory), lg)
+            if g.segmenter == "lexicon":
+                lexicon(lg)
+        return {"topics": sorted(before), "built": sorted(t for t, had in before.items() if not had),
+                "languages": langs, "seconds": round(time.perf_counter() - t0, 2)}
 
     def names(self, topic: str) -> Names:
         if topic not in self.topics:

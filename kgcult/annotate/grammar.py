@@ -14,7 +14,8 @@ from kgcult.annotate.text import fold
 from kgcult.link import normalize
 from kgcult.link.cognates import GRAMMAR_FILE, cognate_key, cognate_languages
 
-__all__ = ["GRAMMAR_FILE", "Grammar", "cognate_key", "cognate_languages", "digest", "grammar", "languages", "topic_spec"]
+__all__ = ["GRAMMAR_FILE", "Grammar", "cognate_key", "cognate_languages", "digest", "grammar", "languages", "topic_spec",
+           "topics"]
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,12 @@ def grammar(lang: str) -> Grammar:
 def languages() -> list[str]:
     """The languages the grammar file describes."""
     return sorted(_table())
+
+
+def topics() -> list[str]:
+    """The topics the grammar file describes (generic words, classes)."""
+    with open(resources.ontology(GRAMMAR_FILE), encoding="utf-8") as f:
+        return sorted(json.load(f).get("topics", {}))
 
 
 @lru_cache(maxsize=32)

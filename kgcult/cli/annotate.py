@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kgcult.annotate import Annotator, rows
+from kgcult.annotate import Annotator, parallel, rows
 from kgcult.annotate import metrics as ametrics
 from kgcult.cli.main import info
 from kgcult.eval import makieval
@@ -29,8 +29,11 @@ from kgcult.files import atomic_open
 @click.option("--metrics", "metrics_dir", type=click.Path(file_okay=False), default=None,
               help="Also compute MakiEval's four metrics from the spans (no LLM) into this directory, "
                    "as `kgcult makieval metrics` writes them (granularity from the graph).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes, each taking whole languages [default: the cores, at most "
+                   f"{parallel.MAX_JOBS}]; the output is the same for any number.")
 @click.pass_obj
-def annotate_command(obj, input_path, output_path, on_error, max_text_chars, metrics_dir):
+def annotate_command(obj, input_path, output_path, on_error, max_text_chars, metrics_dir, jobs):
     """Find the topic's entities in raw texts and link them: per input row, its spans
     (start, end in code points, end exclusive; text, qid, label, match, evidence,
     granularity, country), never overlapping, every occurrence listed.
@@ -48,8 +51,7 @@ def annotate_command(obj, input_path, output_path, on_error, max_text_chars, met
     reader = rows.read(src, topics=ann.topics, langs=ann.langs, on_error=on_error,
                        max_chars=max_text_chars, where="<stdin>" if input_path == "-" else None)
     with atomic_open(output_path) as out:
-        for row in reader:
-            res = ann.annotate_row(row)
+        for row, res in parallel.annotate_rows(ann, reader, jobs or parallel.default_jobs()):
             n += 1
             spans += len(res["spans"])
             out.write(json.dumps(res, ensure_ascii=False) + "\n")

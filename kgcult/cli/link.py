@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import click
 
 from kgcult import langtags
+from kgcult.annotate import Annotator
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
 from kgcult.eval import linking as eval_linking
@@ -262,6 +263,7 @@ def link_index(obj, rebuild, all_caches, model):
     out = lindex.summary(store, ix, time.perf_counter() - t0)
     out["caches"] = Linker(ix, store=store, model=model, embeddings=all_caches and model is not None
                            ).build_caches(all_caches=all_caches)
+    out["annotate"] = Annotator(ix, location=obj.location).prepare()
     click.echo(json.dumps(out, indent=2))
 
 

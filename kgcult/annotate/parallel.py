@@ -1,0 +1,102 @@
+"""Annotating a file on several cores: the rows of a chunk split by (language, topic)
+among worker processes, each with its own :class:`~kgcult.annotate.annotator.Annotator`
+over the same label index, the results put back in input order.
+
+A row's spans depend on the row alone (the annotator's memos only save work), so the
+output is the one a single process writes, byte for byte, whatever the number of
+workers. A worker reads only the dictionaries, word lists and romanizers of the languages
+it is given: splitting by language keeps each lazily loaded part in one process.
+
+The workers are forked (``multiprocessing``'s ``fork`` start method: the modules already
+imported are shared, a worker starts in milliseconds) before any index is opened in
+them; where ``fork`` is not offered, or for a few rows, one process does it all.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import Iterable, Iterator
+
+from kgcult.annotate.annotator import Annotator
+from kgcult.annotate.rows import TextRow
+
+CHUNK = 4096      # rows read, split and written back at a time
+MIN_ROWS = 32     # fewer rows than this in a chunk: annotated in this process
+MAX_JOBS = 4      # workers by default at most (each loads its languages' parts)
+
+_WORKER: dict = {}
+
+
+def default_jobs() -> int:
+    """The cores this process may run on, at most :data:`MAX_JOBS`."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_JOBS))
+
+
+def split(rows: list[TextRow], jobs: int) -> list[list[int]]:
+    """The row indexes of each worker: whole (language, topic) groups, the largest first
+    to the worker with the fewest characters so far; groups in input order within a
+    worker. Deterministic."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault((r.lang, r.topic), []).append(i)
+    load = [0] * jobs
+    parts: list[list[int]] = [[] for _ in range(jobs)]
+    weight = {k: sum(len(rows[i].text) for i in v) for k, v in groups.items()}
+    for k in sorted(groups, key=lambda k: (-weight[k], k)):
+        w = min(range(jobs), key=lambda j: (load[j], j))
+        parts[w].extend(groups[k])
+        load[w] += weight[k]
+    return [sorted(p) for p in parts if p]
+
+
+def _init(location, options: dict) -> None:
+    _WORKER["annotator"] = Annotator.open(location, **options)
+
+
+def _work(rows: list[TextRow]) -> list[dict]:
+    ann = _WORKER["annotator"]
+    return [ann.annotate_row(r) for r in rows]
+
+
+def annotate_rows(ann: Annotator, rows: Iterable[TextRow], jobs: int = 1) -> Iterator[tuple[TextRow, dict]]:
+    """(row, ``{"id", "spans"}``) per row, in input order; with ``jobs`` > 1 and ``ann`` over an
+    index on disk (``ann.location``), the rows of each chunk of :data:`CHUNK` are
+    annotated by ``jobs`` worker processes (:func:`split`), else by ``ann`` here."""
+    ctx = None
+    if jobs > 1 and ann.location is not None and "fork" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("fork")
+    pool = None
+    try:
+        chunk: list[TextRow] = []
+        for r in rows:
+            chunk.append(r)
+            if len(chunk) >= CHUNK:
+                pool = yield from _chunk(ann, chunk, jobs, ctx, pool)
+                chunk = []
+        if chunk:
+            pool = yield from _chunk(ann, chunk, jobs, ctx, pool)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+
+
+def _chunk(ann: Annotator, chunk: list[TextRow], jobs: int, ctx, pool):
+    if ctx is None or len(chunk) < MIN_ROWS:
+        for r in chunk:
+            yield r, ann.annotate_row(r)
+        return pool
+    parts = split(chunk, jobs)
+    if pool is None:
+        pool = ctx.Pool(len(parts), initializer=_init,
+                        initargs=(ann.location, {"max_chars": ann.max_chars}))
+    out: list = [None] * len(chunk)
+    for part, res in zip(parts, pool.map(_work, [[chunk[i] for i in p] for p in parts], chunksize=1)):
+        for i, r in zip(part, res):
+            out[i] = r
+    yield from zip(chunk, out)
+    return pool
