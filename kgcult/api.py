@@ -24,6 +24,7 @@ import pyoxigraph as ox
 from kgcult import extras, inspection, spectral, views
 from kgcult.acquire.dump.ingest import ingest
 from kgcult.annotate import Annotator
+from kgcult.annotate import parallel as annotate_parallel
 from kgcult.acquire.endpoint.client import MirrorConfig
 from kgcult.acquire.endpoint.mirror import mirror
 from kgcult.acquire.outcome import SubgraphReport
@@ -248,9 +249,12 @@ class KG:
         t0 = time.perf_counter()
         ix = link_index.load_or_build(self.store, rebuild=rebuild)
         out = link_index.summary(self.store, ix, time.perf_counter() - t0)
+        location = getattr(self.store, "location", None)
+        local = location is not None and "://" not in str(location)
+        annotator = annotate_parallel.Preparing(location) if local else None  # beside the caches
         out["caches"] = Linker(ix, store=self.store, model=model, embeddings=all_caches and model is not None
                                ).build_caches(all_caches=all_caches)
-        out["annotate"] = Annotator(ix, location=getattr(self.store, "location", None)).prepare()
+        out["annotate"] = annotator.result() if annotator is not None else Annotator(ix).prepare()
         return out
 
     def link_eval(self, gold: str | os.PathLike, *, stage_gain: bool = True,

@@ -723,3 +723,15 @@ def test_rows_annotated_by_worker_processes_as_by_one(ann, astore, tmp_path):
         assert run_cli(["annotate", "-j", j, "-i", str(inp), "-o", str(out)], astore).exit_code == 0
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_annotator_prepared_in_a_process_beside_the_caller(astore):
+    """`link index` prepares the annotator in a forked process while it builds the linker's
+    caches; the summary comes back, and a failure there is raised here, not lost."""
+    from kgcult.annotate import parallel
+
+    first = parallel.Preparing(astore).result()
+    assert first["topics"] == ["food", "place"] and "ja" in first["languages"]
+    assert parallel.Preparing(astore).result()["built"] == []  # kept beside the index the first time
+    with pytest.raises(RuntimeError, match="preparing the annotator"):
+        parallel.Preparing(astore.parent / "no-such-store").result()

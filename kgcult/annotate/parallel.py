@@ -100,3 +100,43 @@ def _chunk(ann: Annotator, chunk: list[TextRow], jobs: int, ctx, pool):
             out[i] = r
     yield from zip(chunk, out)
     return pool
+
+
+class Preparing:
+    """:meth:`Annotator.prepare` of the index beside ``location``, run in a forked process
+    while the caller goes on (``kgcult link index`` builds the linker's caches meanwhile:
+    two cores, the two halves side by side); :meth:`result` waits for its summary. Where
+    ``fork`` is not offered, it runs at :meth:`result`."""
+
+    def __init__(self, location):
+        self.location = location
+        self._proc = None
+        self._conn = None
+        if "fork" in multiprocessing.get_all_start_methods():
+            ctx = multiprocessing.get_context("fork")
+            self._conn, child = ctx.Pipe(duplex=False)
+            self._proc = ctx.Process(target=_prepare_child, args=(location, child), daemon=True)
+            self._proc.start()
+            child.close()
+
+    def result(self) -> dict:
+        if self._proc is None:
+            return Annotator.open(self.location).prepare()
+        assert self._conn is not None
+        try:
+            ok, value = self._conn.recv()
+        except EOFError:
+            ok, value = False, "the process preparing the annotator ended without a summary"
+        self._proc.join()
+        if not ok:
+            raise RuntimeError(value)
+        return value
+
+
+def _prepare_child(location, conn) -> None:
+    try:
+        conn.send((True, Annotator.open(location).prepare()))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
+        conn.send((False, f"preparing the annotator: {type(e).__name__}: {e}"))
+    finally:
+        conn.close()

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import click
 
 from kgcult import langtags
-from kgcult.annotate import Annotator
+from kgcult.annotate import Annotator, parallel
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
 from kgcult.eval import linking as eval_linking
@@ -261,9 +261,11 @@ def link_index(obj, rebuild, all_caches, model):
     t0 = time.perf_counter()
     ix = lindex.load_or_build(store, rebuild=rebuild)
     out = lindex.summary(store, ix, time.perf_counter() - t0)
+    local = obj.location is not None and "://" not in str(obj.location)
+    annotator = parallel.Preparing(obj.location) if local else None  # beside the caches, on the other core
     out["caches"] = Linker(ix, store=store, model=model, embeddings=all_caches and model is not None
                            ).build_caches(all_caches=all_caches)
-    out["annotate"] = Annotator(ix, location=obj.location).prepare()
+    out["annotate"] = annotator.result() if annotator is not None else Annotator(ix).prepare()
     click.echo(json.dumps(out, indent=2))
 
 
