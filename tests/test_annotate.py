@@ -735,3 +735,12 @@ def test_annotator_prepared_in_a_process_beside_the_caller(astore):
     assert parallel.Preparing(astore).result()["built"] == []  # kept beside the index the first time
     with pytest.raises(RuntimeError, match="preparing the annotator"):
         parallel.Preparing(astore.parent / "no-such-store").result()
+
+
+def test_pieces_joined_over_a_name_found_inside_by_the_same_key(ann):
+    """In Chinese, the segmenter's pieces joined over a name found inside them (麻婆豆腐 over
+    豆腐) are tried across scripts: the same romanized key (mapodoufu) makes the longer
+    name the span; where none, the inner name stays."""
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "川菜里的麻婆豆腐很辣。", "zh") == [("麻婆豆腐", "Q91104")]
+    assert spans(ann, "我喜欢豆腐。", "zh") == [("豆腐", "Q91105")]

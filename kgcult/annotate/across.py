@@ -31,6 +31,7 @@ class Guess:
     mention: str
     known: int = 0  # 1 a known word of the language, 2 an everyday one: stricter matches only
     phrase: bool = False  # words of the segmenter joined, each a known word: a phrase of the language
+    covers: bool = False  # pieces joined over a name found there: taken only by the same romanized key
 
 
 # the stage that makes each kind of match the grammar file lists
@@ -48,7 +49,13 @@ def stages() -> tuple[str, ...]:
 
 
 def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -> list[list[Guess]]:
-    """Per place in the text not taken by a span, the mentions to try there, best first."""
+    """Per place in the text not taken by a span, the mentions to try there, best first;
+    in an unspaced script, pieces joined over a span found there too (麻婆豆腐 over 豆腐:
+    a longer name the romanized key may find)."""
+    return _guesses(text, g, names, taken)
+
+
+def _guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -> list[list[Guess]]:
     every = names.known(g.lang) or names.everyday(g.lang)
     everyday = names.everyday(g.lang)
 
@@ -57,13 +64,17 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
     def free(a: int, b: int) -> bool:
         return not any(a < e and s < b for s, e in taken)
 
+    def over(a: int, b: int) -> bool:  # spans there, each inside [a, b) and shorter
+        hit = [(s, e) for s, e in taken if a < e and s < b]
+        return bool(hit) and all(a <= s and e <= b and (s, e) != (a, b) for s, e in hit)
+
     strict = bool(g.across_known or g.across_everyday)  # known words go too, for stricter matches
     stop = _stopwords(g.segmenter) | g.before | g.after
     ws = [w for w in words(text) if w.unspaced or free(w.start, w.end)]
     out: list[list[Guess]] = []
     for i, w in enumerate(ws):
         if w.unspaced and g.segmenter and g.join_pieces > 1:
-            out.extend(_joined(w, g, every, level, strict, stop, free))
+            out.extend(_joined(w, g, every, level, strict, stop, free, over))
             continue
         if w.unspaced:
             cuts = _words(w.text, g) if g.segmenter else _runs(w.text)
@@ -98,7 +109,7 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
     return out
 
 
-def _joined(w, g: Grammar, every, level, strict: bool, stop, free) -> list[list[Guess]]:
+def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over) -> list[list[Guess]]:
     """The segmenter's words of an unspaced run and up to ``g.join_pieces`` adjacent ones
     joined, longest first: a foreign name the word list lacks is cut into the words and
     letters it happens to contain (ปูซาน: ปู, ซาน)."""
@@ -109,13 +120,16 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free) -> list[list[
         for n in range(min(g.join_pieces, len(cuts) - i), 0, -1):
             a, b = cuts[i][0], cuts[i + n - 1][1]
             parts = [w.text[x:y] for x, y in cuts[i:i + n]]
-            if b - a < 2 or any(p in stop or p in g.before for p in parts) or not free(w.start + a, w.start + b):
+            if b - a < 2 or any(p in stop or p in g.before for p in parts):
+                continue
+            covers = over(w.start + a, w.start + b)
+            if not covers and not free(w.start + a, w.start + b):
                 continue
             k = fold(w.text[a:b])
             if k in every and not strict:
                 continue
             phrase = n > 1 and all(level(fold(p)) for p in parts)
-            tries.append(Guess(w.start + a, w.start + b, w.text[a:b], level(k), phrase))
+            tries.append(Guess(w.start + a, w.start + b, w.text[a:b], level(k), phrase, covers))
         if tries:
             out.append(tries)
     return out

@@ -151,7 +151,9 @@ class Annotator:
                 span["decided_by"] = steps
             out.append(span)
         if fd.g.across and across.stages():
-            out = sorted(out + self._across_spans(row, fd, out), key=lambda s: (s["start"], s["end"]))
+            more = self._across_spans(row, fd, out)
+            out = [s for s in out if not any(m["start"] <= s["start"] and s["end"] <= m["end"] for m in more)]
+            out = sorted(out + more, key=lambda s: (s["start"], s["end"]))
         if fd.g.attributive:
             out = [s for s in out if not _attribute(row.text, s["start"], fd.g.attributive)]
         return out
@@ -194,7 +196,10 @@ class Annotator:
             [g.mention for g in flat], row.lang, row.topic, row.country, kinds)))
         out = []
         for grp in groups:
-            ok = [g for g in grp if _taken_ok(res[g], fd, self.ix, g.known) and not any(g.start < e and s < g.end for s, e in taken)
+            ok = [g for g in grp if _taken_ok(res[g], fd, self.ix, g.known)
+                  and (not any(g.start < e and s < g.end for s, e in taken)
+                       or (g.covers and (res[g] or {}).get("match") == "cross-script"
+                           and not any(g.start < e and s < g.end for s, e in taken[len(spans):])))
                   and (not g.known or _coherent(res[g], about))
                   and ((res[g] or {}).get("match") in _kinds(fd.g, g.known)
                        or (not g.phrase and _local(res[g], about)))]
