@@ -744,3 +744,10 @@ def test_pieces_joined_over_a_name_found_inside_by_the_same_key(ann):
     pytest.importorskip("wordfreq")
     assert spans(ann, "川菜里的麻婆豆腐很辣。", "zh") == [("麻婆豆腐", "Q91104")]
     assert spans(ann, "我喜欢豆腐。", "zh") == [("豆腐", "Q91105")]
+
+
+def test_vowel_mark_after_a_name_is_outside_the_span(ann):
+    """A Persian ezafe written as a kasra after the name (کیوتوِ) is grammar: outside."""
+    got = ann.annotate("سفر به کیوتوِ زیبا", lang="fa", topic="place")
+    assert [(s["text"], s["qid"]) for s in got] == [("کیوتو", "Q91021")]
+    assert got[0]["end"] - got[0]["start"] == len("کیوتو")

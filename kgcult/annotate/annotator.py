@@ -156,6 +156,8 @@ class Annotator:
             out = sorted(out + more, key=lambda s: (s["start"], s["end"]))
         if fd.g.attributive:
             out = [s for s in out if not _attribute(row.text, s["start"], fd.g.attributive)]
+        if fd.g.trailing_marks:
+            out = [_without_trailing_marks(row.text, s, fd.g.trailing_marks) for s in out]
         return out
 
     def _inner_namesake(self, eid: int, name: str, fd: Finder) -> int:
@@ -226,6 +228,15 @@ class Annotator:
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _without_trailing_marks(text: str, span: dict, marks: frozenset) -> dict:
+    """``span`` without the vowel marks written after its last letter (Persian استانبولِ,
+    the ezafe written as a kasra): grammar, outside the span as GOLD.md has it."""
+    end = span["end"]
+    while end > span["start"] + 1 and text[end - 1] in marks:
+        end -= 1
+    return span if end == span["end"] else {**span, "end": end, "text": text[span["start"]:end]}
 
 
 def _invented_compound(text: str, start: int, found: list) -> bool:

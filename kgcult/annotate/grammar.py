@@ -53,6 +53,7 @@ class Grammar:
     case_endings: tuple = ()  # (ending of a word, ending of its name), longest first
     fleeting: tuple[str, ...] = ()  # vowels a name loses before its last consonant in its case forms
     compound_suffixes: tuple[str, ...] = ()  # possessive suffixes of a compound's head (çorbası)
+    trailing_marks: frozenset = field(default_factory=frozenset)  # vowel marks after a name: grammar
     loan_plurals: tuple[str, ...] = ()  # plural endings a borrowed name takes (tacos: taco), longest first
 
     def cognate_key(self, word: str) -> str | None:
@@ -115,6 +116,7 @@ def grammar(lang: str) -> Grammar:
         fleeting=tuple(fold(v) for v in d.get("fleeting_vowels", ())),
         loan_plurals=_longest_first(fold(p) for p in d.get("loan_plurals", ())),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
+        trailing_marks=frozenset(d.get("trailing_marks", ())),
     )
 
 
