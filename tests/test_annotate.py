@@ -612,6 +612,7 @@ def test_borrowed_plural_names_what_its_singular_names_in_any_language(ann):
     assert spans(ann, "Dazu gibt es Tacos.", "de") == [("Tacos", "Q91090")]
     assert spans(ann, "Unos tacos al pastor.", "it") == [("tacos", "Q91090")]
     assert spans(ann, "Drei Tacosen.", "de") == []  # no plural ending of German's list
+    assert spans(ann, "Poi lasagne al forno.", "it") == [("lasagne", "Q91106")]  # Italian's own plural (a/e)
     from kgcult.annotate.grammar import grammar
 
     assert grammar("tr").loan_plurals == ()  # Turkish suffixes stay outside the span instead

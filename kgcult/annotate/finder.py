@@ -93,7 +93,7 @@ class Finder:
             hit = self._case(parts)
             if hit:
                 return hit, "stem", key
-        if self.g.loan_plurals:
+        if self.g.loan_plurals or self.g.number:
             hit = self._loan_plural(parts)
             if hit:
                 return hit, "stem", key
@@ -116,9 +116,12 @@ class Finder:
         word = parts[-1]
         if word in self._every:
             return None
-        for s in self.g.loan_plurals:
-            if word.endswith(s) and len(word) - len(s) >= LOAN_MIN_BASE:
-                hit = self.names.exact.get(" ".join(parts[:-1] + (word[:-len(s)],)))
+        singulars = [word[:-len(s)] for s in self.g.loan_plurals if word.endswith(s)]
+        # the language's own plural of a borrowed singular (Italian lasagne: lasagna)
+        singulars += [word[:len(word) - len(y)] + x for x, y in self.g.number if y and word.endswith(y)]
+        for base in dict.fromkeys(singulars):
+            if len(base) >= LOAN_MIN_BASE:
+                hit = self.names.exact.get(" ".join(parts[:-1] + (base,)))
                 if hit:
                     return hit
         return None
