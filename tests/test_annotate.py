@@ -752,3 +752,14 @@ def test_vowel_mark_after_a_name_is_outside_the_span(ann):
     got = ann.annotate("سفر به کیوتوِ زیبا", lang="fa", topic="place")
     assert [(s["text"], s["qid"]) for s in got] == [("کیوتو", "Q91021")]
     assert got[0]["end"] - got[0]["start"] == len("کیوتو")
+
+
+def test_name_one_letter_off_another_languages_name_in_the_same_script(ann):
+    """A word one edit from a name in another language of its script (Hindi इंग्लैंड,
+    Marathi इंग्लंड: the linker's any-language fuzzy stage, one entity alone that near)
+    names that entity; not in a Latin-script text, where a neighbour is another word."""
+    got = ann.annotate("हम इंग्लैंड गए।", lang="hi", topic="place")
+    assert [(s["text"], s["qid"], s["match"]) for s in got] == [("इंग्लैंड", "Q91107", "any-language-fuzzy")]
+    from kgcult.annotate.grammar import grammar
+
+    assert "any-language-fuzzy" not in grammar("es").across
