@@ -763,3 +763,11 @@ def test_name_one_letter_off_another_languages_name_in_the_same_script(ann):
     from kgcult.annotate.grammar import grammar
 
     assert "any-language-fuzzy" not in grammar("es").across
+
+
+def test_arabic_word_met_by_its_stem_across(ann):
+    """An Arabic word no name matched goes to the linker's stem stage too (Snowball's
+    Arabic stems: بيضة, an egg, meets the label بيض), its proclitic left outside."""
+    pytest.importorskip("snowballstemmer")
+    got = ann.annotate("مع الخبز وبيضة مقلية", lang="ar", topic="food")
+    assert [(s["text"], s["qid"], s["match"]) for s in got if s["qid"] == "Q91108"] == [("بيضة", "Q91108", "stem")]
