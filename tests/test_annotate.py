@@ -771,3 +771,16 @@ def test_arabic_word_met_by_its_stem_across(ann):
     pytest.importorskip("snowballstemmer")
     got = ann.annotate("مع الخبز وبيضة مقلية", lang="ar", topic="food")
     assert [(s["text"], s["qid"], s["match"]) for s in got if s["qid"] == "Q91108"] == [("بيضة", "Q91108", "stem")]
+
+
+def test_designator_beside_a_name_tells_a_province_from_its_city(ann):
+    """A region's designator beside a name that a province and its city share means the
+    province (Rayong iline, with its case ending; จังหวัดระยอง), a settlement's the city
+    (Rayong şehrine; ตัวเมืองระยอง); without one, the city (a region another candidate is
+    located in is never chosen by default)."""
+    assert spans(ann, "Sonra Rayong iline gidin.", "tr", topic="place") == [("Rayong", "Q91109")]
+    assert spans(ann, "Sonra Rayong şehrine gidin.", "tr", topic="place") == [("Rayong", "Q91111")]
+    assert spans(ann, "Sonra Rayong'a gidin.", "tr", topic="place") == [("Rayong", "Q91111")]
+    pytest.importorskip("pythainlp")
+    assert spans(ann, "ไปจังหวัดระยอง", "th", topic="place") == [("ระยอง", "Q91109")]
+    assert spans(ann, "ไปตัวเมืองระยอง", "th", topic="place") == [("ระยอง", "Q91111")]

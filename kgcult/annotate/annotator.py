@@ -9,7 +9,7 @@ from typing import Iterable, Iterator
 
 from kgcult.annotate import across
 from kgcult.annotate import grammar as gram
-from kgcult.annotate.choose import choose
+from kgcult.annotate.choose import _containers, choose
 from kgcult.annotate.finder import Finder, select
 from kgcult.annotate.names import Names, lang_words, lexicon, load_or_build
 from kgcult.annotate.names import path_of as names_file
@@ -137,6 +137,9 @@ class Annotator:
             eid, tier, steps = chosen[i]
             if inner:
                 eid = self._inner_namesake(eid, row.text[f.start:f.end], fd)
+            kind = _designator_kind(row.text, f.start, f.end, fd.g)
+            if kind:
+                eid = _namesake_of_kind(self.ix, eid, {decode(c)[0] for c in f.codes}, kind)
             ent = self.records.entity(eid, row.lang, row.topic)
             if (f.weak and ent["qid"] not in (ent["country"] or ()) and not _coherent(ent, about)
                     and not _designated(row.text, f.start, f.end, fd.g)):
@@ -223,6 +226,14 @@ class Annotator:
                     best = g
             for g in (best,):
                 taken.append((g.start, g.end))
+                kind = _designator_kind(row.text, g.start, g.end, fd.g)
+                eid = self.ix.eid_of[r["qid"]]
+                other = _namesake_of_kind(self.ix, eid, _tied(self.ix, r), kind) if kind else eid
+                if other != eid:  # the namesake the designator calls for, the linker's record of it
+                    ent = self.records.entity(other, row.lang, row.topic)
+                    r = {**r, "qid": ent["qid"], "label": ent["label"], "label_en": ent["label_en"],
+                         "evidence": [list(x) for x in ent["evidence"]], "granularity": ent["granularity"],
+                         "granularity_score": ent["granularity_score"], "country": list(ent["country"])}
                 out.append({"start": g.start, "end": g.end, "text": row.text[g.start:g.end], "qid": r["qid"],
                             "label": r["label"] or r["label_en"], "match": r["match"],
                             "evidence": r["evidence"], "granularity": r["granularity"],
@@ -295,6 +306,50 @@ def _designated(text: str, start: int, end: int, g) -> bool:
     after = fold(text[end:end + 24]).split(" ")
     return bool((before and (before[-1] in g.before or any(before[-1].endswith(d) for d in g.before if unspaced(d))))
                 or (len(after) > 1 and after[1] in g.after) or (after and after[0] in g.after))
+
+
+def _designator_kind(text: str, start: int, end: int, g) -> str | None:
+    """``region`` or ``settlement``: what the designator beside the name calls it
+    (``designator_kinds``: จังหวัดสงขลา, Songkhla Province; ตัวเมืองระยอง, the town of
+    Rayong; Denizli iline, with its case ending), or None."""
+    if not g.designator_kinds:
+        return None
+    before = fold(text[max(0, start - 24):start]).split(" ")[-1]
+    after = fold((text[end:end + 24].split() or [""])[0])  # the next word (or what is written on)
+    for d, kind in g.designator_kinds:
+        if before == d or (unspaced(d) and before.endswith(d)) or after == d or (
+                g.suffixes and after.startswith(d) and after[len(d):] in g.suffixes):
+            return kind
+    return None
+
+
+def _namesake_of_kind(ix, eid: int, candidates: set, kind: str) -> int:
+    """Among namesakes, the one of the designator's kind: for ``region`` the candidate
+    another is located in (P131; or, where the mirror locates a place nowhere, the one
+    with places in it: ``choose._containers``), for ``settlement`` one that is not;
+    ``eid`` when it is of that kind already, or none is."""
+    cands = candidates | {eid}
+    if len(cands) < 2:
+        return eid
+    regions = _containers(cands, ix)
+    if kind == "region" and eid not in regions and regions:
+        return min(regions, key=lambda e: ix.qnums[e])
+    if kind == "settlement" and eid in regions and cands - regions:
+        return min(cands - regions, key=lambda e: ix.qnums[e])
+    return eid
+
+
+def _tied(ix, r: dict) -> set:
+    """The entities the linker found as near as the one it took, by the same kind of match
+    (namesakes a designator may tell apart)."""
+    top = (r.get("candidates") or [{}])[0]
+    out = set()
+    for c in r.get("candidates") or ():
+        if c.get("match") == r.get("match") and abs((c.get("score") or 0) - (top.get("score") or 0)) <= 0.001:
+            e = ix.eid_of.get(c["qid"])
+            if e is not None:
+                out.add(e)
+    return out
 
 
 def _attribute(text: str, start: int, heads: tuple[str, ...]) -> bool:

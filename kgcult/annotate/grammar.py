@@ -54,6 +54,7 @@ class Grammar:
     fleeting: tuple[str, ...] = ()  # vowels a name loses before its last consonant in its case forms
     compound_suffixes: tuple[str, ...] = ()  # possessive suffixes of a compound's head (çorbası)
     trailing_marks: frozenset = field(default_factory=frozenset)  # vowel marks after a name: grammar
+    designator_kinds: tuple = ()  # (folded designator, "region" or "settlement"), longest first
     loan_plurals: tuple[str, ...] = ()  # plural endings a borrowed name takes (tacos: taco), longest first
 
     def cognate_key(self, word: str) -> str | None:
@@ -117,6 +118,8 @@ def grammar(lang: str) -> Grammar:
         loan_plurals=_longest_first(fold(p) for p in d.get("loan_plurals", ())),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
         trailing_marks=frozenset(d.get("trailing_marks", ())),
+        designator_kinds=tuple(sorted(((fold(w), k) for k, ws in d.get("designator_kinds", {}).items() for w in ws),
+                                      key=lambda x: (-len(x[0]), x))),
     )
 
 
