@@ -784,3 +784,11 @@ def test_designator_beside_a_name_tells_a_province_from_its_city(ann):
     pytest.importorskip("pythainlp")
     assert spans(ann, "ไปจังหวัดระยอง", "th", topic="place") == [("ระยอง", "Q91109")]
     assert spans(ann, "ไปตัวเมืองระยอง", "th", topic="place") == [("ระยอง", "Q91111")]
+
+
+def test_everyday_word_with_a_particle_names_a_place_of_the_texts_countries_only(ann):
+    """코스가 is 코스 (course, an everyday word) with a particle: it names the island 코스
+    only in a text about the island's country."""
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "이 코스가 좋습니다", "ko", topic="place", country="Q91017") == []
+    assert spans(ann, "이 코스가 좋습니다", "ko", topic="place", country="Q91112") == [("코스", "Q91113")]

@@ -206,6 +206,7 @@ class Annotator:
                        or (g.covers and (res[g] or {}).get("match") == "cross-script"
                            and not any(g.start < e and s < g.end for s, e in taken[len(spans):])))
                   and (not g.known or _coherent(res[g], about))
+                  and not (_everyday_stem(g, fd) and not _coherent(res[g], about))
                   and ((res[g] or {}).get("match") in _kinds(fd.g, g.known)
                        or (not g.phrase and _local(res[g], about)))]
             if not ok:
@@ -239,6 +240,14 @@ class Annotator:
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _everyday_stem(g, fd: Finder) -> bool:
+    """Whether the word guessed is an everyday word of the language with a particle or
+    case ending on (코스가: 코스, course): a place named so elsewhere is that word."""
+    f = fold(g.mention)
+    every = fd.names.everyday(fd.g.lang)
+    return any(f.endswith(s) and len(f) > len(s) and f[:-len(s)] in every for s in fd.g.suffixes)
 
 
 def _without_trailing_marks(text: str, span: dict, marks: frozenset) -> dict:
