@@ -22,6 +22,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -288,3 +289,19 @@ class TapReader(io.RawIOBase):
         """Read (and show) the rest of the file."""
         while data := self._raw.read(chunk):
             self._on_data(data)
+
+
+def package_cache(package: str, name: str) -> Path | None:
+    """Where data derived from an installed package is kept: ``$KGCULT_CACHE`` (default
+    ``~/.cache/kgcult``) ``/models/<name>``, ``{version}`` in ``name`` the package's
+    installed version (a new release gets its own); None when the package is missing."""
+    try:
+        v = version(package)
+    except PackageNotFoundError:
+        return None
+    return cache_root() / "models" / name.format(version=v)
+
+
+def cache_root() -> Path:
+    """``$KGCULT_CACHE``, default ``~/.cache/kgcult``."""
+    return Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult")

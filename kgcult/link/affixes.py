@@ -150,19 +150,20 @@ def designator_topics() -> frozenset[str]:
     return frozenset(_data().get("designator_topics", ()))
 
 
+def undesignated(text: str, lang: str) -> list[str]:
+    """``text`` without each designator of ``lang`` it carries (before or after it)."""
+    g = grammar(lang)
+    out = [text[len(d):].strip() for d in g.before if text.startswith(d) and len(text) > len(d)]
+    out += [text[:-len(d)].strip() for d in g.after if text.endswith(d) and len(text) > len(d)]
+    return [v for v in dict.fromkeys(out) if v and v != text]
+
+
 def designated(text: str, lang: str) -> list[str]:
     """``text`` without a designator of ``lang`` it carries, then with each designator
     added where the language writes it (written onto it in a script without spaces)."""
     g = grammar(lang)
-    out = []
-    for d in g.before:
-        if text.startswith(d) and len(text) > len(d):
-            out.append(text[len(d):].strip())
-    for d in g.after:
-        if text.endswith(d) and len(text) > len(d):
-            out.append(text[:-len(d)].strip())
     glue = "" if _unspaced(text) and not normalize.basic(text).isascii() else " "
-    out += [d + glue + text for d in g.before] + [text + glue + d for d in g.after]
+    out = undesignated(text, lang) + [d + glue + text for d in g.before] + [text + glue + d for d in g.after]
     return [v for v in dict.fromkeys(out) if v and v != text]
 
 

@@ -18,13 +18,11 @@ of each language is kept, once made, in ``$KGCULT_CACHE/models/cldr-<babel versi
 from __future__ import annotations
 
 import marshal
-import os
 import re
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from kgcult.files import atomic_write
+from kgcult.files import atomic_write, package_cache
 from kgcult.link import normalize
 
 FORMAT = 2
@@ -48,12 +46,7 @@ def _english() -> tuple[dict, dict]:
 
 def _directory() -> Path | None:
     """Where the tables of this Babel release are kept; None without Babel."""
-    try:
-        v = version("babel")
-    except PackageNotFoundError:
-        return None
-    root = Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult") / "models"
-    return root / f"cldr-{v}-v{FORMAT}"
+    return package_cache("babel", f"cldr-{{version}}-v{FORMAT}")
 
 
 @lru_cache(maxsize=64)

@@ -23,19 +23,17 @@ only, so a name is compared by its consonants there (``تهران`` ``thrn`` ~ `
 """
 from __future__ import annotations
 
-import os
 import pickle
 import re
 import sqlite3
 import sys
 import unicodedata
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable
 
-from kgcult.files import atomic_sqlite
+from kgcult.files import atomic_sqlite, package_cache
 
 # the scripts with their own romanizer, by the first word of a letter's Unicode name
 _BRAHMIC = frozenset({"DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU",
@@ -291,12 +289,7 @@ def kanwa_path() -> Path | None:
     """Where the converted copy of pykakasi's kanji dictionary lives (``$KGCULT_CACHE``,
     default ``~/.cache/kgcult``, ``models/pykakasi-<version>-kanwa-v<format>.sqlite``); None
     without pykakasi."""
-    try:
-        v = version("pykakasi")
-    except PackageNotFoundError:
-        return None
-    root = Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult") / "models"
-    return root / f"pykakasi-{v}-kanwa-v{KANWA_FORMAT}.sqlite"
+    return package_cache("pykakasi", f"pykakasi-{{version}}-kanwa-v{KANWA_FORMAT}.sqlite")
 
 
 def convert_kanwa() -> Path | None:

@@ -37,7 +37,7 @@ import numpy as np
 
 from kgcult import ids, langtags
 from kgcult.errors import KgcultError
-from kgcult.files import atomic_write, remove_dead_scratch, scratch_prefix
+from kgcult.files import atomic_write, cache_root, remove_dead_scratch, scratch_prefix
 from kgcult.link import normalize
 from kgcult.link.index import name_pools as pools
 from kgcult.link.index import layout as storage
@@ -311,7 +311,7 @@ def index_dir(store) -> Path:
     """Beside an embedded store (``<store>.link-index``); for a remote endpoint, under
     ``$KGCULT_CACHE`` (default ``~/.cache/kgcult``), one directory per endpoint URL."""
     if getattr(store, "remote", False):
-        cache = Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult")
+        cache = cache_root()
         key = hashlib.sha256(str(store.location).encode()).hexdigest()[:16]
         return cache / "link-index" / key
     return index_dir_of(Path(store.location))

