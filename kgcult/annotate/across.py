@@ -52,10 +52,6 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
     """Per place in the text not taken by a span, the mentions to try there, best first;
     in an unspaced script, pieces joined over a span found there too (麻婆豆腐 over 豆腐:
     a longer name the romanized key may find)."""
-    return _guesses(text, g, names, taken)
-
-
-def _guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -> list[list[Guess]]:
     every = names.known(g.lang) or names.everyday(g.lang)
     everyday = names.everyday(g.lang)
 

@@ -60,7 +60,7 @@ class Annotator:
         t0 = time.perf_counter()
         before = {t: names_file(self.ix, t).exists() for t in gram.topics() if t in self.topics}
         for t in before:
-            self.finder(t, "en")
+            self.names(t)
         langs = gram.languages()
         for lg in langs:
             g = gram.grammar(lg)
@@ -308,28 +308,36 @@ def _inside(ix, q: str, region: str) -> bool:
     return region in located or (not located and q != region)
 
 
+def _designator(text: str, start: int, end: int, g) -> str | None:
+    """The designator of the language standing beside the name, folded, or None: the word
+    before it (in an unspaced script, what the text before ends with: จังหวัดเลย), or the
+    word after it, also with a suffix of the language on (Denizli iline)."""
+    before = fold(text[max(0, start - 24):start]).split(" ")[-1]
+    after = fold((text[end:end + 24].split() or [""])[0])  # the next word (or what is written on)
+    if before in g.before:
+        return before
+    for d in g.before:
+        if unspaced(d) and before.endswith(d):
+            return d
+    if after in g.after:
+        return after
+    for d in g.after:
+        if after.startswith(d) and after[len(d):] in g.suffixes:
+            return d
+    return None
+
+
 def _designated(text: str, start: int, end: int, g) -> bool:
     """Whether one of the language's designators stands beside the name (استان فارس,
     จังหวัดเลย, Antalya ili): the text calls it a place."""
-    before = fold(text[max(0, start - 24):start]).split(" ")
-    after = fold(text[end:end + 24]).split(" ")
-    return bool((before and (before[-1] in g.before or any(before[-1].endswith(d) for d in g.before if unspaced(d))))
-                or (len(after) > 1 and after[1] in g.after) or (after and after[0] in g.after))
+    return _designator(text, start, end, g) is not None
 
 
 def _designator_kind(text: str, start: int, end: int, g) -> str | None:
     """``region`` or ``settlement``: what the designator beside the name calls it
     (``designator_kinds``: จังหวัดสงขลา, Songkhla Province; ตัวเมืองระยอง, the town of
     Rayong; Denizli iline, with its case ending), or None."""
-    if not g.designator_kinds:
-        return None
-    before = fold(text[max(0, start - 24):start]).split(" ")[-1]
-    after = fold((text[end:end + 24].split() or [""])[0])  # the next word (or what is written on)
-    for d, kind in g.designator_kinds:
-        if before == d or (unspaced(d) and before.endswith(d)) or after == d or (
-                g.suffixes and after.startswith(d) and after[len(d):] in g.suffixes):
-            return kind
-    return None
+    return dict(g.designator_kinds).get(_designator(text, start, end, g)) if g.designator_kinds else None
 
 
 def _namesake_of_kind(ix, eid: int, candidates: set, kind: str) -> int:
