@@ -20,6 +20,16 @@ pytest.importorskip("korean_romanizer")
     ("เชียงใหม่", "th", "chiangmai"),             # by syllables; ห before a sonorant is silent
     ("หาดใหญ่", "th", "hatyai"),                 # ... another ห at a syllable's head is an h
     ("สงขลา", "th", "songkhla"),
+    ("เพชรบุรี", "th", "phetburi"),             # a ร after a closed syllable's final: silent
+    ("สมุทรสาคร", "th", "samutsakhon"),
+    ("นคร", "th", "nakhon"),                    # ... with no vowel written, the final n
+    ("สุราษฎร์ธานี", "th", "suratthani"),         # under the thanthakhat: silent (ฎร์ both)
+    ("โพรวองซ์", "th", "phrowong"),              # ... ซ์, though the syllables cut it alone
+    ("แพร่", "th", "phrae"),                    # a vowel written before a cluster
+    ("เพลง", "th", "phleng"),
+    ("เปรู", "th", "peru"),                     # ... a vowel after it: two syllables
+    ("ศรีสะเกษ", "th", "sisaket"),               # ศร at a syllable's head is an s (RTGS)
+    ("ทริป", "th", "thrip"),                    # ทร is left to the rules (trip, not sip)
     ("राजस्थान", "hi", "rajasthan"),           # Devanagari: the last inherent vowel dropped
     ("गोवा", "hi", "gova"),
     ("चेन्नई", "hi", "chennai"),             # च as English spells it, ch

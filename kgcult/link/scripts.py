@@ -145,17 +145,60 @@ def _thai() -> Callable[[str], str]:
     rules = lru_cache(maxsize=16384)(rules)  # a syllable's rules run once (about 50 regexes)
 
     def word(w: str) -> str:
+        w = _KARAN.sub("", w)
         if not syllables:
             return rules(_ho_nam(w))
-        return "".join(rules(_ho_nam(w[a:b])) for a, b in max_match(w, syllables, longest))
+        return "".join(_clustered(rules, _ho_nam(_respelled(w[a:b])))
+                       for a, b in max_match(w, syllables, longest))
     return lambda s: " ".join(word(w) for w in s.split())
 
 
-# Thai: a ห written before a sonorant (ง ญ น ม ย ร ล ว) at the head of a syllable only
+# Thai: a letter (with its vowel) under the thanthakhat is silent (การันต์: โพรวองซ์
+# phrowong), and so is a ร ending a cluster under it (จันทร์ chan, สุราษฎร์ surat); the
+# RTGS rules drop them from a whole word, but a syllable list cuts ซ์ off alone, so they
+# go before the word is cut
+_KARAN = re.compile("[\u0e01-\u0e2c\u0e2e]?\u0e23\u0e4c|[\u0e01-\u0e2e][\u0e30-\u0e39]?\u0e4c")
+# a ห written before a sonorant (ง ญ น ม ย ร ล ว) at the head of a syllable only
 # gives the syllable its tone (ห นำ: ใหม่ mai, หลวง luang); another ห that starts a
 # syllable is an h (หาด hat), which the RTGS rules leave out when more letters follow
 _HO_NAM = re.compile("^([เแโใไ]?)ห(?=[งญนมยรลว])")
 _HO_HEAD = re.compile("^([เแโใไ]?)ห")
+
+
+# a ร after the final consonant of a syllable with a written vowel is silent (เพชร phet,
+# จิตร chit, สมุทร samut); with no vowel written it is the final n (นคร nakhon)
+_FINAL_RO = re.compile("^((?:[\u0e40-\u0e44][\u0e01-\u0e2e]+|[\u0e01-\u0e2e]+[\u0e31\u0e34-\u0e3a\u0e47-\u0e4b]+)[\u0e01-\u0e2e])\u0e23$")
+
+
+# at the head of a syllable ศร is an s (ศรีสะเกษ si sa ket, as RTGS spells Thai names;
+# "Sri" is the English spelling of names from India). (ทร is an s in Thai words, ทราย
+# sai, but a tr in borrowed ones, ทริป trip: it is left to the rules.)
+_HEAD_S = re.compile("^([\u0e40-\u0e44]?)\u0e28\u0e23(?=[\u0e30-\u0e39\u0e40-\u0e44])")
+
+
+def _respelled(syllable: str) -> str:
+    """A Thai syllable with the letters RTGS reads otherwise than pythainlp's rules
+    respelled (:data:`_FINAL_RO`, :data:`_HEAD_S`)."""
+    return _HEAD_S.sub("\\1\u0e2a", _FINAL_RO.sub(r"\1", syllable))
+
+
+# a vowel written before a cluster (เพลง phleng, โปร pro, แพร่ phrae): the rules read
+# its second letter as the final; the syllable is read without it, which is put back
+# after the first letter's sound (with no vowel after the cluster: เปรู is pe-ru)
+_LEAD_CLUSTER = re.compile("^([\u0e40-\u0e44])([\u0e01\u0e02\u0e04\u0e14\u0e15\u0e1a\u0e1b\u0e1c\u0e1e\u0e1f])([\u0e23\u0e25\u0e27])([\u0e48-\u0e4b]?[\u0e01-\u0e2e]?)$")
+_CLUSTER_SOUND = {"\u0e23": "r", "\u0e25": "l", "\u0e27": "w"}
+
+
+def _clustered(rules, syllable: str) -> str:
+    m = _LEAD_CLUSTER.match(syllable)
+    if m is None:
+        return rules(syllable)
+    lead, first, second, rest = m.groups()
+    onset = rules(first + "\u0e32")[:-1]  # the first letter's sound (พา pha: ph)
+    out = rules(lead + first + rest)
+    if not onset or not out.startswith(onset):
+        return rules(syllable)
+    return onset + _CLUSTER_SOUND[second] + out[len(onset):]
 
 
 def _ho_nam(syllable: str) -> str:
