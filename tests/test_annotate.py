@@ -786,6 +786,30 @@ def test_designator_beside_a_name_tells_a_province_from_its_city(ann):
     assert spans(ann, "ไปตัวเมืองระยอง", "th", topic="place") == [("ระยอง", "Q91111")]
 
 
+def test_designator_with_the_languages_suffixes_on():
+    """A designator counts with one or two of the language's suffixes written on: Persian
+    استان‌های (provinces of: the plural and the ezafe) before a name, Turkish ilinde after
+    one; a word that only begins like a designator does not."""
+    from kgcult.annotate.grammar import grammar
+    fa, tr = grammar("fa"), grammar("tr")
+    for text, name, g, want in [("استان‌های گیلان", "گیلان", fa, "استان"), ("استان گیلان", "گیلان", fa, "استان"),
+                                ("استانبول گیلان", "گیلان", fa, None), ("Antalya ilinde", "Antalya", tr, "ili"),
+                                ("Antalya ilaç", "Antalya", tr, None)]:
+        s = text.index(name)
+        assert g.designator(text, s, s + len(name)) == want, text
+
+
+def test_everyday_word_beside_a_naming_designator_goes_across_scripts(ann):
+    """گلستان (rose garden) is an everyday Persian word: alone it names nothing, but after
+    استان (province: ``designators.naming``, a word only names stand beside) it is the
+    province's name, found across scripts (Golestan Province); with the plural and the
+    ezafe on the designator too (استان‌های)."""
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "سفر به گلستان", "fa", topic="place", country="Q91031") == []
+    assert spans(ann, "سفر به استان گلستان", "fa", topic="place", country="Q91031") == [("گلستان", "Q91114")]
+    assert spans(ann, "سفر به استان‌های گلستان", "fa", topic="place", country="Q91031") == [("گلستان", "Q91114")]
+
+
 def test_everyday_word_with_a_particle_names_a_place_of_the_texts_countries_only(ann):
     """코스가 is 코스 (course, an everyday word) with a particle: it names the island 코스
     only in a text about the island's country."""

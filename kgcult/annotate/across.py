@@ -55,8 +55,10 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
     every = names.known(g.lang) or names.everyday(g.lang)
     everyday = names.everyday(g.lang)
 
-    def level(k: str) -> int:
+    def known_level(k: str) -> int:
         return 2 if k in everyday else 1 if k in every else 0
+    level = known_level
+
     def free(a: int, b: int) -> bool:
         return not any(a < e and s < b for s, e in taken)
 
@@ -80,8 +82,14 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
                     out.append([Guess(w.start + a, w.start + b, w.text[a:b], level(k))])
             continue
         f = fold(w.text)
-        if (f in every and not strict) or f in stop or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
+        if f in stop or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
             continue
+        if g.naming and g.designator(text, w.start, w.end) in g.naming:
+            level = _unknown  # beside a designator only names stand by (استان گلستان): a name
+        elif f in every and not strict:
+            continue
+        else:
+            level = known_level
         tries: list[Guess] = []
         if i + 1 < len(ws) and joined(text, w, ws[i + 1]) and fold(ws[i + 1].text) not in every:
             nxt = ws[i + 1]
@@ -122,6 +130,9 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over) -> list
             if not covers and not free(w.start + a, w.start + b):
                 continue
             k = fold(w.text[a:b])
+            if any(fold(w.text[:a]).endswith(d) for d in g.naming):  # จังหวัด|...: a name
+                tries.append(Guess(w.start + a, w.start + b, w.text[a:b], 0, False, covers))
+                continue
             if k in every and not strict:
                 continue
             phrase = n > 1 and all(level(fold(p)) for p in parts)
@@ -129,6 +140,10 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over) -> list
         if tries:
             out.append(tries)
     return out
+
+
+def _unknown(k: str) -> int:
+    return 0
 
 
 def _hangul(s: str) -> bool:

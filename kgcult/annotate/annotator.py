@@ -15,7 +15,7 @@ from kgcult.annotate.names import Names, lang_words, lexicon, load_or_build
 from kgcult.annotate.names import path_of as names_file
 from kgcult.annotate.rows import MAX_TEXT_CHARS, TextRow, check
 from kgcult.annotate.names import decode
-from kgcult.annotate.text import fold, han_fold, title_runs, unspaced
+from kgcult.annotate.text import fold, han_fold, title_runs
 from kgcult.errors import KgcultError
 from kgcult.link.disambiguate import GraphFacts
 from kgcult.link.index.reader import LabelIndex
@@ -308,36 +308,17 @@ def _inside(ix, q: str, region: str) -> bool:
     return region in located or (not located and q != region)
 
 
-def _designator(text: str, start: int, end: int, g) -> str | None:
-    """The designator of the language standing beside the name, folded, or None: the word
-    before it (in an unspaced script, what the text before ends with: จังหวัดเลย), or the
-    word after it, also with a suffix of the language on (Denizli iline)."""
-    before = fold(text[max(0, start - 24):start]).split(" ")[-1]
-    after = fold((text[end:end + 24].split() or [""])[0])  # the next word (or what is written on)
-    if before in g.before:
-        return before
-    for d in g.before:
-        if unspaced(d) and before.endswith(d):
-            return d
-    if after in g.after:
-        return after
-    for d in g.after:
-        if after.startswith(d) and after[len(d):] in g.suffixes:
-            return d
-    return None
-
-
 def _designated(text: str, start: int, end: int, g) -> bool:
     """Whether one of the language's designators stands beside the name (استان فارس,
     จังหวัดเลย, Antalya ili): the text calls it a place."""
-    return _designator(text, start, end, g) is not None
+    return g.designator(text, start, end) is not None
 
 
 def _designator_kind(text: str, start: int, end: int, g) -> str | None:
     """``region`` or ``settlement``: what the designator beside the name calls it
     (``designator_kinds``: จังหวัดสงขลา, Songkhla Province; ตัวเมืองระยอง, the town of
     Rayong; Denizli iline, with its case ending), or None."""
-    return dict(g.designator_kinds).get(_designator(text, start, end, g)) if g.designator_kinds else None
+    return dict(g.designator_kinds).get(g.designator(text, start, end)) if g.designator_kinds else None
 
 
 def _namesake_of_kind(ix, eid: int, candidates: set, kind: str) -> int:

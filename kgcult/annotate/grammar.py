@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from kgcult import resources
-from kgcult.annotate.text import fold
+from kgcult.annotate.text import fold, unspaced
 from kgcult.link import normalize
 from kgcult.link.cognates import GRAMMAR_FILE, cognate_key, cognate_languages
 
@@ -28,6 +28,7 @@ class Grammar:
     before: frozenset = field(default_factory=frozenset)  # designators before a name
     after: frozenset = field(default_factory=frozenset)   # designators after a name
     inside: frozenset = field(default_factory=frozenset)  # designators that are part of a name (เกาะ)
+    naming: frozenset = field(default_factory=frozenset)  # designators always beside a name (استان)
     stem: bool = False
     unspaced: bool = False
     kin: tuple[str, ...] = ()   # languages whose names count as the text's own
@@ -61,6 +62,33 @@ class Grammar:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
         return cognate_key(word, self.lang) if self.cognate else None
 
+    def designator(self, text: str, start: int, end: int) -> str | None:
+        """The designator standing beside the name at ``text[start:end]``, folded, or None:
+        the word before it (in an unspaced script, what the text before ends with:
+        จังหวัดเลย), or the word after it; either also with one or two of the language's
+        suffixes on (استان‌های گیلان, Denizli iline)."""
+        ws = fold(text[max(0, start - 32):start]).split(" ")
+        before = ws[-1]
+        if len(ws) > 1 and self.suffixed(before):  # a suffix after a joiner (استان‌های: هاي)
+            before = ws[-2] + before
+        after = fold((text[end:end + 24].split() or [""])[0])  # the next word (or what is written on)
+        if before in self.before:
+            return before
+        for d in self.before:
+            if (unspaced(d) and before.endswith(d)) or (before.startswith(d) and self.suffixed(before[len(d):])):
+                return d
+        if after in self.after:
+            return after
+        for d in self.after:
+            if after.startswith(d) and self.suffixed(after[len(d):]):
+                return d
+        return None
+
+    def suffixed(self, rest: str) -> bool:
+        """Whether ``rest`` (folded) is one of the language's suffixes, or two of them."""
+        return bool(rest) and (rest in self.suffixes or any(
+            rest.startswith(a) and rest[len(a):] in self.suffixes for a in self.suffixes))
+
     @property
     def max_suffix(self) -> int:
         return max((len(s) for s in self.suffixes), default=0)
@@ -90,6 +118,7 @@ def grammar(lang: str) -> Grammar:
         before=frozenset(fold(w) for w in des.get("before", ())),
         after=frozenset(fold(w) for w in des.get("after", ())),
         inside=frozenset(fold(w) for w in des.get("inside", ())),
+        naming=frozenset(fold(w) for w in des.get("naming", ())),
         stem=bool(d.get("stem")),
         unspaced=bool(d.get("unspaced")),
         kin=tuple(d.get("kin", ())),
