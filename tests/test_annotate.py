@@ -810,6 +810,14 @@ def test_everyday_word_beside_a_naming_designator_goes_across_scripts(ann):
     assert spans(ann, "سفر به استان‌های گلستان", "fa", topic="place", country="Q91031") == [("گلستان", "Q91114")]
 
 
+def test_persian_ezafe_after_a_vowel_adjective_after_a_consonant(ann):
+    """Persian ی after a name is the ezafe only after a vowel (کیوتوی زیبا: Kyoto); after
+    a consonant it makes an adjective (تایلندی, ژاپنی: Thai, Japanese), which is no span,
+    and the word goes to no cross-script search either (``suffix_after``)."""
+    assert spans(ann, "سفر به کیوتوی زیبا", "fa", topic="place") == [("کیوتو", "Q91021")]
+    assert spans(ann, "سفر به ژاپن و کلاس آشپزی ژاپنی", "fa", topic="place") == [("ژاپن", "Q91017")]
+
+
 def test_everyday_word_with_a_particle_names_a_place_of_the_texts_countries_only(ann):
     """코스가 is 코스 (course, an everyday word) with a particle: it names the island 코스
     only in a text about the island's country."""

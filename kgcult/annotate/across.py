@@ -48,10 +48,13 @@ def stages() -> tuple[str, ...]:
     return tuple(s for s in STAGES if s in pipeline.STAGES and s in used)
 
 
-def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -> list[list[Guess]]:
+def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
+            lookup=None) -> list[list[Guess]]:
     """Per place in the text not taken by a span, the mentions to try there, best first;
     in an unspaced script, pieces joined over a span found there too (麻婆豆腐 over 豆腐:
-    a longer name the romanized key may find)."""
+    a longer name the romanized key may find). ``lookup(folded words)``: whether they are
+    a name of the dictionary (a name with an ending it takes no grammar before is
+    another word, an adjective: تایلندی, Thai; it is not guessed)."""
     every = names.known(g.lang) or names.everyday(g.lang)
     everyday = names.everyday(g.lang)
 
@@ -90,13 +93,16 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]]) -
             continue
         else:
             level = known_level
+        if lookup is not None and any(f.endswith(s) and not g.takes(s, f[:-len(s)]) and lookup((f[:-len(s)],))
+                                      for s in g.suffixes):
+            continue
         tries: list[Guess] = []
         if i + 1 < len(ws) and joined(text, w, ws[i + 1]) and fold(ws[i + 1].text) not in every:
             nxt = ws[i + 1]
             tries.append(Guess(w.start, nxt.end, text[w.start:nxt.end], level(f)))
         tries.append(Guess(w.start, w.end, w.text, level(f)))
         for s in g.suffixes:
-            if f.endswith(s) and len(f) - len(s) >= 2:
+            if f.endswith(s) and len(f) - len(s) >= 2 and g.takes(s, f[:-len(s)]):
                 tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)], max(level(f), level(f[:-len(s)]))))
         for p in g.prefixes:
             if f.startswith(p) and len(f) - len(p) >= MIN_CHARS:

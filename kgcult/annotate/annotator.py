@@ -183,7 +183,7 @@ class Annotator:
         if self._across is None:
             self._across = across.Across(self.ix, location=self.location)
         taken = [(s["start"], s["end"]) for s in spans]
-        groups = across.guesses(row.text, fd.g, fd.names, taken)
+        groups = across.guesses(row.text, fd.g, fd.names, taken, fd.lookup)
         flat = [g for grp in groups for g in grp]
         # the countries the text is about: the prompt's and those of the entities found
         about = {row.country} if row.country else set()

@@ -25,6 +25,7 @@ class Grammar:
     prefixes: tuple[str, ...] = ()      # outside the span, longest first
     article: tuple[str, ...] = ()       # inside the span, dropped for the lookup
     suffixes: tuple[str, ...] = ()      # outside the span, longest first
+    suffix_after: tuple = ()  # (suffix, the letters a name must end with to take it), folded
     before: frozenset = field(default_factory=frozenset)  # designators before a name
     after: frozenset = field(default_factory=frozenset)   # designators after a name
     inside: frozenset = field(default_factory=frozenset)  # designators that are part of a name (เกาะ)
@@ -89,6 +90,13 @@ class Grammar:
         return bool(rest) and (rest in self.suffixes or any(
             rest.startswith(a) and rest[len(a):] in self.suffixes for a in self.suffixes))
 
+    def takes(self, suffix: str, name: str) -> bool:
+        """Whether a name ending as ``name`` does (folded) takes ``suffix`` as attached
+        grammar (``suffix_after``: Persian ی is the ezafe after a vowel, کیوتوی; after a
+        consonant it makes an adjective, تایلندی, Thai)."""
+        letters = dict(self.suffix_after).get(suffix)
+        return letters is None or name[-1:] in letters
+
     @property
     def max_suffix(self) -> int:
         return max((len(s) for s in self.suffixes), default=0)
@@ -115,6 +123,7 @@ def grammar(lang: str) -> Grammar:
         prefixes=_longest_first(fold(p) for p in d.get("prefixes", ())),
         article=_longest_first(fold(p) for p in d.get("article", ())),
         suffixes=_longest_first(fold(p) for p in d.get("suffixes", ()) if fold(p)),
+        suffix_after=tuple(sorted((fold(k), fold(v)) for k, v in d.get("suffix_after", {}).items())),
         before=frozenset(fold(w) for w in des.get("before", ())),
         after=frozenset(fold(w) for w in des.get("after", ())),
         inside=frozenset(fold(w) for w in des.get("inside", ())),

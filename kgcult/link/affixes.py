@@ -6,6 +6,8 @@
   taken off every word (``زيت الزيتون`` -> ``زيت زيتون``);
 * ``suffixes`` (particles, case endings, the ezafe, plural endings): taken off the last
   word, longest first, leaving ``min_stem`` letters or more (``서울에서`` -> ``서울``);
+  ``suffix_after``: a suffix taken off only after one of the letters given (Persian ی,
+  the ezafe after a vowel: ``کیوتوی``; after a consonant an adjective's ending, ``تایلندی``);
   ``apostrophe``: a suffix after an apostrophe goes (``İstanbul'a`` -> ``İstanbul``);
 * ``designators``: generic words of a place name, before or after it (a separate word,
   or written onto it in a script without spaces): a mention is also looked up with each
@@ -39,6 +41,14 @@ class Grammar:
     apostrophe: bool = False
     namesake: tuple[str, ...] = ()  # designators that make a region's name its city's (京都 -> 京都市)
     case_endings: tuple[tuple[str, str], ...] = ()  # (a word's ending, its name's), longest first
+    suffix_after: tuple[tuple[str, str], ...] = ()  # (suffix, the letters a word must end with before it)
+
+    def takes(self, suffix: str, stem: str) -> bool:
+        """Whether ``suffix`` is attached grammar after ``stem`` (``suffix_after``: Persian
+        ی is the ezafe after a vowel, کیوتوی; after a consonant it makes an adjective,
+        تایلندی, Thai, which is no name)."""
+        letters = dict(self.suffix_after).get(suffix)
+        return letters is None or stem[-1:] in letters
 
 
 @lru_cache(maxsize=None)
@@ -76,7 +86,8 @@ def grammar(lang: str) -> Grammar:
                    apostrophe=bool(d.get("apostrophe", False)),
                    namesake=tuple(d.get("namesake", ())),
                    case_endings=tuple(sorted(((a, b) for a, b in d.get("case_endings", ())),
-                                             key=lambda p: (-len(p[0]), p))))
+                                             key=lambda p: (-len(p[0]), p))),
+                   suffix_after=tuple(sorted(d.get("suffix_after", {}).items())))
 
 
 CASE_BASE = 3  # letters a word keeps before its case ending is replaced
@@ -140,7 +151,7 @@ def stripped(text: str, lang: str) -> list[str]:
     if g.suffixes:
         last = words[-1]
         for sfx in g.suffixes:
-            if last.endswith(sfx) and len(last) - len(sfx) >= n:
+            if last.endswith(sfx) and len(last) - len(sfx) >= n and g.takes(sfx, last[:-len(sfx)]):
                 out.append(" ".join(words[:-1] + [last[:-len(sfx)]]))
                 break
     return [v for v in dict.fromkeys(out) if v and v != text]
