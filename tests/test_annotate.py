@@ -818,6 +818,16 @@ def test_persian_ezafe_after_a_vowel_adjective_after_a_consonant(ann):
     assert spans(ann, "سفر به ژاپن و کلاس آشپزی ژاپنی", "fa", topic="place") == [("ژاپن", "Q91017")]
 
 
+def test_settlement_designator_beside_a_countrys_label_finds_the_city_across(ann):
+    """مراکش is Morocco's Persian label and the name of its city Marrakesh, which has no
+    Persian label: after شهر (city) the city is meant, reached across scripts; without the
+    designator, or after its plural (شهرهای مراکش, the cities of Morocco), the country."""
+    pytest.importorskip("anyascii")
+    assert spans(ann, "به شهر مراکش می‌روند", "fa", topic="place") == [("مراکش", "Q91116")]
+    assert spans(ann, "به مراکش می‌روند", "fa", topic="place") == [("مراکش", "Q91115")]
+    assert spans(ann, "شهرهای مراکش زیبا هستند", "fa", topic="place") == [("مراکش", "Q91115")]
+
+
 def test_everyday_word_with_a_particle_names_a_place_of_the_texts_countries_only(ann):
     """코스가 is 코스 (course, an everyday word) with a particle: it names the island 코스
     only in a text about the island's country."""

@@ -140,6 +140,8 @@ class Annotator:
             kind = _designator_kind(row.text, f.start, f.end, fd.g)
             if kind:
                 eid = _namesake_of_kind(self.ix, eid, {decode(c)[0] for c in f.codes}, kind)
+                if kind == "settlement" and self._holds_places(eid):
+                    eid = self._settlement_across(row, f, fd, eid)
             ent = self.records.entity(eid, row.lang, row.topic)
             if (f.weak and ent["qid"] not in (ent["country"] or ()) and not _coherent(ent, about)
                     and not _designated(row.text, f.start, f.end, fd.g)):
@@ -162,6 +164,26 @@ class Annotator:
         if fd.g.trailing_marks:
             out = [_without_trailing_marks(row.text, s, fd.g.trailing_marks) for s in out]
         return out
+
+    def _holds_places(self, eid: int) -> bool:
+        """Whether the entity has places located in it (P131): a region or a country."""
+        return bool(self.ix.inbound("P131").get(self.ix.qids[eid]))
+
+    def _settlement_across(self, row: TextRow, f, fd: Finder, eid: int) -> int:
+        """A settlement's designator beside a name that, in the text's language, is a
+        country's or a region's only (Persian شهر مراکش: مراکش is Morocco's label, the city
+        Marrakech has none in Persian): the settlement the name reaches across scripts by
+        the same romanized key, when there is one; else ``eid``."""
+        # the designator as written (شهرهای ایران, the cities of Iran, names the country)
+        if dict(fd.g.designator_kinds).get(fd.g.designator(row.text, f.start, f.end, bare=True)) != "settlement" \
+                or "cross-script" not in fd.g.across or not across.stages():
+            return eid
+        if self._across is None:
+            self._across = across.Across(self.ix, location=self.location)
+        r = self._across.resolve([row.text[f.start:f.end]], row.lang, row.topic, row.country,
+                                 [("cross-script",)])[0]
+        other = self.ix.eid_of.get(r["qid"]) if r and r.get("match") == "cross-script" else None
+        return other if other is not None and not self._holds_places(other) else eid
 
     def _inner_namesake(self, eid: int, name: str, fd: Finder) -> int:
         """A place located in ``eid`` named ``name`` with one of the language's namesake

@@ -63,25 +63,26 @@ class Grammar:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
         return cognate_key(word, self.lang) if self.cognate else None
 
-    def designator(self, text: str, start: int, end: int) -> str | None:
+    def designator(self, text: str, start: int, end: int, bare: bool = False) -> str | None:
         """The designator standing beside the name at ``text[start:end]``, folded, or None:
         the word before it (in an unspaced script, what the text before ends with:
         จังหวัดเลย), or the word after it; either also with one or two of the language's
-        suffixes on (استان‌های گیلان, Denizli iline)."""
+        suffixes on (استان‌های گیلان, Denizli iline), unless ``bare``."""
         ws = fold(text[max(0, start - 32):start]).split(" ")
         before = ws[-1]
-        if len(ws) > 1 and self.suffixed(before):  # a suffix after a joiner (استان‌های: هاي)
+        if len(ws) > 1 and not bare and self.suffixed(before):  # a suffix after a joiner (استان‌های: هاي)
             before = ws[-2] + before
         after = fold((text[end:end + 24].split() or [""])[0])  # the next word (or what is written on)
         if before in self.before:
             return before
         for d in self.before:
-            if (unspaced(d) and before.endswith(d)) or (before.startswith(d) and self.suffixed(before[len(d):])):
+            if (unspaced(d) and before.endswith(d)) or (
+                    not bare and before.startswith(d) and self.suffixed(before[len(d):])):
                 return d
         if after in self.after:
             return after
         for d in self.after:
-            if after.startswith(d) and self.suffixed(after[len(d):]):
+            if not bare and after.startswith(d) and self.suffixed(after[len(d):]):
                 return d
         return None
 
