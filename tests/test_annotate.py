@@ -408,6 +408,9 @@ def test_japanese_segmented_by_word_frequency_and_bounded(ann):
     assert [run[a:b] for a, b in segment(run, "lexicon", "ja")][:2] == ["日本", "に"]
     assert spans(ann, "奈良公園を歩いた。", "ja", topic="place") == []
     assert spans(ann, "奈良に行った。", "ja", topic="place") == [("奈良", "Q91061")]
+    # a word the list has in katakana only is a word in hiragana too (トンカツ, とんかつ)
+    run = "揚げたてのとんかつです"
+    assert "とんかつ" in [run[a:b] for a, b in segment(run, "lexicon", "ja")]
 
 
 def test_lexicon_file_read_by_first_letter_answers_as_the_whole_list(tmp_path):

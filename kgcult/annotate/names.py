@@ -50,12 +50,12 @@ from kgcult.annotate import grammar as gram
 from kgcult.annotate.text import fold, han_fold
 from kgcult.annotate.text import unspaced as unspaced_script
 from kgcult.files import atomic_sqlite, atomic_write
-from kgcult.link import normalize
+from kgcult.link import normalize, scripts
 from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 14
+VERSION = 15
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
 EVERYDAY_ZIPF = 4.5
@@ -488,7 +488,22 @@ def _lexicon(lang: str) -> dict:
     except (LookupError, ValueError):
         return {}
     floor = 10 ** (LEXICON_ZIPF - 9)
-    return {w: round(-100 * math.log10(v)) for w, v in sorted(freqs.items()) if v >= floor}
+    words = {w: round(-100 * math.log10(v)) for w, v in sorted(freqs.items()) if v >= floor}
+    # a word written in kana alone is a word in the other kana too (トンカツ, とんかつ):
+    # Japanese writes many in either, the list has the spelling it met more often
+    for w, c in list(words.items()):
+        if _all_kana(w):
+            other = scripts.kana_folded(w)
+            if other and other not in words:
+                words[other] = c + KANA_COST
+    return dict(sorted(words.items()))
+
+
+KANA_COST = 50  # half a Zipf point: the list's own spelling of a word before the other kana's
+
+
+def _all_kana(w: str) -> bool:
+    return all("\u3041" <= c <= "\u3096" or "\u30a1" <= c <= "\u30fc" for c in w)
 
 
 _WORDS: dict = {}
