@@ -54,6 +54,14 @@ def test_abjad_names_meet_by_their_consonants():
     assert scripts.skeleton("e 331i") == "331"  # digits are kept as written
 
 
+def test_last_inherent_vowel_of_a_brahmic_name_said():
+    """A Brahmic name ending in a bare consonant, with its inherent vowel said, as English
+    spells Sanskrit names (Kerala, Maharashtra); nothing for one ending in a vowel."""
+    assert scripts.final_vowel_variant("केरल") == "kerala"
+    assert scripts.final_vowel_variant("महाराष्ट्र") == "maharashtra"
+    assert scripts.final_vowel_variant("आगरा") is None and scripts.final_vowel_variant("Kerala") is None
+
+
 def test_silent_inherent_vowels_of_a_brahmic_name():
     """Each inherent vowel between a vowel and a consonant with its own vowel may be silent
     (Hindi schwa deletion): the written key first, then each spelling without some of
@@ -114,6 +122,7 @@ def linker(tmp_path_factory):
     ("आगरा", "hi", "place", "Q99244", "cross-script"),            # agara, its inherent vowel silent: agra
     ("चेन्नई", "hi", "place", "Q99245", "cross-script"),
     ("เกาะลันตา", "th", "place", "Q99249", "cross-script"),       # เกาะ off: lanta, as Koh Lanta without Koh
+    ("केरल", "hi", "place", "Q99250", "cross-script"),            # keral, its last inherent vowel said: kerala
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)

@@ -325,6 +325,20 @@ def syncope_variants(text: str) -> list[str]:
     return [_NON_ALNUM.sub("", k) for k in dict.fromkeys(out)]
 
 
+def final_vowel_variant(text: str) -> str | None:
+    """The compact key of a one-word name in a Brahmic script that ends in a bare consonant,
+    with that consonant's inherent vowel said: Hindi leaves it silent, but the English
+    spelling of a Sanskrit name keeps it (केरल keral, Kerala; महाराष्ट्र, Maharashtra);
+    None for another name."""
+    if not scripts_in(text) & _BRAHMIC or len(text.split()) != 1:
+        return None
+    units = _brahmic_units(unicodedata.normalize("NFC", text))
+    last = unicodedata.name(text.strip()[-1:], "") if text.strip() else ""
+    if not units or " LETTER " not in last or any(v in units[-1][0] for v in "aeiou"):
+        return None
+    return _NON_ALNUM.sub("", "".join(r + ("a" if a else "") for r, a in units)) + "a"
+
+
 KANWA_FORMAT = 2
 
 
