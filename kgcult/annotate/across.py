@@ -70,12 +70,17 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
         return bool(hit) and all(a <= s and e <= b and (s, e) != (a, b) for s, e in hit)
 
     strict = bool(g.across_known or g.across_everyday)  # known words go too, for stricter matches
+    naming = bool(g.naming) and any(d in fold(text) for d in g.naming)  # a naming designator in the text
     stop = _stopwords(g.segmenter) | g.before | g.after
     ws = [w for w in words(text) if w.unspaced or free(w.start, w.end)]
+    folds = [fold(w.text) for w in ws]
+    # the words that begin as a naming designator does (a name may stand beside them)
+    beside = ({j + k for j, f in enumerate(folds) if f.startswith(tuple(g.naming)) for k in (-1, 1, 2)}
+              if naming else set())
     out: list[list[Guess]] = []
     for i, w in enumerate(ws):
         if w.unspaced and g.segmenter and g.join_pieces > 1:
-            out.extend(_joined(w, g, every, level, strict, stop, free, over))
+            out.extend(_joined(w, g, every, level, strict, stop, free, over, naming))
             continue
         if w.unspaced:
             cuts = _words(w.text, g) if g.segmenter else _runs(w.text)
@@ -84,16 +89,16 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
                 if free(w.start + a, w.start + b) and (strict or k not in every) and k not in stop:
                     out.append([Guess(w.start + a, w.start + b, w.text[a:b], level(k))])
             continue
-        f = fold(w.text)
+        f = folds[i]
         if f in stop or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
             continue
-        if g.naming and g.designator(text, w.start, w.end) in g.naming:
+        if i in beside and g.designator(text, w.start, w.end) in g.naming:
             level = _unknown  # beside a designator only names stand by (استان گلستان): a name
         elif f in every and not strict:
             continue
         else:
             level = known_level
-        if lookup is not None and any(f.endswith(s) and not g.takes(s, f[:-len(s)]) and lookup((f[:-len(s)],))
+        if lookup is not None and g.suffix_after and any(f.endswith(s) and not g.takes(s, f[:-len(s)]) and lookup((f[:-len(s)],))
                                       for s in g.suffixes):
             continue
         tries: list[Guess] = []
@@ -119,7 +124,7 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
     return out
 
 
-def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over) -> list[list[Guess]]:
+def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming: bool = False) -> list[list[Guess]]:
     """The segmenter's words of an unspaced run and up to ``g.join_pieces`` adjacent ones
     joined, longest first: a foreign name the word list lacks is cut into the words and
     letters it happens to contain (ปูซาน: ปู, ซาน)."""
@@ -136,7 +141,7 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over) -> list
             if not covers and not free(w.start + a, w.start + b):
                 continue
             k = fold(w.text[a:b])
-            if any(fold(w.text[:a]).endswith(d) for d in g.naming):  # จังหวัด|...: a name
+            if naming and any(fold(w.text[:a]).endswith(d) for d in g.naming):  # จังหวัด|...: a name
                 tries.append(Guess(w.start + a, w.start + b, w.text[a:b], 0, False, covers))
                 continue
             if k in every and not strict:

@@ -268,7 +268,7 @@ class Finder:
         w = parts[-1]
         for s in self.g.suffixes:
             if w.endswith(s) and (len(w) - len(s) >= 3 or (len(w) > len(s) and _syllable(w[0]))) \
-                    and self.g.takes(s, w[:-len(s)]):
+                    and (not self.g.suffix_after or self.g.takes(s, w[:-len(s)])):
                 hit = self.lookup(parts[:-1] + (w[:-len(s)],))
                 if hit:
                     end = last.end - _cut_back(last.text, len(s))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from kgcult import resources
 from kgcult.annotate.text import fold, unspaced
@@ -88,13 +88,18 @@ class Grammar:
 
     def suffixed(self, rest: str) -> bool:
         """Whether ``rest`` (folded) is one of the language's suffixes, or two of them."""
-        return bool(rest) and (rest in self.suffixes or any(
-            rest.startswith(a) and rest[len(a):] in self.suffixes for a in self.suffixes))
+        return rest in self._suffix_runs
+
+    @cached_property
+    def _suffix_runs(self) -> frozenset:
+        return frozenset(self.suffixes) | frozenset(a + b for a in self.suffixes for b in self.suffixes)
 
     def takes(self, suffix: str, name: str) -> bool:
         """Whether a name ending as ``name`` does (folded) takes ``suffix`` as attached
         grammar (``suffix_after``: Persian ی is the ezafe after a vowel, کیوتوی; after a
         consonant it makes an adjective, تایلندی, Thai)."""
+        if not self.suffix_after:
+            return True
         letters = dict(self.suffix_after).get(suffix)
         return letters is None or name[-1:] in letters
 
