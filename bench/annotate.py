@@ -12,9 +12,14 @@
   (``wait4``);
 * determinism: two fresh runs and a run on the rows shuffled give byte-identical rows;
 * MakiEval's four metrics (``kgcult.annotate.metrics``) from the annotator's spans next
-  to the same metrics from the gold spans.
+  to the same metrics from the gold spans;
+* with ``--before REV --before-store PATH``: the fresh run on the dev texts side by side
+  with the code of ``REV`` (``git archive`` into the work directory), the two alternating,
+  ``--rounds`` each; the medians and their ratio (the machine is shared: the ratio is the
+  figure to compare). The older code needs its own copy of the store: each version of the
+  annotator's dictionaries removes the other's beside the index.
 
-    .venv/bin/python bench/annotate.py [--store PATH] [--copies 10]
+    .venv/bin/python bench/annotate.py [--store PATH] [--copies 10] [--before REV --before-store PATH]
 
 The store: ``--store`` (a loaded stand-in with its closure), else the stand-in loaded into
 $KGCULT_BENCH_DIR/annotate/store. Writes bench/results/annotate.json and .md.
@@ -25,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -39,14 +45,15 @@ GOLD = SHARED / "annotation" / "annotation-dev.jsonl"
 TARGET_F1, TARGET_LANG_F1, TARGET_NIL, TARGET_SPEED = 0.85, 0.75, 0.10, 200
 
 
-def fresh(store: Path, inp: Path, out: Path, jobs: int | None = None) -> dict:
-    """One ``kgcult annotate`` process (``-j jobs``; default: the CLI's): wall seconds, CPU
-    seconds (its workers' included), peak RSS (MiB)."""
+def fresh(store: Path, inp: Path, out: Path, jobs: int | None = None, tree: Path | None = None) -> dict:
+    """One ``kgcult annotate`` process (``-j jobs``; default: the CLI's) of this checkout or
+    of ``tree``: wall seconds, CPU seconds (its workers' included), peak RSS (MiB)."""
     cmd = [sys.executable, "-m", "kgcult", "-q", "--store", str(store), "annotate", "-i", str(inp), "-o", str(out)]
     if jobs is not None:
         cmd += ["-j", str(jobs)]
+    env = child_env() if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, env=child_env(), stdout=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, cwd=str(tree or ROOT))
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
@@ -92,7 +99,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--store", type=Path, default=None)
     ap.add_argument("--copies", type=int, default=10)
+    ap.add_argument("--before", default=None, help="an older commit, run side by side on the dev texts")
+    ap.add_argument("--before-store", type=Path, default=None, help="a copy of the store for the older code")
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
+    if args.before and not args.before_store:
+        ap.error("--before needs --before-store (a copy of the store: the versions remove each other's files)")
     require(GOLD)
     work = WORK / "annotate"
     work.mkdir(parents=True, exist_ok=True)
@@ -124,6 +136,7 @@ def main() -> None:
             "dev_one_process": best(store, dev, work / "out-j1.jsonl", jobs=1),
             "shuffled": fresh(store, shuf, work / "out3.jsonl"), "many": best(store, many, work / "out-many.jsonl"),
             "many_one_process": best(store, many, work / "out-many-j1.jsonl", jobs=1)}
+    side = side_by_side(args, store, dev, work) if args.before else None
     out1 = (work / "out1.jsonl").read_bytes()
     identical = out1 == (work / "out2.jsonl").read_bytes() == (work / "out-j1.jsonl").read_bytes()
     by_id = {json.loads(x)["id"]: x for x in (work / "out3.jsonl").read_text(encoding="utf-8").splitlines()}
@@ -168,7 +181,8 @@ def main() -> None:
             "speed": speed, "runs": runs,
             "deterministic": {"rerun_identical": identical, "input_order_free": order_free,
                               "copies_identical": copies_same},
-            "makieval_metrics": {"from_annotate": mk_ours, "from_gold_spans": mk_gold}}
+            "makieval_metrics": {"from_annotate": mk_ours, "from_gold_spans": mk_gold},
+            "side_by_side": side}
     o = quality["overall"]
     lines = [f"Commit `{commit}`; `kgcult annotate` on `../shared/annotation/annotation-dev.jsonl` "
              f"({n} texts, {o['gold']} gold spans, {o['nil']} NIL); MakiEval's label matching is fed the gold "
@@ -209,6 +223,7 @@ def main() -> None:
               "language among a worker per core (`-j`), whose CPU seconds are counted. A fresh process "
               "spends most of its CPU on first uses (imports, the dictionaries, the linker's "
               "cross-script pools and romanizers), not on the texts: see the warm rate.", "",
+              *side_lines(side, commit, n),
               f"Target: >= {TARGET_SPEED} texts/s in a fresh process. Reruns byte-identical: {identical}; "
               f"input order changes no row: {order_free}; copies get the same spans: {copies_same}.", "",
               "MakiEval's four metrics (means over prompts), from the annotator's spans and from the gold spans:", "",
@@ -216,6 +231,36 @@ def main() -> None:
     for k in ("granularity", "diversity", "specificity", "consensus"):
         lines.append(f"| {k} | {mk_ours[k]} | {mk_gold[k]} |")
     save(RESULT_NAME, data, "\n".join(lines))
+
+
+def side_by_side(args, store: Path, dev: Path, work: Path) -> dict:
+    """Fresh runs on the dev texts of this checkout and of ``args.before``, alternating."""
+    tree = work / f"tree-{args.before}"
+    if not tree.exists():
+        tree.mkdir()
+        arch = subprocess.run(["git", "-C", str(ROOT), "archive", args.before], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=arch, check=True)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "kgcult")], check=True,
+                       stdout=subprocess.DEVNULL)
+    fresh(args.before_store, dev, work / "before-warmup.jsonl", tree=tree)  # its dictionaries on disk
+    runs: dict = {"before": [], "after": []}
+    for _ in range(args.rounds):
+        runs["before"].append(fresh(args.before_store, dev, work / "before.jsonl", tree=tree))
+        runs["after"].append(fresh(store, dev, work / "after.jsonl"))
+    med = {k: statistics.median(r["wall_s"] for r in v) for k, v in runs.items()}
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.before], capture_output=True,
+                         text=True).stdout.strip()
+    return {"before": rev, "runs": runs, "median_wall_s": med, "ratio": round(med["after"] / med["before"], 3),
+            "loads": sorted({r["load_1min"] for v in runs.values() for r in v})}
+
+
+def side_lines(side: dict | None, commit: str, n: int) -> list[str]:
+    if not side:
+        return []
+    b, a = side["median_wall_s"]["before"], side["median_wall_s"]["after"]
+    return [f"Side by side, fresh on the {n} dev texts, the two alternating ({len(side['runs']['after'])} rounds, "
+            f"load {side['loads'][0]}-{side['loads'][-1]}): `{side['before']}` median {b:.3f} s "
+            f"({n / b:.1f} texts/s), `{commit}` {a:.3f} s ({n / a:.1f} texts/s); ratio {side['ratio']}.", ""]
 
 
 if __name__ == "__main__":
