@@ -703,8 +703,8 @@ def test_link_index_makes_the_annotators_dictionaries_ready(tmp_path):
 
 
 def test_rows_annotated_by_worker_processes_as_by_one(ann, astore, tmp_path):
-    """Rows split by (language, topic) among forked workers give, in input order, the
-    rows one process writes, byte for byte (`kgcult annotate -j`)."""
+    """Rows split by language among forked workers give, in input order, the rows one
+    process writes, byte for byte (`kgcult annotate -j`)."""
     from kgcult.annotate import parallel
     from kgcult.annotate.rows import check
 
@@ -712,9 +712,8 @@ def test_rows_annotated_by_worker_processes_as_by_one(ann, astore, tmp_path):
     checked = [check(r, topics=ann.topics, langs=ann.langs) for r in rows]
     parts = parallel.split(checked, 2)
     assert len(parts) == 2 and sorted(i for p in parts for i in p) == list(range(len(rows)))
-    assert all(len({(checked[i].lang, checked[i].topic) for i in p} & {(checked[j].lang, checked[j].topic)
-                                                                        for j in q}) == 0
-               for p in parts for q in parts if p is not q)  # a (language, topic) in one worker only
+    assert all(len({checked[i].lang for i in p} & {checked[j].lang for j in q}) == 0
+               for p in parts for q in parts if p is not q)  # a language in one worker only
     one = [res for _row, res in parallel.annotate_rows(ann, checked, 1)]
     two = [res for _row, res in parallel.annotate_rows(ann, checked, 2)]
     assert two == one and [r["id"] for r in two] == [r["id"] for r in rows]
