@@ -54,6 +54,17 @@ def test_abjad_names_meet_by_their_consonants():
     assert scripts.skeleton("e 331i") == "331"  # digits are kept as written
 
 
+def test_thai_compound_with_an_inner_final_read_again():
+    """A Pali or Sanskrit compound reads an inner syllable's final stop (or ย) again as
+    the head of a syllable with an a, as RTGS spells it; sonorant finals are not read again;
+    the fewest re-read first."""
+    assert scripts.romanize("ราชบุรี", "th") == "ratburi"
+    assert scripts.thai_linking_variants("ราชบุรี") == ["ratchaburi"]
+    assert scripts.thai_linking_variants("พัทลุง") == ["phatthalung"]
+    assert scripts.thai_linking_variants("นครราชสีมา") == ["nakhonratchasima"]  # not nakhonra...
+    assert scripts.thai_linking_variants("เชียงใหม่") == [] and scripts.thai_linking_variants("Ratchaburi") == []
+
+
 def test_last_inherent_vowel_of_a_brahmic_name_said():
     """A Brahmic name ending in a bare consonant, with its inherent vowel said, as English
     spells Sanskrit names (Kerala, Maharashtra); nothing for one ending in a vowel."""
@@ -123,6 +134,7 @@ def linker(tmp_path_factory):
     ("चेन्नई", "hi", "place", "Q99245", "cross-script"),
     ("เกาะลันตา", "th", "place", "Q99249", "cross-script"),       # เกาะ off: lanta, as Koh Lanta without Koh
     ("केरल", "hi", "place", "Q99250", "cross-script"),            # keral, its last inherent vowel said: kerala
+    ("ราชบุรี", "th", "place", "Q99251", "cross-script"),          # ratburi, its inner final read again: ratchaburi
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)

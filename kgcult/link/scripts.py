@@ -23,6 +23,7 @@ only, so a name is compared by its consonants there (``تهران`` ``thrn`` ~ `
 """
 from __future__ import annotations
 
+import itertools
 import pickle
 import re
 import sqlite3
@@ -110,13 +111,14 @@ _ROYIN_IMPORT = "from pythainlp import thai_consonants, word_tokenize"
 
 
 @lru_cache(maxsize=None)
-def _thai() -> Callable[[str], str]:
-    """pythainlp's RTGS rules (``transliterate.royin._romanize``) per run of Thai letters.
-    Importing pythainlp loads its tokenizers, soundex, spelling and tagging modules
-    (0.15-0.3 s) for about 300 lines of rules that need one constant of the package: unless
-    pythainlp is imported already, the rules' module is run from its file with that
-    constant (read from the package's ``__init__``, the part before its first import) in
-    place of its package import; a release whose files differ is imported as usual."""
+def _thai_rules():
+    """(pythainlp's RTGS rules for one syllable, its syllable list, the longest syllable),
+    or None without pythainlp. Importing pythainlp loads its tokenizers, soundex, spelling
+    and tagging modules (0.15-0.3 s) for about 300 lines of rules that need one constant of
+    the package: unless pythainlp is imported already, the rules' module is run from its
+    file with that constant (read from the package's ``__init__``, the part before its
+    first import) in place of its package import; a release whose files differ is
+    imported as usual."""
     try:
         if "pythainlp" in sys.modules:
             raise LookupError
@@ -139,18 +141,62 @@ def _thai() -> Callable[[str], str]:
         try:
             from pythainlp.transliterate.royin import _romanize as rules
         except ImportError:  # pragma: no cover - pythainlp missing
-            return _anyascii()
+            return None
     syllables = _thai_syllables()
     longest = min(12, max(map(len, syllables), default=1))
-    rules = lru_cache(maxsize=16384)(rules)  # a syllable's rules run once (about 50 regexes)
+    return lru_cache(maxsize=16384)(rules), syllables, longest  # a syllable's rules run once (about 50 regexes)
 
-    def word(w: str) -> str:
-        w = _KARAN.sub("", w)
-        if not syllables:
-            return rules(_ho_nam(w))
-        return "".join(_clustered(rules, _ho_nam(_respelled(w[a:b])))
-                       for a, b in max_match(w, syllables, longest))
-    return lambda s: " ".join(word(w) for w in s.split())
+
+def _thai_parts(w: str) -> list[tuple[str, str]]:
+    """A Thai word's syllables (maximal matching over pythainlp's syllable list), each as
+    the rules read it (respelled) and its romanization."""
+    rules, syllables, longest = _thai_rules()
+    w = _KARAN.sub("", w)
+    if not syllables:
+        return [(w, rules(_ho_nam(w)))]
+    out = []
+    for a, b in max_match(w, syllables, longest):
+        syl = _ho_nam(_respelled(w[a:b]))
+        out.append((syl, _clustered(rules, syl)))
+    return out
+
+
+MAX_LINKING = 3  # inner syllables of a Thai word that may each be read again (2^3 spellings)
+# the final letters a Pali or Sanskrit compound reads again as the next syllable's head
+# (stops, ย, ฬ); a sonorant final (ง น ม ร ว) is not (นคร|ราช: nakhon ratcha)
+_RELINKED = set("กขคฆจฉชซฌฎฏฐฑฒณดตถทธบปผพฟภศษสยฬ")
+
+
+def thai_linking_variants(text: str) -> list[str]:
+    """The compact keys of a one-word Thai name with the final consonant of some inner
+    syllables read again, with an a, as the head of a syllable of its own: Pali and
+    Sanskrit compounds are so spoken and RTGS spells them so (ราช|บุรี ratburi, Ratchaburi;
+    พัท|ลุง Phatthalung; ชัย|ภูมิ Chaiyaphum); without the written key, fewest re-read
+    first; ``[]`` for another name, or one with more than :data:`MAX_LINKING` such finals."""
+    if "THAI" not in scripts_in(text) or len(text.split()) != 1 or _thai_rules() is None:
+        return []
+    rules = _thai_rules()[0]
+    parts = _thai_parts(unicodedata.normalize("NFC", text.strip()))
+    inner = [i for i, (syl, r) in enumerate(parts[:-1])
+             if syl[-1:] in _RELINKED and (r[-1:] not in "aeiou" or syl[-1] == "\u0e22") and len(syl) > 1]
+    if not inner or len(inner) > MAX_LINKING:
+        return []
+    out = []
+    for n in range(1, len(inner) + 1):
+        for chosen in itertools.combinations(inner, n):
+            key = "".join(r + (rules(syl[-1] + "\u0e32")[:-1] + "a" if i in chosen else "")
+                          for i, (syl, r) in enumerate(parts))
+            out.append(_NON_ALNUM.sub("", key.lower()))
+    return [k for k in dict.fromkeys(out)]
+
+
+@lru_cache(maxsize=None)
+def _thai() -> Callable[[str], str]:
+    """pythainlp's RTGS rules (``transliterate.royin._romanize``) per syllable of each run
+    of Thai letters (:func:`_thai_parts`); anyascii without pythainlp."""
+    if _thai_rules() is None:  # pragma: no cover - pythainlp missing
+        return _anyascii()
+    return lambda s: " ".join("".join(r for _syl, r in _thai_parts(w)) for w in s.split())
 
 
 # Thai: a letter (with its vowel) under the thanthakhat is silent (การันต์: โพรวองซ์

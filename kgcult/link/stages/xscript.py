@@ -287,6 +287,11 @@ class CrossScript(Stage):
                 if found:
                     return found
         if not self.fuzzy:
+            # a Pali or Sanskrit compound with an inner final read again (ราชบุรี ratchaburi)
+            for key in scripts.thai_linking_variants(text):
+                found = self._exact(pool, key, text)
+                if found:
+                    return found
             # without its designator (เกาะเต่า: เต่า), among the Latin names that had one
             # (Koh Tao filed as tao): the designator's romanizations differ (ko, koh)
             for v in affixes.undesignated(text, lang):
