@@ -58,9 +58,8 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
     every = names.known(g.lang) or names.everyday(g.lang)
     everyday = names.everyday(g.lang)
 
-    def known_level(k: str) -> int:
+    def level(k: str) -> int:
         return 2 if k in everyday else 1 if k in every else 0
-    level = known_level
 
     def free(a: int, b: int) -> bool:
         return not any(a < e and s < b for s, e in taken)
@@ -92,34 +91,32 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
         f = folds[i]
         if f in stop or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
             continue
-        if i in beside and g.designator(text, w.start, w.end) in g.naming:
-            level = _unknown  # beside a designator only names stand by (استان گلستان): a name
-        elif f in every and not strict:
+        # beside a designator only names stand by (استان گلستان): a name, whatever the word
+        named = i in beside and g.designator(text, w.start, w.end) in g.naming
+        if f in every and not strict and not named:
             continue
-        else:
-            level = known_level
-        if lookup is not None and g.suffix_after and any(f.endswith(s) and not g.takes(s, f[:-len(s)]) and lookup((f[:-len(s)],))
-                                      for s in g.suffixes):
+        if lookup is not None and _adjective(f, g, lookup):
             continue
+        lv = _unknown if named else level
         tries: list[Guess] = []
         if i + 1 < len(ws) and joined(text, w, ws[i + 1]) and fold(ws[i + 1].text) not in every:
             nxt = ws[i + 1]
-            tries.append(Guess(w.start, nxt.end, text[w.start:nxt.end], level(f)))
-        tries.append(Guess(w.start, w.end, w.text, level(f)))
+            tries.append(Guess(w.start, nxt.end, text[w.start:nxt.end], lv(f)))
+        tries.append(Guess(w.start, w.end, w.text, lv(f)))
         for s in g.suffixes:
             if f.endswith(s) and len(f) - len(s) >= 2 and g.takes(s, f[:-len(s)]):
-                tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)], max(level(f), level(f[:-len(s)]))))
+                tries.append(Guess(w.start, w.end - len(s), w.text[:-len(s)], max(lv(f), lv(f[:-len(s)]))))
         for p in g.prefixes:
             if f.startswith(p) and len(f) - len(p) >= MIN_CHARS:
                 cut = _cut_front(w.text, len(p))
                 rest = fold(w.text[cut:])
                 if rest in every and not strict:
                     break
-                tries.append(Guess(w.start + cut, w.end, w.text[cut:], max(level(f), level(rest))))
+                tries.append(Guess(w.start + cut, w.end, w.text[cut:], max(lv(f), lv(rest))))
         if g.stem:
             sk = stem_key((f,), g.lang)
             if sk and sk != f and len(sk) >= MIN_CHARS and w.text.lower().startswith(sk):
-                tries.append(Guess(w.start, w.end, w.text[:len(sk)], level(f)))
+                tries.append(Guess(w.start, w.end, w.text[:len(sk)], lv(f)))
         out.append(tries)
     return out
 
@@ -155,6 +152,13 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming:
 
 def _unknown(k: str) -> int:
     return 0
+
+
+def _adjective(f: str, g: Grammar, lookup) -> bool:
+    """Whether the folded word is a name of the dictionary with an ending the name takes
+    as no grammar (``suffix_after``: Persian تایلندی, Thai, an adjective)."""
+    return bool(g.suffix_after) and any(f.endswith(s) and not g.takes(s, f[:-len(s)]) and lookup((f[:-len(s)],))
+                                        for s in g.suffixes)
 
 
 def _hangul(s: str) -> bool:
