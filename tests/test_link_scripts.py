@@ -69,8 +69,19 @@ def test_last_inherent_vowel_of_a_brahmic_name_said():
     """A Brahmic name ending in a bare consonant, with its inherent vowel said, as English
     spells Sanskrit names (Kerala, Maharashtra); nothing for one ending in a vowel."""
     assert scripts.final_vowel_variant("केरल") == "kerala"
-    assert scripts.final_vowel_variant("महाराष्ट्र") == "maharashtra"
     assert scripts.final_vowel_variant("आगरा") is None and scripts.final_vowel_variant("Kerala") is None
+    # a cluster at the end says its vowel in the written key already (Andhra, Maharashtra)
+    assert scripts.romanize("आंध्र प्रदेश", "hi") == "andhra pradesh"
+    assert scripts.romanize("महाराष्ट्र", "hi") == "maharashtra" and scripts.final_vowel_variant("महाराष्ट्र") is None
+
+
+def test_brahmic_consonants_with_a_nukta():
+    """A nukta makes ड ढ the flaps r rh (छत्तीसगढ़ Chhattisgarh, with its silent vowel
+    left out) and क ख ग ज फ the sounds of loans (ज़ z, फ़ f), decomposed or precomposed."""
+    assert scripts.romanize("छत्तीसगढ़", "hi") == "chhattisagarh"
+    assert "chhattisgarh" in scripts.syncope_variants("छत्तीसगढ़")
+    assert scripts.romanize("ज़िला", "hi") == "zila" and scripts.romanize("\u095bिला", "hi") == "zila"
+    assert scripts.romanize("सड़क", "hi") == "sarak"
 
 
 def test_silent_inherent_vowels_of_a_brahmic_name():

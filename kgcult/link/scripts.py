@@ -311,6 +311,10 @@ def max_match(run: str, words, longest: int, *, uncovered: int = 1, shortest: in
 # consonants an English spelling writes otherwise than anyascii's letter values (Indic
 # transliteration's c, ch, s): as place names are spelled in English (Chandigarh, Kashmir)
 _BRAHMIC_ENGLISH = {"CA": "ch", "CHA": "chh", "SHA": "sh", "SSA": "sh", "VOCALIC R": "ri"}
+# a consonant with a nukta: the flaps (ड़ r, ढ़ rh: छत्तीसगढ़ Chhattisgarh) and the sounds of
+# Persian and English loans (क़ q, ख़ kh, ग़ g, ज़ z, फ़ f); also the precomposed letters
+_NUKTA = {"DDA": "r", "DDHA": "rh", "KA": "q", "KHA": "kh", "GA": "g", "JA": "z", "PHA": "f"}
+_NUKTA_LETTERS = {"DDDHA": "r", "RHA": "rh", "QA": "q", "KHHA": "kh", "GHHA": "g", "ZA": "z", "FA": "f"}
 
 
 def _brahmic_units(word: str) -> list[tuple[str, bool]]:
@@ -327,15 +331,20 @@ def _brahmic_units(word: str) -> list[tuple[str, bool]]:
             out.append(("n", False))
             continue
         letter = name.split(" LETTER ", 1)[1] if " LETTER " in name else ""
-        r = _BRAHMIC_ENGLISH.get(letter or name.split(" SIGN ", 1)[-1]) or anyascii(ch).lower()
+        r = (_NUKTA_LETTERS.get(letter) or _BRAHMIC_ENGLISH.get(letter or name.split(" SIGN ", 1)[-1])
+             or anyascii(ch).lower())
         if not letter or any(v in r for v in "aeiou"):
             out.append((r, False))  # not a consonant letter
             continue
         j = i + 1
         while j < len(word) and unicodedata.name(word[j], "").endswith("SIGN NUKTA"):
+            r = _NUKTA.get(letter, r)
             j += 1
         nxt = unicodedata.name(word[j], "") if j < len(word) else "VIRAMA"
-        out.append((r, "VOWEL SIGN" not in nxt and not nxt.endswith("VIRAMA")))
+        # a word's last consonant is said without its vowel, unless it ends a cluster
+        # (आंध्र Andhra, मध्य Madhya: English spells the vowel there)
+        last = j >= len(word) and i > 0 and unicodedata.name(word[i - 1], "").endswith("VIRAMA")
+        out.append((r, ("VOWEL SIGN" not in nxt and not nxt.endswith("VIRAMA")) or last))
     return out
 
 
@@ -380,8 +389,8 @@ def final_vowel_variant(text: str) -> str | None:
         return None
     units = _brahmic_units(unicodedata.normalize("NFC", text))
     last = unicodedata.name(text.strip()[-1:], "") if text.strip() else ""
-    if not units or " LETTER " not in last or any(v in units[-1][0] for v in "aeiou"):
-        return None
+    if not units or " LETTER " not in last or units[-1][1] or any(v in units[-1][0] for v in "aeiou"):
+        return None  # (a cluster at the end says its vowel already: आंध्र andhra)
     return _NON_ALNUM.sub("", "".join(r + ("a" if a else "") for r, a in units)) + "a"
 
 
