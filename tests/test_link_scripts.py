@@ -36,8 +36,11 @@ pytest.importorskip("korean_romanizer")
     ("東京", "ja", "tokyo"),                      # kanji read as Japanese, long vowels once
     ("ラーメン", "ja", "ramen"),                  # kana
     ("わかめ", "ja", "wakame"),
+    ("新潟", "ja", "niigata"),                    # ... but ii kept, as English spells it
     ("粽子", "zh", "zongzi"),                     # Chinese as pinyin
     ("비빔밥", "ko", "bibimbap"),                 # Hangul: Revised Romanization
+    ("전라남도", "ko", "jeollanamdo"),             # ... ㄴ next to ㄹ is l (liquidization)
+    ("한라산", "ko", "hallasan"),
     ("Москва", "ru", "moskva"),
     ("Crème brûlée", "fr", "creme brulee"),
     ("пельмени", "ru", "pelmeni"),

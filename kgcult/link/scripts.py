@@ -44,7 +44,7 @@ ABJAD = frozenset({"ARABIC", "HEBREW", "SYRIAC"})
 # the name itself, so a spelling neighbour is the same-script fuzzy stages' business
 ALPHABETS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "GEORGIAN"})
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
-_JA_LONG = re.compile(r"ou|oo|uu|aa|ee|ii")
+_JA_LONG = re.compile(r"ou|oo|uu|aa|ee")  # long vowels English drops (Tokyo); ii it keeps (Niigata)
 _APOSTROPHES = str.maketrans("", "", "'’ʼʻ`")
 _DOUBLED = re.compile(r"([a-z])\1+")
 # vowels (and the half-vowels Arabic script writes as consonants) out; sounds that
@@ -522,13 +522,18 @@ def _kana(text: str) -> str:
     return "".join(out)
 
 
+# Revised Romanization's liquidization, which korean_romanizer leaves out: ㄴ next to ㄹ
+# is said, and spelled, l (전라 Jeolla, 신라 Silla, 한라산 Hallasan, 설날 seollal)
+_LIQUID = re.compile("nr|ln")
+
+
 @lru_cache(maxsize=None)
 def _hangul() -> Callable[[str], str]:
     try:
         from korean_romanizer.romanizer import Romanizer
     except ImportError:  # pragma: no cover
         return _anyascii()
-    return lambda s: Romanizer(s).romanize()
+    return lambda s: _LIQUID.sub("ll", Romanizer(s).romanize())
 
 
 # the letters Arabic script writes a long (or final) a / i with: kept as vowels, where
