@@ -57,6 +57,16 @@ def test_abjad_names_meet_by_their_consonants():
     assert scripts.skeleton("e 331i") == "331"  # digits are kept as written
 
 
+def test_thai_name_read_as_a_foreign_name():
+    """A foreign name written in Thai: the letters under the thanthakhat spell the
+    source's (ร์ r, ส์ s) and ล ร ending a syllable are l and r, not Thai's n; None for
+    a name the reading does not change."""
+    assert scripts.romanize("มาร์มารา", "th") == "mamara"
+    assert scripts.thai_foreign_key("มาร์มารา") == "marmara"
+    assert scripts.thai_foreign_key("อัลบาเซเต") == "albasete"
+    assert scripts.thai_foreign_key("ภูเก็ต") is None and scripts.thai_foreign_key("Marmara") is None
+
+
 def test_thai_compound_with_an_inner_final_read_again():
     """A Pali or Sanskrit compound reads an inner syllable's final stop (or ย) again as
     the head of a syllable with an a, as RTGS spells it; sonorant finals are not read again;
@@ -149,6 +159,7 @@ def linker(tmp_path_factory):
     ("เกาะลันตา", "th", "place", "Q99249", "cross-script"),       # เกาะ off: lanta, as Koh Lanta without Koh
     ("केरल", "hi", "place", "Q99250", "cross-script"),            # keral, its last inherent vowel said: kerala
     ("ราชบุรี", "th", "place", "Q99251", "cross-script"),          # ratburi, its inner final read again: ratchaburi
+    ("มาร์มารา", "th", "place", "Q99252", "cross-script"),         # mamara, read as a foreign name: marmara
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)

@@ -147,18 +147,39 @@ def _thai_rules():
     return lru_cache(maxsize=16384)(rules), syllables, longest  # a syllable's rules run once (about 50 regexes)
 
 
-def _thai_parts(w: str) -> list[tuple[str, str]]:
+def _thai_parts(w: str, foreign: bool = False) -> list[tuple[str, str]]:
     """A Thai word's syllables (maximal matching over pythainlp's syllable list), each as
-    the rules read it (respelled) and its romanization."""
+    the rules read it (respelled) and its romanization; ``foreign``: as a name from another
+    language is written in Thai (:func:`thai_foreign_key`)."""
     rules, syllables, longest = _thai_rules()
-    w = _KARAN.sub("", w)
+    w = w.replace(_THANTHAKHAT, "") if foreign else _KARAN.sub("", w)
     if not syllables:
         return [(w, rules(_ho_nam(w)))]
     out = []
     for a, b in max_match(w, syllables, longest):
         syl = _ho_nam(_respelled(w[a:b]))
-        out.append((syl, _clustered(rules, syl)))
+        r = _clustered(rules, syl)
+        if foreign and len(syl) > 1 and syl[-1] in _FOREIGN_FINALS and r.endswith("n"):
+            r = r[:-1] + _FOREIGN_FINALS[syl[-1]]
+        out.append((syl, r))
     return out
+
+
+_THANTHAKHAT = "\u0e4c"
+_FOREIGN_FINALS = {"\u0e25": "l", "\u0e23": "r"}  # ล ร ending a syllable: n in Thai words
+
+
+def thai_foreign_key(text: str) -> str | None:
+    """The compact key of a one-word Thai name read as Thai writes a name from another
+    language: the letters under the thanthakhat said (silent in Thai, they spell the
+    source's letters: อาร์คันซอ arkhanso, Arkansas; ลีดส์ Leeds), and ล ร ending a
+    syllable as l and r, not the n of Thai words (อัลบาเซเต albasete, Albacete); None when
+    it is the written key, or for another name."""
+    if "THAI" not in scripts_in(text) or len(text.split()) != 1 or _thai_rules() is None:
+        return None
+    t = unicodedata.normalize("NFC", text.strip())
+    key = _NON_ALNUM.sub("", "".join(r for _s, r in _thai_parts(t, foreign=True)).lower())
+    return key if key and key != _NON_ALNUM.sub("", "".join(r for _s, r in _thai_parts(t)).lower()) else None
 
 
 MAX_LINKING = 3  # inner syllables of a Thai word that may each be read again (2^3 spellings)
@@ -200,10 +221,11 @@ def _thai() -> Callable[[str], str]:
 
 
 # Thai: a letter (with its vowel) under the thanthakhat is silent (การันต์: โพรวองซ์
-# phrowong), and so is a ร ending a cluster under it (จันทร์ chan, สุราษฎร์ surat); the
+# phrowong), and so is a ร ending a cluster under it (จันทร์ chan, สุราษฎร์ surat; not a
+# syllable's first letter after its leading vowel: แฟร์รารา, Ferrara, keeps its ฟ); the
 # RTGS rules drop them from a whole word, but a syllable list cuts ซ์ off alone, so they
 # go before the word is cut
-_KARAN = re.compile("[\u0e01-\u0e2c\u0e2e]?\u0e23\u0e4c|[\u0e01-\u0e2e][\u0e30-\u0e39]?\u0e4c")
+_KARAN = re.compile("(?<![\u0e40-\u0e44])[\u0e01-\u0e2c\u0e2e]\u0e23\u0e4c|[\u0e01-\u0e2e][\u0e30-\u0e39]?\u0e4c")
 # a ห written before a sonorant (ง ญ น ม ย ร ล ว) at the head of a syllable only
 # gives the syllable its tone (ห นำ: ใหม่ mai, หลวง luang); another ห that starts a
 # syllable is an h (หาด hat), which the RTGS rules leave out when more letters follow
