@@ -363,10 +363,7 @@ def _brahmic_units(word: str) -> list[tuple[str, bool]]:
             r = _NUKTA.get(letter, r)
             j += 1
         nxt = unicodedata.name(word[j], "") if j < len(word) else "VIRAMA"
-        # a word's last consonant is said without its vowel, unless it ends a cluster
-        # (आंध्र Andhra, मध्य Madhya: English spells the vowel there)
-        last = j >= len(word) and i > 0 and unicodedata.name(word[i - 1], "").endswith("VIRAMA")
-        out.append((r, ("VOWEL SIGN" not in nxt and not nxt.endswith("VIRAMA")) or last))
+        out.append((r, "VOWEL SIGN" not in nxt and not nxt.endswith("VIRAMA")))
     return out
 
 
@@ -403,17 +400,27 @@ def syncope_variants(text: str) -> list[str]:
 
 
 def final_vowel_variant(text: str) -> str | None:
-    """The compact key of a one-word name in a Brahmic script that ends in a bare consonant,
-    with that consonant's inherent vowel said: Hindi leaves it silent, but the English
-    spelling of a Sanskrit name keeps it (केरल keral, Kerala; महाराष्ट्र, Maharashtra);
-    None for another name."""
-    if not scripts_in(text) & _BRAHMIC or len(text.split()) != 1:
+    """The compact key of a name in a Brahmic script with the inherent vowel of a word's
+    last consonant said, where Hindi leaves it silent and the English spelling of a
+    Sanskrit name keeps it: after a cluster in any word (आंध्र प्रदेश andhr pradesh,
+    Andhra Pradesh; महाराष्ट्र, Maharashtra), and after a bare consonant ending a one-word
+    name (केरल keral, Kerala); None when there is none. (A name from English keeps its
+    silent vowel in the written key: न्यूयॉर्क, New York.)"""
+    words = text.split()
+    if not scripts_in(text) & _BRAHMIC or not words:
         return None
-    units = _brahmic_units(unicodedata.normalize("NFC", text))
-    last = unicodedata.name(text.strip()[-1:], "") if text.strip() else ""
-    if not units or " LETTER " not in last or units[-1][1] or any(v in units[-1][0] for v in "aeiou"):
-        return None  # (a cluster at the end says its vowel already: आंध्र andhra)
-    return _NON_ALNUM.sub("", "".join(r + ("a" if a else "") for r, a in units)) + "a"
+    keys, changed = [], False
+    for w in words:
+        w = unicodedata.normalize("NFC", w)
+        units = _brahmic_units(w)
+        key = "".join(r + ("a" if a else "") for r, a in units)
+        last = unicodedata.name(w[-1], "")
+        cluster = len(w) > 1 and unicodedata.name(w[-2], "").endswith("VIRAMA")
+        if units and " LETTER " in last and not units[-1][1] and not any(v in units[-1][0] for v in "aeiou") \
+                and (cluster or len(words) == 1):
+            key, changed = key + "a", True
+        keys.append(key)
+    return _NON_ALNUM.sub("", "".join(keys)) if changed else None
 
 
 KANWA_FORMAT = 2
