@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kgcult.link import scripts
+from kgcult.link import scripts, thai
 
 pytest.importorskip("anyascii")
 pytest.importorskip("pythainlp")
@@ -62,9 +62,9 @@ def test_thai_name_read_as_a_foreign_name():
     source's (ร์ r, ส์ s) and ล ร ending a syllable are l and r, not Thai's n; None for
     a name the reading does not change."""
     assert scripts.romanize("มาร์มารา", "th") == "mamara"
-    assert scripts.thai_foreign_key("มาร์มารา") == "marmara"
-    assert scripts.thai_foreign_key("อัลบาเซเต") == "albasete"
-    assert scripts.thai_foreign_key("ภูเก็ต") is None and scripts.thai_foreign_key("Marmara") is None
+    assert thai.foreign_key("มาร์มารา") == "marmara"
+    assert thai.foreign_key("อัลบาเซเต") == "albasete"
+    assert thai.foreign_key("ภูเก็ต") is None and thai.foreign_key("Marmara") is None
 
 
 def test_thai_compound_with_an_inner_final_read_again():
@@ -72,10 +72,10 @@ def test_thai_compound_with_an_inner_final_read_again():
     the head of a syllable with an a, as RTGS spells it; sonorant finals are not read again;
     the fewest re-read first."""
     assert scripts.romanize("ราชบุรี", "th") == "ratburi"
-    assert scripts.thai_linking_variants("ราชบุรี") == ["ratchaburi"]
-    assert scripts.thai_linking_variants("พัทลุง") == ["phatthalung"]
-    assert scripts.thai_linking_variants("นครราชสีมา") == ["nakhonratchasima"]  # not nakhonra...
-    assert scripts.thai_linking_variants("เชียงใหม่") == [] and scripts.thai_linking_variants("Ratchaburi") == []
+    assert thai.linking_variants("ราชบุรี") == ["ratchaburi"]
+    assert thai.linking_variants("พัทลุง") == ["phatthalung"]
+    assert thai.linking_variants("นครราชสีมา") == ["nakhonratchasima"]  # not nakhonra...
+    assert thai.linking_variants("เชียงใหม่") == [] and thai.linking_variants("Ratchaburi") == []
 
 
 def test_last_inherent_vowel_of_a_brahmic_name_said():
@@ -224,13 +224,13 @@ def test_thai_rules_run_from_their_file_as_pythainlp_runs_them():
     import subprocess
     import sys
     words = ["เชียงใหม่", "ภูเก็ต", "ลำปาง", "กรุงเทพฯ", "หนองคาย", "สุโขทัย"]
-    code = ("import sys, json\nfrom kgcult.link import scripts\n"
+    code = ("import sys, json\nfrom kgcult.link import scripts, thai\nfrom kgcult.link.wordcut import max_match\n"
             f"w = {words!r}\nmine = [scripts.romanize(x, 'th') for x in w]\n"
             "assert 'pythainlp' not in sys.modules, 'pythainlp imported'\n"
             "from pythainlp.transliterate.royin import _romanize\n"
-            "syl = scripts._thai_syllables()\n"
-            "print(json.dumps([mine, [''.join(_romanize(scripts._ho_nam(x[a:b])) for a, b in "
-            "scripts.max_match(x, syl, 12)) for x in w]]))")
+            "syl = thai.syllables()\n"
+            "print(json.dumps([mine, [''.join(_romanize(thai._ho_nam(x[a:b])) for a, b in "
+            "max_match(x, syl, 12)) for x in w]]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     import json
     mine, theirs = json.loads(out)

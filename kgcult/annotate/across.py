@@ -16,7 +16,7 @@ from kgcult.annotate.segment import segment
 from kgcult.annotate.text import fold, joined, katakana, unspaced, words
 from kgcult import extras
 from kgcult.link import Linker, pipeline
-from kgcult.link.scripts import thai_corpus
+from kgcult.link.thai import corpus as thai_corpus
 
 STAGES = ("gazetteer", "affix", "xscript", "stem", "anyfuzzy", "xfuzzy")
 FEATURE = "kgcult annotate's Thai stopwords"

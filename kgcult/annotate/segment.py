@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from kgcult import extras
 from kgcult.annotate.names import Lexicon, lexicon
-from kgcult.link.scripts import max_match, thai_corpus
+from kgcult.link.thai import corpus as thai_corpus
+from kgcult.link.wordcut import max_match
 
 FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
 _LEXICONS: dict = {}

@@ -5,8 +5,9 @@ the names the graph holds in another script (``stages/xscript.py``).
 :func:`romanize` is deterministic (a function of the text and its language) and built on
 maintained packages, each imported on the first text that needs it:
 
-* Thai: pythainlp's RTGS rules (``royin``, no download), applied to the whole run of Thai
-  letters (its dictionary word segmenter, a 2 s load, is not needed for a name);
+* Thai: pythainlp's RTGS rules (``royin``, no download), syllable by syllable, each
+  syllable respelled first where the rules misread RTGS (``kgcult/link/thai.py``; its
+  dictionary word segmenter, a 2 s load, is not needed for a name);
 * Devanagari and the other Brahmic scripts: anyascii's letter values plus the inherent
   vowel of each consonant, but for a word's last one, as Hindi, Marathi and Nepali
   pronounce it (``राजस्थान`` -> ``rajasthan``);
@@ -23,11 +24,9 @@ only, so a name is compared by its consonants there (``تهران`` ``thrn`` ~ `
 """
 from __future__ import annotations
 
-import itertools
 import pickle
 import re
 import sqlite3
-import sys
 import unicodedata
 from functools import lru_cache
 from importlib.util import find_spec
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from kgcult.files import atomic_sqlite, package_cache
+from kgcult.link import thai
 
 # the scripts with their own romanizer, by the first word of a letter's Unicode name
 _BRAHMIC = frozenset({"DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU",
@@ -107,227 +107,12 @@ def _anyascii() -> Callable[[str], str]:
     return anyascii
 
 
-_ROYIN_IMPORT = "from pythainlp import thai_consonants, word_tokenize"
-
-
-@lru_cache(maxsize=None)
-def _thai_rules():
-    """(pythainlp's RTGS rules for one syllable, its syllable list, the longest syllable),
-    or None without pythainlp. Importing pythainlp loads its tokenizers, soundex, spelling
-    and tagging modules (0.15-0.3 s) for about 300 lines of rules that need one constant of
-    the package: unless pythainlp is imported already, the rules' module is run from its
-    file with that constant (read from the package's ``__init__``, the part before its
-    first import) in place of its package import; a release whose files differ is
-    imported as usual."""
-    try:
-        if "pythainlp" in sys.modules:
-            raise LookupError
-        spec = find_spec("pythainlp")
-        if spec is None or not spec.submodule_search_locations:
-            raise LookupError
-        base = Path(list(spec.submodule_search_locations)[0])
-        head = (base / "__init__.py").read_text(encoding="utf-8").split("\nfrom pythainlp", 1)[0]
-        consts: dict = {}
-        exec(compile(head, str(base / "__init__.py"), "exec"), consts)  # string constants
-        path = base / "transliterate" / "royin.py"
-        src = path.read_text(encoding="utf-8")
-        if src.count(_ROYIN_IMPORT) != 1 or not isinstance(consts.get("thai_consonants"), str):
-            raise LookupError
-        ns: dict = {"__name__": "kgcult_royin", "thai_consonants": consts["thai_consonants"],
-                    "word_tokenize": None}
-        exec(compile(src.replace(_ROYIN_IMPORT, ""), str(path), "exec"), ns)
-        rules = ns["_romanize"]
-    except (LookupError, OSError, SyntaxError, KeyError):
-        try:
-            from pythainlp.transliterate.royin import _romanize as rules
-        except ImportError:  # pragma: no cover - pythainlp missing
-            return None
-    syllables = _thai_syllables()
-    longest = min(12, max(map(len, syllables), default=1))
-    return lru_cache(maxsize=16384)(rules), syllables, longest  # a syllable's rules run once (about 50 regexes)
-
-
-def _thai_parts(w: str, foreign: bool = False) -> list[tuple[str, str]]:
-    """A Thai word's syllables (maximal matching over pythainlp's syllable list), each as
-    the rules read it (respelled) and its romanization; ``foreign``: as a name from another
-    language is written in Thai (:func:`thai_foreign_key`)."""
-    rules, syllables, longest = _thai_rules()
-    w = w.replace(_THANTHAKHAT, "") if foreign else _KARAN.sub("", w)
-    if not syllables:
-        return [(w, rules(_ho_nam(w)))]
-    out = []
-    for a, b in max_match(w, syllables, longest):
-        syl = _ho_nam(_respelled(w[a:b]))
-        r = _clustered(rules, syl)
-        if foreign and len(syl) > 1 and syl[-1] in _FOREIGN_FINALS and r.endswith("n"):
-            r = r[:-1] + _FOREIGN_FINALS[syl[-1]]
-        out.append((syl, r))
-    return out
-
-
-_THANTHAKHAT = "\u0e4c"
-_FOREIGN_FINALS = {"\u0e25": "l", "\u0e23": "r"}  # ล ร ending a syllable: n in Thai words
-
-
-def thai_foreign_key(text: str) -> str | None:
-    """The compact key of a one-word Thai name read as Thai writes a name from another
-    language: the letters under the thanthakhat said (silent in Thai, they spell the
-    source's letters: อาร์คันซอ arkhanso, Arkansas; ลีดส์ Leeds), and ล ร ending a
-    syllable as l and r, not the n of Thai words (อัลบาเซเต albasete, Albacete); None when
-    it is the written key, or for another name."""
-    if "THAI" not in scripts_in(text) or len(text.split()) != 1 or _thai_rules() is None:
-        return None
-    t = unicodedata.normalize("NFC", text.strip())
-    key = _NON_ALNUM.sub("", "".join(r for _s, r in _thai_parts(t, foreign=True)).lower())
-    return key if key and key != _NON_ALNUM.sub("", "".join(r for _s, r in _thai_parts(t)).lower()) else None
-
-
-MAX_LINKING = 3  # inner syllables of a Thai word that may each be read again (2^3 spellings)
-# the final letters a Pali or Sanskrit compound reads again as the next syllable's head
-# (stops, ย, ฬ); a sonorant final (ง น ม ร ว) is not (นคร|ราช: nakhon ratcha)
-_RELINKED = set("กขคฆจฉชซฌฎฏฐฑฒณดตถทธบปผพฟภศษสยฬ")
-
-
-def thai_linking_variants(text: str) -> list[str]:
-    """The compact keys of a one-word Thai name with the final consonant of some inner
-    syllables read again, with an a, as the head of a syllable of its own: Pali and
-    Sanskrit compounds are so spoken and RTGS spells them so (ราช|บุรี ratburi, Ratchaburi;
-    พัท|ลุง Phatthalung; ชัย|ภูมิ Chaiyaphum); without the written key, fewest re-read
-    first; ``[]`` for another name, or one with more than :data:`MAX_LINKING` such finals."""
-    if "THAI" not in scripts_in(text) or len(text.split()) != 1 or _thai_rules() is None:
-        return []
-    rules = _thai_rules()[0]
-    parts = _thai_parts(unicodedata.normalize("NFC", text.strip()))
-    inner = [i for i, (syl, r) in enumerate(parts[:-1])
-             if syl[-1:] in _RELINKED and (r[-1:] not in "aeiou" or syl[-1] == "\u0e22") and len(syl) > 1]
-    if not inner or len(inner) > MAX_LINKING:
-        return []
-    out = []
-    for n in range(1, len(inner) + 1):
-        for chosen in itertools.combinations(inner, n):
-            key = "".join(r + (rules(syl[-1] + "\u0e32")[:-1] + "a" if i in chosen else "")
-                          for i, (syl, r) in enumerate(parts))
-            out.append(_NON_ALNUM.sub("", key.lower()))
-    return [k for k in dict.fromkeys(out)]
-
-
 @lru_cache(maxsize=None)
 def _thai() -> Callable[[str], str]:
-    """pythainlp's RTGS rules (``transliterate.royin._romanize``) per syllable of each run
-    of Thai letters (:func:`_thai_parts`); anyascii without pythainlp."""
-    if _thai_rules() is None:  # pragma: no cover - pythainlp missing
+    """Thai by syllables (:func:`kgcult.link.thai.romanize_word`); anyascii without pythainlp."""
+    if thai.rules() is None:  # pragma: no cover - pythainlp missing
         return _anyascii()
-    return lambda s: " ".join("".join(r for _syl, r in _thai_parts(w)) for w in s.split())
-
-
-# Thai: a letter (with its vowel) under the thanthakhat is silent (การันต์: โพรวองซ์
-# phrowong), and so is a ร ending a cluster under it (จันทร์ chan, สุราษฎร์ surat; not a
-# syllable's first letter after its leading vowel: แฟร์รารา, Ferrara, keeps its ฟ); the
-# RTGS rules drop them from a whole word, but a syllable list cuts ซ์ off alone, so they
-# go before the word is cut
-_KARAN = re.compile("(?<![\u0e40-\u0e44])[\u0e01-\u0e2c\u0e2e]\u0e23\u0e4c|[\u0e01-\u0e2e][\u0e30-\u0e39]?\u0e4c")
-# a ห written before a sonorant (ง ญ น ม ย ร ล ว) at the head of a syllable only
-# gives the syllable its tone (ห นำ: ใหม่ mai, หลวง luang); another ห that starts a
-# syllable is an h (หาด hat), which the RTGS rules leave out when more letters follow
-_HO_NAM = re.compile("^([เแโใไ]?)ห(?=[งญนมยรลว])")
-_HO_HEAD = re.compile("^([เแโใไ]?)ห")
-
-
-# a ร after the final consonant of a syllable with a written vowel is silent (เพชร phet,
-# จิตร chit, สมุทร samut); with no vowel written it is the final n (นคร nakhon)
-_FINAL_RO = re.compile("^((?:[\u0e40-\u0e44][\u0e01-\u0e2e]+|[\u0e01-\u0e2e]+[\u0e31\u0e34-\u0e3a\u0e47-\u0e4b]+)[\u0e01-\u0e2e])\u0e23$")
-
-
-# at the head of a syllable ศร is an s (ศรีสะเกษ si sa ket, as RTGS spells Thai names;
-# "Sri" is the English spelling of names from India). (ทร is an s in Thai words, ทราย
-# sai, but a tr in borrowed ones, ทริป trip: it is left to the rules.)
-_HEAD_S = re.compile("^([\u0e40-\u0e44]?)\u0e28\u0e23(?=[\u0e30-\u0e39\u0e40-\u0e44])")
-
-
-def _respelled(syllable: str) -> str:
-    """A Thai syllable with the letters RTGS reads otherwise than pythainlp's rules
-    respelled (:data:`_FINAL_RO`, :data:`_HEAD_S`)."""
-    return _HEAD_S.sub("\\1\u0e2a", _FINAL_RO.sub(r"\1", syllable))
-
-
-# a vowel written before a cluster (เพลง phleng, โปร pro, แพร่ phrae): the rules read
-# its second letter as the final; the syllable is read without it, which is put back
-# after the first letter's sound (with no vowel after the cluster: เปรู is pe-ru)
-_LEAD_CLUSTER = re.compile("^([\u0e40-\u0e44])([\u0e01\u0e02\u0e04\u0e14\u0e15\u0e1a\u0e1b\u0e1c\u0e1e\u0e1f])([\u0e23\u0e25\u0e27])([\u0e48-\u0e4b]?[\u0e01-\u0e2e]?)$")
-_CLUSTER_SOUND = {"\u0e23": "r", "\u0e25": "l", "\u0e27": "w"}
-
-
-def _clustered(rules, syllable: str) -> str:
-    m = _LEAD_CLUSTER.match(syllable)
-    if m is None:
-        return rules(syllable)
-    lead, first, second, rest = m.groups()
-    onset = rules(first + "\u0e32")[:-1]  # the first letter's sound (พา pha: ph)
-    out = rules(lead + first + rest)
-    if not onset or not out.startswith(onset):
-        return rules(syllable)
-    return onset + _CLUSTER_SOUND[second] + out[len(onset):]
-
-
-def _ho_nam(syllable: str) -> str:
-    out = _HO_NAM.sub(r"\1", syllable)
-    return _HO_HEAD.sub("\\1\u0e2e", out) if out == syllable else out
-
-
-def _thai_syllables() -> frozenset:
-    """pythainlp's Thai syllables (KUCut's list)."""
-    return thai_corpus("syllables_th.txt")
-
-
-@lru_cache(maxsize=None)
-def thai_corpus(filename: str) -> frozenset:
-    """The lines of one of pythainlp's word lists (``words_th.txt``, ``syllables_th.txt``,
-    ``stopwords_th.txt``), as its ``get_corpus`` reads them, but from the file, without
-    importing the package (its ``__init__`` loads tokenizers and soundex: 0.15 s); empty
-    without pythainlp or the file."""
-    spec = find_spec("pythainlp")
-    if spec is None or not spec.submodule_search_locations:
-        return frozenset()
-    path = Path(list(spec.submodule_search_locations)[0]) / "corpus" / filename
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except OSError:
-        return frozenset()
-    return frozenset(filter(None, lines))
-
-
-def max_match(run: str, words, longest: int, *, uncovered: int = 1, shortest: int = 2) -> list[tuple[int, int]]:
-    """``run`` cut into words of ``words`` (a set, each word costing 1; or a dict, word ->
-    cost) of ``shortest`` to ``longest`` letters by maximal matching: the fewest letters left
-    out of any word, then the lowest cost (the fewest words; with costs, a unigram model:
-    日本|に, not 日|本に); (start, end) offsets in order, each letter no word covers a piece
-    of its own, costing ``uncovered``."""
-    costs = words if isinstance(words, dict) else None
-    n = len(run)
-    inf = (n + 1, 1 << 60)
-    best: list[tuple[int, int]] = [(0, 0)] + [inf] * n   # (letters left out, cost) to cover run[:i]
-    back = [0] * (n + 1)
-    for i in range(n):
-        if best[i] == inf:
-            continue
-        left, cost = best[i]
-        cand = (left + 1, cost + uncovered)   # one letter no word covers
-        if cand < best[i + 1]:
-            best[i + 1], back[i + 1] = cand, i
-        for j in range(i + shortest, min(n, i + longest) + 1):
-            piece = run[i:j]
-            w = costs.get(piece) if costs is not None else (1 if piece in words else None)
-            if w is not None:
-                cand = (left, cost + w)
-                if cand < best[j]:
-                    best[j], back[j] = cand, i
-    cuts = []
-    j = n
-    while j > 0:
-        cuts.append((back[j], j))
-        j = back[j]
-    cuts.reverse()
-    return cuts
+    return lambda s: " ".join(thai.romanize_word(w) for w in s.split())
 
 
 # consonants an English spelling writes otherwise than anyascii's letter values (Indic

@@ -26,7 +26,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from kgcult.files import atomic_sqlite
-from kgcult.link import affixes, memo, normalize, scripts
+from kgcult.link import affixes, memo, normalize, scripts, thai
 from kgcult.link.index.reader import label_chain
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.lexical import any_language, exact, normalized
@@ -282,14 +282,14 @@ class CrossScript(Stage):
             # a Brahmic name with its silent inherent vowels left out, after the written one,
             # then with its last one said (केरल, Kerala); a Thai one as a foreign name is
             # written in Thai (อาร์คันซอ, Arkansas)
-            extra = [k for k in (scripts.final_vowel_variant(v), scripts.thai_foreign_key(v)) if k]
+            extra = [k for k in (scripts.final_vowel_variant(v), thai.foreign_key(v)) if k]
             for key in [scripts.compact(words)] + scripts.syncope_variants(v)[1:] + extra:
                 found = self._fuzzy(pool, key, v) if self.fuzzy else self._exact(pool, key, v, words.count(" ") + 1)
                 if found:
                     return found
         if not self.fuzzy:
             # a Pali or Sanskrit compound with an inner final read again (ราชบุรี ratchaburi)
-            for key in scripts.thai_linking_variants(text):
+            for key in thai.linking_variants(text):
                 found = self._exact(pool, key, text)
                 if found:
                     return found

@@ -1,0 +1,223 @@
+"""Thai names romanized as RTGS spells them, for the cross-script keys of
+``kgcult/link/scripts.py``.
+
+pythainlp's RTGS rules (``transliterate.royin._romanize``) are run syllable by syllable
+(maximal matching over pythainlp's syllable list: the rules misread a whole word,
+``เชียงใหม่`` came out ``chianghaim``), each syllable first respelled where the rules
+read it otherwise than RTGS: a silent ห, a letter under the thanthakhat, a ร after a
+closed syllable's final, a vowel written before a cluster, ศร. Beside the written key:
+
+* :func:`linking_variants`: a Pali or Sanskrit compound with an inner final read again
+  (``ราชบุรี`` ratburi, Ratchaburi);
+* :func:`foreign_key`: the name read as Thai writes a foreign one (``มาร์มารา`` marmara).
+
+Nothing here imports pythainlp's package (its ``__init__`` loads tokenizers, soundex and
+more: 0.15-0.3 s): the rules' module and the word lists are read from their files.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+import unicodedata
+from functools import lru_cache
+from importlib.util import find_spec
+from pathlib import Path
+
+from kgcult.link.wordcut import max_match
+
+_ROYIN_IMPORT = "from pythainlp import thai_consonants, word_tokenize"
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_AA = "\u0e32"  # า: a consonant with it says the consonant's sound at a syllable's head
+
+
+@lru_cache(maxsize=None)
+def rules():
+    """(pythainlp's RTGS rules for one syllable, its syllable list, the longest syllable),
+    or None without pythainlp. The rules need one string constant of the package: unless
+    pythainlp is imported already, their module is run from its file with that constant
+    (read from the package's ``__init__``, the part before its first import) in place of
+    its package import; a release whose files differ is imported as usual."""
+    try:
+        if "pythainlp" in sys.modules:
+            raise LookupError
+        spec = find_spec("pythainlp")
+        if spec is None or not spec.submodule_search_locations:
+            raise LookupError
+        base = Path(list(spec.submodule_search_locations)[0])
+        head = (base / "__init__.py").read_text(encoding="utf-8").split("\nfrom pythainlp", 1)[0]
+        consts: dict = {}
+        exec(compile(head, str(base / "__init__.py"), "exec"), consts)  # string constants
+        path = base / "transliterate" / "royin.py"
+        src = path.read_text(encoding="utf-8")
+        if src.count(_ROYIN_IMPORT) != 1 or not isinstance(consts.get("thai_consonants"), str):
+            raise LookupError
+        ns: dict = {"__name__": "kgcult_royin", "thai_consonants": consts["thai_consonants"],
+                    "word_tokenize": None}
+        exec(compile(src.replace(_ROYIN_IMPORT, ""), str(path), "exec"), ns)
+        romanize = ns["_romanize"]
+    except (LookupError, OSError, SyntaxError, KeyError):
+        try:
+            from pythainlp.transliterate.royin import _romanize as romanize
+        except ImportError:  # pragma: no cover - pythainlp missing
+            return None
+    sylls = syllables()
+    longest = min(12, max(map(len, sylls), default=1))
+    return lru_cache(maxsize=16384)(romanize), sylls, longest  # a syllable's rules run once (about 50 regexes)
+
+
+def romanize_word(w: str) -> str:
+    """One Thai word by syllables (:func:`parts`); pythainlp must be installed."""
+    return "".join(r for _syl, r in parts(w))
+
+
+@lru_cache(maxsize=16384)
+def parts(w: str, foreign: bool = False) -> tuple[tuple[str, str], ...]:
+    """A Thai word's syllables (maximal matching over pythainlp's syllable list), each as
+    the rules read it (respelled) and its romanization; ``foreign``: as a name from another
+    language is written in Thai (:func:`foreign_key`)."""
+    romanize, sylls, longest = rules()
+    w = w.replace(_THANTHAKHAT, "") if foreign else _KARAN.sub("", w)
+    if not sylls:
+        return ((w, romanize(_ho_nam(w))),)
+    out = []
+    for a, b in max_match(w, sylls, longest):
+        syl = _ho_nam(_respelled(w[a:b]))
+        r = _clustered(romanize, syl)
+        if foreign and len(syl) > 1 and syl[-1] in _FOREIGN_FINALS and r.endswith("n"):
+            r = r[:-1] + _FOREIGN_FINALS[syl[-1]]
+        out.append((syl, r))
+    return tuple(out)
+
+
+def _key(ps) -> str:
+    return _NON_ALNUM.sub("", "".join(r for _s, r in ps).lower())
+
+
+def _one_word(text: str) -> str | None:
+    """``text`` in NFC when it is one word with Thai letters and the rules are installed."""
+    if len(text.split()) != 1 or not any("\u0e00" <= c <= "\u0e7f" for c in text) or rules() is None:
+        return None
+    return unicodedata.normalize("NFC", text.strip())
+
+
+_THANTHAKHAT = "\u0e4c"
+_FOREIGN_FINALS = {"\u0e25": "l", "\u0e23": "r"}  # ล ร ending a syllable: n in Thai words
+
+
+def foreign_key(text: str) -> str | None:
+    """The compact key of a one-word Thai name read as Thai writes a name from another
+    language: the letters under the thanthakhat said (silent in Thai, they spell the
+    source's letters: อาร์คันซอ arkhanso, Arkansas; ลีดส์ Leeds), and ล ร ending a
+    syllable as l and r, not the n of Thai words (อัลบาเซเต albasete, Albacete); None when
+    it is the written key, or for another name."""
+    t = _one_word(text)
+    if t is None:
+        return None
+    key = _key(parts(t, foreign=True))
+    return key if key and key != _key(parts(t)) else None
+
+
+MAX_LINKING = 3  # inner syllables of a Thai word that may each be read again (2^3 spellings)
+# the final letters a Pali or Sanskrit compound reads again as the next syllable's head
+# (stops, ย, ฬ); a sonorant final (ง น ม ร ว) is not (นคร|ราช: nakhon ratcha)
+_RELINKED = set("กขคฆจฉชซฌฎฏฐฑฒณดตถทธบปผพฟภศษสยฬ")
+
+
+def linking_variants(text: str) -> list[str]:
+    """The compact keys of a one-word Thai name with the final consonant of some inner
+    syllables read again, with an a, as the head of a syllable of its own: Pali and
+    Sanskrit compounds are so spoken and RTGS spells them so (ราช|บุรี ratburi, Ratchaburi;
+    พัท|ลุง Phatthalung; ชัย|ภูมิ Chaiyaphum); without the written key, fewest re-read
+    first; ``[]`` for another name, or one with more than :data:`MAX_LINKING` such finals."""
+    t = _one_word(text)
+    if t is None:
+        return []
+    romanize = rules()[0]
+    ps = parts(t)
+    inner = [i for i, (syl, r) in enumerate(ps[:-1])
+             if syl[-1:] in _RELINKED and (r[-1:] not in "aeiou" or syl[-1] == "\u0e22") and len(syl) > 1]
+    if not inner or len(inner) > MAX_LINKING:
+        return []
+    out = []
+    for n in range(1, len(inner) + 1):
+        for chosen in itertools.combinations(inner, n):
+            key = "".join(r + (_onset(romanize, syl[-1]) + "a" if i in chosen else "") for i, (syl, r) in enumerate(ps))
+            out.append(_NON_ALNUM.sub("", key.lower()))
+    return list(dict.fromkeys(out))
+
+
+def _onset(romanize, letter: str) -> str:
+    """A consonant's sound at the head of a syllable (พา pha: ph)."""
+    return romanize(letter + _AA)[:-1]
+
+
+# a letter (with its vowel) under the thanthakhat is silent (การันต์: โพรวองซ์ phrowong),
+# and so is a ร ending a cluster under it (จันทร์ chan, สุราษฎร์ surat; not a syllable's
+# first letter after its leading vowel: แฟร์รารา, Ferrara, keeps its ฟ); the RTGS rules
+# drop them from a whole word, but a syllable list cuts ซ์ off alone, so they go before
+# the word is cut
+_KARAN = re.compile("(?<![\u0e40-\u0e44])[\u0e01-\u0e2c\u0e2e]\u0e23\u0e4c|[\u0e01-\u0e2e][\u0e30-\u0e39]?\u0e4c")
+# a ห written before a sonorant (ง ญ น ม ย ร ล ว) at the head of a syllable only
+# gives the syllable its tone (ห นำ: ใหม่ mai, หลวง luang); another ห that starts a
+# syllable is an h (หาด hat), which the RTGS rules leave out when more letters follow
+_HO_NAM = re.compile("^([เแโใไ]?)ห(?=[งญนมยรลว])")
+_HO_HEAD = re.compile("^([เแโใไ]?)ห")
+# a ร after the final consonant of a syllable with a written vowel is silent (เพชร phet,
+# จิตร chit, สมุทร samut); with no vowel written it is the final n (นคร nakhon)
+_FINAL_RO = re.compile("^((?:[\u0e40-\u0e44][\u0e01-\u0e2e]+|[\u0e01-\u0e2e]+[\u0e31\u0e34-\u0e3a\u0e47-\u0e4b]+)"
+                       "[\u0e01-\u0e2e])\u0e23$")
+# at the head of a syllable ศร is an s (ศรีสะเกษ si sa ket, as RTGS spells Thai names;
+# "Sri" is the English spelling of names from India). (ทร is an s in Thai words, ทราย
+# sai, but a tr in borrowed ones, ทริป trip: it is left to the rules.)
+_HEAD_S = re.compile("^([\u0e40-\u0e44]?)\u0e28\u0e23(?=[\u0e30-\u0e39\u0e40-\u0e44])")
+# a vowel written before a cluster (เพลง phleng, โปร pro, แพร่ phrae): the rules read
+# its second letter as the final; the syllable is read without it, which is put back
+# after the first letter's sound (with no vowel after the cluster: เปรู is pe-ru)
+_LEAD_CLUSTER = re.compile("^([\u0e40-\u0e44])([\u0e01\u0e02\u0e04\u0e14\u0e15\u0e1a\u0e1b\u0e1c\u0e1e\u0e1f])"
+                           "([\u0e23\u0e25\u0e27])([\u0e48-\u0e4b]?[\u0e01-\u0e2e]?)$")
+_CLUSTER_SOUND = {"\u0e23": "r", "\u0e25": "l", "\u0e27": "w"}
+
+
+def _respelled(syllable: str) -> str:
+    """A Thai syllable with the letters RTGS reads otherwise than pythainlp's rules
+    respelled (:data:`_FINAL_RO`, :data:`_HEAD_S`)."""
+    return _HEAD_S.sub("\\1\u0e2a", _FINAL_RO.sub(r"\1", syllable))
+
+
+def _clustered(romanize, syllable: str) -> str:
+    m = _LEAD_CLUSTER.match(syllable)
+    if m is None:
+        return romanize(syllable)
+    lead, first, second, rest = m.groups()
+    onset = _onset(romanize, first)
+    out = romanize(lead + first + rest)
+    if not onset or not out.startswith(onset):
+        return romanize(syllable)
+    return onset + _CLUSTER_SOUND[second] + out[len(onset):]
+
+
+def _ho_nam(syllable: str) -> str:
+    out = _HO_NAM.sub(r"\1", syllable)
+    return _HO_HEAD.sub("\\1\u0e2e", out) if out == syllable else out
+
+
+def syllables() -> frozenset:
+    """pythainlp's Thai syllables (KUCut's list)."""
+    return corpus("syllables_th.txt")
+
+
+@lru_cache(maxsize=None)
+def corpus(filename: str) -> frozenset:
+    """The lines of one of pythainlp's word lists (``words_th.txt``, ``syllables_th.txt``,
+    ``stopwords_th.txt``), as its ``get_corpus`` reads them, but from the file, without
+    importing the package; empty without pythainlp or the file."""
+    spec = find_spec("pythainlp")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    path = Path(list(spec.submodule_search_locations)[0]) / "corpus" / filename
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except OSError:
+        return frozenset()
+    return frozenset(filter(None, lines))
