@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, SHARED, STANDIN, WORK, child_env, load_in_child, require, save
+from bench.common import ROOT, SHARED, STANDIN, WORK, child_env, load_in_child, require, save, tree_at
 
 RESULT_NAME = "annotate"
 GOLD = SHARED / "annotation" / "annotation-dev.jsonl"
@@ -235,13 +235,9 @@ def main() -> None:
 
 def side_by_side(args, store: Path, dev: Path, work: Path) -> dict:
     """Fresh runs on the dev texts of this checkout and of ``args.before``, alternating."""
-    tree = work / f"tree-{args.before}"
-    if not tree.exists():
-        tree.mkdir()
-        arch = subprocess.run(["git", "-C", str(ROOT), "archive", args.before], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=arch, check=True)
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "kgcult")], check=True,
-                       stdout=subprocess.DEVNULL)
+    tree = tree_at(args.before, work / f"tree-{args.before}")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "kgcult")], check=True,
+                   stdout=subprocess.DEVNULL)
     fresh(args.before_store, dev, work / "before-warmup.jsonl", tree=tree)  # its dictionaries on disk
     runs: dict = {"before": [], "after": []}
     for _ in range(args.rounds):

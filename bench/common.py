@@ -91,6 +91,16 @@ def commit() -> str:
     return head + ("+" if dirty else "")
 
 
+def tree_at(rev: str, dest: Path) -> Path:
+    """The files of commit ``rev`` in ``dest`` (``git archive``; kept for the next run), for
+    a benchmark that runs an older commit's code beside this checkout's."""
+    if not dest.exists():
+        dest.mkdir(parents=True)
+        arch = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=arch, check=True)
+    return dest
+
+
 def timed(fn, *args, **kwargs):
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)

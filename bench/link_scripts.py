@@ -31,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, ROOT, SHARED, WORK, machine, require
+from common import RESULTS, ROOT, SHARED, WORK, machine, require, tree_at
 
 GOLD = SHARED / "annotation" / "annotation-dev.jsonl"
 LINK_DEV = SHARED / "standin" / "link-dev.jsonl"
@@ -103,11 +103,7 @@ def main() -> None:
         require(p)
     work = WORK / "link-scripts"
     work.mkdir(parents=True, exist_ok=True)
-    before = work / f"tree-{a.before}"
-    if not before.exists():
-        before.mkdir()
-        arch = subprocess.run(["git", "-C", str(ROOT), "archive", a.before], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(before)], input=arch, check=True)
+    before = tree_at(a.before, work / f"tree-{a.before}")
     trees = {"before": before, "after": ROOT}
     commits = {"before": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", a.before],
                                         capture_output=True, text=True).stdout.strip(),

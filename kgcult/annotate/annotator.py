@@ -165,6 +165,12 @@ class Annotator:
             out = [_without_trailing_marks(row.text, s, fd.g.trailing_marks) for s in out]
         return out
 
+    def _cross(self) -> across.Across:
+        """The linker's cross-script stages over this index (made on first use)."""
+        if self._across is None:
+            self._across = across.Across(self.ix, location=self.location)
+        return self._across
+
     def _holds_places(self, eid: int) -> bool:
         """Whether the entity has places located in it (P131): a region or a country."""
         return bool(self.ix.inbound("P131").get(self.ix.qids[eid]))
@@ -178,9 +184,7 @@ class Annotator:
         if dict(fd.g.designator_kinds).get(fd.g.designator(row.text, f.start, f.end, bare=True)) != "settlement" \
                 or "cross-script" not in fd.g.across or not across.stages():
             return eid
-        if self._across is None:
-            self._across = across.Across(self.ix, location=self.location)
-        r = self._across.resolve([row.text[f.start:f.end]], row.lang, row.topic, row.country,
+        r = self._cross().resolve([row.text[f.start:f.end]], row.lang, row.topic, row.country,
                                  [("cross-script",)])[0]
         other = self.ix.eid_of.get(r["qid"]) if r and r.get("match") == "cross-script" else None
         return other if other is not None and not self._holds_places(other) else eid
@@ -202,8 +206,6 @@ class Annotator:
 
     def _across_spans(self, row: TextRow, fd: Finder, spans: list[dict]) -> list[dict]:
         """Spans the linker's cross-script stages find among the words no name matched."""
-        if self._across is None:
-            self._across = across.Across(self.ix, location=self.location)
         taken = [(s["start"], s["end"]) for s in spans]
         groups = across.guesses(row.text, fd.g, fd.names, taken, fd.lookup)
         flat = [g for grp in groups for g in grp]
@@ -219,7 +221,7 @@ class Annotator:
                  for g in flat]
         kinds = [k if id(g) in firsts else
                  tuple(m for m in across.MATCH_STAGE if m != _FUZZY or _FUZZY in k) for g, k in zip(flat, kinds)]
-        res: dict[across.Guess, dict | None] = dict(zip(flat, self._across.resolve(
+        res: dict[across.Guess, dict | None] = dict(zip(flat, self._cross().resolve(
             [g.mention for g in flat], row.lang, row.topic, row.country, kinds)))
         out = []
         for grp in groups:
