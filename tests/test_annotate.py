@@ -705,6 +705,19 @@ def test_link_index_makes_the_annotators_dictionaries_ready(tmp_path):
     assert again["built"] == []
 
 
+def test_workers_get_whole_languages_weighted_by_their_cost():
+    """`-j` gives each worker whole languages (a language with texts of both topics loads
+    its word lists and romanizers once), a language that goes across scripts weighing
+    8 times its characters: two Japanese texts outweigh an English one twice as long."""
+    from kgcult.annotate import parallel
+    from kgcult.annotate.rows import TextRow
+
+    rows = [TextRow(id=1, text="寿司" * 50, lang="ja", topic="food", country=None),
+            TextRow(id=2, text="東京" * 50, lang="ja", topic="place", country=None),
+            TextRow(id=3, text="sushi " * 100, lang="en", topic="food", country=None)]
+    assert parallel.split(rows, 2) == [[0, 1], [2]]
+
+
 def test_rows_annotated_by_worker_processes_as_by_one(ann, astore, tmp_path):
     """Rows split by language among forked workers give, in input order, the rows one
     process writes, byte for byte (`kgcult annotate -j`)."""
