@@ -11,7 +11,7 @@ from functools import cached_property, lru_cache
 
 from kgcult import resources
 from kgcult.annotate.text import fold, unspaced
-from kgcult.link import normalize
+from kgcult.link import affixes, normalize
 from kgcult.link.cognates import GRAMMAR_FILE, cognate_key, cognate_languages
 
 __all__ = ["GRAMMAR_FILE", "Grammar", "cognate_key", "cognate_languages", "digest", "grammar", "languages", "topic_spec",
@@ -25,7 +25,7 @@ class Grammar:
     prefixes: tuple[str, ...] = ()      # outside the span, longest first
     article: tuple[str, ...] = ()       # inside the span, dropped for the lookup
     suffixes: tuple[str, ...] = ()      # outside the span, longest first
-    suffix_after: tuple = ()  # (suffix, the letters a name must end with to take it), folded
+    suffix_after: tuple = ()  # (suffix, the letters a name must end with to take it), folded: link-affixes.json's
     before: frozenset = field(default_factory=frozenset)  # designators before a name
     after: frozenset = field(default_factory=frozenset)   # designators after a name
     inside: frozenset = field(default_factory=frozenset)  # designators that are part of a name (เกาะ)
@@ -96,12 +96,8 @@ class Grammar:
 
     def takes(self, suffix: str, name: str) -> bool:
         """Whether a name ending as ``name`` does (folded) takes ``suffix`` as attached
-        grammar (``suffix_after``: Persian ی is the ezafe after a vowel, کیوتوی; after a
-        consonant it makes an adjective, تایلندی, Thai)."""
-        if not self.suffix_after:
-            return True
-        letters = dict(self.suffix_after).get(suffix)
-        return letters is None or name[-1:] in letters
+        grammar (:func:`kgcult.link.affixes.takes`)."""
+        return affixes.takes(self.suffix_after, suffix, name)
 
     @property
     def max_suffix(self) -> int:
@@ -129,7 +125,8 @@ def grammar(lang: str) -> Grammar:
         prefixes=_longest_first(fold(p) for p in d.get("prefixes", ())),
         article=_longest_first(fold(p) for p in d.get("article", ())),
         suffixes=_longest_first(fold(p) for p in d.get("suffixes", ()) if fold(p)),
-        suffix_after=tuple(sorted((fold(k), fold(v)) for k, v in d.get("suffix_after", {}).items())),
+        # the linker's data (ontology/link-affixes.json): one list of them for both
+        suffix_after=tuple(sorted((fold(k), fold(v)) for k, v in affixes.grammar(base).suffix_after)),
         before=frozenset(fold(w) for w in des.get("before", ())),
         after=frozenset(fold(w) for w in des.get("after", ())),
         inside=frozenset(fold(w) for w in des.get("inside", ())),

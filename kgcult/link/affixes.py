@@ -44,11 +44,19 @@ class Grammar:
     suffix_after: tuple[tuple[str, str], ...] = ()  # (suffix, the letters a word must end with before it)
 
     def takes(self, suffix: str, stem: str) -> bool:
-        """Whether ``suffix`` is attached grammar after ``stem`` (``suffix_after``: Persian
-        ی is the ezafe after a vowel, کیوتوی; after a consonant it makes an adjective,
-        تایلندی, Thai, which is no name)."""
-        letters = dict(self.suffix_after).get(suffix)
-        return letters is None or stem[-1:] in letters
+        """Whether ``suffix`` is attached grammar after ``stem`` (:func:`takes`)."""
+        return takes(self.suffix_after, suffix, stem)
+
+
+def takes(suffix_after, suffix: str, stem: str) -> bool:
+    """Whether ``suffix`` is attached grammar after ``stem``, by a language's
+    ``suffix_after`` pairs (suffix, the letters a stem must end with to take it): Persian ی
+    is the ezafe after a vowel, کیوتوی; after a consonant it makes an adjective, تایلندی,
+    Thai, which is no name."""
+    if not suffix_after:
+        return True
+    letters = dict(suffix_after).get(suffix)
+    return letters is None or stem[-1:] in letters
 
 
 @lru_cache(maxsize=None)
