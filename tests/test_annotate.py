@@ -57,6 +57,16 @@ def test_longest_name_and_every_occurrence(ann):
     assert got == [("Miso soup", "Q91001"), ("pad thai", "Q91010"), ("shrimp", "Q91011"), ("soup", "Q91003")]
 
 
+def test_head_and_foreign_qualifier_one_span_in_english_order(ann):
+    """A span and the word after it, read as English orders them (qualifier first), name
+    a dish: one span (arroz jollof: jollof rice); a qualifier that makes no name leaves the
+    head alone (arroz blanco); a language that writes the qualifier first is not read so."""
+    assert spans(ann, "Cenamos arroz jollof y arroz blanco.", "es") == [("arroz jollof", "Q91118"),
+                                                                      ("arroz", "Q91004")]
+    assert spans(ann, "На ужин рис басмати.", "ru") == [("рис басмати", "Q91119")]
+    assert spans(ann, "jollof rice and rice", "en") == [("jollof rice", "Q91118"), ("rice", "Q91004")]
+
+
 def test_japanese_and_chinese_names_inside_runs(ann):
     assert spans(ann, "朝は味噌汁とご飯、夜は餃子です。", "ja") == [
         ("味噌汁", "Q91001"), ("ご飯", "Q91004"), ("餃子", "Q91013")]

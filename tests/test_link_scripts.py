@@ -135,7 +135,7 @@ def linker(tmp_path_factory):
     s = Store(tmp_path_factory.mktemp("xscript") / "store")
     s.load([FIX / "scripts.ttl"], graph="linkscripts")
     hierarchy.build(s)
-    yield Linker.open(s, stages=BEFORE + ["affix", "xscript", "xfuzzy"])
+    yield Linker.open(s, stages=BEFORE + ["affix", "xscript", "reorder", "xfuzzy"])
     s.close()
 
 
@@ -168,6 +168,20 @@ def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, mat
     r = linker.link(mention, lang=lang, topic=topic)
     assert (r["qid"], r["match"]) == (qid, match), r
     assert linker.with_stages(BEFORE).link(mention, lang=lang, topic=topic)["qid"] is None
+
+
+def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
+    """arroz jollof is jollof rice: the head (a name in the mention's language, or a case
+    form of one: рисом) and the qualifier as written, in English order; only in the
+    languages and topics ``head_first`` lists, and only a name that exists."""
+    for mention, lang, qid in [("arroz jollof", "es", "Q99254"), ("рис басмати", "ru", "Q99255"),
+                               ("рисом басмати", "ru", "Q99255")]:
+        r = linker.link(mention, lang=lang, topic="food")
+        assert (r["qid"], r["match"]) == (qid, "reordered"), r
+    assert linker.with_stages(BEFORE).link("рис басмати", lang="ru", topic="food")["qid"] is None
+    assert linker.link("arroz verde", lang="es", topic="food")["qid"] is None       # no "verde rice"
+    assert linker.link("arroz jollof", lang="es", topic="place")["match"] != "reordered"
+    assert linker.link("arroz jollof", lang="de", topic="food")["match"] != "reordered"  # not head-first
 
 
 def test_cross_script_needs_the_topic_and_a_name(linker):

@@ -4,6 +4,7 @@ the text's context (``choose``), the span's record built with the linker's field
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Iterable, Iterator
 
@@ -21,6 +22,7 @@ from kgcult.link.disambiguate import GraphFacts
 from kgcult.link.index.reader import LabelIndex
 from kgcult.link.index.reader import load_or_build as load_index
 from kgcult.link.index.reader import open_unopened
+from kgcult.link.stages import reorder
 from kgcult.link.record import Records
 from kgcult.store import open_store
 
@@ -155,6 +157,8 @@ class Annotator:
             if steps:
                 span["decided_by"] = steps
             out.append(span)
+        if reorder.head_first(row.lang, row.topic):
+            out = self._reordered(row, fd, out)
         if fd.g.across and across.stages():
             more = self._across_spans(row, fd, out)
             out = [s for s in out if not any(m["start"] <= s["start"] and s["end"] <= m["end"] for m in more)]
@@ -163,6 +167,39 @@ class Annotator:
             out = [s for s in out if not _attribute(row.text, s["start"], fd.g.attributive)]
         if fd.g.trailing_marks:
             out = [_without_trailing_marks(row.text, s, fd.g.trailing_marks) for s in out]
+        return out
+
+    def _reordered(self, row: TextRow, fd: Finder, spans: list[dict]) -> list[dict]:
+        """A span and the word after it as one span, where the two read in English order,
+        that word first, are the name of another entity (``arroz jollof``: jollof rice;
+        ``рис басмати``: basmati rice; the linker's ``reorder`` stage)."""
+        ix = self.ix
+        bit = ix.topic_bit(row.topic)
+        valid = lambda e: (ix.topic_bits[e] & bit) != 0 and e not in fd.names.generic  # noqa: E731
+        out: list[dict] = []
+        skip_to = -1
+        for i, s in enumerate(spans):
+            if s["start"] < skip_to:
+                continue
+            m = _NEXT_WORD.match(row.text, s["end"])
+            later = spans[i + 1] if i + 1 < len(spans) else None
+            if m is None or (later is not None and later["start"] < m.end() < later["end"]):
+                out.append(s)
+                continue
+            head = ix.eid_of[s["qid"]]
+            hits = reorder.reordered(ix, [head], m.group(1), row.lang, valid)
+            if len(hits) != 1:
+                out.append(s)
+                continue
+            (eid, (alias, _lg, _d)), = hits.items()
+            ent = self.records.entity(eid, row.lang, row.topic)
+            out.append({"start": s["start"], "end": m.end(), "text": row.text[s["start"]:m.end()],
+                        "qid": ent["qid"], "label": ent["label"] or ent["label_en"],
+                        "match": f"reordered-{'alias' if alias else 'label'}",
+                        "evidence": [list(x) for x in ent["evidence"]],
+                        "granularity": ent["granularity"], "granularity_score": ent["granularity_score"],
+                        "country": list(ent["country"])})
+            skip_to = m.end()
         return out
 
     def _cross(self) -> across.Across:
@@ -395,6 +432,7 @@ def _kinds(g, known: int) -> tuple[str, ...]:
 
 
 _FUZZY = "cross-script-fuzzy"
+_NEXT_WORD = re.compile(r" ([^\W\d_]+)\b")  # the word right after a span, one space between
 
 
 def _local_kinds(g, known: int) -> tuple[str, ...]:

@@ -76,6 +76,15 @@ def latin_designators_digest() -> str:
 
 
 @lru_cache(maxsize=None)
+def head_first(lang: str, topic: str | None) -> bool:
+    """Whether ``lang`` (its base language) writes a noun before the foreign name that
+    qualifies it, in names of ``topic`` (``arroz jollof``: ``head_first``; the ``reorder``
+    stage)."""
+    d = _data().get("head_first", {})
+    return normalize.base_lang(lang) in d.get("languages", ()) and topic in d.get("topics", ())
+
+
+@lru_cache(maxsize=None)
 def latin_designators() -> frozenset[str]:
     return frozenset(_data().get("latin_designators", ()))
 

@@ -17,6 +17,7 @@ from kgcult.link.stages.base import Stage
 from kgcult.link.stages.cognate import Cognate
 from kgcult.link.stages.embedding import Embedding
 from kgcult.link.stages.gazetteer import Gazetteer
+from kgcult.link.stages.reorder import Reorder
 from kgcult.link.stages.stemmed import Compound, Stem
 from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy
 
@@ -30,6 +31,7 @@ REGISTRY: tuple[type[Stage], ...] = (
     CrossScript,
     Stem,
     Compound,
+    Reorder,
     lexical.Fuzzy,
     lexical.AnyFuzzy,
     CrossScriptFuzzy,
