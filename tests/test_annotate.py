@@ -65,6 +65,12 @@ def test_head_and_foreign_qualifier_one_span_in_english_order(ann):
                                                                       ("arroz", "Q91004")]
     assert spans(ann, "На ужин рис басмати.", "ru") == [("рис басмати", "Q91119")]
     assert spans(ann, "jollof rice and rice", "en") == [("jollof rice", "Q91118"), ("rice", "Q91004")]
+    # a food named after a linking word: its English names give the qualifier's
+    assert spans(ann, "Pasta con salsa de tomate.", "es") == [("salsa de tomate", "Q91122")]
+    assert spans(ann, "Salsa y tomate.", "es") == [("Salsa", "Q91121"), ("tomate", "Q91120")]
+    # a head that is no food by itself (pollo, the animal) before its qualifier
+    assert spans(ann, "Hoy pollo a la mantequilla.", "es") == [("pollo a la mantequilla", "Q91125")]
+    assert spans(ann, "Hoy pollo y mantequilla.", "es") == [("mantequilla", "Q91124")]
 
 
 def test_japanese_and_chinese_names_inside_runs(ann):

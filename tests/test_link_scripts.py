@@ -180,6 +180,10 @@ def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
         assert (r["qid"], r["match"]) == (qid, "reordered"), r
     assert linker.with_stages(BEFORE).link("рис басмати", lang="ru", topic="food")["qid"] is None
     assert linker.link("arroz verde", lang="es", topic="food")["qid"] is None       # no "verde rice"
+    from kgcult.link.stages import reorder
+    assert reorder.split("salade d'Olivier", "fr") == ("salade", "Olivier", True)
+    assert reorder.split("pollo a la mantequilla", "es") == ("pollo", "mantequilla", True)
+    assert reorder.split("arroz", "es") is None and reorder.split("arroz de la casa vieja", "es") is None
     assert linker.link("arroz jollof", lang="es", topic="place")["match"] != "reordered"
     assert linker.link("arroz jollof", lang="de", topic="food")["match"] != "reordered"  # not head-first
 

@@ -170,9 +170,11 @@ class Annotator:
         return out
 
     def _reordered(self, row: TextRow, fd: Finder, spans: list[dict]) -> list[dict]:
-        """A span and the word after it as one span, where the two read in English order,
-        that word first, are the name of another entity (``arroz jollof``: jollof rice;
-        ``рис басмати``: basmati rice; the linker's ``reorder`` stage)."""
+        """A span and the words after it as one span, where the span is a head and the
+        words what qualifies it (maybe after a linking word), and the two read in English
+        order, the qualifier first, are the name of another entity of the topic (``arroz
+        jollof``: jollof rice; ``salsa de tomate``: tomato sauce; the linker's ``reorder``
+        stage); the longest such run of words."""
         ix = self.ix
         bit = ix.topic_bit(row.topic)
         valid = lambda e: (ix.topic_bits[e] & bit) != 0 and e not in fd.names.generic  # noqa: E731
@@ -181,25 +183,58 @@ class Annotator:
         for i, s in enumerate(spans):
             if s["start"] < skip_to:
                 continue
-            m = _NEXT_WORD.match(row.text, s["end"])
             later = spans[i + 1] if i + 1 < len(spans) else None
-            if m is None or (later is not None and later["start"] < m.end() < later["end"]):
-                out.append(s)
-                continue
+            ends = [e for e in _following(row.text, s["end"]) if later is None or not later["start"] < e < later["end"]]
             head = ix.eid_of[s["qid"]]
-            hits = reorder.reordered(ix, [head], m.group(1), row.lang, valid)
-            if len(hits) != 1:
+            hit = None
+            for end in reversed(ends):
+                q = reorder.qualifier(row.text[s["end"]:end], row.lang)
+                hits = reorder.reordered(ix, [head], q[0], row.lang, valid, q[1]) if q else {}
+                if len(hits) == 1:
+                    hit = (end, *next(iter(hits.items())))
+                    break
+            if hit is None:
                 out.append(s)
                 continue
-            (eid, (alias, _lg, _d)), = hits.items()
+            end, eid, (alias, _lg, _d) = hit
             ent = self.records.entity(eid, row.lang, row.topic)
-            out.append({"start": s["start"], "end": m.end(), "text": row.text[s["start"]:m.end()],
+            out.append({"start": s["start"], "end": end, "text": row.text[s["start"]:end],
                         "qid": ent["qid"], "label": ent["label"] or ent["label_en"],
                         "match": f"reordered-{'alias' if alias else 'label'}",
                         "evidence": [list(x) for x in ent["evidence"]],
                         "granularity": ent["granularity"], "granularity_score": ent["granularity_score"],
                         "country": list(ent["country"])})
-            skip_to = m.end()
+            skip_to = end
+        return self._headed(row, fd, out, valid)
+
+    def _headed(self, row: TextRow, fd: Finder, spans: list[dict], valid) -> list[dict]:
+        """A span that qualifies the word before it (maybe after a linking word), that word
+        a name in the text's language that made no span (``pollo al burro``: butter
+        chicken, pollo no food of the graph by itself): the two as one span when they read
+        as :meth:`_reordered` reads them."""
+        ix = self.ix
+        out: list[dict] = []
+        for i, s in enumerate(spans):
+            before = spans[i - 1]["end"] if i else 0
+            hit = None
+            for a, b in _preceding(row.text, s["start"], before):
+                q = reorder.qualifier(row.text[b:s["end"]], row.lang)
+                heads = reorder.named(ix, row.text[a:b], row.lang) if q is not None else []
+                hits = reorder.reordered(ix, heads, q[0], row.lang, valid, q[1]) if q is not None and heads else {}
+                if len(hits) == 1:
+                    hit = (a, *next(iter(hits.items())))
+                    break
+            if hit is None:
+                out.append(s)
+                continue
+            start, eid, (alias, _lg, _d) = hit
+            ent = self.records.entity(eid, row.lang, row.topic)
+            out.append({"start": start, "end": s["end"], "text": row.text[start:s["end"]],
+                        "qid": ent["qid"], "label": ent["label"] or ent["label_en"],
+                        "match": f"reordered-{'alias' if alias else 'label'}",
+                        "evidence": [list(x) for x in ent["evidence"]],
+                        "granularity": ent["granularity"], "granularity_score": ent["granularity_score"],
+                        "country": list(ent["country"])})
         return out
 
     def _cross(self) -> across.Across:
@@ -432,7 +467,39 @@ def _kinds(g, known: int) -> tuple[str, ...]:
 
 
 _FUZZY = "cross-script-fuzzy"
-_NEXT_WORD = re.compile(r" ([^\W\d_]+)\b")  # the word right after a span, one space between
+# the words after a span, one space between each (an elided article on one: d'oignon)
+_FOLLOWING = re.compile(r" ([^\W\d_]+['\u2019])?[^\W\d_]+")
+_MAX_AFTER = 4  # words a qualifier and its linking words may take after its head
+
+
+_LAST_WORD = re.compile(r"([^\W\d_]+['\u2019]?)( ?)$")
+
+
+def _preceding(text: str, end: int, floor: int) -> list[tuple[int, int]]:
+    """(start, end) of the words that may head a span beginning at ``end``: the word
+    right before it, then the two before that (linking words between: ``pollo al``),
+    nearest first; one space between words (none after an elided article, ``d'``), none
+    before ``floor``."""
+    out = []
+    tail = text[floor:end]
+    for _ in range(3):
+        m = _LAST_WORD.search(tail)
+        if m is None or bool(m.group(2)) == m.group(1).endswith(("'", "\u2019")):
+            break
+        if not m.group(1).endswith(("'", "\u2019")):
+            out.append((floor + m.start(1), floor + m.end(1)))
+        tail = tail[:m.start(1)]
+    return out
+
+
+def _following(text: str, pos: int) -> list[int]:
+    """Where each of the (at most :data:`_MAX_AFTER`) words right after ``pos`` ends."""
+    ends: list[int] = []
+    m = _FOLLOWING.match(text, pos)
+    while m is not None and len(ends) < _MAX_AFTER:
+        ends.append(m.end())
+        m = _FOLLOWING.match(text, m.end())
+    return ends
 
 
 def _local_kinds(g, known: int) -> tuple[str, ...]:

@@ -325,7 +325,7 @@ class Finder:
                     continue
                 if b_start - a.end > COMPOUND_GAP_WORD + 2:
                     break
-                if not _filler(text[a.end:b_start]):
+                if not _filler(text[a.end:b_start], self.g.conjunctions):
                     continue
                 for b in by_start[b_start]:
                     hit: set = set()
@@ -403,13 +403,15 @@ def _vowel(ch: str) -> bool:
     return ch.lower() in "aeiouyаеёиоуыэюя"
 
 
-def _filler(gap: str) -> bool:
+def _filler(gap: str, conjunctions=frozenset()) -> bool:
     """Whether ``gap`` (between two names) is spaces, or one short word with spaces or an
-    elision's apostrophe around it: what joins a compound's parts (de, d', al)."""
+    elision's apostrophe around it: what joins a compound's parts (de, d', al); not a
+    conjunction of the language (y, and: two things)."""
     if not gap.strip():
         return bool(gap)
     ws = gap.replace("'", " ").replace("\u2019", " ").split()
     return (len(ws) == 1 and len(ws[0]) <= COMPOUND_GAP_WORD and ws[0].isalpha()
+            and fold(ws[0]) not in conjunctions
             and gap[:1].isspace() and (gap[-1:].isspace() or gap[-1:] in "'\u2019"))
 
 

@@ -81,7 +81,15 @@ def head_first(lang: str, topic: str | None) -> bool:
     qualifies it, in names of ``topic`` (``arroz jollof``: ``head_first``; the ``reorder``
     stage)."""
     d = _data().get("head_first", {})
-    return normalize.base_lang(lang) in d.get("languages", ()) and topic in d.get("topics", ())
+    return normalize.base_lang(lang) in d.get("languages", {}) and topic in d.get("topics", ())
+
+
+@lru_cache(maxsize=None)
+def linking_words(lang: str) -> tuple[str, ...]:
+    """The words (or elided articles, ``d'``) that may stand between a head noun and what
+    qualifies it in ``lang`` (``salsa de tomate``), longest first."""
+    words = _data().get("head_first", {}).get("languages", {}).get(normalize.base_lang(lang), ())
+    return tuple(sorted(words, key=lambda w: (-len(w), w)))
 
 
 @lru_cache(maxsize=None)

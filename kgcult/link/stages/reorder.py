@@ -1,15 +1,23 @@
-"""The ``reorder`` stage: a head noun and the foreign name that qualifies it, in a language
-that writes the head first (``arroz jollof``, ``riso thai``, ``рис басмати``, ``salade
-Olivier``), as English writes them, the qualifier first: ``jollof rice``, ``Thai rice``,
-``basmati rice``, ``Olivier salad``. The head names an entity in the mention's language
-(verbatim, normalized, or a case form of it: ``курицу``, ``курица``); the qualifier,
-romanized, is put before each of that entity's English names, and an entity with the
-name so made is the hit. The qualifier is taken as written, untranslated: a loan or a
-proper name (``tandoori``, ``jollof``, ``thai``) reads the same in English; a word of the
-language (``verde``) does not, and finds nothing.
+"""The ``reorder`` stage: a head noun and what qualifies it, in a language that writes the
+head first, looked up as English writes the name, the qualifier first:
 
-The languages and topics are data: ``head_first`` in ``ontology/link-affixes.json`` (dishes
-are so named; places are not: ``China Taipei`` is no head and qualifier).
+* a foreign name qualifying the head, taken as written (romanized): ``arroz jollof`` ->
+  jollof rice, ``riso thai`` -> Thai rice, ``рис басмати`` -> basmati rice, ``salade
+  Olivier`` -> Olivier salad;
+* the name of an entity qualifying it, after a linking word of the language or none,
+  put into English by that entity's English names: ``salsa de tomate`` -> tomato sauce,
+  ``pollo al burro`` -> butter chicken, ``торт Шварцвальд`` -> Black Forest cake.
+
+The head names an entity in the mention's language (verbatim, normalized, or a case form
+of a name: ``курицу``, ``курица``); each of its English names is put after each English
+rendering of the qualifier, and an entity of the topic, other than the head, with the
+name so made (exact, then normalized) is the hit. Nothing is translated but through the
+graph's own names: a word of the language that names nothing (``verde``) makes no
+English name.
+
+The languages, their linking words and the topics are data: ``head_first`` in
+``ontology/link-affixes.json`` (dishes are so named; places are not: ``China Taipei``
+is no head and qualifier).
 """
 from __future__ import annotations
 
@@ -19,57 +27,117 @@ from kgcult.link.stages.base import Stage
 from kgcult.link.stages.lexical import exact, normalized
 
 ENGLISH = ("en",)
+MAX_QUALIFIER = 2  # words
+MIN_LETTERS = 3  # in an English name composed
 
 
 def head_first(lang: str, topic: str | None) -> bool:
-    """Whether ``lang`` (its base language) writes a noun before the name that qualifies
-    it, in names of ``topic``."""
+    """Whether ``lang`` (its base language) writes a noun before what qualifies it, in
+    names of ``topic``."""
     return affixes.head_first(lang, topic)
 
 
-def heads(ix: LabelIndex, word: str, lang: str) -> list[int]:
-    """The entities ``word`` names in ``lang``: verbatim, normalized, else as a case form of
-    a name (``курицу`` -> ``курица``)."""
+def named(ix: LabelIndex, word: str, lang: str) -> list[int]:
+    """The entities ``word`` names in ``lang``: verbatim, normalized, else without the
+    language's article written onto it (``الطماطم`` -> ``طماطم``; not without a proclitic:
+    ``والطماطم`` is "and tomatoes", no qualifier) or as a case form of a name (``курицу`` ->
+    ``курица``)."""
     found = exact(ix, word, lang) or normalized(ix, word, lang)
     if not found:
-        for v in affixes.case_forms(word, lang):
+        bare = [word[len(a):] for a in affixes.grammar(lang).article if word.startswith(a) and len(word) > len(a) + 1]
+        for v in bare + affixes.case_forms(word, lang):
             found = exact(ix, v, lang)
             if found:
                 break
     return sorted(found)
 
 
-def reordered(ix: LabelIndex, head_eids, qualifier: str, lang: str, valid=None) -> dict:
-    """``{eid: (alias, "en", None)}``: the entities with an English name that is
-    ``qualifier`` (romanized) before an English name of one of ``head_eids``, other than
-    those; ``valid(eid)``: which count (a topic's)."""
-    q = scripts.romanize(qualifier, lang)
-    if not q or not head_eids:
+def split(mention: str, lang: str) -> tuple[str, str, bool] | None:
+    """(head, qualifier, whether a linking word stands between them) of a mention of a
+    one-word head, maybe a linking word of the language (``de``, ``al``, ``d'``), and a
+    qualifier of one or two words; None for another mention."""
+    head, _, tail = mention.strip().partition(" ")
+    q = qualifier(tail, lang)
+    return None if q is None else (head, *q)
+
+
+def qualifier(tail: str, lang: str) -> tuple[str, bool] | None:
+    """(the qualifier, whether a linking word stood before it) of what follows a head:
+    one or two words, after a linking word of the language or none; None for more."""
+    rest = tail.split()
+    linked = False
+    for link in affixes.linking_words(lang):  # longest first
+        if link.endswith("'"):  # elided onto the qualifier: d'oignon, à l'ail
+            joined = " ".join(rest).replace("\u2019", "'")
+            if joined.startswith(link) and len(joined) > len(link):
+                rest, linked = joined[len(link):].split(), True
+                break
+        elif rest[:len(link.split())] == link.split() and len(rest) > len(link.split()):
+            rest, linked = rest[len(link.split()):], True
+            break
+    if not 1 <= len(rest) <= MAX_QUALIFIER:
+        return None
+    return " ".join(rest), linked
+
+
+def renderings(ix: LabelIndex, qualifier: str, lang: str, linked: bool) -> list[str]:
+    """The qualifier in English: as written, romanized (a loan or a foreign name; not in a
+    script without short vowels), then the English names of the entities it names in
+    ``lang``."""
+    out = []
+    if not scripts.abjad(qualifier):
+        q = scripts.romanize(qualifier, lang)
+        if sum(c.isalpha() for c in q) >= MIN_LETTERS:
+            out.append(q)
+    eids = named(ix, qualifier, lang)
+    if eids:
+        out += english_names(ix, eids)
+    return list(dict.fromkeys(out))
+
+
+def english_names(ix: LabelIndex, eids) -> list[str]:
+    """The English names of ``eids`` that are words: three letters or more (not a flag's
+    emoji, 🇩🇿, nor a code, dz)."""
+    return [n for _e, _lg, n in ix.names_of(eids, ENGLISH) if sum(c.isalpha() for c in n) >= MIN_LETTERS]
+
+
+def reordered(ix: LabelIndex, head_eids, qualifier: str, lang: str, valid=None, linked: bool = False) -> dict:
+    """``{eid: (alias, "en", None)}``: the entities with an English name that is an
+    English rendering of ``qualifier`` (:func:`renderings`) before an English name of one
+    of ``head_eids``, other than those; ``valid(eid)``: which count (a topic's)."""
+    if not head_eids:
+        return {}
+    qs = renderings(ix, qualifier, lang, linked)
+    if not qs:
         return {}
     out: dict = {}
-    for _eid, _lg, name in ix.names_of(head_eids, ENGLISH):
-        made = f"{q} {name}"
-        for eid, v in (exact(ix, made, "en") or normalized(ix, made, "en")).items():
-            if eid in head_eids or (valid is not None and not valid(eid)):
-                continue
-            cur = out.get(eid)
-            if cur is None or v[0] < cur[0]:
-                out[eid] = v
+    heads = english_names(ix, head_eids)
+    for q in qs:
+        for name in heads:
+            made = f"{q} {name}"
+            for eid, v in (exact(ix, made, "en") or normalized(ix, made, "en")).items():
+                if eid in head_eids or (valid is not None and not valid(eid)):
+                    continue
+                cur = out.get(eid)
+                if cur is None or v[0] < cur[0]:
+                    out[eid] = v
     return out
 
 
 def search(ix: LabelIndex, mention: str, lang: str, topic: str | None, valid=None) -> dict:
-    """The hits of a mention of two words, a head and its qualifier (none for another
-    mention, language or topic)."""
-    words = mention.split()
-    if len(words) != 2 or not head_first(lang, topic):
+    """The hits of a mention that is a head and its qualifier (none for another mention,
+    language or topic)."""
+    if not head_first(lang, topic):
         return {}
-    head, qualifier = words
-    return reordered(ix, heads(ix, head, lang), qualifier, lang, valid)
+    parts = split(mention, lang)
+    if parts is None:
+        return {}
+    head, qualifier, linked = parts
+    return reordered(ix, named(ix, head, lang), qualifier, lang, valid, linked)
 
 
 class Reorder(Stage):
-    """A head noun and its foreign qualifier, looked up in English order."""
+    """A head noun and its qualifier, looked up in English order."""
     name = "reorder"
     match = "reordered"
     base_score = 0.74
