@@ -721,6 +721,24 @@ def test_link_index_makes_the_annotators_dictionaries_ready(tmp_path):
     assert again["built"] == []
 
 
+def test_other_versions_dictionaries_kept_but_the_newest_few(tmp_path):
+    """Saving a dictionary removes the files of other grammar files or formats beside it
+    but the newest :data:`KEEP_OTHERS`: two checkouts sharing a store keep each other's."""
+    import os
+
+    from kgcult.annotate import names
+
+    for i, h in enumerate(["aaa", "bbb", "ccc", "ddd"]):
+        f = tmp_path / f"annotate-food-{h}-v1.marshal"
+        f.write_bytes(b"x")
+        os.utime(f, (1000 + i, 1000 + i))
+    (tmp_path / "annotate-words-en-aaa-v1.marshal").write_bytes(b"x")  # another prefix: kept
+    names._save(tmp_path / "annotate-food-eee-v1.marshal", b"new", "annotate-food")
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["annotate-food-ccc-v1.marshal", "annotate-food-ddd-v1.marshal",
+                    "annotate-food-eee-v1.marshal", "annotate-words-en-aaa-v1.marshal"]
+
+
 def test_workers_get_whole_languages_weighted_by_their_cost():
     """`-j` gives each worker whole languages (a language with texts of both topics loads
     its word lists and romanizers once), a language that goes across scripts weighing

@@ -380,15 +380,26 @@ def _save(p: Path, data: bytes, prefix: str) -> None:
     _remove_older(p, prefix)
 
 
+KEEP_OTHERS = 2  # files of other grammar files or formats kept beside the current one
+
+
 def _remove_older(p: Path, prefix: str) -> None:
-    """Remove the files beside ``p`` of earlier grammar files or formats (``prefix``-*.marshal
-    and -*.sqlite)."""
-    for old in [*p.parent.glob(f"{prefix}-*.marshal"), *p.parent.glob(f"{prefix}-*.sqlite")]:
-        if old.name != p.name and old.name.count("-") == p.name.count("-"):
-            try:
-                old.unlink()
-            except OSError:
-                pass
+    """Remove the files beside ``p`` of other grammar files or formats (``prefix``-*.marshal
+    and -*.sqlite) but the :data:`KEEP_OTHERS` newest: two checkouts of kgcult that share
+    a store (a branch and main) keep each other's dictionaries instead of rebuilding them
+    in turn, and old versions do not pile up."""
+    others = [old for old in [*p.parent.glob(f"{prefix}-*.marshal"), *p.parent.glob(f"{prefix}-*.sqlite")]
+              if old.name != p.name and old.name.count("-") == p.name.count("-")]
+    def newest_first(old: Path) -> tuple:
+        try:
+            return (-old.stat().st_mtime, old.name)
+        except OSError:
+            return (0.0, old.name)
+    for old in sorted(others, key=newest_first)[KEEP_OTHERS:]:
+        try:
+            old.unlink()
+        except OSError:
+            pass
 
 
 class Lexicon:
