@@ -16,7 +16,7 @@ PKG = Path(__file__).resolve().parent.parent / "kgcult"
 LAYERS = [
     ("base", ["kgcult.version", "kgcult.errors", "kgcult.resources", "kgcult.data", "kgcult.files",
               "kgcult.ids", "kgcult.langtags", "kgcult.log", "kgcult.vocab", "kgcult.ontology", "kgcult.extras",
-              "kgcult.safe_text"]),
+              "kgcult.safe_text", "kgcult.collector"]),
     ("sparql", ["kgcult.sparql"]),
     ("store", ["kgcult.store"]),
     ("features", ["kgcult.inspection", "kgcult.acquire", "kgcult.views", "kgcult.link", "kgcult.annotate", "kgcult.eval",

@@ -6,17 +6,15 @@ scores the linker. Thin layer over ``kgcult.link``.
 """
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
 import sys
 import time
-from contextlib import contextmanager
 
 import click
 
-from kgcult import langtags
+from kgcult import collector, langtags
 from kgcult.annotate import Annotator, parallel
 from kgcult.cli.main import info
 from kgcult.errors import KgcultError
@@ -117,22 +115,8 @@ class _WarnAbsentLangs:
 # 230 passes for 3,000 mentions, each also walking what the run keeps (modules, the index's
 # views, the memos). The linker's objects are short-lived or kept in memos, and rarely form
 # cycles, so a streaming run lets the young generation grow larger (a pass per 20,000) and
-# freezes what exists before it starts (imports, the opened index): never scanned again.
-GC_THRESHOLDS = (20_000, 20, 20)
-
-
-@contextmanager
-def _fewer_collections():
-    """The collector set as above while the block runs, as it was after it (a command run
-    in-process, by a test or a notebook, leaves it unchanged)."""
-    before = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
+# freezes what exists before it starts (imports, the opened index): never scanned again
+# (kgcult/collector.py).
 
 
 class LinkGroup(click.Group):
@@ -228,7 +212,7 @@ def link_group(ctx, mention, input_path, output_path, lang, topic, country, on_e
         where="stdin" if input_path == "-" else input_path, limits=limits))
     counts = {"mentions": 0, "resolved": 0, "ambiguous": 0, "unresolved": 0}
     t0 = time.perf_counter()
-    with atomic_open(output_path) as out, _fewer_collections():
+    with atomic_open(output_path) as out, collector.fewer_collections():
         for res in linker.link_many(mentions, batch=BATCH):
             counts["mentions"] += 1
             counts[res["status"]] += 1
