@@ -178,6 +178,9 @@ class Annotator:
         ix = self.ix
         bit = ix.topic_bit(row.topic)
         valid = lambda e: (ix.topic_bits[e] & bit) != 0 and e not in fd.names.generic  # noqa: E731
+        heads, names = fd.names.heads, fd.names.exact
+        begins = lambda q: fold(q) in heads  # noqa: E731 - some name of the topic begins so
+        maybe = lambda m: any(f in names or f in heads for f in _numbers(fold(m)))  # noqa: E731
         out: list[dict] = []
         skip_to = -1
         for i, s in enumerate(spans):
@@ -189,7 +192,7 @@ class Annotator:
             hit = None
             for end in reversed(ends):
                 q = reorder.qualifier(row.text[s["end"]:end], row.lang)
-                hits = reorder.reordered(ix, [head], q[0], row.lang, valid, q[1]) if q else {}
+                hits = reorder.reordered(ix, [head], q[0], row.lang, valid, begins, maybe) if q else {}
                 if len(hits) == 1:
                     hit = (end, *next(iter(hits.items())))
                     break
@@ -205,9 +208,9 @@ class Annotator:
                         "granularity": ent["granularity"], "granularity_score": ent["granularity_score"],
                         "country": list(ent["country"])})
             skip_to = end
-        return self._headed(row, fd, out, valid)
+        return self._headed(row, fd, out, valid, begins, maybe)
 
-    def _headed(self, row: TextRow, fd: Finder, spans: list[dict], valid) -> list[dict]:
+    def _headed(self, row: TextRow, fd: Finder, spans: list[dict], valid, begins, maybe) -> list[dict]:
         """A span that qualifies the word before it (maybe after a linking word), that word
         a name in the text's language that made no span (``pollo al burro``: butter
         chicken, pollo no food of the graph by itself): the two as one span when they read
@@ -219,8 +222,10 @@ class Annotator:
             hit = None
             for a, b in _preceding(row.text, s["start"], before):
                 q = reorder.qualifier(row.text[b:s["end"]], row.lang)
-                heads = reorder.named(ix, row.text[a:b], row.lang) if q is not None else []
-                hits = reorder.reordered(ix, heads, q[0], row.lang, valid, q[1]) if q is not None and heads else {}
+                if q is None or not any(begins(r) for r in reorder.renderings(ix, q[0], row.lang)):
+                    continue  # no name begins with the qualifier: the head is not looked up
+                heads = reorder.named(ix, row.text[a:b], row.lang)
+                hits = reorder.reordered(ix, heads, q[0], row.lang, valid, begins, maybe) if heads else {}
                 if len(hits) == 1:
                     hit = (a, *next(iter(hits.items())))
                     break
@@ -490,6 +495,19 @@ def _preceding(text: str, end: int, floor: int) -> list[tuple[int, int]]:
             out.append((floor + m.start(1), floor + m.end(1)))
         tail = tail[:m.start(1)]
     return out
+
+
+def _numbers(key: str) -> tuple[str, ...]:
+    """A folded English name in both numbers, as a name may be written (``tomato sauce``,
+    ``tomato sauces``; ``black bean``, ``black beans``; ``berry``, ``berries``)."""
+    out = [key, key + "s", key + "es"]
+    if key.endswith("y"):
+        out.append(key[:-1] + "ies")
+    if key.endswith("s"):
+        out.append(key[:-1])
+    if key.endswith("ies"):
+        out.append(key[:-3] + "y")
+    return tuple(out)
 
 
 def _following(text: str, pos: int) -> list[int]:

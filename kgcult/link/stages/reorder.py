@@ -21,7 +21,7 @@ is no head and qualifier).
 """
 from __future__ import annotations
 
-from kgcult.link import affixes, scripts
+from kgcult.link import affixes, memo, scripts
 from kgcult.link.index.reader import LabelIndex
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.lexical import exact, normalized
@@ -29,6 +29,7 @@ from kgcult.link.stages.lexical import exact, normalized
 ENGLISH = ("en",)
 MAX_QUALIFIER = 2  # words
 MIN_LETTERS = 3  # in an English name composed
+_MEMOS: dict = {}  # per index: bounded memos of English names and renderings
 
 
 def head_first(lang: str, topic: str | None) -> bool:
@@ -80,34 +81,57 @@ def qualifier(tail: str, lang: str) -> tuple[str, bool] | None:
     return " ".join(rest), linked
 
 
-def renderings(ix: LabelIndex, qualifier: str, lang: str, linked: bool) -> list[str]:
+def renderings(ix: LabelIndex, qualifier: str, lang: str) -> list[str]:
     """The qualifier in English: as written, romanized (a loan or a foreign name; not in a
     script without short vowels), then the English names of the entities it names in
-    ``lang``."""
-    out = []
-    if not scripts.abjad(qualifier):
-        q = scripts.romanize(qualifier, lang)
-        if sum(c.isalpha() for c in q) >= MIN_LETTERS:
-            out.append(q)
-    eids = named(ix, qualifier, lang)
-    if eids:
-        out += english_names(ix, eids)
-    return list(dict.fromkeys(out))
+    ``lang``; remembered per index."""
+    m = _memo(ix, "renderings")
+    key = (qualifier, lang)
+    got = m.get(key)
+    if got is None:
+        out = []
+        if not scripts.abjad(qualifier):
+            q = scripts.romanize(qualifier, lang)
+            if sum(c.isalpha() for c in q) >= MIN_LETTERS:
+                out.append(q)
+        eids = named(ix, qualifier, lang)
+        if eids:
+            out += english_names(ix, eids)
+        got = m.put(key, list(dict.fromkeys(out)))
+    return got
+
+
+def _memo(ix: LabelIndex, kind: str) -> memo.Memo:
+    """The bounded memo ``kind`` of ``ix`` (a new index gets new ones)."""
+    got = _MEMOS.get((id(ix), kind))
+    if got is None or got[0] is not ix:
+        got = _MEMOS[(id(ix), kind)] = (ix, memo.Memo(memo.MENTIONS))
+    return got[1]
 
 
 def english_names(ix: LabelIndex, eids) -> list[str]:
     """The English names of ``eids`` that are words: three letters or more (not a flag's
-    emoji, 🇩🇿, nor a code, dz)."""
-    return [n for _e, _lg, n in ix.names_of(eids, ENGLISH) if sum(c.isalpha() for c in n) >= MIN_LETTERS]
+    emoji, 🇩🇿, nor a code, dz); remembered per index."""
+    m = _memo(ix, "english")
+    key = tuple(sorted(eids))
+    got = m.get(key)
+    if got is None:
+        got = m.put(key, [n for _e, _lg, n in ix.names_of(key, ENGLISH)
+                          if sum(c.isalpha() for c in n) >= MIN_LETTERS])
+    return got
 
 
-def reordered(ix: LabelIndex, head_eids, qualifier: str, lang: str, valid=None, linked: bool = False) -> dict:
+def reordered(ix: LabelIndex, head_eids, qualifier: str, lang: str, valid=None, begins=None,
+              maybe=None) -> dict:
     """``{eid: (alias, "en", None)}``: the entities with an English name that is an
     English rendering of ``qualifier`` (:func:`renderings`) before an English name of one
-    of ``head_eids``, other than those; ``valid(eid)``: which count (a topic's)."""
+    of ``head_eids``, other than those; ``valid(eid)``: which count (a topic's). Two cheap
+    tests skip lookups that cannot succeed (the annotator's dictionary answers them):
+    ``begins(rendering)``, whether some name begins so; ``maybe(name made)``, whether it
+    may be a name (in some number)."""
     if not head_eids:
         return {}
-    qs = renderings(ix, qualifier, lang, linked)
+    qs = [q for q in renderings(ix, qualifier, lang) if begins is None or begins(q)]
     if not qs:
         return {}
     out: dict = {}
@@ -115,6 +139,8 @@ def reordered(ix: LabelIndex, head_eids, qualifier: str, lang: str, valid=None, 
     for q in qs:
         for name in heads:
             made = f"{q} {name}"
+            if maybe is not None and not maybe(made):
+                continue
             for eid, v in (exact(ix, made, "en") or normalized(ix, made, "en")).items():
                 if eid in head_eids or (valid is not None and not valid(eid)):
                     continue
@@ -132,8 +158,8 @@ def search(ix: LabelIndex, mention: str, lang: str, topic: str | None, valid=Non
     parts = split(mention, lang)
     if parts is None:
         return {}
-    head, qualifier, linked = parts
-    return reordered(ix, named(ix, head, lang), qualifier, lang, valid, linked)
+    head, qualifier, _linked = parts
+    return reordered(ix, named(ix, head, lang), qualifier, lang, valid)
 
 
 class Reorder(Stage):
