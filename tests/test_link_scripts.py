@@ -78,6 +78,21 @@ def test_thai_compound_with_an_inner_final_read_again():
     assert thai.linking_variants("เชียงใหม่") == [] and thai.linking_variants("Ratchaburi") == []
 
 
+def test_thai_readings_the_spelling_hides():
+    """สร ซร at a syllable's head an s, or an a between two consonants that are no cluster;
+    อ before a consonant with its own vowel an a, a stop so written closing the open
+    syllable before it; a last short i silent: variants after the written key (never it),
+    fewest changes first; ทร is left alone (ทริป is trip, not sip), as is อง (ong)."""
+    assert scripts.romanize("สระแก้ว", "th") == "srakaeo"
+    assert thai.spoken_variants("สระแก้ว") == ["sakaeo", "sarakaeo"]
+    assert "ayutthaya" in thai.spoken_variants("อยุธยา")
+    assert thai.spoken_variants("นราธิวาส") == ["narathiwat"]
+    assert "chaiyaphum" in thai.spoken_variants("ชัยภูมิ")  # with the linking variant
+    assert thai.spoken_variants("ทริป") == [] and thai.spoken_variants("ภูเก็ต") == []
+    assert not any(k.startswith("ang") for k in thai.spoken_variants("องครักษ์"))
+    assert thai.spoken_variants("Sa Kaeo") == []
+
+
 def test_last_inherent_vowel_of_a_brahmic_name_said():
     """A Brahmic name ending in a bare consonant, with its inherent vowel said, as English
     spells Sanskrit names (Kerala, Maharashtra); nothing for one ending in a vowel."""
@@ -163,6 +178,8 @@ def linker(tmp_path_factory):
     ("केरल", "hi", "place", "Q99250", "cross-script"),            # keral, its last inherent vowel said: kerala
     ("ราชบุรี", "th", "place", "Q99251", "cross-script"),          # ratburi, its inner final read again: ratchaburi
     ("มาร์มารา", "th", "place", "Q99252", "cross-script"),         # mamara, read as a foreign name: marmara
+    ("สระแก้ว", "th", "place", "Q99256", "cross-script"),          # srakaeo, สร read as spoken: sakaeo
+    ("อยุธยา", "th", "place", "Q99257", "cross-script"),           # yuthaya, read as spoken: ayutthaya
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)

@@ -147,6 +147,64 @@ def linking_variants(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+# readings the spelling hides, each tried as an alternative for one syllable (spoken_variants)
+# (สร ซร; not ทร, an s in Thai words but a tr in borrowed ones: ทริป trip, not Cyprus)
+_HEAD_SILENT_RO = re.compile("^([\u0e40-\u0e44]?)[\u0e2a\u0e0b]\u0e23(?=[\u0e30-\u0e39\u0e40-\u0e44\u0e48-\u0e4b]|$)")
+# the first letters of the clusters (ร ล ว after them: no a between); ทร too (s, or tr in a loan)
+_TRUE_CLUSTER_FIRST = set("\u0e01\u0e02\u0e04\u0e14\u0e15\u0e17\u0e1a\u0e1b\u0e1c\u0e1e\u0e1f")  # ก ข ค ด ต ท บ ป ผ พ ฟ
+_CONSONANTS = set(chr(c) for c in range(0x0E01, 0x0E2F))
+MAX_SPOKEN = 16  # spellings tried per name
+
+
+def spoken_variants(text: str) -> list[str]:
+    """The compact keys of a one-word Thai name with readings its spelling hides, as RTGS
+    spells the spoken name: at a syllable's head, สร ซร as an s (สระแก้ว sa kaeo), two
+    consonants that are no cluster with an a between them (นราธิวาส narathiwat, สระบุรี
+    saraburi; a stop so written after an open syllable closes it too: อยุ|ธยา
+    ayutthaya), an อ before a consonant at a syllable's head as an a (อยุธยา), a last short i
+    silent (ชัยภูมิ chaiyaphum); each also with the inner finals of
+    :func:`linking_variants` read again. Without the written key and the linking variants,
+    fewest changes first, at most :data:`MAX_SPOKEN`; ``[]`` for another name."""
+    t = _one_word(text)
+    if t is None:
+        return []
+    romanize = rules()[0]
+    ps = parts(t)
+    alts: list[list[str]] = []
+    for i, (syl, r) in enumerate(ps):
+        opts = [r]
+        m = _HEAD_SILENT_RO.match(syl)
+        if m:
+            opts.append(_clustered(romanize, m.group(1) + "\u0e0b" + syl[m.end():]))
+        core = syl.lstrip("\u0e40\u0e41\u0e42\u0e43\u0e44")
+        if (len(core) > 2 and core[0] in _CONSONANTS and core[1] in _CONSONANTS and core[0] != "\u0e2d"
+                and core[0] not in _TRUE_CLUSTER_FIRST and syl == core):
+            opts.append(_onset(romanize, core[0]) + "a" + romanize(core[1:]))
+            # after an open syllable a stop so written closes it too (อยุ|ธยา a-yut-tha-ya)
+            coda = romanize("\u0e2d\u0e31" + core[0])[1:]
+            if i and coda in ("k", "t", "p") and ps[i - 1][1][-1:] in "aeiou":
+                opts.append(coda + opts[-1])
+        # (อ, then a consonant with a vowel of its own: อยุ; not อง, ong, the อ a vowel there)
+        if len(syl) > 2 and syl[0] == "\u0e2d" and syl[1] in _CONSONANTS and syl[2] not in _CONSONANTS:
+            opts.append("a" + romanize(syl[1:]))
+        if i == len(ps) - 1 and len(syl) > 2 and syl[-1] == "\u0e34" and syl[-2] in _CONSONANTS:
+            opts.append(romanize(syl[:-1]))
+        # an inner final read again, with an a, as the next syllable's head (linking_variants)
+        if i < len(ps) - 1 and syl[-1:] in _RELINKED and (r[-1:] not in "aeiou" or syl[-1] == "\u0e22") and len(syl) > 1:
+            opts += [o + _onset(romanize, syl[-1]) + "a" for o in list(opts)]
+        alts.append(list(dict.fromkeys(o for o in opts if o)))
+    written = {_key(ps)} | set(linking_variants(t))
+    combos = sorted(itertools.product(*[range(len(a)) for a in alts]), key=lambda c: (sum(1 for x in c if x), c))
+    out: list[str] = []
+    for c in combos:
+        key = _NON_ALNUM.sub("", "".join(alts[i][x] for i, x in enumerate(c)).lower())
+        if key and key not in written and key not in out:
+            out.append(key)
+            if len(out) >= MAX_SPOKEN:
+                break
+    return out
+
+
 def _onset(romanize, letter: str) -> str:
     """A consonant's sound at the head of a syllable (พา pha: ph)."""
     return romanize(letter + _AA)[:-1]

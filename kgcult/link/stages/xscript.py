@@ -288,8 +288,9 @@ class CrossScript(Stage):
                 if found:
                     return found
         if not self.fuzzy:
-            # a Pali or Sanskrit compound with an inner final read again (ราชบุรี ratchaburi)
-            for key in thai.linking_variants(text):
+            # a Pali or Sanskrit compound with an inner final read again (ราชบุรี ratchaburi),
+            # then readings the Thai spelling hides (สระแก้ว sa kaeo, อยุธยา ayutthaya)
+            for key in thai.linking_variants(text) + thai.spoken_variants(text):
                 found = self._exact(pool, key, text)
                 if found:
                     return found
