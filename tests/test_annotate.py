@@ -71,6 +71,9 @@ def test_head_and_foreign_qualifier_one_span_in_english_order(ann):
     # a head that is no food by itself (pollo, the animal) before its qualifier
     assert spans(ann, "Hoy pollo a la mantequilla.", "es") == [("pollo a la mantequilla", "Q91125")]
     assert spans(ann, "Hoy pollo y mantequilla.", "es") == [("mantequilla", "Q91124")]
+    # a compound written qualifier first without a space, with no Japanese label: the
+    # segmenter's word goes to the linker, whose reorder stage reads 豆|乳
+    assert spans(ann, "朝は豆乳を飲みました。", "ja") == [("豆乳", "Q91128")]
 
 
 def test_japanese_and_chinese_names_inside_runs(ann):

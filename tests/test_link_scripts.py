@@ -203,6 +203,10 @@ def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
     assert reorder.split("arroz", "es") is None and reorder.split("arroz de la casa vieja", "es") is None
     assert linker.link("arroz jollof", lang="es", topic="place")["match"] != "reordered"
     assert linker.link("arroz jollof", lang="de", topic="food")["match"] != "reordered"  # not head-first
+    # head-last: a word cut in two, its parts' English names in the order written
+    r = linker.link("抹茶アイス", lang="ja", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99260", "reordered"), r
+    assert linker.link("アイス抹茶", lang="ja", topic="food")["qid"] is None  # no "ice cream matcha"
 
 
 def test_cross_script_needs_the_topic_and_a_name(linker):

@@ -18,7 +18,7 @@ from kgcult import extras
 from kgcult.link import Linker, pipeline
 from kgcult.link.thai import corpus as thai_corpus
 
-STAGES = ("gazetteer", "affix", "xscript", "stem", "anyfuzzy", "xfuzzy")
+STAGES = ("gazetteer", "affix", "xscript", "stem", "reorder", "anyfuzzy", "xfuzzy")
 FEATURE = "kgcult annotate's Thai stopwords"
 MIN_CHARS = 3
 MEMO = 50_000
@@ -35,7 +35,8 @@ class Guess:
 
 
 # the stage that makes each kind of match the grammar file lists
-MATCH_STAGE = {"gazetteer": "gazetteer", "stem": "stem", "any-language-fuzzy": "anyfuzzy", "affix": "affix", "cross-script": "xscript", "cross-script-fuzzy": "xfuzzy"}
+MATCH_STAGE = {"gazetteer": "gazetteer", "stem": "stem", "any-language-fuzzy": "anyfuzzy", "affix": "affix",
+               "cross-script": "xscript", "cross-script-fuzzy": "xfuzzy", "reordered": "reorder"}
 
 
 def stages() -> tuple[str, ...]:

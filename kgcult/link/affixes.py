@@ -85,6 +85,14 @@ def head_first(lang: str, topic: str | None) -> bool:
 
 
 @lru_cache(maxsize=None)
+def head_last(lang: str, topic: str | None) -> bool:
+    """Whether ``lang`` (its base language) writes a compound's qualifier right before its
+    head, without a space, in names of ``topic`` (``味噌汁``: ``head_last``)."""
+    d = _data().get("head_last", {})
+    return normalize.base_lang(lang) in d.get("languages", ()) and topic in d.get("topics", ())
+
+
+@lru_cache(maxsize=None)
 def linking_words(lang: str) -> tuple[str, ...]:
     """The words (or elided articles, ``d'``) that may stand between a head noun and what
     qualifies it in ``lang`` (``salsa de tomate``), longest first."""

@@ -6,7 +6,10 @@ head first, looked up as English writes the name, the qualifier first:
   Olivier`` -> Olivier salad;
 * the name of an entity qualifying it, after a linking word of the language or none,
   put into English by that entity's English names: ``salsa de tomate`` -> tomato sauce,
-  ``pollo al burro`` -> butter chicken, ``торт Шварцвальд`` -> Black Forest cake.
+  ``pollo al burro`` -> butter chicken, ``торт Шварцвальд`` -> Black Forest cake;
+* in a language that writes a compound's qualifier right before its head, with no
+  space (``head_last``: ja ko zh), the two parts of a word the same way, in the order
+  written: ``味噌汁`` (miso, soup) -> miso soup.
 
 The head names an entity in the mention's language (verbatim, normalized, or a case form
 of a name: ``курицу``, ``курица``); each of its English names is put after each English
@@ -152,14 +155,28 @@ def reordered(ix: LabelIndex, head_eids, qualifier: str, lang: str, valid=None, 
 
 def search(ix: LabelIndex, mention: str, lang: str, topic: str | None, valid=None) -> dict:
     """The hits of a mention that is a head and its qualifier (none for another mention,
-    language or topic)."""
-    if not head_first(lang, topic):
-        return {}
-    parts = split(mention, lang)
-    if parts is None:
-        return {}
-    head, qualifier, _linked = parts
-    return reordered(ix, named(ix, head, lang), qualifier, lang, valid)
+    language or topic): in a head-first language, split by :func:`split`; in a head-last
+    one, a word cut in two, the shortest qualifier first (``味噌|汁``)."""
+    if head_first(lang, topic):
+        parts = split(mention, lang)
+        if parts is None:
+            return {}
+        head, qualifier, _linked = parts
+        return reordered(ix, named(ix, head, lang), qualifier, lang, valid)
+    if head_last(lang, topic) and " " not in mention.strip():
+        word = mention.strip()
+        for k in range(1, len(word)):
+            heads = named(ix, word[k:], lang)
+            hits = reordered(ix, heads, word[:k], lang, valid) if heads else {}
+            if hits:
+                return hits
+    return {}
+
+
+def head_last(lang: str, topic: str | None) -> bool:
+    """Whether ``lang`` writes a compound's qualifier right before its head, without a
+    space, in names of ``topic`` (``味噌汁``: miso soup)."""
+    return affixes.head_last(lang, topic)
 
 
 class Reorder(Stage):
