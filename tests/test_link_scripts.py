@@ -207,6 +207,9 @@ def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
     r = linker.link("抹茶アイス", lang="ja", topic="food")
     assert (r["qid"], r["match"]) == ("Q99260", "reordered"), r
     assert linker.link("アイス抹茶", lang="ja", topic="food")["qid"] is None  # no "ice cream matcha"
+    r = linker.link("Pitabrot", lang="de", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99262", "reordered"), r
+    assert linker.link("Brotpita", lang="de", topic="food")["qid"] is None  # no "bread pita"
 
 
 def test_cross_script_needs_the_topic_and_a_name(linker):

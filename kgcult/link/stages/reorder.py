@@ -8,8 +8,9 @@ head first, looked up as English writes the name, the qualifier first:
   put into English by that entity's English names: ``salsa de tomate`` -> tomato sauce,
   ``pollo al burro`` -> butter chicken, ``торт Шварцвальд`` -> Black Forest cake;
 * in a language that writes a compound's qualifier right before its head, with no
-  space (``head_last``: ja ko zh), the two parts of a word the same way, in the order
-  written: ``味噌汁`` (miso, soup) -> miso soup.
+  space (``head_last``: ja ko zh, and the compounding languages, de nl sv fi ...), the
+  two parts of a word the same way, in the order written: ``味噌汁`` (miso, soup) -> miso
+  soup, ``Pitabrot`` -> pita bread.
 
 The head names an entity in the mention's language (verbatim, normalized, or a case form
 of a name: ``курицу``, ``курица``); each of its English names is put after each English
@@ -32,6 +33,8 @@ from kgcult.link.stages.lexical import exact, normalized
 ENGLISH = ("en",)
 MAX_QUALIFIER = 2  # words
 MIN_LETTERS = 3  # in an English name composed
+MIN_PART = 3  # letters of each part of a compound cut in two, but in the scripts below
+_SYLLABLES = frozenset({"CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "HANGUL"})  # a letter is a syllable
 _MEMOS: dict = {}  # per index: bounded memos of English names and renderings
 
 
@@ -165,7 +168,8 @@ def search(ix: LabelIndex, mention: str, lang: str, topic: str | None, valid=Non
         return reordered(ix, named(ix, head, lang), qualifier, lang, valid)
     if head_last(lang, topic) and " " not in mention.strip():
         word = mention.strip()
-        for k in range(1, len(word)):
+        least = 1 if scripts.scripts_in(word) <= _SYLLABLES else MIN_PART  # 蛋|挞; Pita|brot
+        for k in range(least, len(word) - least + 1):
             heads = named(ix, word[k:], lang)
             hits = reordered(ix, heads, word[:k], lang, valid) if heads else {}
             if hits:
