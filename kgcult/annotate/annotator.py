@@ -4,11 +4,10 @@ the text's context (``choose``), the span's record built with the linker's field
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import Iterable, Iterator
 
-from kgcult.annotate import across
+from kgcult.annotate import across, qualified
 from kgcult.annotate import grammar as gram
 from kgcult.annotate.choose import _containers, choose
 from kgcult.annotate.finder import Finder, select
@@ -158,7 +157,7 @@ class Annotator:
                 span["decided_by"] = steps
             out.append(span)
         if reorder.head_first(row.lang, row.topic):
-            out = self._reordered(row, fd, out)
+            out = qualified.spans(self.ix, self.records, row, fd, out)
         if fd.g.across and across.stages():
             more = self._across_spans(row, fd, out)
             out = [s for s in out if not any(m["start"] <= s["start"] and s["end"] <= m["end"] for m in more)]
@@ -167,79 +166,6 @@ class Annotator:
             out = [s for s in out if not _attribute(row.text, s["start"], fd.g.attributive)]
         if fd.g.trailing_marks:
             out = [_without_trailing_marks(row.text, s, fd.g.trailing_marks) for s in out]
-        return out
-
-    def _reordered(self, row: TextRow, fd: Finder, spans: list[dict]) -> list[dict]:
-        """A span and the words after it as one span, where the span is a head and the
-        words what qualifies it (maybe after a linking word), and the two read in English
-        order, the qualifier first, are the name of another entity of the topic (``arroz
-        jollof``: jollof rice; ``salsa de tomate``: tomato sauce; the linker's ``reorder``
-        stage); the longest such run of words."""
-        ix = self.ix
-        bit = ix.topic_bit(row.topic)
-        valid = lambda e: (ix.topic_bits[e] & bit) != 0 and e not in fd.names.generic  # noqa: E731
-        heads, names = fd.names.heads, fd.names.exact
-        begins = lambda q: fold(q) in heads  # noqa: E731 - some name of the topic begins so
-        maybe = lambda m: any(f in names or f in heads for f in _numbers(fold(m)))  # noqa: E731
-        out: list[dict] = []
-        skip_to = -1
-        for i, s in enumerate(spans):
-            if s["start"] < skip_to:
-                continue
-            later = spans[i + 1] if i + 1 < len(spans) else None
-            ends = [e for e in _following(row.text, s["end"]) if later is None or not later["start"] < e < later["end"]]
-            head = ix.eid_of[s["qid"]]
-            hit = None
-            for end in reversed(ends):
-                q = reorder.qualifier(row.text[s["end"]:end], row.lang)
-                hits = reorder.reordered(ix, [head], q[0], row.lang, valid, begins, maybe) if q else {}
-                if len(hits) == 1:
-                    hit = (end, *next(iter(hits.items())))
-                    break
-            if hit is None:
-                out.append(s)
-                continue
-            end, eid, (alias, _lg, _d) = hit
-            ent = self.records.entity(eid, row.lang, row.topic)
-            out.append({"start": s["start"], "end": end, "text": row.text[s["start"]:end],
-                        "qid": ent["qid"], "label": ent["label"] or ent["label_en"],
-                        "match": f"reordered-{'alias' if alias else 'label'}",
-                        "evidence": [list(x) for x in ent["evidence"]],
-                        "granularity": ent["granularity"], "granularity_score": ent["granularity_score"],
-                        "country": list(ent["country"])})
-            skip_to = end
-        return self._headed(row, fd, out, valid, begins, maybe)
-
-    def _headed(self, row: TextRow, fd: Finder, spans: list[dict], valid, begins, maybe) -> list[dict]:
-        """A span that qualifies the word before it (maybe after a linking word), that word
-        a name in the text's language that made no span (``pollo al burro``: butter
-        chicken, pollo no food of the graph by itself): the two as one span when they read
-        as :meth:`_reordered` reads them."""
-        ix = self.ix
-        out: list[dict] = []
-        for i, s in enumerate(spans):
-            before = spans[i - 1]["end"] if i else 0
-            hit = None
-            for a, b in _preceding(row.text, s["start"], before):
-                q = reorder.qualifier(row.text[b:s["end"]], row.lang)
-                if q is None or not any(begins(r) for r in reorder.renderings(ix, q[0], row.lang)):
-                    continue  # no name begins with the qualifier: the head is not looked up
-                heads = reorder.named(ix, row.text[a:b], row.lang)
-                hits = reorder.reordered(ix, heads, q[0], row.lang, valid, begins, maybe) if heads else {}
-                if len(hits) == 1:
-                    hit = (a, *next(iter(hits.items())))
-                    break
-            if hit is None:
-                out.append(s)
-                continue
-            start, eid, (alias, _lg, _d) = hit
-            ent = self.records.entity(eid, row.lang, row.topic)
-            out.append({"start": start, "end": s["end"], "text": row.text[start:s["end"]],
-                        "qid": ent["qid"], "label": ent["label"] or ent["label_en"],
-                        "match": f"reordered-{'alias' if alias else 'label'}",
-                        "evidence": [list(x) for x in ent["evidence"]],
-                        "granularity": ent["granularity"], "granularity_score": ent["granularity_score"],
-                        "country": list(ent["country"])})
         return out
 
     def _cross(self) -> across.Across:
@@ -472,52 +398,6 @@ def _kinds(g, known: int) -> tuple[str, ...]:
 
 
 _FUZZY = "cross-script-fuzzy"
-# the words after a span, one space between each (an elided article on one: d'oignon)
-_FOLLOWING = re.compile(r" ([^\W\d_]+['\u2019])?[^\W\d_]+")
-_MAX_AFTER = 4  # words a qualifier and its linking words may take after its head
-
-
-_LAST_WORD = re.compile(r"([^\W\d_]+['\u2019]?)( ?)$")
-
-
-def _preceding(text: str, end: int, floor: int) -> list[tuple[int, int]]:
-    """(start, end) of the words that may head a span beginning at ``end``: the word
-    right before it, then the two before that (linking words between: ``pollo al``),
-    nearest first; one space between words (none after an elided article, ``d'``), none
-    before ``floor``."""
-    out = []
-    tail = text[floor:end]
-    for _ in range(3):
-        m = _LAST_WORD.search(tail)
-        if m is None or bool(m.group(2)) == m.group(1).endswith(("'", "\u2019")):
-            break
-        if not m.group(1).endswith(("'", "\u2019")):
-            out.append((floor + m.start(1), floor + m.end(1)))
-        tail = tail[:m.start(1)]
-    return out
-
-
-def _numbers(key: str) -> tuple[str, ...]:
-    """A folded English name in both numbers, as a name may be written (``tomato sauce``,
-    ``tomato sauces``; ``black bean``, ``black beans``; ``berry``, ``berries``)."""
-    out = [key, key + "s", key + "es"]
-    if key.endswith("y"):
-        out.append(key[:-1] + "ies")
-    if key.endswith("s"):
-        out.append(key[:-1])
-    if key.endswith("ies"):
-        out.append(key[:-3] + "y")
-    return tuple(out)
-
-
-def _following(text: str, pos: int) -> list[int]:
-    """Where each of the (at most :data:`_MAX_AFTER`) words right after ``pos`` ends."""
-    ends: list[int] = []
-    m = _FOLLOWING.match(text, pos)
-    while m is not None and len(ends) < _MAX_AFTER:
-        ends.append(m.end())
-        m = _FOLLOWING.match(text, m.end())
-    return ends
 
 
 def _local_kinds(g, known: int) -> tuple[str, ...]:

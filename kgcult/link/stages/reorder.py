@@ -19,11 +19,13 @@ name so made (exact, then normalized) is the hit. Nothing is translated but thro
 graph's own names: a word of the language that names nothing (``verde``) makes no
 English name.
 
-The languages, their linking words and the topics are data: ``head_first`` in
-``ontology/link-affixes.json`` (dishes are so named; places are not: ``China Taipei``
-is no head and qualifier).
+The languages, their linking words and the topics are data: ``head_first`` and
+``head_last`` in ``ontology/link-affixes.json`` (dishes are so named; places are not:
+``China Taipei`` is no head and qualifier).
 """
 from __future__ import annotations
+
+import weakref
 
 from kgcult.link import affixes, memo, scripts
 from kgcult.link.index.reader import LabelIndex
@@ -35,7 +37,8 @@ MAX_QUALIFIER = 2  # words
 MIN_LETTERS = 3  # in an English name composed
 MIN_PART = 3  # letters of each part of a compound cut in two, but in the scripts below
 _SYLLABLES = frozenset({"CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "HANGUL"})  # a letter is a syllable
-_MEMOS: dict = {}  # per index: bounded memos of English names and renderings
+# per index (not keeping it open): bounded memos of English names and renderings
+_MEMOS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def head_first(lang: str, topic: str | None) -> bool:
@@ -108,11 +111,14 @@ def renderings(ix: LabelIndex, qualifier: str, lang: str) -> list[str]:
 
 
 def _memo(ix: LabelIndex, kind: str) -> memo.Memo:
-    """The bounded memo ``kind`` of ``ix`` (a new index gets new ones)."""
-    got = _MEMOS.get((id(ix), kind))
-    if got is None or got[0] is not ix:
-        got = _MEMOS[(id(ix), kind)] = (ix, memo.Memo(memo.MENTIONS))
-    return got[1]
+    """The bounded memo ``kind`` of ``ix``."""
+    per = _MEMOS.get(ix)
+    if per is None:
+        per = _MEMOS[ix] = {}
+    got = per.get(kind)
+    if got is None:
+        got = per[kind] = memo.Memo(memo.MENTIONS)
+    return got
 
 
 def english_names(ix: LabelIndex, eids) -> list[str]:
