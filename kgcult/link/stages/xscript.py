@@ -213,19 +213,22 @@ class CrossPool:
         return by_len
 
     @staticmethod
-    def hits(rows: list[tuple], key: str, keep=None) -> dict:
+    def hits(rows: list[tuple], key: str, keep=None, unwritten: bool = False) -> dict:
         """{eid: (0, lang, order)} of (key, eid, flag, support, lang) rows: the order is the
         edit distance of the entity's nearest name's key to ``key`` (both folded as
-        skeletons fold consonants), half an edit more for a name whose designator was taken
-        off (``Lampang`` before ``Lampang Province``), and, below a tenth of an edit, fewer
-        languages that call the entity so (a name many languages give it before a stub's
-        one name); ``keep(name key)``: which rows count."""
+        skeletons fold consonants; none for a spelling in Arabic script, ``unwritten``,
+        which writes no short vowel: the vowels a name adds are no evidence against it,
+        حمص is Hummus as much as Hams), half an edit more for a name whose designator was
+        taken off (``Lampang`` before ``Lampang Province``), and, below a tenth of an edit,
+        fewer languages that call the entity so (a name many languages give it before a
+        stub's one name); ``keep(name key)``: which rows count."""
         out: dict = {}
         fk = key.translate(_FOLD)
         for k, eid, flag, support, lg, _words in rows:
             if keep is not None and not keep(k):
                 continue
-            d = Levenshtein.distance(fk, k.translate(_FOLD)) + 0.5 * flag + round(0.1 / (1 + support), 4)
+            edits = 0 if unwritten else Levenshtein.distance(fk, k.translate(_FOLD))
+            d = edits + 0.5 * flag + round(0.1 / (1 + support), 4)
             cur = out.get(eid)
             if cur is None or (d, lg) < (cur[2], cur[1]):
                 out[eid] = (0, lg, d)
@@ -311,7 +314,7 @@ class CrossScript(Stage):
                 return {}
             # a spaced script: a name of as many words (البيلميني is not "palm wine")
             rows = [r for r in pool.by_skel(sk) if r[5] == words]
-            return pool.hits(rows, key, scripts.abjad_matcher(key)) if rows else {}
+            return pool.hits(rows, key, scripts.abjad_matcher(key), unwritten=True) if rows else {}
         return pool.hits(pool.by_key(key), key) if len(key) >= MIN_KEY else {}
 
     def _fuzzy(self, pool: CrossPool, key: str, text: str) -> dict:
