@@ -452,25 +452,39 @@ def test_lexicon_file_read_by_first_letter_answers_as_the_whole_list(tmp_path):
     assert Lexicon(words).covering(run) is words  # without a file: the whole list
 
 
-def test_dictionary_file_keeps_each_language_part_apart():
+def test_dictionary_file_keeps_each_language_part_apart(tmp_path):
     """A topic's dictionary file keeps each language's stems, forms, common and own words
     marshalled apart (``names.PerLanguage``): read back, a language's part is what was
-    saved, and decoded only when asked for."""
+    saved, and decoded only when asked for. Its exact names and their beginnings are
+    tries beside it, memory-mapped when read: the same codes, in the same order."""
     import marshal
 
     from kgcult.annotate.names import Names
 
-    names = Names(topic="food", langs=["de", "fr"], exact={"kase": (4,)},
+    names = Names(topic="food", langs=["de", "fr"], exact={"kase": (4, 9), "brot": (12,)},
+                  heads={"kase", "\x00kas"},
                   stem={"de": {"kas": (4,)}, "fr": {"fromag": (8,)}}, forms={"de": {"kas": ("kase",)}},
                   common={"de": frozenset({"kase"})}, own={"fr": frozenset({2})})
-    back = Names.loads(names.dump())
-    assert back is not None and back.exact == names.exact
+    p = tmp_path / "annotate-food-x-v1.marshal"
+    names.save(p)
+    assert sorted(f.name for f in tmp_path.iterdir()) == [
+        "annotate-food-x-v1.exact.marisa", "annotate-food-x-v1.heads.marisa", "annotate-food-x-v1.marshal"]
+    back = Names.load(p)
+    assert back is not None and dict(back.exact.items()) == names.exact
+    assert back.exact.get("kase") == (4, 9) and back.exact.get("kas") is None and "brot" in back.exact
+    assert "\x00kas" in back.heads and "kas" not in back.heads
     assert back.stem._parts["fr"] == marshal.dumps({"fromag": (8,)})  # not decoded yet
     assert back.stem.get("de") == {"kas": (4,)} and back.stem["fr"] == {"fromag": (8,)}
     assert back.stem.get("ru") is None and "ru" not in back.stem and sorted(back.stem) == ["de", "fr"]
     assert back.forms["de"] == {"kas": ("kase",)} and back.common.get("de") == frozenset({"kase"})
     assert back.own.get("fr") == frozenset({2}) and back.own.get("de", ()) == ()
-    assert Names.loads(back.dump()).stem["fr"] == {"fromag": (8,)}  # saved again as read
+    again = tmp_path / "again" / "annotate-food-x-v1.marshal"
+    again.parent.mkdir()
+    back.save(again)  # saved again as read
+    assert Names.load(again).stem["fr"] == {"fromag": (8,)} and Names.load(again).exact.get("kase") == (4, 9)
+    (tmp_path / "annotate-food-x-v1.heads.marisa").unlink()
+    with pytest.raises(RuntimeError):  # a part missing: load_or_build builds the dictionary again
+        Names.load(p)
 
 
 def test_lower_case_word_is_no_place_name(ann):
@@ -726,20 +740,24 @@ def test_link_index_makes_the_annotators_dictionaries_ready(tmp_path):
 
 def test_other_versions_dictionaries_kept_but_the_newest_few(tmp_path):
     """Saving a dictionary removes the files of other grammar files or formats beside it
-    but the newest :data:`KEEP_OTHERS`: two checkouts sharing a store keep each other's."""
+    (a version's marshalled file and its tries together) but the newest
+    :data:`KEEP_OTHERS`: two checkouts sharing a store keep each other's."""
     import os
 
     from kgcult.annotate import names
 
     for i, h in enumerate(["aaa", "bbb", "ccc", "ddd"]):
-        f = tmp_path / f"annotate-food-{h}-v1.marshal"
-        f.write_bytes(b"x")
-        os.utime(f, (1000 + i, 1000 + i))
-    (tmp_path / "annotate-words-en-aaa-v1.marshal").write_bytes(b"x")  # another prefix: kept
-    names._save(tmp_path / "annotate-food-eee-v1.marshal", b"new", "annotate-food")
+        for ext in ("marshal", "exact.marisa", "heads.marisa"):
+            f = tmp_path / f"annotate-food-{h}-v1.{ext}"
+            f.write_bytes(b"x")
+            os.utime(f, (1000 + i, 1000 + i))
+    (tmp_path / "annotate-words-en-aaa-v1.everyday.marisa").write_bytes(b"x")  # another prefix: kept
+    (tmp_path / "annotate-food-eee-v1.marshal").write_bytes(b"new")
+    names._remove_older(tmp_path / "annotate-food-eee-v1.marshal", "annotate-food")
     left = sorted(p.name for p in tmp_path.iterdir())
-    assert left == ["annotate-food-ccc-v1.marshal", "annotate-food-ddd-v1.marshal",
-                    "annotate-food-eee-v1.marshal", "annotate-words-en-aaa-v1.marshal"]
+    assert left == [f"annotate-food-{h}-v1.{ext}" for h in ("ccc", "ddd") for ext in
+                    ("exact.marisa", "heads.marisa", "marshal")] + [
+        "annotate-food-eee-v1.marshal", "annotate-words-en-aaa-v1.everyday.marisa"]
 
 
 def test_workers_get_whole_languages_weighted_by_their_cost():

@@ -186,7 +186,7 @@ class Finder:
             fw = form.split(" ")
             if len(fw) != len(parts):
                 continue
-            if all(_inflection_of(t, n, every | set(parts) if number_only else every, self.g.endings,
+            if all(_inflection_of(t, n, _Either(every, parts) if number_only else every, self.g.endings,
                                   self.g.number) for t, n in zip(parts, fw)):
                 return True
         return False
@@ -418,6 +418,18 @@ def _filler(gap: str, conjunctions=frozenset()) -> bool:
 def _syllable(ch: str) -> bool:
     """A Hangul syllable: a one-letter name is a word there (밥)."""
     return "\uac00" <= ch <= "\ud7a3"
+
+
+class _Either:
+    """Words in either of two collections (``in`` only)."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __contains__(self, word) -> bool:
+        return word in self.a or word in self.b
 
 
 def _inflection_of(t: str, n: str, everyday, endings: tuple[str, ...] = (), number: tuple = ()) -> bool:
