@@ -24,14 +24,15 @@ A code is ``(((eid << LANG_BITS) | language id) << 1 | capitalized) << 1 | alias
 * ``forms[lang]``: stem key -> the folded names under it (a stem match is checked
   word by word against them);
 * the everyday words of a language (wordfreq's, Zipf :data:`EVERYDAY_ZIPF` or more: never
-  matched by their stem alone) and its known words (:data:`KNOWN_ZIPF`), in a file per
-  language beside the index (:func:`lang_words`), read only for the languages met;
+  matched by their stem alone) and its known words (:data:`KNOWN_ZIPF`), a trie each per
+  language beside the index (:func:`lang_words`), mapped only for the languages met;
 * ``generic``: eids that never make a span (the topic's roots, its generic words,
   and for a topic without classes every class). The dictionary is built
 once per index and topic and saved beside the index (``annotate-<topic>-<grammar hash>-v<VERSION>.marshal``, plain
 containers: nothing in it runs code when read; the parts of :data:`PER_LANGUAGE` marshalled
-apart per language, read for the languages of the texts met);
-a fresh process loads it in a fraction of a second.
+apart per language, read for the languages of the texts met), with ``exact`` and ``heads``
+as marisa-trie tries beside it (:data:`TRIES`), memory-mapped, not decoded: a fresh
+process reads the keys its texts look up.
 """
 from __future__ import annotations
 
