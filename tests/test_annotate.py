@@ -433,9 +433,9 @@ def test_japanese_segmented_by_word_frequency_and_bounded(ann):
 
 
 def test_lexicon_file_read_by_first_letter_answers_as_the_whole_list(tmp_path):
-    """The segmenter's word list kept beside the index (``names.Lexicon``) is read by first
+    """The segmenter's word list kept beside the index (``wordlists.Lexicon``) is read by first
     letter: for the pieces of a run, the words read answer as the whole list does."""
-    from kgcult.annotate.names import Lexicon
+    from kgcult.annotate.wordlists import Lexicon
 
     words = {"日本": 310, "日": 420, "本": 400, "に": 250, "行った": 380, "東京": 330, "": 1}
     path = tmp_path / "annotate-lexicon-ja-x-v1.sqlite"
@@ -741,10 +741,10 @@ def test_link_index_makes_the_annotators_dictionaries_ready(tmp_path):
 def test_other_versions_dictionaries_kept_but_the_newest_few(tmp_path):
     """Saving a dictionary removes the files of other grammar files or formats beside it
     (a version's marshalled file and its tries together) but the newest
-    :data:`KEEP_OTHERS`: two checkouts sharing a store keep each other's."""
+    :data:`~kgcult.annotate.saved.KEEP_OTHERS`: two checkouts sharing a store keep each other's."""
     import os
 
-    from kgcult.annotate import names
+    from kgcult.annotate import saved
 
     for i, h in enumerate(["aaa", "bbb", "ccc", "ddd"]):
         for ext in ("marshal", "exact.marisa", "heads.marisa"):
@@ -753,7 +753,7 @@ def test_other_versions_dictionaries_kept_but_the_newest_few(tmp_path):
             os.utime(f, (1000 + i, 1000 + i))
     (tmp_path / "annotate-words-en-aaa-v1.everyday.marisa").write_bytes(b"x")  # another prefix: kept
     (tmp_path / "annotate-food-eee-v1.marshal").write_bytes(b"new")
-    names._remove_older(tmp_path / "annotate-food-eee-v1.marshal", "annotate-food")
+    saved.remove_older(tmp_path / "annotate-food-eee-v1.marshal", "annotate-food")
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == [f"annotate-food-{h}-v1.{ext}" for h in ("ccc", "ddd") for ext in
                     ("exact.marisa", "heads.marisa", "marshal")] + [

@@ -11,7 +11,8 @@ from kgcult.annotate import across, qualified
 from kgcult.annotate import grammar as gram
 from kgcult.annotate.choose import _containers, choose
 from kgcult.annotate.finder import Finder, select
-from kgcult.annotate.names import Names, lang_words, lexicon, load_or_build
+from kgcult.annotate.names import Names, load_or_build
+from kgcult.annotate.wordlists import lang_words, lexicon
 from kgcult.annotate.names import path_of as names_file
 from kgcult.annotate.rows import MAX_TEXT_CHARS, TextRow, check
 from kgcult.annotate.names import decode
@@ -21,7 +22,7 @@ from kgcult.link.disambiguate import GraphFacts
 from kgcult.link.index.reader import LabelIndex
 from kgcult.link.index.reader import load_or_build as load_index
 from kgcult.link.index.reader import open_unopened
-from kgcult.link.stages import reorder
+from kgcult.link import affixes
 from kgcult.link.record import Records
 from kgcult.store import open_store
 
@@ -156,7 +157,7 @@ class Annotator:
             if steps:
                 span["decided_by"] = steps
             out.append(span)
-        if reorder.head_first(row.lang, row.topic):
+        if affixes.head_first(row.lang, row.topic):
             out = qualified.spans(self.ix, self.records, row, fd, out)
         if fd.g.across and across.stages():
             more = self._across_spans(row, fd, out)

@@ -23,9 +23,9 @@ topic's entities in the link index, under the keys a text's words are looked up 
 A code is ``(((eid << LANG_BITS) | language id) << 1 | capitalized) << 1 | alias``.
 * ``forms[lang]``: stem key -> the folded names under it (a stem match is checked
   word by word against them);
-* the everyday words of a language (wordfreq's, Zipf :data:`EVERYDAY_ZIPF` or more: never
-  matched by their stem alone) and its known words (:data:`KNOWN_ZIPF`), a trie each per
-  language beside the index (:func:`lang_words`), mapped only for the languages met;
+* the everyday words of a language (wordfreq's, Zipf :data:`~kgcult.annotate.wordlists.EVERYDAY_ZIPF` or more: never
+  matched by their stem alone) and its known words (:data:`~kgcult.annotate.wordlists.KNOWN_ZIPF`), a trie each per
+  language beside the index (``wordlists.lang_words``), mapped only for the languages met;
 * ``generic``: eids that never make a span (the topic's roots, its generic words,
   and for a topic without classes every class). The dictionary is built
 once per index and topic and saved beside the index (``annotate-<topic>-<grammar hash>-v<VERSION>.marshal``, plain
@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import logging
 import marshal
-import math
-import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,23 +46,20 @@ import numpy as np
 
 from kgcult import extras
 from kgcult.annotate import grammar as gram
+from kgcult.annotate import saved, wordlists
+from kgcult.annotate.saved import VERSION
 from kgcult.annotate.text import fold, han_fold
 from kgcult.annotate.text import unspaced as unspaced_script
-from kgcult.files import atomic_sqlite, atomic_write
-from kgcult.link import normalize, scripts
+from kgcult.files import atomic_write
+from kgcult.link import normalize
 from kgcult.link.stages import morphology
 
 log = logging.getLogger(__name__)
 
-VERSION = 16
 LANG_BITS = 10
 COMMON_ZIPF = 4.0
-EVERYDAY_ZIPF = 4.5
-KNOWN_ZIPF = 3.0
-LEXICON_ZIPF = 1.5
 MAX_WORDS = 8  # longest name looked up, in words
 FEATURE = "kgcult annotate's search of names in unspaced scripts"
-FEATURE_WORDS = "kgcult annotate's word lists (the commonness guard)"
 
 
 def code(eid: int, lid: int, cap: int, alias: int) -> int:
@@ -108,22 +103,22 @@ class Names:
         return self._automaton
 
     def everyday(self, lang: str):
-        """The everyday words of ``lang`` (:data:`EVERYDAY_ZIPF`), folded."""
-        return lang_words(self.directory, lang)[0]
+        """The everyday words of ``lang`` (:data:`~kgcult.annotate.wordlists.EVERYDAY_ZIPF`), folded."""
+        return wordlists.lang_words(self.directory, lang)[0]
 
     def known(self, lang: str):
-        """The known words of ``lang`` (:data:`KNOWN_ZIPF`), folded; for the languages whose
+        """The known words of ``lang`` (:data:`~kgcult.annotate.wordlists.KNOWN_ZIPF`), folded; for the languages whose
         unmatched words go across scripts only."""
-        return lang_words(self.directory, lang)[1]
+        return wordlists.lang_words(self.directory, lang)[1]
 
     def save(self, p: Path) -> None:
         """Write the dictionary to ``p`` (plain containers, marshalled) and, beside it, its
         ``exact`` and ``heads`` as memory-mapped tries (:data:`TRIES`); the tries first, so
         that a complete ``p`` means a complete dictionary."""
-        tries = _tries()
+        tries = saved.tries()
         exact = tries.RecordTrie(CODE, ((k, (c,)) for k, codes in self.exact.items() for c in codes))
         for part, data in (("exact", exact.tobytes()), ("heads", tries.Trie(self.heads).tobytes())):
-            atomic_write(_trie_path(p, part), data)
+            atomic_write(saved.trie_path(p, part), data)
         atomic_write(p, marshal.dumps({
             "version": VERSION, "topic": self.topic, "langs": self.langs, "stem": _packed(self.stem),
             "unspaced": self.unspaced, "common": _packed(self.common), "forms": _packed(self.forms),
@@ -140,25 +135,15 @@ class Names:
         d.pop("version")
         for part in PER_LANGUAGE:
             d[part] = PerLanguage(d[part])
-        tries = _tries()
+        tries = saved.tries()
         exact, heads = tries.RecordTrie(CODE), tries.Trie()
-        exact.mmap(str(_trie_path(p, "exact")))
-        heads.mmap(str(_trie_path(p, "heads")))
+        exact.mmap(str(saved.trie_path(p, "exact")))
+        heads.mmap(str(saved.trie_path(p, "heads")))
         return cls(exact=Codes(exact), heads=heads, **d)
 
 
 TRIES = ("exact", "heads")  # the parts kept as tries beside the marshalled file
 CODE = "<Q"  # a code in the exact trie: one unsigned 64-bit record per code of a key
-FEATURE_TRIES = "kgcult annotate's dictionaries, memory-mapped (marisa-trie)"
-
-
-def _tries():
-    return extras.require("marisa_trie", "annotate", FEATURE_TRIES)
-
-
-def _trie_path(p: Path, part: str) -> Path:
-    """The trie file of ``part`` beside the dictionary file ``p`` (``<p's stem>.<part>.marisa``)."""
-    return p.with_name(f"{p.stem}.{part}.marisa")
 
 
 class Codes(Mapping):
@@ -392,7 +377,7 @@ def _common(exact: Mapping) -> dict[str, frozenset]:
     if not extras.available("wordfreq"):
         log.info("wordfreq is not installed: no commonness guard")
         return {}
-    wordfreq = extras.require("wordfreq", "annotate", FEATURE_WORDS)
+    wordfreq = extras.require("wordfreq", "annotate", wordlists.FEATURE_WORDS)
     one = [k for k in exact if " " not in k]
     out = {}
     for lg in gram.languages():
@@ -404,251 +389,6 @@ def _common(exact: Mapping) -> dict[str, frozenset]:
         words = {fold(w) for w, v in freqs.items() if v >= floor}
         out[lg] = frozenset(k for k in one if k in words)
     return out
-
-
-def _words_of(lang: str) -> tuple[frozenset, frozenset]:
-    """(everyday words, known words) of ``lang``, folded: wordfreq's (Thai: the Thai National
-    Corpus counts pythainlp ships); known words only for the languages that go across."""
-    empty: frozenset = frozenset()
-    across = bool(gram.grammar(lang).across)
-    if not extras.available("wordfreq"):
-        return empty, empty
-    wordfreq = extras.require("wordfreq", "annotate", FEATURE_WORDS)
-    try:
-        freqs = wordfreq.get_frequency_dict(lang, wordlist="best")
-    except (LookupError, ValueError):
-        return empty, (_thai_known() if lang == "th" and across else empty)
-    high = 10 ** (EVERYDAY_ZIPF - 9)
-    every = frozenset(fold(w) for w, v in freqs.items() if v >= high)
-    low = 10 ** (gram.grammar(lang).known_zipf - 9)
-    known = frozenset(fold(w) for w, v in freqs.items() if v >= low) if across else empty
-    return every, known
-
-
-_LEXICON_DIR: list[str] = []
-
-
-KEEP_OTHERS = 2  # files of other grammar files or formats kept beside the current one
-
-
-def _remove_older(p: Path, prefix: str) -> None:
-    """Remove the files beside ``p`` of other grammar files or formats (``prefix``-*.marshal,
-    -*.sqlite and their tries, -*.marisa) but those of the :data:`KEEP_OTHERS` newest: two
-    checkouts of kgcult that share a store (a branch and main) keep each other's
-    dictionaries instead of rebuilding them in turn, and old versions do not pile up. A
-    version's files share the name before its first dot."""
-    def version(f: Path) -> str:
-        return f.name.split(".", 1)[0]
-
-    def age(f: Path) -> float:
-        try:
-            return -f.stat().st_mtime
-        except OSError:
-            return 0.0
-
-    groups: dict[str, list[Path]] = {}
-    for ext in ("marshal", "sqlite", "marisa"):
-        for f in p.parent.glob(f"{prefix}-*.{ext}"):
-            if version(f) != version(p) and f.name.count("-") == p.name.count("-"):
-                groups.setdefault(version(f), []).append(f)
-    newest = sorted(groups, key=lambda v: (min(age(f) for f in groups[v]), v))
-    for v in newest[KEEP_OTHERS:]:
-        for f in groups[v]:
-            try:
-                f.unlink()
-            except OSError:
-                pass
-
-
-class Lexicon:
-    """A segmenter's word list (word -> cost), read from its SQLite file by first letter (a
-    marshalled dict of the words beginning with each): a run of text is cut by the words
-    that begin with its letters, and a Chinese or Japanese text meets a few hundred of the
-    list's 5,000-8,000 first letters (reading the whole list took 0.04-0.07 s of a fresh
-    process). Without a file, the whole list in memory."""
-
-    def __init__(self, words: dict[str, int] | None = None, path: Path | None = None):
-        self.words: dict[str, int] = words if words is not None else {}
-        self._path = path
-        self._con: sqlite3.Connection | None = None
-        self._firsts: set[str] = set()  # the letters whose words ``words`` holds
-
-    def covering(self, run: str) -> dict[str, int]:
-        """The words (-> cost) that begin with a letter of ``run`` (and maybe others): a
-        look-up of any piece of ``run`` answers as the whole list would."""
-        if self._path is None:
-            return self.words
-        new = set(run) - self._firsts
-        if new:
-            if self._con is None:
-                self._con = _read_only(self._path)
-            letters = sorted(new)
-            for i in range(0, len(letters), LEXICON_BATCH):
-                part = letters[i:i + LEXICON_BATCH]
-                for (data,) in self._con.execute(
-                        f"SELECT words FROM letters WHERE first IN ({','.join('?' * len(part))})", part):
-                    self.words.update(marshal.loads(data))
-            self._firsts |= new
-        return self.words
-
-    @staticmethod
-    def write(path: Path, words: dict[str, int]) -> None:
-        by_first: dict[str, dict[str, int]] = {}
-        for w, c in words.items():
-            if w:
-                by_first.setdefault(w[0], {})[w] = c
-        with atomic_sqlite(path) as con:
-            con.execute("CREATE TABLE letters(first TEXT PRIMARY KEY, words BLOB) WITHOUT ROWID")
-            con.execute("BEGIN")
-            con.executemany("INSERT INTO letters VALUES (?, ?)", ((f, marshal.dumps(d)) for f, d in by_first.items()))
-            con.execute("COMMIT")
-
-    @staticmethod
-    def readable(path: Path) -> bool:
-        try:
-            con = _read_only(path)
-            try:
-                con.execute("SELECT first, words FROM letters LIMIT 1").fetchall()
-            finally:
-                con.close()
-            return True
-        except (sqlite3.Error, OSError, ValueError):
-            return False
-
-
-def _read_only(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-
-
-LEXICON_BATCH = 500  # first letters per query (SQLite's bound parameters)
-
-
-def lexicon(lang: str) -> Lexicon:
-    """wordfreq's words of ``lang`` at Zipf :data:`LEXICON_ZIPF` or more (a segmenter's
-    word list), each with its cost (hundredths of (9 - Zipf): a rarer word costs more),
-    kept beside the last index opened (``annotate-lexicon-<lang>-...sqlite``)."""
-    key = ("lexicon", lang)
-    got = _WORDS.get(key)
-    if got is not None:
-        return got
-    p = (Path(_LEXICON_DIR[-1]) / f"annotate-lexicon-{lang}-{gram.digest()}-v{VERSION}.sqlite"
-         if _LEXICON_DIR else None)
-    if p is not None and p.is_file() and Lexicon.readable(p):
-        got = Lexicon(path=p)
-    else:
-        words = _lexicon(lang)
-        got = Lexicon(words)
-        if p is not None:
-            try:
-                Lexicon.write(p, words)
-                _remove_older(p, f"annotate-lexicon-{lang}")
-            except (OSError, sqlite3.Error) as e:
-                log.info("annotator file %s not saved (%s); it is rebuilt next time", p.name, e)
-    _WORDS[key] = got
-    return got
-
-
-def _lexicon(lang: str) -> dict:
-    if not extras.available("wordfreq"):
-        return {}
-    wordfreq = extras.require("wordfreq", "annotate", FEATURE_WORDS)
-    try:
-        freqs = wordfreq.get_frequency_dict(lang, wordlist="best")
-    except (LookupError, ValueError):
-        return {}
-    floor = 10 ** (LEXICON_ZIPF - 9)
-    words = {w: round(-100 * math.log10(v)) for w, v in sorted(freqs.items()) if v >= floor}
-    # a word written in kana alone is a word in the other kana too (トンカツ, とんかつ):
-    # Japanese writes many in either, the list has the spelling it met more often
-    for w, c in list(words.items()):
-        if _all_kana(w):
-            other = scripts.kana_folded(w)
-            if other and other not in words:
-                words[other] = c + KANA_COST
-    return dict(sorted(words.items()))
-
-
-KANA_COST = 50  # half a Zipf point: the list's own spelling of a word before the other kana's
-
-
-def _all_kana(w: str) -> bool:
-    return all("\u3041" <= c <= "\u3096" or "\u30a1" <= c <= "\u30fc" for c in w)
-
-
-_WORDS: dict = {}
-
-
-def lang_words(directory: str, lang: str) -> tuple:
-    """:func:`_words_of` of ``lang`` (its base language), from its two tries in
-    ``directory`` (``annotate-words-<lang>-<grammar hash>-v<VERSION>.everyday.marisa`` and
-    ``.known.marisa``, memory-mapped: a text asks for a few hundred of their words), else
-    computed and saved there. Each answers ``word in it``."""
-    lang = normalize.base_lang(lang)
-    key = (directory, lang)
-    got = _WORDS.get(key)
-    if got is not None:
-        return got
-    p = Path(directory) / f"annotate-words-{lang}-{gram.digest()}-v{VERSION}.marisa" if directory else None
-    if p is not None:
-        try:
-            got = tuple(Words.mmap(_trie_path(p, part)) for part in WORD_LISTS)
-        except (OSError, RuntimeError):
-            got = None
-    if got is None:
-        got = _words_of(lang)
-        if p is not None:
-            tries = _tries()
-            try:
-                for part, words in zip(WORD_LISTS, got):
-                    atomic_write(_trie_path(p, part), tries.Trie(words).tobytes())
-            except OSError as e:
-                log.info("annotator file %s not saved (%s); it is rebuilt next time", p.name, e)
-            else:
-                _remove_older(p, f"annotate-words-{lang}")
-    _WORDS[key] = got
-    return got
-
-
-WORD_LISTS = ("everyday", "known")  # a language's two word lists, a trie each
-
-
-class Words:
-    """A word list read from its memory-mapped trie: ``word in words``, ``len``, truth."""
-
-    __slots__ = ("_trie",)
-
-    def __init__(self, trie):
-        self._trie = trie
-
-    @classmethod
-    def mmap(cls, path: Path) -> "Words":
-        trie = _tries().Trie()
-        trie.mmap(str(path))
-        return cls(trie)
-
-    def __contains__(self, word) -> bool:
-        return word in self._trie
-
-    def __len__(self) -> int:
-        return len(self._trie)
-
-    def __bool__(self) -> bool:
-        return len(self._trie) > 0
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._trie.keys())
-
-
-# wordfreq has no Thai list: the Thai National Corpus counts pythainlp ships (about 11 M
-# words), a word seen this often is a known word (about 90 per million)
-TNC_KNOWN = 1000
-
-
-def _thai_known() -> frozenset:
-    if not extras.available("pythainlp"):
-        return frozenset()
-    tnc = extras.require("pythainlp.corpus.tnc", "annotate", FEATURE_WORDS)
-    return frozenset(w for w, n in tnc.word_freqs() if n >= TNC_KNOWN)
 
 
 def path_of(ix, topic: str) -> Path:
@@ -673,8 +413,7 @@ def load_or_build(ix, topic: str) -> Names:
         names = None
     if names is not None:
         names.directory = str(ix.directory)
-    if str(ix.directory) not in _LEXICON_DIR:
-        _LEXICON_DIR.append(str(ix.directory))
+    wordlists.use_directory(str(ix.directory))
     if names is None:
         log.info("building the annotator's %s dictionary (once per index)", topic)
         names = build(ix, topic)
@@ -682,8 +421,8 @@ def load_or_build(ix, topic: str) -> Names:
         try:
             names.save(p)
         except OSError as e:
-            log.info("annotator file %s not saved (%s); it is rebuilt next time", p.name, e)
+            saved.not_saved(p, e)
         else:
-            _remove_older(p, f"annotate-{topic}")
+            saved.remove_older(p, f"annotate-{topic}")
     _LOADED[key] = names
     return names

@@ -1,9 +1,9 @@
 """Words of the scripts written without spaces: maximal matching over a word list (Thai:
-pythainlp's; Chinese: wordfreq's, kept beside the index by ``names.lexicon``)."""
+pythainlp's; Chinese: wordfreq's, kept beside the index by ``wordlists.lexicon``)."""
 from __future__ import annotations
 
 from kgcult import extras
-from kgcult.annotate.names import Lexicon, lexicon
+from kgcult.annotate.wordlists import Lexicon, lexicon
 from kgcult.link.thai import corpus as thai_corpus
 from kgcult.link.wordcut import max_match
 
