@@ -75,20 +75,21 @@ def latin_designators_digest() -> str:
     return hashlib.sha256(" ".join(sorted(latin_designators())).encode()).hexdigest()[:8]
 
 
-@lru_cache(maxsize=None)
 def head_first(lang: str, topic: str | None) -> bool:
-    """Whether ``lang`` (its base language) writes a noun before the foreign name that
-    qualifies it, in names of ``topic`` (``arroz jollof``: ``head_first``; the ``reorder``
-    stage)."""
-    d = _data().get("head_first", {})
-    return normalize.base_lang(lang) in d.get("languages", {}) and topic in d.get("topics", ())
+    """Whether ``lang`` (its base language) writes a noun before what qualifies it, in
+    names of ``topic`` (``arroz jollof``; ``head_first``, the ``reorder`` stage)."""
+    return _compounds_so("head_first", lang, topic)
 
 
-@lru_cache(maxsize=None)
 def head_last(lang: str, topic: str | None) -> bool:
     """Whether ``lang`` (its base language) writes a compound's qualifier right before its
-    head, without a space, in names of ``topic`` (``味噌汁``: ``head_last``)."""
-    d = _data().get("head_last", {})
+    head, without a space, in names of ``topic`` (``味噌汁``; ``head_last``)."""
+    return _compounds_so("head_last", lang, topic)
+
+
+@lru_cache(maxsize=None)
+def _compounds_so(order: str, lang: str, topic: str | None) -> bool:
+    d = _data().get(order, {})
     return normalize.base_lang(lang) in d.get("languages", ()) and topic in d.get("topics", ())
 
 

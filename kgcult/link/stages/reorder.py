@@ -41,12 +41,6 @@ _SYLLABLES = frozenset({"CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "HAN
 _MEMOS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def head_first(lang: str, topic: str | None) -> bool:
-    """Whether ``lang`` (its base language) writes a noun before what qualifies it, in
-    names of ``topic``."""
-    return affixes.head_first(lang, topic)
-
-
 def named(ix: LabelIndex, word: str, lang: str) -> list[int]:
     """The entities ``word`` names in ``lang``: verbatim, normalized, else without the
     language's article written onto it (``الطماطم`` -> ``طماطم``; not without a proclitic:
@@ -166,13 +160,13 @@ def search(ix: LabelIndex, mention: str, lang: str, topic: str | None, valid=Non
     """The hits of a mention that is a head and its qualifier (none for another mention,
     language or topic): in a head-first language, split by :func:`split`; in a head-last
     one, a word cut in two, the shortest qualifier first (``味噌|汁``)."""
-    if head_first(lang, topic):
+    if affixes.head_first(lang, topic):
         parts = split(mention, lang)
         if parts is None:
             return {}
         head, qualifier, _linked = parts
         return reordered(ix, named(ix, head, lang), qualifier, lang, valid)
-    if head_last(lang, topic) and " " not in mention.strip():
+    if affixes.head_last(lang, topic) and " " not in mention.strip():
         word = mention.strip()
         least = 1 if scripts.scripts_in(word) <= _SYLLABLES else MIN_PART  # 蛋|挞; Pita|brot
         for k in range(least, len(word) - least + 1):
@@ -181,12 +175,6 @@ def search(ix: LabelIndex, mention: str, lang: str, topic: str | None, valid=Non
             if hits:
                 return hits
     return {}
-
-
-def head_last(lang: str, topic: str | None) -> bool:
-    """Whether ``lang`` writes a compound's qualifier right before its head, without a
-    space, in names of ``topic`` (``味噌汁``: miso soup)."""
-    return affixes.head_last(lang, topic)
 
 
 class Reorder(Stage):
