@@ -131,20 +131,28 @@ def linking_variants(text: str) -> list[str]:
     พัท|ลุง Phatthalung; ชัย|ภูมิ Chaiyaphum); without the written key, fewest re-read
     first; ``[]`` for another name, or one with more than :data:`MAX_LINKING` such finals."""
     t = _one_word(text)
-    if t is None:
-        return []
+    return list(_linking(t)) if t is not None else []
+
+
+@lru_cache(maxsize=4096)
+def _linking(t: str) -> tuple[str, ...]:
     romanize = rules()[0]
     ps = parts(t)
-    inner = [i for i, (syl, r) in enumerate(ps[:-1])
-             if syl[-1:] in _RELINKED and (r[-1:] not in "aeiou" or syl[-1] == "\u0e22") and len(syl) > 1]
+    inner = [i for i, (syl, r) in enumerate(ps[:-1]) if _relinks(syl, r)]
     if not inner or len(inner) > MAX_LINKING:
-        return []
+        return ()
     out = []
     for n in range(1, len(inner) + 1):
         for chosen in itertools.combinations(inner, n):
             key = "".join(r + (_onset(romanize, syl[-1]) + "a" if i in chosen else "") for i, (syl, r) in enumerate(ps))
             out.append(_NON_ALNUM.sub("", key.lower()))
-    return list(dict.fromkeys(out))
+    return tuple(dict.fromkeys(out))
+
+
+def _relinks(syl: str, r: str) -> bool:
+    """Whether an inner syllable's final (read ``r``) may be read again as the next
+    syllable's head (:data:`_RELINKED`; a ย also after a vowel)."""
+    return syl[-1:] in _RELINKED and (r[-1:] not in "aeiou" or syl[-1] == "\u0e22") and len(syl) > 1
 
 
 # readings the spelling hides, each tried as an alternative for one syllable (spoken_variants)
@@ -190,10 +198,10 @@ def spoken_variants(text: str) -> list[str]:
         if i == len(ps) - 1 and len(syl) > 2 and syl[-1] == "\u0e34" and syl[-2] in _CONSONANTS:
             opts.append(romanize(syl[:-1]))
         # an inner final read again, with an a, as the next syllable's head (linking_variants)
-        if i < len(ps) - 1 and syl[-1:] in _RELINKED and (r[-1:] not in "aeiou" or syl[-1] == "\u0e22") and len(syl) > 1:
+        if i < len(ps) - 1 and _relinks(syl, r):
             opts += [o + _onset(romanize, syl[-1]) + "a" for o in list(opts)]
         alts.append(list(dict.fromkeys(o for o in opts if o)))
-    written = {_key(ps)} | set(linking_variants(t))
+    written = {_key(ps)} | set(_linking(t))
     combos = sorted(itertools.product(*[range(len(a)) for a in alts]), key=lambda c: (sum(1 for x in c if x), c))
     out: list[str] = []
     for c in combos:
