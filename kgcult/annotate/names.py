@@ -418,11 +418,6 @@ def load_or_build(ix, topic: str) -> Names:
         log.info("building the annotator's %s dictionary (once per index)", topic)
         names = build(ix, topic)
         names.directory = str(ix.directory)
-        try:
-            names.save(p)
-        except OSError as e:
-            saved.not_saved(p, e)
-        else:
-            saved.remove_older(p, f"annotate-{topic}")
+        saved.write(p, f"annotate-{topic}", lambda: names.save(p))
     _LOADED[key] = names
     return names

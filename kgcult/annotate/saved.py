@@ -31,10 +31,16 @@ def read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
 
 
-def not_saved(p: Path, error: Exception) -> None:
-    """Say (at info level) that ``p`` could not be written (a read-only directory): the
-    part is built again by the next process."""
-    log.info("annotator file %s not saved (%s); it is rebuilt next time", p.name, error)
+def write(p: Path, prefix: str, writer, errors: tuple = (OSError,)) -> None:
+    """Run ``writer()``, which writes ``p`` (and its tries), then remove the other
+    versions' files (:func:`remove_older`); where it cannot be written (a read-only
+    directory: ``errors``), say so at info level: the next process builds it again."""
+    try:
+        writer()
+    except errors as e:
+        log.info("annotator file %s not saved (%s); it is rebuilt next time", p.name, e)
+    else:
+        remove_older(p, prefix)
 
 
 KEEP_OTHERS = 2  # files of other grammar files or formats kept beside the current one

@@ -132,11 +132,7 @@ def lexicon(lang: str) -> Lexicon:
         words = _lexicon(lang)
         got = Lexicon(words)
         if p is not None:
-            try:
-                Lexicon.write(p, words)
-                saved.remove_older(p, f"annotate-lexicon-{lang}")
-            except (OSError, sqlite3.Error) as e:
-                saved.not_saved(p, e)
+            saved.write(p, f"annotate-lexicon-{lang}", lambda: Lexicon.write(p, words), (OSError, sqlite3.Error))
     _WORDS[key] = got
     return got
 
@@ -190,19 +186,18 @@ def lang_words(directory: str, lang: str) -> tuple:
     if got is None:
         got = _words_of(lang)
         if p is not None:
-            tries = saved.tries()
-            try:
-                for part, words in zip(WORD_LISTS, got):
-                    atomic_write(saved.trie_path(p, part), tries.Trie(words).tobytes())
-            except OSError as e:
-                saved.not_saved(p, e)
-            else:
-                saved.remove_older(p, f"annotate-words-{lang}")
+            saved.write(p, f"annotate-words-{lang}", lambda: _write_words(p, got))
     _WORDS[key] = got
     return got
 
 
 WORD_LISTS = ("everyday", "known")  # a language's two word lists, a trie each
+
+
+def _write_words(p: Path, lists) -> None:
+    tries = saved.tries()
+    for part, words in zip(WORD_LISTS, lists):
+        atomic_write(saved.trie_path(p, part), tries.Trie(words).tobytes())
 
 
 class Words:
