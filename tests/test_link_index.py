@@ -142,7 +142,7 @@ def test_index_files_and_fresh_linker(seed):
     path = lx.index_path(seed, ix.content_hash, ix.topics)
     assert path.is_dir() and (path / layout.DB_NAME).is_file() and (path / "qnum.npy").is_file()
     assert lx.disk_bytes(path) > 0
-    assert type(ix.qnum).__name__ == "ndarray" and ix.qnum.base is not None  # a view of the mapping
+    assert isinstance(ix.qnum, memoryview) and type(ix.qnum.obj).__name__ == "mmap"  # a view of the mapping
     lk = Linker(lx.LabelIndex(path), store=seed)
     r = lk.link("tiramissu", topic="food")
     assert r["match"] == "fuzzy" and r["qid"]
@@ -459,3 +459,41 @@ def test_top_columns_is_a_sort_of_every_column():
         for i in range(m):
             want = sorted(range(r), key=lambda j: (-s[i, j], j))[:k]
             assert cols[i].tolist() == want and vals[i].tolist() == s[i, want].tolist(), (m, r, i)
+
+
+def test_index_arrays_are_read_as_numpy_wrote_them(seed, tmp_path):
+    """The index's arrays are mapped without numpy (``layout.load_array``): the same values
+    as ``np.load``, a two-dimensional one by rows; a file that is no ``.npy`` array of
+    the kinds the index holds is refused with its path."""
+    import numpy as np
+
+    from kgcult.errors import KgcultError
+
+    ix = lx.load_or_build(seed)
+    d = lx.index_path(seed, ix.content_hash, ix.topics)
+    for name in ("qnum", "topic_bits", "sitelinks", "is_class", "kinds"):
+        want = np.load(d / f"{name}.npy")
+        got = layout.load_array(d, name)
+        if want.ndim == 2:
+            assert len(got) == want.shape[0] and [r.tolist() for r in got] == want.tolist(), name
+        else:
+            assert got.tolist() == want.tolist() and (np.asarray(got) == want).all(), name
+    assert ix.eid_of.get(ix.qids[3]) == 3 and ix.eid_of.get("Q999999999") is None
+    assert list(ix.is_class) == np.flatnonzero(np.load(d / "is_class.npy")).tolist()
+    assert len(ix.is_class) == int(np.load(d / "is_class.npy").sum())
+
+    layout.save_array(tmp_path, "floats", np.zeros(4, dtype=np.float64))
+    with pytest.raises(KgcultError, match="floats.npy: dtype <f8 of 1 dimensions is not one a link index holds"):
+        layout.load_array(tmp_path, "floats")
+    layout.save_array(tmp_path, "fortran", np.zeros((2, 3), dtype=np.int64))
+    np.save(tmp_path / "fortran.npy", np.asfortranarray(np.arange(6, dtype=np.int64).reshape(2, 3)))
+    ident = json.loads((tmp_path / "fortran.npy.json").read_text())
+    ident["sha256"] = layout._sha256(tmp_path / "fortran.npy")  # the identity of the file as it now is
+    (tmp_path / "fortran.npy.json").write_text(json.dumps(ident))
+    with pytest.raises(KgcultError, match="fortran.npy: an .npy header this reader does not take"):
+        layout.load_array(tmp_path, "fortran")
+    layout.save_array(tmp_path, "cut", np.arange(10, dtype=np.int64))
+    data = (tmp_path / "cut.npy").read_bytes()
+    (tmp_path / "cut.npy").write_bytes(b"NOTNUMPY" + data[8:])  # the identity is checked first
+    with pytest.raises(KgcultError, match="not the 'cut' array"):
+        layout.load_array(tmp_path, "cut")

@@ -36,15 +36,15 @@ process reads the keys its texts look up.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import logging
 import marshal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from kgcult import extras
+from kgcult import lazy
 from kgcult.annotate import grammar as gram
 from kgcult.annotate import saved, wordlists
 from kgcult.annotate.saved import VERSION
@@ -53,6 +53,11 @@ from kgcult.annotate.text import unspaced as unspaced_script
 from kgcult.files import atomic_write
 from kgcult.link import normalize
 from kgcult.link.stages import morphology
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 log = logging.getLogger(__name__)
 

@@ -30,13 +30,17 @@ import logging
 from collections import defaultdict
 from itertools import combinations
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from kgcult import extras
+from kgcult import extras, lazy
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_open, atomic_write, iter_jsonl, reject
 from kgcult.safe_text import csv_cell
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 log = logging.getLogger(__name__)
 

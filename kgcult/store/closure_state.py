@@ -18,6 +18,7 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import hashlib
 import json
 import logging
@@ -26,13 +27,17 @@ import secrets
 import shutil
 from pathlib import Path
 
-import numpy as np
-
 from pyoxigraph import Literal, NamedNode, Quad
 
+from kgcult import lazy
 from kgcult import vocab
 from kgcult.store import provenance, setgraph, sidefiles
 from kgcult.store.closure_write import MARK
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 log = logging.getLogger(__name__)
 

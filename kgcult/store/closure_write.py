@@ -19,12 +19,17 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import numpy as np
 from pyoxigraph import NamedNode, RdfFormat
 
+from kgcult import lazy
 from kgcult.store import rdfio, setgraph
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 MARK = 0xFFFFFFFF
 # Pairs per partition of the difference: each side's partition is sorted in memory as int64

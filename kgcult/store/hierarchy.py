@@ -21,13 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator, TYPE_CHECKING, cast
 
-import numpy as np
 from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
 
 from kgcult import ids, ontology, vocab
+from kgcult import lazy
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.store import closure_state, closure_write, intgraph, provenance, setgraph, sidefiles
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 if TYPE_CHECKING:  # the embedded store's module is imported by whoever opens one
     from kgcult.store.embedded import Store

@@ -10,11 +10,16 @@ reach of every node and writes the triples.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import numpy as np
+from kgcult import lazy
 
-ID = np.int32          # node ids (2^31 nodes is far beyond one machine's closure)
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
+
+ID = "int32"           # node ids' dtype (2^31 nodes is far beyond one machine's closure)
 
 
 class NodeIds:
@@ -135,7 +140,7 @@ class Reach:
         self._kept: dict[int, np.ndarray] = {}
 
     def reach_of(self, node: int) -> np.ndarray:
-        return self._kept.get(int(self.comp[node]), _EMPTY)
+        return self._kept.get(int(self.comp[node]), np.zeros(0, dtype=ID))
 
     def __iter__(self) -> Iterator[tuple[list[int], np.ndarray, bool]]:
         g = self.g
@@ -164,7 +169,7 @@ class Reach:
             lo, hi = cond_offsets[c], cond_offsets[c + 1]
             succ = cond_targets[lo:hi].tolist()
             if not succ:
-                r = _EMPTY
+                r = np.zeros(0, dtype=ID)
             elif len(succ) == 1:
                 r = closed[succ[0]]
             else:
@@ -182,5 +187,3 @@ class Reach:
             if kept_comp[c]:
                 self._kept[c] = r
 
-
-_EMPTY = np.zeros(0, dtype=ID)

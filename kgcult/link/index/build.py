@@ -8,6 +8,7 @@ loose stage), so a first link that an exact name settles does not wait for them.
 stays bounded by the batch sizes, not by the number of names."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import contextlib
 import ctypes
 import gc
@@ -20,11 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
 from kgcult import ids, vocab
+from kgcult import lazy
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.link import normalize
@@ -33,6 +34,11 @@ from kgcult.link.index.encoding import FORMAT, LANG_BITS, qnum_of
 from kgcult.link.topics import Topic, load_topics
 from kgcult import store as stores
 from kgcult.store import DEFAULT_GRAPH
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,8 @@ pack an entity id, a language and the alias flag, QID numbers, and the read-only
 the linker reads (``exact[lang].get(name)``, ``qids[eid]``, ``topic_bits[eid]``, ...)."""
 from __future__ import annotations
 
-import numpy as np
+import bisect
+import numbers
 
 from kgcult.link import memo
 
@@ -45,16 +46,16 @@ class Cached:
 
 
 class Column:
-    """One int per entity, memory-mapped; indexing gives Python ints."""
+    """One int per entity, a memoryview of the mapped array (``layout.load_array``)."""
 
-    def __init__(self, arr: np.ndarray):
+    def __init__(self, arr):
         self.arr = arr
 
     def __len__(self) -> int:
         return len(self.arr)
 
     def __getitem__(self, i):
-        return int(self.arr[i])
+        return self.arr[i]
 
     def __iter__(self):
         for i in range(0, len(self.arr), 65536):
@@ -75,14 +76,14 @@ class QidList(Column):
 class EidMap:
     """QID string -> eid (a binary search in the sorted QID numbers)."""
 
-    def __init__(self, qnum: np.ndarray):
+    def __init__(self, qnum):
         self.qnum = qnum
 
     def get(self, qid, default=None):
         n = qnum_of(qid) if isinstance(qid, str) else None
         if n is None or not len(self.qnum):
             return default
-        i = int(np.searchsorted(self.qnum, n))
+        i = bisect.bisect_left(self.qnum, n)
         return i if i < len(self.qnum) and self.qnum[i] == n else default
 
     def __getitem__(self, qid) -> int:
@@ -98,20 +99,25 @@ class EidMap:
         return len(self.qnum)
 
 
-class EntitySet:
-    """``eid in s`` over a boolean column."""
+def is_eid(x) -> bool:
+    """Whether ``x`` can be an entity id: an int (numpy's integers too), not a bool."""
+    return type(x) is int or (isinstance(x, numbers.Integral) and not isinstance(x, bool))
 
-    def __init__(self, flags: np.ndarray):
+
+class EntitySet:
+    """``eid in s`` over a column of flags (a memoryview of bools)."""
+
+    def __init__(self, flags):
         self.flags = flags
 
     def __contains__(self, eid) -> bool:
-        return isinstance(eid, (int, np.integer)) and bool(0 <= eid < len(self.flags) and self.flags[eid])
+        return is_eid(eid) and 0 <= eid < len(self.flags) and bool(self.flags[eid])
 
     def __len__(self) -> int:
-        return int(np.count_nonzero(self.flags))
+        return bytes(self.flags).count(1)
 
     def __iter__(self):
-        return iter(np.flatnonzero(self.flags).tolist())
+        return iter([i for i, f in enumerate(self.flags) if f])
 
 
 class KeyTable:

@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
+import re
 import sqlite3
+import struct
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from kgcult import lazy
 from kgcult.errors import KgcultError
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 DB_NAME = "index.sqlite"
 SCRATCH_NAME = "scratch.sqlite"  # staging tables of a build, removed at its end
@@ -79,11 +88,14 @@ def save_array(directory: str | Path, name: str, arr: np.ndarray) -> None:
     (Path(directory) / f"{name}.npy.json").write_text(json.dumps(identity, sort_keys=True) + "\n")
 
 
-def load_array(directory: str | Path, name: str) -> np.ndarray:
-    """``<directory>/<name>.npy`` memory-mapped read-only (a plain ndarray view of the
-    mapping: scalar indexing stays fast; pages load as they are touched), once its
-    identity is checked: KgcultError when the file is not the array ``name`` the index was
-    built with (two same-size arrays swapped resolved every mention to Q0, exit 0)."""
+def load_array(directory: str | Path, name: str):
+    """``<directory>/<name>.npy`` memory-mapped read-only, once its identity is checked:
+    KgcultError when the file is not the array ``name`` the index was built with (two
+    same-size arrays swapped resolved every mention to Q0, exit 0). A one-dimensional
+    array comes back as a ``memoryview`` of the mapping (indexing gives Python ints or
+    bools; pages load as they are touched), a two-dimensional one as a tuple of its rows'
+    views: reading the index imports no numpy (``kgcult/lazy.py``). ``np.asarray`` of a
+    view is the ndarray, without a copy."""
     path = Path(directory) / f"{name}.npy"
     try:
         identity = json.loads((Path(directory) / f"{name}.npy.json").read_text())
@@ -94,13 +106,58 @@ def load_array(directory: str | Path, name: str) -> np.ndarray:
         raise KgcultError(f"{path}: not the '{name}' array this link index was built with (its checksum differs "
                           "from the one recorded: swapped, replaced or damaged); rebuild the index "
                           "(kgcult link index --rebuild)")
-    arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    if arr.size == 0:
-        arr = np.load(path, allow_pickle=False)
-    if arr.dtype.str != identity.get("dtype") or list(arr.shape) != identity.get("shape"):
-        raise KgcultError(f"{path}: dtype {arr.dtype.str} and shape {list(arr.shape)}, not the "
+    dtype, shape, offset = _npy_header(path)
+    if dtype != identity.get("dtype") or list(shape) != identity.get("shape"):
+        raise KgcultError(f"{path}: dtype {dtype} and shape {list(shape)}, not the "
                           f"{identity.get('dtype')} {identity.get('shape')} recorded; rebuild the index")
-    return arr.view(np.ndarray)
+    fmt = _STRUCT.get(dtype) if sys.byteorder == "little" or dtype[0] == "|" else None
+    if fmt is None or len(shape) > 2:
+        raise KgcultError(f"{path}: dtype {dtype} of {len(shape)} dimensions is not one a link index holds; "
+                          "rebuild the index")
+    count = 1
+    for n in shape:
+        count *= n
+    size = count * struct.calcsize(fmt)
+    flat = memoryview(b"")
+    if size:
+        with open(path, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        if len(mapped) < offset + size:
+            raise KgcultError(f"{path}: shorter than its header says ({list(shape)} of {dtype}); rebuild the index")
+        flat = memoryview(mapped)[offset:offset + size]
+    flat = flat.cast(fmt)  # type: ignore[call-overload]  # one of _STRUCT's formats
+    if len(shape) < 2:
+        return flat
+    rows, cols = shape
+    return tuple(flat[i * cols:(i + 1) * cols] for i in range(rows))
+
+
+# the dtypes of the index's arrays (numpy's ``dtype.str``) as ``struct`` formats
+_STRUCT = {"<i8": "q", "<u8": "Q", "<i4": "i", "<u4": "I", "<i2": "h", "<u2": "H",
+           "|i1": "b", "|u1": "B", "|b1": "?"}
+_NPY_MAGIC = b"\x93NUMPY"
+_NPY_HEADER = re.compile(r"""\{'descr': '([<>|=][a-z]\d+)', 'fortran_order': (True|False), 'shape': \(([\d, ]*)\), \}""")
+
+
+def _npy_header(path: Path) -> tuple[str, tuple[int, ...], int]:
+    """(dtype, shape, offset of the data) of an ``.npy`` file, read as numpy's
+    ``format.write_array`` writes the header (versions 1-3: the magic, the version, the
+    header's length, its dict); KgcultError for another file."""
+    with open(path, "rb") as f:
+        head = f.read(12)
+        if head[:6] != _NPY_MAGIC or head[6] not in (1, 2, 3):
+            raise KgcultError(f"{path}: not a .npy array; rebuild the index (kgcult link index --rebuild)")
+        if head[6] == 1:
+            length, start = struct.unpack("<H", head[8:10])[0], 10
+        else:
+            length, start = struct.unpack("<I", head[8:12])[0], 12
+        f.seek(start)
+        text = f.read(length).decode("latin-1").strip()
+    m = _NPY_HEADER.fullmatch(text)
+    if m is None or m.group(2) == "True":
+        raise KgcultError(f"{path}: an .npy header this reader does not take ({text[:80]!r}); rebuild the index")
+    shape = tuple(int(x) for x in m.group(3).replace(" ", "").split(",") if x)
+    return m.group(1), shape, start + length
 
 
 def _sha256(path: Path) -> str:

@@ -27,14 +27,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import numpy as np
-
+from kgcult import lazy
 from kgcult import log as kglog
 from kgcult.link import memo, normalize
 from kgcult.link.matching import FUZZY_MIN_LEN, deletion_variants, fuzzy_bound, nearest, tokens
 from kgcult.link.index.layout import DB_NAME, MAX_PARAMS, chunks, connect, finish_build, read_only_uri, script
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 SCHEMA = """
 CREATE TABLE part_info(pid INTEGER PRIMARY KEY, topic TEXT NOT NULL, lang TEXT NOT NULL, size INTEGER);

