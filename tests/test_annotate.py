@@ -907,3 +907,28 @@ def test_everyday_word_with_a_particle_names_a_place_of_the_texts_countries_only
     pytest.importorskip("wordfreq")
     assert spans(ann, "이 코스가 좋습니다", "ko", topic="place", country="Q91017") == []
     assert spans(ann, "이 코스가 좋습니다", "ko", topic="place", country="Q91112") == [("코스", "Q91113")]
+
+
+def test_annotating_imports_neither_numpy_nor_package_metadata(astore, ann):
+    """A fresh ``kgcult annotate`` reads the link index as memoryviews and finds its caches'
+    package versions from the ``.dist-info`` folders: numpy (60-80 ms) and
+    ``importlib.metadata`` (about 20 ms) are never imported (``kgcult/lazy.py``)."""
+    import subprocess
+    import sys
+
+    texts = [("Miso soup, then pad thai.", "en", "food"), ("朝は味噌汁とご飯、夜は餃子です。", "ja", "food"),
+             ("เที่ยวจังหวัดเลยและโตเกียว", "th", "place")]  # Thai and Japanese go across scripts
+    for text, lang, topic in texts:  # the index and the dictionaries built here, once
+        assert ann.annotate(text, lang=lang, topic=topic)
+    code = (
+        "import sys, json\n"
+        "from kgcult.annotate import Annotator\n"
+        f"a = Annotator.open({str(astore)!r})\n"
+        f"out = [a.annotate(t, lang=lg, topic=tp) for t, lg, tp in {texts!r}]\n"
+        "print(json.dumps({'spans': [len(o) for o in out],\n"
+        "                  'loaded': [m for m in ('numpy', 'importlib.metadata') if m in sys.modules]}))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert all(got["spans"]), got  # it annotated
+    assert got["loaded"] == [], got

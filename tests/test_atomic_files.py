@@ -38,3 +38,19 @@ def test_a_failed_write_keeps_the_old_database_and_leaves_no_scratch(tmp_path):
         raise RuntimeError("cut")
     assert _rows(path) == [(1,)]
     assert [p.name for p in tmp_path.iterdir()] == ["t.sqlite"]
+
+
+def test_installed_version_is_the_one_package_metadata_gives(tmp_path, monkeypatch):
+    """A cache named after a package's release (``package_cache``) reads the release from
+    the ``.dist-info`` folder beside the package, as ``importlib.metadata`` answers it
+    (which a fresh run then need not import); None for a package that is not there."""
+    from importlib.metadata import version
+
+    from kgcult.files import installed_version, package_cache
+
+    for pkg in ("pyoxigraph", "click", "rapidfuzz"):
+        assert installed_version(pkg) == version(pkg), pkg
+    assert installed_version("kgcult_no_such_package") is None
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    assert package_cache("click", "x-{version}") == tmp_path / "models" / f"x-{version('click')}"
+    assert package_cache("kgcult_no_such_package", "x-{version}") is None

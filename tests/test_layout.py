@@ -34,7 +34,10 @@ HEAVY_OPTIONAL = {"torch", "transformers", "faiss", "sentence_transformers", "ma
                   "anyascii", "pythainlp", "pykakasi", "korean_romanizer",
                   # CLDR's place names (the gazetteer stage): Babel's locale data costs a process
                   # 0.25 s, paid only when a language's table is not yet on disk
-                  "babel"}
+                  "babel",
+                  # the package-metadata stack (email, zipfile, csv: ~20 ms at start-up), only
+                  # where a package has no .dist-info folder beside it (files.installed_version)
+                  "importlib.metadata"}
 # Where a module is imported by name at run time, and why; (file, enclosing function).
 # Anywhere else, import it at the top (or, for a heavy optional stack, inside the function).
 IMPORTLIB_ALLOWED = {
