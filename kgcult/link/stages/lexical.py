@@ -10,6 +10,7 @@ rdfs:label, 1 for a skos:altLabel. The stage classes at the end run them over a 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 import unicodedata
 
 from kgcult.link import affixes, memo, normalize
@@ -77,8 +78,13 @@ def _script(text: str) -> str | None:
     """The script of the first letter (``LATIN``, ``CYRILLIC``, ``CJK``, ...)."""
     for ch in text:
         if ch.isalpha():
-            return unicodedata.name(ch, "?").split(" ")[0]
+            return _letter_script(ch)
     return None
+
+
+@lru_cache(maxsize=8192)
+def _letter_script(ch: str) -> str:
+    return unicodedata.name(ch, "?").split(" ")[0]
 
 
 _CODE = re.compile(r"(\d+)([^\W\d_]*)")
