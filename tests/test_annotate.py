@@ -623,6 +623,19 @@ def test_fuzzy_stage_only_for_mentions_that_may_take_it(ann):
     assert a.resolve(m, "th", "place", "Q91080", [()]) == [None]  # no kind to take: not asked
 
 
+def test_fuzzy_cross_script_match_keeps_to_the_mentions_country(ann):
+    """Within a few edits a romanization meets some place of the world by chance: a mention
+    given with a country takes a fuzzy cross-script match only for a place that is that
+    country or lies in it (``kgcult link`` as ``kgcult annotate``); without one, any."""
+    pytest.importorskip("pythainlp")
+    from kgcult.link import Linker
+
+    lk = Linker.open(ann.location, stages=["exact", "xscript", "xfuzzy"])
+    rows = [{"mention": "ไซ่ง่อน", "lang": "th", "topic": "place", "country": c} for c in ("Q91080", "Q91017", None)]
+    got = [(r["qid"], r["match"]) for r in lk.link_many([{k: v for k, v in r.items() if v} for r in rows])]
+    assert got == [("Q91117", "cross-script-fuzzy"), (None, None), ("Q91117", "cross-script-fuzzy")], got
+
+
 def test_same_key_before_a_fuzzy_match_of_a_longer_form(astore):
     """Among the forms of a word, one the linker finds by the same romanized key is taken
     before one a few letters off (교토로, Kyoto with a particle, is one edit from Goto)."""

@@ -266,6 +266,10 @@ class Linker:
         s.checked = n
         return False
 
+    def countries(self, eid: int) -> frozenset:
+        """The countries an entity is or lies in (a stage's check: ``GraphFacts.countries``)."""
+        return self._facts.countries(eid)
+
     def valid(self, topic: str | None):
         """Whether an entity is valid for ``topic`` (a stage's check: :meth:`_valid`)."""
         return self._valid(topic)

@@ -41,6 +41,10 @@ class Context(Protocol):
     def valid(self, topic: str | None) -> Any:
         """Whether an entity id is valid for ``topic``: a class through its instances too."""
 
+    def countries(self, eid: int) -> frozenset:
+        """The countries (QIDs) an entity is or lies in, as the graph says (P17, P495,
+        P131 up to a country; ``disambiguate.GraphFacts.countries``)."""
+
 
 class Stage:
     """A candidate stage. Subclasses set the class attributes and :meth:`run`.

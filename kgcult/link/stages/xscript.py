@@ -271,7 +271,11 @@ class CrossScript(Stage):
             found = self._memo.get(k)
             if found is None:
                 found = self._memo.put(k, self.search(s.text, s.lang, s.topic))
-            s.add_found(found, self)
+            s.add_found(self.kept(found, s.row.get("country")), self)
+
+    def kept(self, found: dict, country: str | None) -> dict:
+        """The hits a mention given with ``country`` (the prompt's) takes: all of them."""
+        return found
 
     def search(self, text: str, lang: str, topic: str) -> dict:
         pool = self.pool(topic)
@@ -390,6 +394,18 @@ class CrossScriptFuzzy(CrossScript):
     match = "cross-script-fuzzy"
     base_score = 0.6
     fuzzy = True
+
+    def kept(self, found: dict, country: str | None) -> dict:
+        """Within a few edits, a romanization meets some place of the world by chance; among
+        the few places of one country, it is that place (Thai หลวงพระบาง ~ Luang Prabang in a
+        text about Laos, not ฮอยอัน ~ Henan in one about Vietnam). A mention given with a
+        country keeps the hits that are that country or lie in it, as ``kgcult annotate``
+        takes this kind of match only for the countries its text is about
+        (``across_local``); without a country, every hit."""
+        if not country or not found:
+            return found
+        ix, countries = self.ctx.ix, self.ctx.countries
+        return {e: v for e, v in found.items() if ix.qids[e] == country or country in countries(e)}
 
     def pool(self, topic: str) -> CrossPool:
         st = self.ctx.stage("xscript") if hasattr(self.ctx, "stage") else None
