@@ -492,6 +492,12 @@ def test_index_arrays_are_read_as_numpy_wrote_them(seed, tmp_path):
     (tmp_path / "fortran.npy.json").write_text(json.dumps(ident))
     with pytest.raises(KgcultError, match="fortran.npy: an .npy header this reader does not take"):
         layout.load_array(tmp_path, "fortran")
+    for cut in (b"\x93NUM", b"\x93NUMPY\x01\x00"):  # a file cut short, its identity recorded again
+        (tmp_path / "short.npy").write_bytes(cut)
+        (tmp_path / "short.npy.json").write_text(json.dumps({"name": "short", "dtype": "<i8", "shape": [0],
+                                                             "sha256": layout._sha256(tmp_path / "short.npy")}))
+        with pytest.raises(KgcultError, match="short.npy: not a .npy array"):
+            layout.load_array(tmp_path, "short")
     layout.save_array(tmp_path, "cut", np.arange(10, dtype=np.int64))
     data = (tmp_path / "cut.npy").read_bytes()
     (tmp_path / "cut.npy").write_bytes(b"NOTNUMPY" + data[8:])  # the identity is checked first

@@ -145,7 +145,7 @@ def _npy_header(path: Path) -> tuple[str, tuple[int, ...], int]:
     header's length, its dict); KgcultError for another file."""
     with open(path, "rb") as f:
         head = f.read(12)
-        if head[:6] != _NPY_MAGIC or head[6] not in (1, 2, 3):
+        if len(head) < 12 or head[:6] != _NPY_MAGIC or head[6] not in (1, 2, 3):
             raise KgcultError(f"{path}: not a .npy array; rebuild the index (kgcult link index --rebuild)")
         if head[6] == 1:
             length, start = struct.unpack("<H", head[8:10])[0], 10
