@@ -316,6 +316,10 @@ def test_case_forms_replace_the_ending_with_the_names():
     from kgcult.link import affixes
     assert "колбаса" in affixes.case_forms("колбасой", "ru")
     assert "баклажан" in affixes.case_forms("баклажанов", "ru")
+    # a noun declined as an adjective (мороженое, ice cream): мороженым, мороженого, о мороженом
+    for form in ("мороженым", "мороженого", "мороженому", "мороженом"):
+        assert "мороженое" in affixes.case_forms(form, "ru"), form
+    assert "ром" in affixes.case_forms("ромом", "ru")  # a noun's ending still tried
     assert affixes.case_forms("сом", "ru") == []             # the base keeps three letters
     assert affixes.case_forms("курица тандури", "ru") == []  # one word only
     assert affixes.case_forms("колбасой", "de") == []         # Russian data only
