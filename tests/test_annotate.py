@@ -432,24 +432,35 @@ def test_japanese_segmented_by_word_frequency_and_bounded(ann):
     assert "とんかつ" in [run[a:b] for a, b in segment(run, "lexicon", "ja")]
 
 
-def test_lexicon_file_read_by_first_letter_answers_as_the_whole_list(tmp_path):
-    """The segmenter's word list kept beside the index (``wordlists.Lexicon``) is read by first
-    letter: for the pieces of a run, the words read answer as the whole list does."""
-    from kgcult.annotate.wordlists import Lexicon
+def test_lexicon_trie_cuts_as_the_whole_list(tmp_path):
+    """The segmenter's word list kept beside the index (``wordlists.Lexicon``) is a
+    memory-mapped trie with its costs by key id: each word's cost, the words a run continues
+    with at each letter, and the cuts of maximal matching are those of the list in memory;
+    files that do not agree are refused."""
+    import random
 
-    words = {"日本": 310, "日": 420, "本": 400, "に": 250, "行った": 380, "東京": 330, "": 1}
-    path = tmp_path / "annotate-lexicon-ja-x-v1.sqlite"
+    from kgcult.annotate.wordlists import Lexicon
+    from kgcult.link.wordcut import max_match
+
+    words = {"日本": 310, "日": 420, "本": 400, "に": 250, "行った": 380, "東京": 330, "行": 500,
+             "日本に": 700, "った": 450}
+    path = tmp_path / "annotate-lexicon-ja-x-v1.costs"
     Lexicon.write(path, words)
-    assert Lexicon.readable(path) and not Lexicon.readable(tmp_path / "missing.sqlite")
-    lex = Lexicon(path=path)
-    run = "日本に行った"
-    got = lex.covering(run)
-    assert "東京" not in got  # no letter of the run begins it: not read
-    for a in range(len(run)):
-        for b in range(a + 1, len(run) + 1):
-            assert got.get(run[a:b]) == words.get(run[a:b])
-    assert lex.covering("東京") is got and got["東京"] == 330  # read on, into the same words
-    assert Lexicon(words).covering(run) is words  # without a file: the whole list
+    lex, mem = Lexicon.mmap(path), Lexicon(words)
+    assert all(lex.get(w) == c and w in lex for w, c in words.items()) and "京" not in lex
+    run = "日本に行った東京"
+    for i in range(len(run)):
+        assert list(lex.starting(run, i, 4)) == list(mem.starting(run, i, 4)) == [
+            (j, words[run[i:j]]) for j in range(i + 1, min(len(run), i + 4) + 1) if run[i:j] in words]
+    rng = random.Random(3)
+    letters = "日本に行った東京の"
+    for _ in range(200):  # the same cuts as the dict, costs and ties alike
+        r = "".join(rng.choice(letters) for _ in range(rng.randint(1, 12)))
+        assert (max_match(r, lex, 24, uncovered=2000, shortest=1) == max_match(r, mem, 24, uncovered=2000, shortest=1)
+                == max_match(r, words, 24, uncovered=2000, shortest=1)), r
+    path.write_bytes(path.read_bytes()[:-2])  # one cost short: refused, rebuilt by its caller
+    with pytest.raises(ValueError, match="costs for"):
+        Lexicon.mmap(path)
 
 
 def test_dictionary_file_keeps_each_language_part_apart(tmp_path):

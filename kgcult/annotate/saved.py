@@ -12,7 +12,7 @@ from kgcult import extras
 
 log = logging.getLogger(__name__)
 
-VERSION = 16  # the format of every file below; another version's files are another's
+VERSION = 17  # the format of every file below; another version's files are another's
 FEATURE_TRIES = "kgcult annotate's dictionaries, memory-mapped (marisa-trie)"
 
 
@@ -48,7 +48,7 @@ KEEP_OTHERS = 2  # files of other grammar files or formats kept beside the curre
 
 def remove_older(p: Path, prefix: str) -> None:
     """Remove the files beside ``p`` of other grammar files or formats (``prefix``-*.marshal,
-    -*.sqlite and their tries, -*.marisa) but those of the :data:`KEEP_OTHERS` newest: two
+    -*.sqlite and their tries, -*.marisa, -*.costs) but those of the :data:`KEEP_OTHERS` newest: two
     checkouts of kgcult that share a store (a branch and main) keep each other's
     dictionaries instead of rebuilding them in turn, and old versions do not pile up. A
     version's files share the name before its first dot."""
@@ -62,7 +62,7 @@ def remove_older(p: Path, prefix: str) -> None:
             return 0.0
 
     groups: dict[str, list[Path]] = {}
-    for ext in ("marshal", "sqlite", "marisa"):
+    for ext in ("marshal", "sqlite", "marisa", "costs"):
         for f in p.parent.glob(f"{prefix}-*.{ext}"):
             if version(f) != version(p) and f.name.count("-") == p.name.count("-"):
                 groups.setdefault(version(f), []).append(f)

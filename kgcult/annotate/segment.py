@@ -40,10 +40,9 @@ def _thai(run: str, segmenter: str, lang: str) -> list[tuple[int, int]]:
         else:
             lex = lexicon(lang)
         _LEXICONS[(segmenter, lang)] = lex
-    # the words beginning with the run's letters (every piece of the run looked up is one)
-    words_ = lex.covering(run) if isinstance(lex, Lexicon) else lex
+    words_ = lex
     longest = MAX_WORD  # (the list's longest: a 0.1 s scan)
-    cuts = (max_match(run, words_, longest, uncovered=UNCOVERED, shortest=1) if isinstance(words_, dict)
+    cuts = (max_match(run, words_, longest, uncovered=UNCOVERED, shortest=1) if isinstance(words_, Lexicon)
             else max_match(run, words_, longest))
     out: list[tuple[int, int]] = []
     for a, b in cuts:  # letters no word covers, one word per stretch

@@ -6,14 +6,13 @@ counts pythainlp ships), kept beside the link index:
   across scripts), a memory-mapped trie each (:func:`lang_words`), read only for the
   languages met;
 * a segmenter's word list with each word's cost (:func:`lexicon`, Zipf
-  :data:`LEXICON_ZIPF` or more: maximal matching for Chinese and Japanese), read by first
-  letter.
+  :data:`LEXICON_ZIPF` or more: maximal matching for Chinese and Japanese), a
+  memory-mapped trie.
 """
 from __future__ import annotations
 
-import marshal
 import math
-import sqlite3
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from kgcult import extras
 from kgcult.annotate import grammar as gram
 from kgcult.annotate import saved
 from kgcult.annotate.text import fold
-from kgcult.files import atomic_sqlite, atomic_write
+from kgcult.files import atomic_write
 from kgcult.link import normalize, scripts
 
 EVERYDAY_ZIPF = 4.5
@@ -58,81 +57,90 @@ def _words_of(lang: str) -> tuple[frozenset, frozenset]:
 
 
 class Lexicon:
-    """A segmenter's word list (word -> cost), read from its SQLite file by first letter (a
-    marshalled dict of the words beginning with each): a run of text is cut by the words
-    that begin with its letters, and a Chinese or Japanese text meets a few hundred of the
-    list's 5,000-8,000 first letters (reading the whole list took 0.04-0.07 s of a fresh
-    process). Without a file, the whole list in memory."""
+    """A segmenter's word list (word -> cost): a memory-mapped trie of the words and their
+    costs in an array by the trie's key ids (``<name>.words.marisa``, ``<name>.costs``),
+    or, without the files, a dict in memory. Maximal matching asks, at each letter of a run,
+    for the words the run continues with (:meth:`starting`: one walk of the trie, where a
+    dict took a look-up per length); a Chinese or Japanese text meets a few hundred of the
+    list's first letters, whose words a fresh process used to read and merge (0.09 s for
+    the dev texts)."""
 
-    def __init__(self, words: dict[str, int] | None = None, path: Path | None = None):
+    def __init__(self, words: dict[str, int] | None = None, trie=None, costs=None):
         self.words: dict[str, int] = words if words is not None else {}
-        self._path = path
-        self._con: sqlite3.Connection | None = None
-        self._firsts: set[str] = set()  # the letters whose words ``words`` holds
+        self._trie = trie
+        self._costs = costs
 
-    def covering(self, run: str) -> dict[str, int]:
-        """The words (-> cost) that begin with a letter of ``run`` (and maybe others): a
-        look-up of any piece of ``run`` answers as the whole list would."""
-        if self._path is None:
-            return self.words
-        new = set(run) - self._firsts
-        if new:
-            if self._con is None:
-                self._con = saved.read_only(self._path)
-            letters = sorted(new)
-            for i in range(0, len(letters), LEXICON_BATCH):
-                part = letters[i:i + LEXICON_BATCH]
-                for (data,) in self._con.execute(
-                        f"SELECT words FROM letters WHERE first IN ({','.join('?' * len(part))})", part):
-                    self.words.update(marshal.loads(data))
-            self._firsts |= new
-        return self.words
-
-    @staticmethod
-    def write(path: Path, words: dict[str, int]) -> None:
-        by_first: dict[str, dict[str, int]] = {}
-        for w, c in words.items():
-            if w:
-                by_first.setdefault(w[0], {})[w] = c
-        with atomic_sqlite(path) as con:
-            con.execute("CREATE TABLE letters(first TEXT PRIMARY KEY, words BLOB) WITHOUT ROWID")
-            con.execute("BEGIN")
-            con.executemany("INSERT INTO letters VALUES (?, ?)", ((f, marshal.dumps(d)) for f, d in by_first.items()))
-            con.execute("COMMIT")
-
-    @staticmethod
-    def readable(path: Path) -> bool:
+    @classmethod
+    def mmap(cls, p: Path) -> "Lexicon":
+        """The lexicon saved at ``p`` (:meth:`write`); OSError or ValueError when its files
+        are missing or do not agree."""
+        trie = saved.tries().Trie()
         try:
-            con = saved.read_only(path)
-            try:
-                con.execute("SELECT first, words FROM letters LIMIT 1").fetchall()
-            finally:
-                con.close()
-            return True
-        except (sqlite3.Error, OSError, ValueError):
-            return False
+            trie.mmap(str(saved.trie_path(p, "words")))
+        except RuntimeError as e:  # marisa's error for a damaged file
+            raise ValueError(str(e)) from None
+        with open(p, "rb") as f:
+            data = f.read()
+        costs = memoryview(data).cast("H")
+        if len(costs) != len(trie):
+            raise ValueError(f"{p}: {len(costs)} costs for {len(trie)} words")
+        return cls(trie=trie, costs=costs)
 
+    def __contains__(self, word) -> bool:
+        return word in self._trie if self._trie is not None else word in self.words
 
-LEXICON_BATCH = 500  # first letters per query (SQLite's bound parameters)
+    def get(self, word, default=None):
+        if self._trie is None:
+            return self.words.get(word, default)
+        i = self._trie.key_id(word) if word in self._trie else None
+        return default if i is None else self._costs[i]
+
+    def starting(self, run: str, i: int, longest: int):
+        """(end, cost) of each word of the list that ``run`` continues with at ``i``, of
+        at most ``longest`` letters, shortest first."""
+        if self._trie is None:
+            for j in range(i + 1, min(len(run), i + longest) + 1):
+                c = self.words.get(run[i:j])
+                if c is not None:
+                    yield j, c
+            return
+        costs = self._costs
+        for word, wid in self._trie.iter_prefixes_with_ids(run[i:i + longest]):
+            yield i + len(word), costs[wid]
+
+    @staticmethod
+    def write(p: Path, words: dict[str, int]) -> None:
+        """Save ``words`` at ``p`` (the costs, by key id) and its trie beside it."""
+        trie = saved.tries().Trie(words)
+        costs = array("H", [0]) * len(trie)
+        for w, c in words.items():
+            costs[trie.key_id(w)] = min(c, 0xFFFF)
+        atomic_write(saved.trie_path(p, "words"), trie.tobytes())
+        atomic_write(p, costs.tobytes())
 
 
 def lexicon(lang: str) -> Lexicon:
     """wordfreq's words of ``lang`` at Zipf :data:`LEXICON_ZIPF` or more (a segmenter's
     word list), each with its cost (hundredths of (9 - Zipf): a rarer word costs more),
-    kept beside the last index opened (``annotate-lexicon-<lang>-...sqlite``)."""
+    kept beside the last index opened (``annotate-lexicon-<lang>-...costs`` and its
+    ``.words.marisa`` trie)."""
     key = ("lexicon", lang)
     got = _WORDS.get(key)
     if got is not None:
         return got
-    p = (Path(_DIRECTORY[-1]) / f"annotate-lexicon-{lang}-{gram.digest()}-v{saved.VERSION}.sqlite"
+    p = (Path(_DIRECTORY[-1]) / f"annotate-lexicon-{lang}-{gram.digest()}-v{saved.VERSION}.costs"
          if _DIRECTORY else None)
-    if p is not None and p.is_file() and Lexicon.readable(p):
-        got = Lexicon(path=p)
-    else:
+    got = None
+    if p is not None and p.is_file():
+        try:
+            got = Lexicon.mmap(p)
+        except (OSError, ValueError):
+            got = None
+    if got is None:
         words = _lexicon(lang)
         got = Lexicon(words)
         if p is not None:
-            saved.write(p, f"annotate-lexicon-{lang}", lambda: Lexicon.write(p, words), (OSError, sqlite3.Error))
+            saved.write(p, f"annotate-lexicon-{lang}", lambda: Lexicon.write(p, words))
     _WORDS[key] = got
     return got
 
