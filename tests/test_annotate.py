@@ -463,6 +463,23 @@ def test_lexicon_trie_cuts_as_the_whole_list(tmp_path):
         Lexicon.mmap(path)
 
 
+def test_thai_word_list_kept_as_a_trie_cuts_as_the_list(ann):
+    """pythainlp's Thai word list, kept beside the index as a trie (each word costing 1),
+    cuts a run as maximal matching over the list itself does."""
+    pytest.importorskip("pythainlp")
+    from kgcult.annotate import wordlists
+    from kgcult.link.thai import corpus
+    from kgcult.link.wordcut import max_match
+
+    ann.finder("place", "th")  # the index's directory is the lists' place
+    wordlists.thai_words()  # built and saved, once
+    wordlists._WORDS.pop(("thai",), None)
+    lex, words = wordlists.thai_words(), corpus("words_th.txt")
+    assert isinstance(lex, wordlists.Lexicon) and lex._trie is not None  # read from its files
+    for run in ("เที่ยวจังหวัดเลยและโตเกียว", "อาหารไทยอร่อยมาก", "ไปเชียงใหม่กับกรุงเทพ"):
+        assert max_match(run, lex, 24) == max_match(run, words, 24), run
+
+
 def test_dictionary_file_keeps_each_language_part_apart(tmp_path):
     """A topic's dictionary file keeps each language's stems, forms, common and own words
     marshalled apart (``names.PerLanguage``): read back, a language's part is what was

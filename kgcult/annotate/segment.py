@@ -3,8 +3,7 @@ pythainlp's; Chinese: wordfreq's, kept beside the index by ``wordlists.lexicon``
 from __future__ import annotations
 
 from kgcult import extras
-from kgcult.annotate.wordlists import Lexicon, lexicon
-from kgcult.link.thai import corpus as thai_corpus
+from kgcult.annotate.wordlists import lexicon, thai_words
 from kgcult.link.wordcut import max_match
 
 FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
@@ -36,14 +35,15 @@ def _thai(run: str, segmenter: str, lang: str) -> list[tuple[int, int]]:
     if lex is None:
         if segmenter == "thai":
             extras.require_present("pythainlp", "annotate", FEATURE_SEGMENT)
-            lex = thai_corpus("words_th.txt")
+            lex = thai_words()
         else:
             lex = lexicon(lang)
         _LEXICONS[(segmenter, lang)] = lex
     words_ = lex
     longest = MAX_WORD  # (the list's longest: a 0.1 s scan)
-    cuts = (max_match(run, words_, longest, uncovered=UNCOVERED, shortest=1) if isinstance(words_, Lexicon)
-            else max_match(run, words_, longest))
+    # Thai: each word costs 1 (the fewest words); the lexicons: a unigram model
+    cuts = (max_match(run, words_, longest) if segmenter == "thai"
+            else max_match(run, words_, longest, uncovered=UNCOVERED, shortest=1))
     out: list[tuple[int, int]] = []
     for a, b in cuts:  # letters no word covers, one word per stretch
         if out and b - a == 1 and run[a:b] not in words_ and out[-1][1] == a and _loose(run, out[-1], words_):

@@ -20,8 +20,9 @@ from kgcult import extras
 from kgcult.annotate import grammar as gram
 from kgcult.annotate import saved
 from kgcult.annotate.text import fold
-from kgcult.files import atomic_write
+from kgcult.files import atomic_write, installed_version
 from kgcult.link import normalize, scripts
+from kgcult.link.thai import corpus as thai_corpus
 
 EVERYDAY_ZIPF = 4.5
 KNOWN_ZIPF = 3.0
@@ -142,6 +143,30 @@ def lexicon(lang: str) -> Lexicon:
         if p is not None:
             saved.write(p, f"annotate-lexicon-{lang}", lambda: Lexicon.write(p, words))
     _WORDS[key] = got
+    return got
+
+
+def thai_words() -> Lexicon:
+    """pythainlp's Thai word list (``words_th.txt``), each word costing 1, kept beside the
+    last index opened as :func:`lexicon` keeps a list (``annotate-thaiwords-<pythainlp
+    release>-v<VERSION>.costs``): reading the file made a fresh process's Thai texts wait
+    15-20 ms for its 62,000 words."""
+    got = _WORDS.get(("thai",))
+    if got is not None:
+        return got
+    release = installed_version("pythainlp") or "none"
+    p = Path(_DIRECTORY[-1]) / f"annotate-thaiwords-{release}-v{saved.VERSION}.costs" if _DIRECTORY else None
+    if p is not None and p.is_file():
+        try:
+            got = Lexicon.mmap(p)
+        except (OSError, ValueError):
+            got = None
+    if got is None:
+        words = dict.fromkeys(sorted(thai_corpus("words_th.txt")), 1)
+        got = Lexicon(words)
+        if p is not None:
+            saved.write(p, "annotate-thaiwords", lambda: Lexicon.write(p, words))
+    _WORDS[("thai",)] = got
     return got
 
 
