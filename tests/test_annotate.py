@@ -801,17 +801,19 @@ def test_other_versions_dictionaries_kept_but_the_newest_few(tmp_path):
         "annotate-food-eee-v1.marshal", "annotate-words-en-aaa-v1.everyday.marisa"]
 
 
-def test_workers_get_whole_languages_weighted_by_their_cost():
-    """`-j` gives each worker whole languages (a language with texts of both topics loads
-    its word lists and romanizers once), a language that goes across scripts weighing
-    8 times its characters: two Japanese texts outweigh an English one twice as long."""
+def test_workers_take_whole_languages_the_dearest_first():
+    """`-j` gives the workers whole languages (a language with texts of both topics loads
+    its word lists and romanizers once), the dearest first, each to the worker free next;
+    a language that goes across scripts weighs 8 times its characters: two Japanese texts
+    outweigh an English one twice as long."""
     from kgcult.annotate import parallel
     from kgcult.annotate.rows import TextRow
 
-    rows = [TextRow(id=1, text="寿司" * 50, lang="ja", topic="food", country=None),
-            TextRow(id=2, text="東京" * 50, lang="ja", topic="place", country=None),
-            TextRow(id=3, text="sushi " * 100, lang="en", topic="food", country=None)]
-    assert parallel.split(rows, 2) == [[0, 1], [2]]
+    rows = [TextRow(id=1, text="sushi " * 100, lang="en", topic="food", country=None),
+            TextRow(id=2, text="寿司" * 50, lang="ja", topic="food", country=None),
+            TextRow(id=3, text="Sushi " * 10, lang="de", topic="food", country=None),
+            TextRow(id=4, text="東京" * 50, lang="ja", topic="place", country=None)]
+    assert parallel.split(rows) == [[1, 3], [0], [2]]
 
 
 def test_rows_annotated_by_worker_processes_as_by_one(ann, astore, tmp_path):
@@ -822,10 +824,9 @@ def test_rows_annotated_by_worker_processes_as_by_one(ann, astore, tmp_path):
 
     rows = [dict(r, id=f"{r['id']}{i}") for i in range(12) for r in ROWS]
     checked = [check(r, topics=ann.topics, langs=ann.langs) for r in rows]
-    parts = parallel.split(checked, 2)
-    assert len(parts) == 2 and sorted(i for p in parts for i in p) == list(range(len(rows)))
-    assert all(len({checked[i].lang for i in p} & {checked[j].lang for j in q}) == 0
-               for p in parts for q in parts if p is not q)  # a language in one worker only
+    parts = parallel.split(checked)
+    assert sorted(i for p in parts for i in p) == list(range(len(rows)))
+    assert all(len({checked[i].lang for i in p}) == 1 for p in parts)  # a language whole
     one = [res for _row, res in parallel.annotate_rows(ann, checked, 1)]
     two = [res for _row, res in parallel.annotate_rows(ann, checked, 2)]
     assert two == one and [r["id"] for r in two] == [r["id"] for r in rows]

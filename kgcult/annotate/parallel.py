@@ -1,6 +1,7 @@
-"""Annotating a file on several cores: the rows of a chunk split by language among
-worker processes, each with its own :class:`~kgcult.annotate.annotator.Annotator`
-over the same label index, the results put back in input order.
+"""Annotating a file on several cores: the rows of a chunk grouped by language, each
+language annotated whole by whichever worker process is free next (the dearest first),
+each worker with its own :class:`~kgcult.annotate.annotator.Annotator` over the same
+label index, the results put back in input order.
 
 A row's spans depend on the row alone (the annotator's memos only save work), so the
 output is the one a single process writes, byte for byte, whatever the number of
@@ -42,36 +43,33 @@ ACROSS_COST = 8  # a text in a language that goes across scripts costs about thi
                  # one in a language that does not (dev half: 10-15 ms against 1.2 ms a text)
 
 
-def split(rows: list[TextRow], jobs: int) -> list[list[int]]:
-    """The row indexes of each worker: whole languages (each language's word lists,
-    segmenter and romanizers then load in one worker only), the dearest first to the
-    worker with the least work so far (characters, times :data:`ACROSS_COST` in a
-    language whose grammar sends words across scripts); rows in input order within a
-    worker. Deterministic."""
+def split(rows: list[TextRow]) -> list[list[int]]:
+    """The row indexes of each language (each language's word lists, segmenter and
+    romanizers then load in one worker only), the dearest first (characters, times
+    :data:`ACROSS_COST` in a language whose grammar sends words across scripts); rows in
+    input order within a language. The workers take them in this order, each the next one
+    as soon as it is free. Deterministic."""
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         groups.setdefault(r.lang, []).append(i)
-    load = [0] * jobs
-    parts: list[list[int]] = [[] for _ in range(jobs)]
     cost = {lg: ACROSS_COST if grammar(lg).across else 1 for lg in groups}
     weight = {k: cost[k] * sum(len(rows[i].text) for i in v) for k, v in groups.items()}
-    for k in sorted(groups, key=lambda k: (-weight[k], k)):
-        w = min(range(jobs), key=lambda j: (load[j], j))
-        parts[w].extend(groups[k])
-        load[w] += weight[k]
-    return [sorted(p) for p in parts if p]
+    return [groups[k] for k in sorted(groups, key=lambda k: (-weight[k], k))]
 
 
 def _init(location, options: dict) -> None:
     _WORKER["annotator"] = Annotator.open(location, **options)
-    _WORKER["chunks"] = 0
+    _WORKER["chunk"] = None
 
 
-def _work(rows: list[TextRow]) -> list[dict]:
+def _work(task: tuple[int, int, list[TextRow]]) -> tuple[int, list[dict]]:
+    """(the language's place in the chunk's list, its rows' results)."""
+    chunk, k, rows = task
     ann = _WORKER["annotator"]
-    collector.between_chunks(first=not _WORKER["chunks"])
-    _WORKER["chunks"] += 1
-    return [ann.annotate_row(r) for r in rows]
+    if _WORKER["chunk"] != chunk:  # cycles collected once per chunk, not per language
+        collector.between_chunks(first=_WORKER["chunk"] is None)
+        _WORKER["chunk"] = chunk
+    return k, [ann.annotate_row(r) for r in rows]
 
 
 def annotate_rows(ann: Annotator, rows: Iterable[TextRow], jobs: int = 1) -> Iterator[tuple[TextRow, dict]]:
@@ -88,34 +86,35 @@ def annotate_rows(ann: Annotator, rows: Iterable[TextRow], jobs: int = 1) -> Ite
     with collector.paused():
         try:
             chunk: list[TextRow] = []
-            first = True
+            n = 0  # chunks done
             for r in rows:
                 chunk.append(r)
                 if len(chunk) >= CHUNK:
-                    collector.between_chunks(first)
-                    pool = yield from _chunk(ann, chunk, jobs, ctx, pool)
-                    chunk, first = [], False
+                    collector.between_chunks(n == 0)
+                    pool = yield from _chunk(ann, chunk, jobs, ctx, pool, n)
+                    chunk, n = [], n + 1
             if chunk:
-                collector.between_chunks(first)
-                pool = yield from _chunk(ann, chunk, jobs, ctx, pool)
+                collector.between_chunks(n == 0)
+                pool = yield from _chunk(ann, chunk, jobs, ctx, pool, n)
         finally:
             if pool is not None:
                 pool.terminate()
                 pool.join()
 
 
-def _chunk(ann: Annotator, chunk: list[TextRow], jobs: int, ctx, pool):
+def _chunk(ann: Annotator, chunk: list[TextRow], jobs: int, ctx, pool, n: int):
     if ctx is None or len(chunk) < MIN_ROWS:
         for r in chunk:
             yield r, ann.annotate_row(r)
         return pool
-    parts = split(chunk, jobs)
+    groups = split(chunk)
     if pool is None:
-        pool = ctx.Pool(len(parts), initializer=_init,
+        pool = ctx.Pool(min(jobs, len(groups)), initializer=_init,
                         initargs=(ann.location, {"max_chars": ann.max_chars}))
     out: list = [None] * len(chunk)
-    for part, res in zip(parts, pool.map(_work, [[chunk[i] for i in p] for p in parts], chunksize=1)):
-        for i, r in zip(part, res):
+    tasks = [(n, k, [chunk[i] for i in g]) for k, g in enumerate(groups)]
+    for k, res in pool.imap_unordered(_work, tasks, chunksize=1):
+        for i, r in zip(groups[k], res):
             out[i] = r
     yield from zip(chunk, out)
     return pool
