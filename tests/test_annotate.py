@@ -11,7 +11,7 @@ import pytest
 
 from kgcult.errors import KgcultError
 
-pytest.importorskip("ahocorasick_rs")
+pytest.importorskip("marisa_trie")
 pytest.importorskip("snowballstemmer")
 
 FIX = Path(__file__).parent / "fixtures" / "annotate"
@@ -496,7 +496,8 @@ def test_dictionary_file_keeps_each_language_part_apart(tmp_path):
     p = tmp_path / "annotate-food-x-v1.marshal"
     names.save(p)
     assert sorted(f.name for f in tmp_path.iterdir()) == [
-        "annotate-food-x-v1.exact.marisa", "annotate-food-x-v1.heads.marisa", "annotate-food-x-v1.marshal"]
+        "annotate-food-x-v1.exact.marisa", "annotate-food-x-v1.heads.marisa", "annotate-food-x-v1.marshal",
+        "annotate-food-x-v1.unspaced.marisa"]
     back = Names.load(p)
     assert back is not None and dict(back.exact.items()) == names.exact
     assert back.exact.get("kase") == (4, 9) and back.exact.get("kas") is None and "brot" in back.exact
@@ -513,6 +514,29 @@ def test_dictionary_file_keeps_each_language_part_apart(tmp_path):
     (tmp_path / "annotate-food-x-v1.heads.marisa").unlink()
     with pytest.raises(RuntimeError):  # a part missing: load_or_build builds the dictionary again
         Names.load(p)
+
+
+def test_unspaced_names_found_in_a_run_as_an_automaton_finds_them(tmp_path):
+    """The names of unspaced scripts are found in a run by walking their trie from each
+    letter: every occurrence, overlapping, by end and then start (the order an Aho-Corasick
+    automaton reports them in), from the dictionary as built and as read back."""
+    import random
+
+    from kgcult.annotate.names import Names
+
+    unspaced = {"东京": (1,), "京都": (2,), "东": (3,), "京": (4,), "东京都": (5,), "都": (6,), "北海道": (7,)}
+    names = Names(topic="place", langs=["zh"], unspaced=unspaced)
+    p = tmp_path / "annotate-place-x-v1.marshal"
+    names.save(p)
+    back = Names.load(p)
+    assert back is not None and bool(back.unspaced) and back.unspaced["东京都"] == (5,)
+    rng = random.Random(5)
+    for _ in range(200):
+        run = "".join(rng.choice("东京都北海道的") for _ in range(rng.randint(0, 14)))
+        want = sorted(((run[s:e], s, e) for s in range(len(run)) for e in range(s + 1, len(run) + 1)
+                       if run[s:e] in unspaced), key=lambda m: (m[2], m[1]))
+        assert names.unspaced_in(run) == back.unspaced_in(run) == want, run
+    assert not Names(topic="food", langs=[]).unspaced  # an empty dictionary finds nothing
 
 
 def test_lower_case_word_is_no_place_name(ann):

@@ -14,7 +14,7 @@ GOLD = Path(__file__).resolve().parents[2] / "shared" / "annotation" / "annotati
 
 @pytest.mark.slow
 def test_dev_gold_floors_and_order(standin_path, tmp_path):
-    pytest.importorskip("ahocorasick_rs")
+    pytest.importorskip("marisa_trie")
     if not GOLD.exists():
         pytest.skip(f"{GOLD} not found: ../shared is not beside this checkout")
     from kgcult.annotate import Annotator

@@ -276,8 +276,7 @@ class Finder:
                     return
 
     def _unspaced(self, w: Word) -> list[Found]:
-        ac, pats = self.names.automaton()
-        if ac is None:
+        if not self.names.unspaced:
             return []
         out = []
         before = self.g.before
@@ -286,10 +285,9 @@ class Finder:
         if self.g.segmenter and self.g.bounded:
             cuts = segment(w.text, self.g.segmenter, self.g.lang)  # as written: the word list's script
             bounds = {a for a, _ in cuts} | {b for _, b in cuts}
-        for idx, s, e in ac.find_matches_as_indexes(run, overlapping=True):
+        for name, s, e in self.names.unspaced_in(run):
             if bounds is not None and (s not in bounds or e not in bounds):
                 continue  # a name inside a word of the segmenter
-            name = pats[idx]
             if any(name.startswith(d) and len(name) > len(d) for d in before):
                 continue  # a designator written onto a name stays outside it
             codes = self.names.unspaced[name]

@@ -191,14 +191,15 @@ class CrossPool:
 
     def near_keys(self, key: str, bound: int) -> list[str]:
         """The keys with the first letter of ``key`` and a length within ``bound`` of it,
-        sorted (one list per first letter and range of lengths: a fuzzy search asks for
-        the same few ranges again and again)."""
+        by length (one list per first letter and range of lengths: a fuzzy search asks for
+        the same few ranges again and again). Each key once: a search's matches, sorted by
+        key, come out in one order whatever the list's."""
         lo, hi = len(key) - bound, len(key) + bound
         near = self._near_sorted.get((key[0], lo, hi))
         if near is None:
             by_len = self._by_length(key[0])
             near = self._near_sorted.put((key[0], lo, hi),
-                                         sorted(chain.from_iterable(by_len.get(n, ()) for n in range(lo, hi + 1))))
+                                         list(chain.from_iterable(by_len.get(n, ()) for n in range(lo, hi + 1))))
         return near
 
     def _by_length(self, first: str) -> dict[int, list[str]]:
