@@ -95,6 +95,7 @@ class Names:
     cognate: dict[str, tuple[int, ...]] = field(default_factory=dict)
     own: Mapping[str, frozenset] = field(default_factory=dict)
     compound: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    unspaced_longest: int = 0  # the longest unspaced name, in letters
     _unspaced_trie: Any = None  # the unspaced names' trie, once asked for
 
     def unspaced_in(self, run: str) -> list[tuple[str, int, int]]:
@@ -106,7 +107,10 @@ class Names:
         if trie is None:
             trie = self._unspaced_trie = (self.unspaced.trie if isinstance(self.unspaced, Codes)
                                           else saved.tries().Trie(self.unspaced))
-        found = [(name, i, i + len(name)) for i in range(len(run)) for name in trie.prefixes(run[i:])]
+            if not self.unspaced_longest:
+                self.unspaced_longest = max(map(len, self.unspaced), default=0)
+        n = self.unspaced_longest
+        found = [(name, i, i + len(name)) for i in range(len(run)) for name in trie.prefixes(run[i:i + n])]
         found.sort(key=lambda m: (m[2], m[1]))
         return found
 
@@ -131,6 +135,7 @@ class Names:
             atomic_write(saved.trie_path(p, part), data)
         atomic_write(p, marshal.dumps({
             "version": VERSION, "topic": self.topic, "langs": self.langs, "stem": _packed(self.stem),
+            "unspaced_longest": self.unspaced_longest or max(map(len, self.unspaced), default=0),
             "common": _packed(self.common), "forms": _packed(self.forms),
             "generic": self.generic, "cognate": self.cognate, "own": _packed(self.own),
             "compound": self.compound}))

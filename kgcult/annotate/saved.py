@@ -12,7 +12,7 @@ from kgcult import extras
 
 log = logging.getLogger(__name__)
 
-VERSION = 18  # the format of every file below; another version's files are another's
+VERSION = 19  # the format of every file below; another version's files are another's
 FEATURE_TRIES = "kgcult annotate's dictionaries, memory-mapped (marisa-trie)"
 
 
