@@ -5,7 +5,6 @@ a version's files share the name before its first dot."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 from pathlib import Path
 
 from kgcult import extras
@@ -24,11 +23,6 @@ def tries():
 def trie_path(p: Path, part: str) -> Path:
     """The trie file of ``part`` beside the file ``p`` (``<p's stem>.<part>.marisa``)."""
     return p.with_name(f"{p.stem}.{part}.marisa")
-
-
-def read_only(path: Path) -> sqlite3.Connection:
-    """An SQLite file opened read-only, as immutable (no locks)."""
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
 
 
 def write(p: Path, prefix: str, writer, errors: tuple = (OSError,)) -> None:
