@@ -536,7 +536,7 @@ def test_unspaced_names_found_in_a_run_as_an_automaton_finds_them(tmp_path):
         want = sorted(((run[s:e], s, e) for s in range(len(run)) for e in range(s + 1, len(run) + 1)
                        if run[s:e] in unspaced), key=lambda m: (m[2], m[1]))
         assert names.unspaced_in(run) == back.unspaced_in(run) == want, run
-    assert not Names(topic="food", langs=[]).unspaced  # an empty dictionary finds nothing
+    assert Names(topic="food", langs=[]).unspaced_in("东京都") == []  # no names: nothing found
 
 
 def test_lower_case_word_is_no_place_name(ann):

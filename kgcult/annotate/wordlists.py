@@ -23,6 +23,7 @@ from kgcult.annotate.text import fold
 from kgcult.files import atomic_write, installed_version
 from kgcult.link import normalize, scripts
 from kgcult.link.thai import corpus as thai_corpus
+from kgcult.link.wordcut import in_table
 
 EVERYDAY_ZIPF = 4.5
 KNOWN_ZIPF = 3.0
@@ -100,10 +101,7 @@ class Lexicon:
         """(end, cost) of each word of the list that ``run`` continues with at ``i``, of
         at most ``longest`` letters, shortest first."""
         if self._trie is None:
-            for j in range(i + 1, min(len(run), i + longest) + 1):
-                c = self.words.get(run[i:j])
-                if c is not None:
-                    yield j, c
+            yield from in_table(self.words)(run, i, longest)
             return
         costs = self._costs
         for word, wid in self._trie.iter_prefixes_with_ids(run[i:i + longest]):
@@ -125,48 +123,36 @@ def lexicon(lang: str) -> Lexicon:
     word list), each with its cost (hundredths of (9 - Zipf): a rarer word costs more),
     kept beside the last index opened (``annotate-lexicon-<lang>-...costs`` and its
     ``.words.marisa`` trie)."""
-    key = ("lexicon", lang)
-    got = _WORDS.get(key)
-    if got is not None:
-        return got
-    p = (Path(_DIRECTORY[-1]) / f"annotate-lexicon-{lang}-{gram.digest()}-v{saved.VERSION}.costs"
-         if _DIRECTORY else None)
-    got = None
-    if p is not None and p.is_file():
-        try:
-            got = Lexicon.mmap(p)
-        except (OSError, ValueError):
-            got = None
-    if got is None:
-        words = _lexicon(lang)
-        got = Lexicon(words)
-        if p is not None:
-            saved.write(p, f"annotate-lexicon-{lang}", lambda: Lexicon.write(p, words))
-    _WORDS[key] = got
-    return got
+    return _kept(("lexicon", lang), f"annotate-lexicon-{lang}", gram.digest(), lambda: _lexicon(lang))
 
 
 def thai_words() -> Lexicon:
-    """pythainlp's Thai word list (``words_th.txt``), each word costing 1, kept beside the
-    last index opened as :func:`lexicon` keeps a list (``annotate-thaiwords-<pythainlp
-    release>-v<VERSION>.costs``): reading the file made a fresh process's Thai texts wait
-    15-20 ms for its 62,000 words."""
-    got = _WORDS.get(("thai",))
+    """pythainlp's Thai word list (``words_th.txt``), each word costing 1, kept as
+    :func:`lexicon` keeps a list (``annotate-thaiwords-<pythainlp release>-...costs``):
+    reading the file made a fresh process's Thai texts wait 15-20 ms for its 62,000 words."""
+    return _kept(("thai",), "annotate-thaiwords", installed_version("pythainlp") or "none",
+                 lambda: dict.fromkeys(sorted(thai_corpus("words_th.txt")), 1))
+
+
+def _kept(key: tuple, prefix: str, version: str, words_of) -> Lexicon:
+    """The word list ``key`` of this process: mapped from its files beside the last index
+    opened (``<prefix>-<version>-v<VERSION>.costs``), else ``words_of()`` in memory, saved
+    there for the next process."""
+    got = _WORDS.get(key)
     if got is not None:
         return got
-    release = installed_version("pythainlp") or "none"
-    p = Path(_DIRECTORY[-1]) / f"annotate-thaiwords-{release}-v{saved.VERSION}.costs" if _DIRECTORY else None
+    p = Path(_DIRECTORY[-1]) / f"{prefix}-{version}-v{saved.VERSION}.costs" if _DIRECTORY else None
     if p is not None and p.is_file():
         try:
             got = Lexicon.mmap(p)
         except (OSError, ValueError):
             got = None
     if got is None:
-        words = dict.fromkeys(sorted(thai_corpus("words_th.txt")), 1)
+        words = words_of()
         got = Lexicon(words)
         if p is not None:
-            saved.write(p, "annotate-thaiwords", lambda: Lexicon.write(p, words))
-    _WORDS[("thai",)] = got
+            saved.write(p, prefix, lambda: Lexicon.write(p, words))
+    _WORDS[key] = got
     return got
 
 
