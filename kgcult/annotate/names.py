@@ -36,15 +36,14 @@ decoded: a fresh process reads the keys its texts look up.
 """
 from __future__ import annotations
 
-from typing import Any, TYPE_CHECKING
 import logging
 import marshal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from kgcult import extras
-from kgcult import lazy
+from kgcult import extras, lazy
 from kgcult.annotate import grammar as gram
 from kgcult.annotate import saved, wordlists
 from kgcult.annotate.saved import VERSION

@@ -18,7 +18,6 @@
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import hashlib
 import json
 import logging
@@ -26,11 +25,11 @@ import os
 import secrets
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyoxigraph import Literal, NamedNode, Quad
 
-from kgcult import lazy
-from kgcult import vocab
+from kgcult import lazy, vocab
 from kgcult.store import provenance, setgraph, sidefiles
 from kgcult.store.closure_write import MARK
 

@@ -23,19 +23,17 @@ from typing import IO, Iterator, TYPE_CHECKING, cast
 
 from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
 
-from kgcult import ids, ontology, vocab
-from kgcult import lazy
+from kgcult import ids, lazy, ontology, vocab
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.store import closure_state, closure_write, intgraph, provenance, setgraph, sidefiles
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the embedded store's module is imported by whoever opens one)
     import numpy as np
+
+    from kgcult.store.embedded import Store
 else:
     np = lazy.module("numpy")
-
-if TYPE_CHECKING:  # the embedded store's module is imported by whoever opens one
-    from kgcult.store.embedded import Store
 
 log = logging.getLogger(__name__)
 

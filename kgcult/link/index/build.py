@@ -8,7 +8,6 @@ loose stage), so a first link that an exact name settles does not wait for them.
 stays bounded by the batch sizes, not by the number of names."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import contextlib
 import ctypes
 import gc
@@ -20,12 +19,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 from pyoxigraph import NamedNode
 
-from kgcult import ids, vocab
-from kgcult import lazy
+from kgcult import ids, lazy, vocab
 from kgcult import log as kglog
 from kgcult.errors import KgcultError
 from kgcult.link import normalize

@@ -21,7 +21,6 @@ Entity ids (``eid``) are positions in the sorted array of QID numbers.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import hashlib
 import json
 import logging
@@ -33,9 +32,9 @@ import time
 import weakref
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kgcult import ids, langtags
-from kgcult import lazy
+from kgcult import ids, langtags, lazy
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_write, cache_root, remove_dead_scratch, scratch_prefix
 from kgcult.link import normalize

@@ -22,13 +22,12 @@ set's score distributions (docs/link.md; the constants live in ``linker.py``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import contextlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kgcult import extras
-from kgcult import lazy
+from kgcult import extras, lazy
 from kgcult.link.stages import embedding
 from kgcult.link.semantic import bound as semantic_bound
 from kgcult.link.semantic import use_model as usecache

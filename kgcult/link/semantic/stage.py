@@ -18,11 +18,11 @@ cut-off.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import logging
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from kgcult import lazy
 from kgcult import log as kglog

@@ -31,16 +31,15 @@ the package's loader.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import json
 import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kgcult import files
-from kgcult import lazy
+from kgcult import files, lazy
 from kgcult.errors import KgcultError
 from kgcult.link.index import layout
 

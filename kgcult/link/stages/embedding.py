@@ -15,8 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Protocol
 
-from kgcult import extras
-from kgcult import lazy
+from kgcult import extras, lazy
 from kgcult.errors import KgcultError
 from kgcult.files import atomic_open
 from kgcult.link import memo, normalize

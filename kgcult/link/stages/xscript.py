@@ -106,7 +106,7 @@ CREATE INDEX rows_len ON rows(first, len, key);
 """
 CACHE_KIB = 512  # page cache of an open pool
 NEAR_LISTS = 64  # key lists by (first letter, lengths) a pool keeps (a few thousand keys each)
-NEAR_SORTED = 512  # sorted key lists by (first letter, length range), sharing those keys
+NEAR_RANGES = 512  # key lists by (first letter, range of lengths), sharing those keys
 
 
 class CrossPool:
@@ -119,7 +119,7 @@ class CrossPool:
         self.con = con
         self._memo = memo.Memo(memo.PER_PART)
         self._near = memo.Memo(NEAR_LISTS)  # first letter -> {length: keys}
-        self._near_sorted = memo.Memo(NEAR_SORTED)  # (first letter, shortest, longest) -> keys
+        self._near_ranges = memo.Memo(NEAR_RANGES)  # (first letter, shortest, longest) -> keys
 
     @staticmethod
     def rows(names) -> list[tuple]:
@@ -195,10 +195,10 @@ class CrossPool:
         the same few ranges again and again). Each key once: a search's matches, sorted by
         key, come out in one order whatever the list's."""
         lo, hi = len(key) - bound, len(key) + bound
-        near = self._near_sorted.get((key[0], lo, hi))
+        near = self._near_ranges.get((key[0], lo, hi))
         if near is None:
             by_len = self._by_length(key[0])
-            near = self._near_sorted.put((key[0], lo, hi),
+            near = self._near_ranges.put((key[0], lo, hi),
                                          list(chain.from_iterable(by_len.get(n, ()) for n in range(lo, hi + 1))))
         return near
 
