@@ -106,12 +106,16 @@ class Names:
         if trie is None:
             trie = self._unspaced_trie = (self.unspaced.trie if isinstance(self.unspaced, Codes)
                                           else saved.tries().Trie(self.unspaced))
-            if not self.unspaced_longest:
-                self.unspaced_longest = max(map(len, self.unspaced), default=0)
-        n = self.unspaced_longest
+        n = self._longest()
         found = [(name, i, i + len(name)) for i in range(len(run)) for name in trie.prefixes(run[i:i + n])]
         found.sort(key=lambda m: (m[2], m[1]))
         return found
+
+    def _longest(self) -> int:
+        """The longest unspaced name (recorded in the saved file; else measured, once)."""
+        if not self.unspaced_longest:
+            self.unspaced_longest = max(map(len, self.unspaced), default=0)
+        return self.unspaced_longest
 
     def everyday(self, lang: str):
         """The everyday words of ``lang`` (:data:`~kgcult.annotate.wordlists.EVERYDAY_ZIPF`), folded."""
@@ -134,7 +138,7 @@ class Names:
             atomic_write(saved.trie_path(p, part), data)
         atomic_write(p, marshal.dumps({
             "version": VERSION, "topic": self.topic, "langs": self.langs, "stem": _packed(self.stem),
-            "unspaced_longest": self.unspaced_longest or max(map(len, self.unspaced), default=0),
+            "unspaced_longest": self._longest(),
             "common": _packed(self.common), "forms": _packed(self.forms),
             "generic": self.generic, "cognate": self.cognate, "own": _packed(self.own),
             "compound": self.compound}))

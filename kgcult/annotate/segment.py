@@ -7,7 +7,6 @@ from kgcult.annotate.wordlists import lexicon, thai_words
 from kgcult.link.wordcut import max_match
 
 FEATURE_SEGMENT = "kgcult annotate's word segmentation of Thai"
-_LEXICONS: dict = {}
 
 
 def segment(run: str, segmenter: str, lang: str = "th") -> list[tuple[int, int]]:
@@ -27,26 +26,20 @@ def segment(run: str, segmenter: str, lang: str = "th") -> list[tuple[int, int]]
 
 
 _SEGMENTED: dict = {}
-MAX_WORD = 24  # the longest word of the list looked for, in letters
+MAX_WORD = 24  # the longest word of the list looked for, in letters (the list's longest: a 0.1 s scan)
 
 
 def _thai(run: str, segmenter: str, lang: str) -> list[tuple[int, int]]:
-    lex = _LEXICONS.get((segmenter, lang))
-    if lex is None:
-        if segmenter == "thai":
-            extras.require_present("pythainlp", "annotate", FEATURE_SEGMENT)
-            lex = thai_words()
-        else:
-            lex = lexicon(lang)
-        _LEXICONS[(segmenter, lang)] = lex
-    words_ = lex
-    longest = MAX_WORD  # (the list's longest: a 0.1 s scan)
-    # Thai: each word costs 1 (the fewest words); the lexicons: a unigram model
-    cuts = (max_match(run, words_, longest) if segmenter == "thai"
-            else max_match(run, words_, longest, uncovered=UNCOVERED, shortest=1))
+    if segmenter == "thai":
+        extras.require_present("pythainlp", "annotate", FEATURE_SEGMENT)
+        lex = thai_words()  # each word costs 1: the fewest words
+        cuts = max_match(run, lex, MAX_WORD)
+    else:
+        lex = lexicon(lang)  # a unigram model
+        cuts = max_match(run, lex, MAX_WORD, uncovered=UNCOVERED, shortest=1)
     out: list[tuple[int, int]] = []
     for a, b in cuts:  # letters no word covers, one word per stretch
-        if out and b - a == 1 and run[a:b] not in words_ and out[-1][1] == a and _loose(run, out[-1], words_):
+        if out and b - a == 1 and run[a:b] not in lex and out[-1][1] == a and _loose(run, out[-1], lex):
             out[-1] = (out[-1][0], b)
         else:
             out.append((a, b))
