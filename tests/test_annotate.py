@@ -463,7 +463,7 @@ def test_lexicon_trie_cuts_as_the_whole_list(tmp_path):
         Lexicon.mmap(path)
 
 
-def test_thai_word_list_kept_as_a_trie_cuts_as_the_list(ann):
+def test_thai_word_list_kept_as_a_trie_cuts_as_the_list(ann, monkeypatch):
     """pythainlp's Thai word list, kept beside the index as a trie (each word costing 1),
     cuts a run as maximal matching over the list itself does."""
     pytest.importorskip("pythainlp")
@@ -476,6 +476,9 @@ def test_thai_word_list_kept_as_a_trie_cuts_as_the_list(ann):
     wordlists._WORDS.pop(("thai",), None)
     lex, words = wordlists.thai_words(), corpus("words_th.txt")
     assert isinstance(lex, wordlists.Lexicon) and lex._trie is not None  # read from its files
+    asked = []
+    monkeypatch.setattr(wordlists, "installed_version", lambda pkg: asked.append(pkg) or "0")
+    assert wordlists.thai_words() is lex and asked == []  # the list in hand: pythainlp's release not read again
     for run in ("เที่ยวจังหวัดเลยและโตเกียว", "อาหารไทยอร่อยมาก", "ไปเชียงใหม่กับกรุงเทพ"):
         assert max_match(run, lex, 24) == max_match(run, words, 24), run
 
@@ -536,6 +539,9 @@ def test_unspaced_names_found_in_a_run_as_an_automaton_finds_them(tmp_path):
         want = sorted(((run[s:e], s, e) for s in range(len(run)) for e in range(s + 1, len(run) + 1)
                        if run[s:e] in unspaced), key=lambda m: (m[2], m[1]))
         assert names.unspaced_in(run) == back.unspaced_in(run) == want, run
+        # from a segmenter's word boundaries only: the names that begin at one of them
+        starts = {i for i in range(len(run) + 2) if rng.random() < 0.5}
+        assert back.unspaced_in(run, starts) == [m for m in want if m[1] in starts], run
     assert Names(topic="food", langs=[]).unspaced_in("东京都") == []  # no names: nothing found
 
 

@@ -285,8 +285,8 @@ class Finder:
         if self.g.segmenter and self.g.bounded:
             cuts = segment(w.text, self.g.segmenter, self.g.lang)  # as written: the word list's script
             bounds = {a for a, _ in cuts} | {b for _, b in cuts}
-        for name, s, e in self.names.unspaced_in(run):
-            if bounds is not None and (s not in bounds or e not in bounds):
+        for name, s, e in self.names.unspaced_in(run, bounds):
+            if bounds is not None and e not in bounds:
                 continue  # a name inside a word of the segmenter
             if any(name.startswith(d) and len(name) > len(d) for d in before):
                 continue  # a designator written onto a name stays outside it

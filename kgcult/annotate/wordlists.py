@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kgcult import extras
@@ -123,25 +123,26 @@ def lexicon(lang: str) -> Lexicon:
     word list), each with its cost (hundredths of (9 - Zipf): a rarer word costs more),
     kept beside the last index opened (``annotate-lexicon-<lang>-...costs`` and its
     ``.words.marisa`` trie)."""
-    return _kept(("lexicon", lang), f"annotate-lexicon-{lang}", gram.digest(), lambda: _lexicon(lang))
+    return _kept(("lexicon", lang), f"annotate-lexicon-{lang}", gram.digest, lambda: _lexicon(lang))
 
 
 def thai_words() -> Lexicon:
     """pythainlp's Thai word list (``words_th.txt``), each word costing 1, kept as
     :func:`lexicon` keeps a list (``annotate-thaiwords-<pythainlp release>-...costs``):
     reading the file made a fresh process's Thai texts wait 15-20 ms for its 62,000 words."""
-    return _kept(("thai",), "annotate-thaiwords", installed_version("pythainlp") or "none",
+    return _kept(("thai",), "annotate-thaiwords", lambda: installed_version("pythainlp") or "none",
                  lambda: dict.fromkeys(sorted(thai_corpus("words_th.txt")), 1))
 
 
-def _kept(key: tuple, prefix: str, version: str, words_of) -> Lexicon:
+def _kept(key: tuple, prefix: str, version: Callable[[], str], words_of) -> Lexicon:
     """The word list ``key`` of this process: mapped from its files beside the last index
-    opened (``<prefix>-<version>-v<VERSION>.costs``), else ``words_of()`` in memory, saved
-    there for the next process."""
+    opened (``<prefix>-<version()>-v<VERSION>.costs``), else ``words_of()`` in memory, saved
+    there for the next process. ``version`` is asked only when the list is not yet in this
+    process (pythainlp's release is read from its folder: 1 ms a call, on every segmented run)."""
     got = _WORDS.get(key)
     if got is not None:
         return got
-    p = Path(_DIRECTORY[-1]) / f"{prefix}-{version}-v{saved.VERSION}.costs" if _DIRECTORY else None
+    p = Path(_DIRECTORY[-1]) / f"{prefix}-{version()}-v{saved.VERSION}.costs" if _DIRECTORY else None
     if p is not None and p.is_file():
         try:
             got = Lexicon.mmap(p)
