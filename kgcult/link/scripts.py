@@ -33,7 +33,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable
 
-from kgcult.files import atomic_sqlite, package_cache
+from kgcult.files import atomic_sqlite, package_cache, read_only_sqlite
 from kgcult.link import thai
 
 # the scripts with their own romanizer, by the first word of a letter's Unicode name
@@ -209,6 +209,7 @@ def final_vowel_variant(text: str) -> str | None:
 
 
 KANWA_FORMAT = 2
+KANWA_CACHE_KIB = 2048  # page cache of the converted dictionary (SQLite's default)
 
 
 def kanwa_path() -> Path | None:
@@ -260,8 +261,7 @@ class _Kanwa:
     its ``deprecated`` dependency (0.1 s) in every process that reads one Japanese name."""
 
     def __init__(self, path: Path):
-        self.con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
-                                   check_same_thread=False)
+        self.con = read_only_sqlite(path, KANWA_CACHE_KIB)
         self.words: dict = {}
 
     def _words(self, text: str) -> list:

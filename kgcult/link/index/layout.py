@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from kgcult import lazy
 from kgcult.errors import KgcultError
+from kgcult.files import read_only_sqlite
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,10 +53,7 @@ def connect(directory: str | Path, *, write: bool = False, name: str = DB_NAME,
         con.execute("PRAGMA temp_store=FILE")
         con.execute("BEGIN")
         return con
-    con = sqlite3.connect(read_only_uri(path), uri=True,
-                          check_same_thread=False)
-    con.execute(f"PRAGMA cache_size=-{READ_CACHE_KIB}")
-    return con
+    return read_only_sqlite(path, READ_CACHE_KIB)
 
 
 def script(con: sqlite3.Connection, sql: str) -> None:

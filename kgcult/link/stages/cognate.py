@@ -29,10 +29,12 @@ import sqlite3
 from pathlib import Path
 
 from kgcult import extras, resources
-from kgcult.files import atomic_sqlite
+from kgcult.files import atomic_sqlite, read_only_sqlite
 from kgcult.link import memo, normalize
 from kgcult.link.cognates import GRAMMAR_FILE, cognate_key, cognate_languages
 from kgcult.link.stages.base import Stage
+
+CACHE_KIB = 512  # page cache of the open table (a few MB, the OS page cache does the rest)
 
 FORMAT = 1
 EVERYDAY_ZIPF = 4.5
@@ -144,8 +146,7 @@ class Cognate(Stage):
                 if not path.exists():
                     with atomic_sqlite(path) as con:
                         self._write(con, self._rows())
-                return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
-                                       check_same_thread=False)
+                return read_only_sqlite(path, CACHE_KIB)
             except (OSError, sqlite3.Error):
                 pass
         con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)

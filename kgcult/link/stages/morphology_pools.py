@@ -15,7 +15,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from kgcult.files import scratch_prefix
+from kgcult.files import read_only_sqlite, scratch_prefix
 from kgcult.link import memo
 from kgcult.link.stages import morphology
 
@@ -46,11 +46,9 @@ class StoredKeyPool:
     def __init__(self, path: Path, lang: str):
         self.path = Path(path)
         self.lang = lang
-        self.con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
-                                   check_same_thread=False)
         # a process opens dozens of these small files: a small page cache each (SQLite's
         # default is 2 MB a connection), the OS page cache does the rest
-        self.con.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        self.con = read_only_sqlite(self.path, CACHE_KIB)
         meta = dict(self.con.execute("SELECT key, value FROM meta"))
         if int(meta.get("format", -1)) != FORMAT:
             self.con.close()

@@ -25,7 +25,7 @@ from pathlib import Path
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from kgcult.files import atomic_sqlite
+from kgcult.files import atomic_sqlite, read_only_sqlite
 from kgcult.link import affixes, memo, normalize, scripts, thai
 from kgcult.link.index.reader import label_chain
 from kgcult.link.stages.base import Stage
@@ -164,9 +164,7 @@ class CrossPool:
     @classmethod
     def open(cls, path: Path) -> "CrossPool | None":
         try:
-            con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
-                                  check_same_thread=False)
-            con.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+            con = read_only_sqlite(path, CACHE_KIB)
             meta = dict(con.execute("SELECT key, value FROM meta"))
             if int(meta.get("format", -1)) != FORMAT:
                 con.close()
