@@ -290,6 +290,38 @@ def test_kanji_read_from_the_converted_dictionary(tmp_path, monkeypatch):
     assert got == {"東京": "toukyou", "味噌汁": "misoshiru", "北海道": "hokkaidou", "抹茶": "matcha", "寿司": "sushi"}
 
 
+def test_thai_syllables_read_from_the_saved_table_as_the_rules_read_them(tmp_path, monkeypatch):
+    """The RTGS rules' readings of pythainlp's syllables, saved once into $KGCULT_CACHE, give
+    every Thai key the rules give; a table that is no table is not read."""
+    pytest.importorskip("pythainlp")
+    from kgcult.link import thai
+
+    words = ["เชียงใหม่", "สุราษฎร์ธานี", "โพรวองซ์", "ราชบุรี", "อาร์คันซอ", "เพลง", "หาดใหญ่", "ศรีสะเกษ"]
+
+    def keys() -> list:
+        thai.rules.cache_clear()
+        thai.parts.cache_clear()
+        return [(thai.romanize_word(w), thai.foreign_key(w), thai.linking_variants(w), thai.spoken_variants(w))
+                for w in words]
+
+    monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
+    try:
+        by_rules = keys()
+        path = thai.prepare()
+        assert path is not None and path.parent == tmp_path / "models" and path.exists()
+        table = thai._read_syllables()
+        assert table is not None and len(table) > 9_000
+        raw = thai._rules()[0]
+        assert all(table[s] == raw(s) for s in sorted(table)[::97])  # the rules' own readings
+        assert keys() == by_rules
+        assert thai.rules()[0].__wrapped__.__defaults__[0].__self__ == table  # read from the table
+        path.write_bytes(b"not a table")
+        assert thai._read_syllables() is None and keys() == by_rules
+    finally:
+        thai.rules.cache_clear()
+        thai.parts.cache_clear()
+
+
 def test_region_name_that_is_its_citys_names_the_city(linker):
     """大阪 is the prefecture's label; the city is 大阪市, located in it: the city is meant."""
     r = linker.link("大阪", lang="ja", topic="place")

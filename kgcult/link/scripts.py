@@ -253,8 +253,10 @@ def convert_kanwa() -> Path | None:
 
 
 def prepare() -> None:
-    """What a first Japanese name needs, made ready: the converted kanji dictionary."""
+    """What a first Japanese or Thai name needs, made ready: the converted kanji
+    dictionary, the RTGS rules' readings of the Thai syllables."""
     convert_kanwa()
+    thai.prepare()
 
 
 class _Kanwa:

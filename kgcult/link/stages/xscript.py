@@ -371,7 +371,8 @@ class CrossScript(Stage):
         return CrossPool.in_memory(names)
 
     def prepare(self) -> None:
-        """The converted copy of the Japanese romanizer's dictionary (``scripts.prepare``)."""
+        """What a first Japanese or Thai name needs (``scripts.prepare``): the converted kanji
+        dictionary, the RTGS readings of the Thai syllables."""
         scripts.prepare()
 
     def caches(self) -> list:
