@@ -56,17 +56,16 @@ def test_installed_version_is_the_one_package_metadata_gives(tmp_path, monkeypat
     assert package_cache("kgcult_no_such_package", "x-{version}") is None
 
 
-def test_read_only_sqlite_maps_the_file_and_refuses_writes(tmp_path):
+def test_read_only_sqlite_opens_a_bounded_reader_that_refuses_writes(tmp_path):
     """A finished database (index, pool) is opened read-only, with the bounded page cache
-    asked for and the file memory-mapped; a write through it is refused and changes nothing."""
-    from kgcult.files import READ_MMAP_BYTES, read_only_sqlite
+    asked for; a write through it is refused and changes nothing."""
+    from kgcult.files import read_only_sqlite
 
     p = tmp_path / "pool.sqlite"
     with atomic_sqlite(p) as con:
         con.execute("CREATE TABLE t(k TEXT)")
         con.executemany("INSERT INTO t VALUES (?)", [("a",), ("b",)])
     con = read_only_sqlite(p, 128)
-    assert con.execute("PRAGMA mmap_size").fetchone()[0] == READ_MMAP_BYTES
     assert con.execute("PRAGMA cache_size").fetchone()[0] == -128
     assert [k for (k,) in con.execute("SELECT k FROM t ORDER BY k")] == ["a", "b"]
     with pytest.raises(sqlite3.OperationalError, match="readonly"):

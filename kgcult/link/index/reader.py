@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from kgcult import ids, langtags, lazy
 from kgcult.errors import KgcultError
-from kgcult.files import READ_MMAP_BYTES, atomic_write, cache_root, remove_dead_scratch, scratch_prefix
+from kgcult.files import atomic_write, cache_root, remove_dead_scratch, scratch_prefix
 from kgcult.link import normalize
 from kgcult.link.index import name_pools as pools
 from kgcult.link.index import layout as storage
@@ -122,7 +122,6 @@ class LabelIndex:
                 if self._pools is None:
                     path = self.ensure_pools()
                     self.db.execute("ATTACH DATABASE ? AS pools", (storage.read_only_uri(path),))
-                    self.db.execute(f"PRAGMA pools.mmap_size={READ_MMAP_BYTES}")  # as the index's own
                     self._pools = path
         return self.db
 
