@@ -119,11 +119,23 @@ def test_commonness_guard_and_generic_words(ann):
 
 
 def test_invented_title_names_stay_unlinked(ann):
-    """A model's invented dish named in capitals: no part of it is a span; a whole name in
-    capitals still is."""
-    assert spans(ann, "Try the Seoul Sunset Rice Rolls with rice.", "en") == [("rice", "Q91004")]
-    assert spans(ann, "Prueba los Cuernos de Arroz Real y arroz.", "es") == [("arroz", "Q91004")]
+    """A model's invented dish named in capitals: no part of it is linked, the whole run is
+    one span with no entity (GOLD.md's null span); a whole name in capitals still is linked;
+    a run whose words name no food (a festival, a place) is no span at all."""
+    assert spans(ann, "Try the Seoul Sunset Rice Rolls with rice.", "en") == [
+        ("Seoul Sunset Rice Rolls", None), ("rice", "Q91004")]
+    assert spans(ann, "Prueba los Cuernos de Arroz Real y arroz.", "es") == [
+        ("Cuernos de Arroz Real", None), ("arroz", "Q91004")]
+    out = ann.annotate("Prueba los Cuernos de Arroz Real.", lang="es", topic="food")
+    assert out[0]["match"] == "title-run" and out[0]["label"] is None and out[0]["evidence"] == []
     assert spans(ann, "Then Pad Thai with shrimp.", "en") == [("Pad Thai", "Q91010"), ("shrimp", "Q91011")]
+    assert spans(ann, "At Chinese New Year Eve Dinner we share shrimp.", "en") == [("shrimp", "Q91011")]
+    # a sentence's first word, no everyday word, begins the run it is followed by; an
+    # everyday one (The) does not
+    assert spans(ann, "Done. Seoul Sunset Rice Rolls are new.", "en") == [("Seoul Sunset Rice Rolls", None)]
+    assert spans(ann, "Done. The Sunset Rice Rolls are new.", "en") == [("Sunset Rice Rolls", None)]
+    # only in a topic that says so (invented_names): no place is made up in capitals
+    assert spans(ann, "Try the Seoul Sunset Rice Rolls.", "en", topic="place") == []
 
 
 def test_city_named_as_its_prefecture(ann):

@@ -112,8 +112,12 @@ class Annotator:
         spans = [f for f in spans if not _invented_compound(row.text, f.start, found)]
         if fd.g.compound_suffixes:
             spans = _without_compounds(row.text, spans, fd.g.compound_suffixes)
+        named_runs: list[tuple[int, int]] = []  # runs of capitals holding a name of the topic
         if fd.g.title_names:
-            runs = title_runs(row.text)
+            everyday = fd.names.everyday(row.lang)
+            runs = title_runs(row.text, everyday=lambda w: fold(w) in everyday)
+            named_runs = [(a, b) for a, b in runs if any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
+                                                         for f in spans)]
             spans = [f for f in spans if not any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
                                                   for a, b in runs)]
         langs = fd.names.langs
@@ -167,6 +171,8 @@ class Annotator:
             out = [s for s in out if not _attribute(row.text, s["start"], fd.g.attributive)]
         if fd.g.trailing_marks:
             out = [_without_trailing_marks(row.text, s, fd.g.trailing_marks) for s in out]
+        if named_runs and gram.topic_spec(row.topic).get("invented_names"):
+            out = _with_unlinked_runs(row.text, out, named_runs)
         return out
 
     def _cross(self) -> across.Across:
@@ -268,6 +274,20 @@ class Annotator:
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _with_unlinked_runs(text: str, spans: list[dict], runs: list[tuple[int, int]]) -> list[dict]:
+    """``spans`` and, as a span with no entity (``qid`` null, match ``title-run``), each of
+    ``runs`` (runs of capitalized words, ``text.title_runs``, that hold a name of the topic:
+    a food word) that no span covers or crosses: the name of a thing of the topic the graph
+    does not hold, most often a dish the model made up (``Nube de Sakura Teriyaki``), which
+    MakiEval's extraction lists and its matching leaves unlinked; not a festival or a
+    place (``Chinese New Year``, ``Rio de Janeiro``), whose words name no food."""
+    taken = [(s["start"], s["end"]) for s in spans]
+    more: list[dict] = [{"start": a, "end": b, "text": text[a:b], "qid": None, "label": None, "match": "title-run",
+                         "evidence": [], "granularity": None, "granularity_score": None, "country": []}
+                        for a, b in runs if not any(s < b and a < e for s, e in taken)]
+    return sorted(spans + more, key=lambda s: (s["start"], s["end"])) if more else spans
 
 
 def _everyday_stem(g, fd: Finder) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import opencc
@@ -84,10 +85,14 @@ def joined(text: str, a: Word, b: Word) -> bool:
     return 0 < len(gap) <= 2 and all(c in JOINERS for c in gap)
 
 
-def title_runs(text: str, ws: list[Word] | None = None) -> list[tuple[int, int]]:
+def title_runs(text: str, ws: list[Word] | None = None,
+               everyday: Callable[[str], bool] | None = None) -> list[tuple[int, int]]:
     """Runs of capitalized words that read as one proper name: three or more capitalized
     words, or capitalized words around short lower-case ones (``Cuernos de Miel``), with
-    only spaces or hyphens between words."""
+    only spaces or hyphens between words. A sentence's first word (its capital says
+    nothing) is part of the run that follows it only when ``everyday(word)`` says it is no
+    everyday word of the language (``Jasmine Dragon Pearl Dumplings are``, not ``The
+    Golden Dragon Rolls``); without ``everyday``, never."""
     ws = words(text) if ws is None else ws
     out = []
     i = 0
@@ -108,7 +113,11 @@ def title_runs(text: str, ws: list[Word] | None = None) -> list[tuple[int, int]]
             k += 1
         j = last
         if caps >= 3 or (caps >= 2 and links):
-            out.append((ws[i].start, ws[j].end))
+            first = i
+            if (everyday is not None and i > 0 and _cap(ws[i - 1]) and _initial(text, ws[i - 1])
+                    and joined(text, ws[i - 1], ws[i]) and not everyday(ws[i - 1].text)):
+                first = i - 1
+            out.append((ws[first].start, ws[j].end))
         i = j + 1
     return out
 
