@@ -138,6 +138,14 @@ def test_invented_title_names_stay_unlinked(ann):
     assert spans(ann, "Try the Seoul Sunset Rice Rolls.", "en", topic="place") == []
 
 
+def test_short_name_only_from_the_texts_language_or_english(ann):
+    """A one-word name of four letters or fewer is taken from the text's language, its kin
+    or English only: German Dim (of Dim Sum) is no Croatian dim (smoke), but Pho is the
+    English pho; in a Croatian text, its own name is taken."""
+    assert spans(ann, "Zum Dim Sum gibt es Pho.", "de") == [("Pho", "Q91076")]
+    assert spans(ann, "Dim, dim.", "hr") == [("Dim", "Q91075"), ("dim", "Q91075")]
+
+
 def test_city_named_as_its_prefecture(ann):
     """奈良 is the prefecture's label and the city's name without 市: the city is meant."""
     assert spans(ann, "奈良へ行きます。", "ja", topic="place") == [("奈良", "Q91061")]

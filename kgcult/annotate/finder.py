@@ -10,6 +10,7 @@ from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import MAX_WORDS, Names, capitalized, decode, stem_key
 from kgcult.annotate.segment import segment
 from kgcult.annotate.text import Word, _initial, fold, han_fold, joined, katakana, unspaced, words
+from kgcult.link.scripts import alphabetic
 
 # how a name was found, best first (the order breaks ties between spans of one length)
 HOW = ("exact", "article", "stem", "suffix", "cognate", "compound")
@@ -23,6 +24,11 @@ INTERNATIONAL_LANGS = 5
 LOAN_MIN_BASE = 4
 # what may stand between the two parts of a compound: at most one word this short (de, d')
 COMPOUND_GAP_WORD = 3
+# a one-word name of an alphabet this short or shorter is taken from the names of the
+# text's language, its kin and English only: a word of three or four letters meets a word
+# of some other of the index's ~300 languages by chance (German Dim Sum, Croatian dim:
+# smoke; Turkish kâse, a bowl, German Käse)
+SHORT_FOREIGN = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,7 @@ class Finder:
         # language's name that is an everyday word here (Marathi यात्रा) is that word
         self._self_lids = {i for i, lg in enumerate(names.langs) if lg.split("-", 1)[0] == self.lang}
         self._every = names.everyday(self.lang)
+        self._short_lids = self._lids | {i for i, lg in enumerate(names.langs) if lg.split("-", 1)[0] == "en"}
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -347,6 +354,8 @@ class Finder:
         lower = text[f.start].islower() and (self.coherent_common or f.key in self.names.common.get(self.lang, ()))
         generic = self.names.generic
         codes = tuple(c for c in f.codes if not (lower and capitalized(c)) and decode(c)[0] not in generic)
+        if f.nwords == 1 and len(f.key) <= SHORT_FOREIGN and alphabetic(f.key):
+            codes = tuple(c for c in codes if decode(c)[1] in self._short_lids)
         if not codes:
             return None
         if codes != f.codes:
