@@ -181,6 +181,7 @@ def linker(tmp_path_factory):
     ("สระแก้ว", "th", "place", "Q99256", "cross-script"),          # srakaeo, สร read as spoken: sakaeo
     ("อยุธยา", "th", "place", "Q99257", "cross-script"),           # yuthaya, read as spoken: ayutthaya
     ("حمص", "ar", "food", "Q99263", "cross-script"),              # hms: Hummus, as three languages name it, not Hams
+    ("сметаной", "ru", "food", "Q99265", "cross-script"),         # its case as its name's: сметана, smetana
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)

@@ -130,7 +130,8 @@ CASE_BASE = 3  # letters a word keeps before its case ending is replaced
 def case_forms(text: str, lang: str) -> list[str]:
     """A one-word mention with its case ending replaced by its name's (Russian сметаной
     -> сметана, баклажанов -> баклажан; ``case_endings``), longest ending first, leaving
-    :data:`CASE_BASE` letters or more; for a lookup among its own language's names only."""
+    :data:`CASE_BASE` letters or more; for a lookup among its own language's names, and,
+    romanized, among the Latin names' keys (the cross-script stage: сметаной, Smetana)."""
     if " " in text:
         return []
     out: list[str] = []

@@ -294,6 +294,12 @@ class CrossScript(Stage):
                 if found:
                     return found
         if not self.fuzzy:
+            # an inflected word of an alphabet as its name's case (Russian сметаной, smetana:
+            # Smetana; эбу, eba: Eba), among the same keys
+            for v in affixes.case_forms(text, lang):
+                found = self._exact(pool, scripts.compact(scripts.romanize(v, lang)), v)
+                if found:
+                    return found
             # a Pali or Sanskrit compound with an inner final read again (ราชบุรี ratchaburi),
             # then readings the Thai spelling hides (สระแก้ว sa kaeo, อยุธยา ayutthaya)
             for key in thai.linking_variants(text) + thai.spoken_variants(text):
