@@ -975,6 +975,10 @@ def test_everyday_word_beside_a_naming_designator_goes_across_scripts(ann):
     assert spans(ann, "سفر به گلستان", "fa", topic="place", country="Q91031") == []
     assert spans(ann, "سفر به استان گلستان", "fa", topic="place", country="Q91031") == [("گلستان", "Q91114")]
     assert spans(ann, "سفر به استان‌های گلستان", "fa", topic="place", country="Q91031") == [("گلستان", "Q91114")]
+    # the designator names the names coordinated with the one beside it (Golestan and Mazandaran)
+    assert spans(ann, "سفر به استان‌های گلستان و مازندران", "fa", topic="place", country="Q91031") == [
+        ("گلستان", "Q91114"), ("مازندران", "Q91140")]
+    assert spans(ann, "سفر به گلستان و مازندران", "fa", topic="place", country="Q91031") == []
 
 
 def test_persian_ezafe_after_a_vowel_adjective_after_a_consonant(ann):

@@ -72,7 +72,8 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
     strict = bool(g.across_known or g.across_everyday)  # known words go too, for stricter matches
     naming = bool(g.naming) and any(d in fold(text) for d in g.naming)  # a naming designator in the text
     stop = _stopwords(g.segmenter) | g.before | g.after
-    ws = [w for w in words(text) if w.unspaced or free(w.start, w.end)]
+    every_word = words(text)
+    ws = [w for w in every_word if w.unspaced or free(w.start, w.end)]
     folds = [fold(w.text) for w in ws]
     # the words that begin as a naming designator does (a name may stand beside them)
     beside = ({j + k for j, f in enumerate(folds) if f.startswith(tuple(g.naming)) for k in (-1, 1, 2)}
@@ -94,11 +95,15 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
             continue
         # beside a designator only names stand by (استان گلستان): a name, whatever the word
         named = i in beside and g.designator(text, w.start, w.end) in g.naming
+        # one coordinated with it (استان‌های گیلان و مازندران: Gilan and Mazandaran) is
+        # likelier a name: an everyday word there is tried as a known one (the kinds
+        # ``across_known`` and ``across_known_local`` say)
+        paired = naming and not named and _coordinated(text, w, every_word, g)
         if f in every and not strict and not named:
             continue
         if lookup is not None and _adjective(f, g, lookup):
             continue
-        lv = _unknown if named else level
+        lv = _unknown if named else (lambda k: min(level(k), 1)) if paired else level
         tries: list[Guess] = []
         if i + 1 < len(ws) and joined(text, w, ws[i + 1]) and fold(ws[i + 1].text) not in every:
             nxt = ws[i + 1]
@@ -149,6 +154,17 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming:
         if tries:
             out.append(tries)
     return out
+
+
+def _coordinated(text: str, w, every_word: list, g: Grammar) -> bool:
+    """Whether ``w`` follows a conjunction of the language (``conjunctions``) after a word
+    a naming designator stands beside: the designator, often plural (استان‌های, the
+    provinces of), names both (استان‌های گیلان و مازندران)."""
+    k = next((j for j, x in enumerate(every_word) if x.start == w.start), None)
+    if k is None or k < 2 or fold(every_word[k - 1].text) not in g.conjunctions:
+        return False
+    prev = every_word[k - 2]
+    return g.designator(text, prev.start, prev.end) in g.naming
 
 
 def _unknown(k: str) -> int:
