@@ -130,8 +130,11 @@ def test_invented_title_names_stay_unlinked(ann):
     assert out[0]["match"] == "title-run" and out[0]["label"] is None and out[0]["evidence"] == []
     assert spans(ann, "Then Pad Thai with shrimp.", "en") == [("Pad Thai", "Q91010"), ("shrimp", "Q91011")]
     assert spans(ann, "At Chinese New Year Eve Dinner we share shrimp.", "en") == [("shrimp", "Q91011")]
-    # a conjunction inside: two names, not one (neither is spanned as the run)
-    assert spans(ann, "Try Seoul Sunset and Rice Rolls.", "en") == []
+    # a conjunction ends a run: two names, each on its own (two capitalized words are no
+    # run: Rice is rice there); Turkish ve, and
+    assert spans(ann, "Try Seoul Sunset and Rice Rolls.", "en") == [("Rice", "Q91004")]
+    assert spans(ann, "Yazın Antalya ve İstanbul çok güzel.", "tr", topic="place") == [
+        ("Antalya", "Q91026"), ("İstanbul", "Q91022")]
     # a sentence's first word, no everyday word, begins the run it is followed by; an
     # everyday one (The) does not
     assert spans(ann, "Done. Seoul Sunset Rice Rolls are new.", "en") == [("Seoul Sunset Rice Rolls", None)]

@@ -115,12 +115,9 @@ class Annotator:
         named_runs: list[tuple[int, int]] = []  # runs of capitals holding a name of the topic
         if fd.g.title_names:
             everyday = fd.names.everyday(row.lang)
-            runs = title_runs(row.text, everyday=lambda w: fold(w) in everyday)
-            # a run holding a name of the topic names one thing, unless a conjunction joins
-            # two there (Osechi Ryori and Toshikoshi Soba)
+            runs = title_runs(row.text, everyday=lambda w: fold(w) in everyday, conjunctions=fd.g.conjunctions)
             named_runs = [(a, b) for a, b in runs if any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
-                                                         for f in spans)
-                          and not any(fold(w) in fd.g.conjunctions for w in row.text[a:b].split())]
+                                                         for f in spans)]
             spans = [f for f in spans if not any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
                                                   for a, b in runs)]
         langs = fd.names.langs

@@ -86,10 +86,12 @@ def joined(text: str, a: Word, b: Word) -> bool:
 
 
 def title_runs(text: str, ws: list[Word] | None = None,
-               everyday: Callable[[str], bool] | None = None) -> list[tuple[int, int]]:
+               everyday: Callable[[str], bool] | None = None,
+               conjunctions: frozenset = frozenset()) -> list[tuple[int, int]]:
     """Runs of capitalized words that read as one proper name: three or more capitalized
     words, or capitalized words around short lower-case ones (``Cuernos de Miel``), with
-    only spaces or hyphens between words. A sentence's first word (its capital says
+    only spaces or hyphens between words; a conjunction of the language (folded) ends a
+    run, as it joins two names (``Trabzon ve Rize``, ``Pan de Muerto y Tamales``). A sentence's first word (its capital says
     nothing) is part of the run that follows it only when ``everyday(word)`` says it is no
     everyday word of the language (``Jasmine Dragon Pearl Dumplings are``, not ``The
     Golden Dragon Rolls``); without ``everyday``, never."""
@@ -106,7 +108,8 @@ def title_runs(text: str, ws: list[Word] | None = None,
             if _cap(ws[k]):
                 caps += 1
                 last = k
-            elif len(ws[k].text) <= 3 and ws[k].text.islower() and k + 1 < len(ws) and _cap(ws[k + 1]):
+            elif (len(ws[k].text) <= 3 and ws[k].text.islower() and k + 1 < len(ws) and _cap(ws[k + 1])
+                  and fold(ws[k].text) not in conjunctions):
                 links += 1
             else:
                 break
