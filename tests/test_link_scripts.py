@@ -345,6 +345,15 @@ def test_cognate_reaches_the_word_of_a_related_language(linker):
     assert cog.link("zuppa", lang="it", topic="place")["qid"] is None
 
 
+def test_designator_off_leaves_two_characters_in_an_unspaced_script():
+    """苏州 (Suzhou) less its designator 州 would be 苏, Jiangsu's one-character
+    abbreviation: in a script without spaces a name keeps two characters at least."""
+    from kgcult.link import affixes
+    assert "苏" not in affixes.undesignated("苏州", "zh")
+    assert "京都" in affixes.undesignated("京都府", "ja") and "서울" in affixes.undesignated("서울시", "ko")
+    assert "Antalya" in affixes.undesignated("Antalya ili", "tr")
+
+
 def test_case_forms_replace_the_ending_with_the_names():
     from kgcult.link import affixes
     assert "колбаса" in affixes.case_forms("колбасой", "ru")

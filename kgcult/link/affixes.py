@@ -197,11 +197,14 @@ def designator_topics() -> frozenset[str]:
 
 
 def undesignated(text: str, lang: str) -> list[str]:
-    """``text`` without each designator of ``lang`` it carries (before or after it)."""
+    """``text`` without each designator of ``lang`` it carries (before or after it); in a
+    script without spaces, two characters at least are left: one character is an
+    abbreviation (苏州, Suzhou, less 州 is 苏, Jiangsu's), not the name."""
     g = grammar(lang)
     out = [text[len(d):].strip() for d in g.before if text.startswith(d) and len(text) > len(d)]
     out += [text[:-len(d)].strip() for d in g.after if text.endswith(d) and len(text) > len(d)]
-    return [v for v in dict.fromkeys(out) if v and v != text]
+    shortest = 2 if _unspaced(text) and not normalize.basic(text).isascii() else 1
+    return [v for v in dict.fromkeys(out) if v and v != text and len(v) >= shortest]
 
 
 def designated(text: str, lang: str) -> list[str]:
