@@ -143,6 +143,15 @@ def test_invented_title_names_stay_unlinked(ann):
     assert spans(ann, "Try the Seoul Sunset Rice Rolls.", "en", topic="place") == []
 
 
+def test_joined_pieces_never_begin_or_end_with_a_grammatical_word(ann):
+    """Chinese pieces joined across scripts keep a one-character everyday word (和 and,
+    有 have) out: 和红烧肉 is 和 and 红烧肉, hongshao rou, not a name a syllable longer."""
+    pytest.importorskip("wordfreq")
+    # in a text about China a romanized key a few letters off names a dish of China
+    # (across_local): 和红烧肉, hehongshaorou, would be it too
+    assert spans(ann, "晚饭有鱼和红烧肉。", "zh", country="Q91143") == [("红烧肉", "Q91142")]
+
+
 def test_short_name_only_from_the_texts_language_or_english(ann):
     """A one-word name of four letters or fewer is taken from the text's language, its kin
     or English only: German Dim (of Dim Sum) is no Croatian dim (smoke), but Pho is the

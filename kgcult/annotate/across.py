@@ -81,7 +81,7 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
     out: list[list[Guess]] = []
     for i, w in enumerate(ws):
         if w.unspaced and g.segmenter and g.join_pieces > 1:
-            out.extend(_joined(w, g, every, level, strict, stop, free, over, naming))
+            out.extend(_joined(w, g, every, level, strict, stop, free, over, naming, everyday))
             continue
         if w.unspaced:
             cuts = _words(w.text, g) if g.segmenter else _runs(w.text)
@@ -127,10 +127,12 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
     return out
 
 
-def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming: bool = False) -> list[list[Guess]]:
+def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming: bool = False,
+            every_day=frozenset()) -> list[list[Guess]]:
     """The segmenter's words of an unspaced run and up to ``g.join_pieces`` adjacent ones
     joined, longest first: a foreign name the word list lacks is cut into the words and
-    letters it happens to contain (ปูซาน: ปู, ซาน)."""
+    letters it happens to contain (ปูซาน: ปู, ซาน); never with a one-letter everyday word
+    of the language (``every_day``) at either end, a grammatical word (有 have, 和 and)."""
     cuts = segment(w.text, g.segmenter or "", g.lang)
     out = []
     for i in range(len(cuts)):
@@ -140,6 +142,8 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming:
             parts = [w.text[x:y] for x, y in cuts[i:i + n]]
             if b - a < 2 or any(p in stop or p in g.before for p in parts):
                 continue
+            if n > 1 and any(len(p) == 1 and fold(p) in every_day for p in (parts[0], parts[-1])):
+                continue  # a grammatical word at either end (有米饭, 和红烧肉): no name's piece
             covers = over(w.start + a, w.start + b)
             if not covers and not free(w.start + a, w.start + b):
                 continue
