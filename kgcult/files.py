@@ -17,12 +17,13 @@ import io
 import json
 import logging
 import os
+import py_compile
 import re
 import shutil
 import sqlite3
 import sys
 import tempfile
-from importlib.util import find_spec
+from importlib.util import MAGIC_NUMBER, cache_from_source, find_spec
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -142,6 +143,39 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, fsync: bool = Fa
     """Write ``data`` to ``path`` all at once or not at all."""
     with atomic_open(path, "wb" if isinstance(data, bytes) else "w", fsync=fsync) as f:
         f.write(data)
+
+
+def ensure_bytecode(root: str | os.PathLike | None = None) -> bool:
+    """Compile the modules of the package folder ``root`` (default: kgcult's own) whose
+    bytecode is missing or stale, when Python will not write it on import
+    (``PYTHONDONTWRITEBYTECODE``, as many containers set) and the folder can be written
+    (an editable install, which pip leaves uncompiled): every fresh process would compile
+    the modules it imports again, 0.15-0.2 s of a fresh ``kgcult annotate``. Whether
+    anything was compiled."""
+    if not sys.dont_write_bytecode:
+        return False  # Python writes it on the first import
+    folder = Path(root) if root is not None else Path(__file__).resolve().parent
+    if not os.access(folder, os.W_OK):
+        return False
+    stale = [p for p in sorted(folder.rglob("*.py")) if not _fresh_bytecode(p)]
+    for p in stale:
+        py_compile.compile(str(p), doraise=False, quiet=2)
+    return bool(stale)
+
+
+def _fresh_bytecode(source: Path) -> bool:
+    """Whether the bytecode of ``source`` is there and valid as the import system checks
+    it (PEP 552's timestamp header: this interpreter's magic number, the source's mtime
+    and size)."""
+    try:
+        with open(cache_from_source(str(source)), "rb") as f:
+            head = f.read(16)
+        st = source.stat()
+    except OSError:
+        return False
+    return (len(head) == 16 and head[:4] == MAGIC_NUMBER and int.from_bytes(head[4:8], "little") == 0
+            and int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF)
 
 
 def read_only_sqlite(path: str | os.PathLike, cache_kib: int) -> sqlite3.Connection:

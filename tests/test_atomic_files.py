@@ -3,6 +3,7 @@ when it is complete; a failure leaves the old file (or none) and no scratch file
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,28 @@ def test_read_only_sqlite_opens_a_bounded_reader_that_refuses_writes(tmp_path):
         con.execute("INSERT INTO t VALUES ('c')")
     con.close()
     assert sqlite3.connect(p).execute("SELECT count(*) FROM t").fetchone()[0] == 2
+
+
+def test_ensure_bytecode_compiles_what_python_would_not_write(tmp_path, monkeypatch):
+    """Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE), the package's modules
+    whose bytecode is missing or stale are compiled once, valid for the import system;
+    nothing where Python writes it itself, nor when all of it is current."""
+    import importlib.util
+    import sys
+
+    from kgcult.files import _fresh_bytecode, ensure_bytecode
+
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    for p in (pkg / "a.py", pkg / "sub" / "b.py"):
+        p.write_text("X = 1\n", encoding="utf-8")
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert ensure_bytecode(pkg) is False and not (pkg / "__pycache__").exists()
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert ensure_bytecode(pkg) is True
+    for p in (pkg / "a.py", pkg / "sub" / "b.py"):
+        assert Path(importlib.util.cache_from_source(str(p))).exists() and _fresh_bytecode(p)
+    assert ensure_bytecode(pkg) is False  # all current
+    (pkg / "a.py").write_text("X = 22\n", encoding="utf-8")  # edited: stale (its size changed)
+    assert not _fresh_bytecode(pkg / "a.py") and _fresh_bytecode(pkg / "sub" / "b.py")
+    assert ensure_bytecode(pkg) is True and _fresh_bytecode(pkg / "a.py")

@@ -20,7 +20,7 @@ from kgcult.cli.main import info
 from kgcult.errors import KgcultError
 from kgcult.eval import linking as eval_linking
 from kgcult.eval import makieval as eval_makieval
-from kgcult.files import atomic_open
+from kgcult.files import atomic_open, ensure_bytecode
 from kgcult.link import Linker, mention_rows, pipeline
 from kgcult.link.index import reader as lindex
 from kgcult.link.topics import load_topics
@@ -235,7 +235,9 @@ def link_index(obj, rebuild, all_caches, model):
     """Build (or check) the label index beside the store and the stem and compound pools;
     with --all-caches also every part's semantic name vectors, so that a first link of
     any mention runs as fast as the hundredth. A link without it builds the semantic
-    vectors of the parts its mentions reach, once, with a progress line.
+    vectors of the parts its mentions reach, once, with a progress line. Also the
+    annotator's dictionaries and, where Python writes none (PYTHONDONTWRITEBYTECODE) and
+    kgcult's folder can be written, kgcult's own bytecode.
 
     \b
     Example:
@@ -250,6 +252,7 @@ def link_index(obj, rebuild, all_caches, model):
     out["caches"] = Linker(ix, store=store, model=model, embeddings=all_caches and model is not None
                            ).build_caches(all_caches=all_caches)
     out["annotate"] = annotator.result() if annotator is not None else Annotator(ix).prepare()
+    out["bytecode_compiled"] = ensure_bytecode()  # a fresh process imports, not compiles, kgcult
     click.echo(json.dumps(out, indent=2))
 
 
