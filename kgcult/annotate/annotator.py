@@ -257,7 +257,8 @@ class Annotator:
                 if fold(row.text[best.start:g.start]) in fd.g.inside:
                     continue  # a designator written as part of the name stays in (เกาะสมุย)
                 if best.start <= g.start and g.end <= best.end and (
-                        (res[g] or {}).get("qid") == r.get("qid") or _proclitic_article(row.text, best, g, fd.g)):
+                        (res[g] or {}).get("qid") == r.get("qid") or _proclitic_article(row.text, best, g, fd.g)
+                        or (r.get("match") == _FUZZY and _suffix_off(row.text, best, g, fd.g))):
                     best = g
             for g in (best,):
                 taken.append((g.start, g.end))
@@ -337,6 +338,16 @@ def _without_compounds(text: str, spans: list, suffixes: tuple[str, ...]) -> lis
         drop.add(i)
         drop.update(j for j, e in enumerate(spans) if e.end == f.start - 1)
     return [f for i, f in enumerate(spans) if i not in drop]
+
+
+def _suffix_off(text: str, whole, part, g) -> bool:
+    """Whether ``part`` is ``whole`` without a suffix of the language (a particle, a case
+    ending: 홋카이도의 less 의). Asked where ``whole`` was matched a few letters off (the
+    particle is those letters): the grammar stays outside the span, whatever the word
+    without it was matched as on its own (a known word takes no fuzzy match). Matched by
+    its very key, a word ending as a suffix does is the name (Persian بمبئی, Mumbai)."""
+    return (part.start == whole.start and part.end < whole.end
+            and g.suffixed(fold(text[part.end:whole.end])))
 
 
 def _proclitic_article(text: str, whole, part, g) -> bool:
