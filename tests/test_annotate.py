@@ -152,6 +152,13 @@ def test_joined_pieces_never_begin_or_end_with_a_grammatical_word(ann):
     assert spans(ann, "晚饭有鱼和红烧肉。", "zh", country="Q91143") == [("红烧肉", "Q91142")]
 
 
+def test_everyday_word_met_as_a_plural_qualifies_the_name_beside_it(ann):
+    """green is an everyday word that names greens only as its other number: right before
+    another name it qualifies that name (a green soup) and is no span; alone it is one."""
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "A green soup, and some green.", "en") == [("soup", "Q91003"), ("green", "Q91145")]
+
+
 def test_particle_off_a_name_matched_a_few_letters_off(ann):
     """홋카이도의 (Hokkaido + the genitive 의) meets Hokkaido a few letters off, in a text
     about Japan; 홋카이도, a word Korean knows, takes no such match on its own: the span

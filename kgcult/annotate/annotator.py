@@ -120,6 +120,8 @@ class Annotator:
                                                          for f in spans)]
             spans = [f for f in spans if not any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
                                                   for a, b in runs)]
+        if fd.g.number:
+            spans = _without_number_modifiers(row.text, spans, fd, affixes.head_first(row.lang, row.topic))
         langs = fd.names.langs
         inner = bool(fd.g.namesake) and bool(gram.topic_spec(row.topic).get("inner_namesake"))
         # entities named without doubt are the context the others are chosen in
@@ -275,6 +277,25 @@ class Annotator:
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _without_number_modifiers(text: str, spans: list, fd: Finder, head_first: bool) -> list:
+    """``spans`` less the everyday words met as the other number of a name (English green,
+    the label leafy greens) that stand right beside another span, on the side the language
+    puts what qualifies a noun (before it in English: a green salad; after it where the
+    head comes first: ensalada verde): there the word qualifies that name."""
+    every = fd.names.everyday(fd.lang)
+    starts = {f.start for f in spans}
+    ends = {f.end for f in spans}
+
+    def modifier(f) -> bool:
+        if f.how != "stem" or f.nwords != 1 or f.key not in every:
+            return False
+        if head_first:
+            return f.start - 1 in ends and text[f.start - 1:f.start] == " "
+        return f.end + 1 in starts and text[f.end:f.end + 1] == " "
+
+    return [f for f in spans if not modifier(f)]
 
 
 def _with_unlinked_runs(text: str, spans: list[dict], runs: list[tuple[int, int]]) -> list[dict]:
