@@ -159,6 +159,14 @@ def test_everyday_word_met_as_a_plural_qualifies_the_name_beside_it(ann):
     assert spans(ann, "A green soup, and some green.", "en") == [("soup", "Q91003"), ("green", "Q91145")]
 
 
+def test_thai_designator_outside_the_span_of_joined_pieces(ann):
+    """อำเภอ (district) folds to another spelling (อำ: ํา); still a designator, it is no
+    piece of a name joined across scripts (อำเภอปาย, amphoe pai, would meet Amphoe Pai):
+    the span is the name, ปาย (GOLD.md: จังหวัดเลย -> เลย)."""
+    pytest.importorskip("pythainlp")
+    assert spans(ann, "เราไปเที่ยวอำเภอปายกัน", "th", topic="place", country="Q91032") == [("ปาย", "Q91146")]
+
+
 def test_particle_off_a_name_matched_a_few_letters_off(ann):
     """홋카이도의 (Hokkaido + the genitive 의) meets Hokkaido a few letters off, in a text
     about Japan; 홋카이도, a word Korean knows, takes no such match on its own: the span

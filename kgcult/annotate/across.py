@@ -140,7 +140,8 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming:
         for n in range(min(g.join_pieces, len(cuts) - i), 0, -1):
             a, b = cuts[i][0], cuts[i + n - 1][1]
             parts = [w.text[x:y] for x, y in cuts[i:i + n]]
-            if b - a < 2 or any(p in stop or p in g.before for p in parts):
+            # a designator is no piece of a name (its folded form: Thai อำ folds to ํา)
+            if b - a < 2 or any(p in stop or fold(p) in stop or fold(p) in g.before for p in parts):
                 continue
             if n > 1 and any(len(p) == 1 and fold(p) in every_day for p in (parts[0], parts[-1])):
                 continue  # a grammatical word at either end (有米饭, 和红烧肉): no name's piece
