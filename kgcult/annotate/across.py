@@ -192,7 +192,7 @@ def _words(run: str, g: Grammar) -> list[tuple[int, int]]:
     no designator, no stopword of the segmenter's language."""
     stop = _stopwords(g.segmenter)
     return [(a, b) for a, b in segment(run, g.segmenter or "", g.lang) if b - a >= 2
-            and run[a:b] not in g.before and run[a:b] not in stop
+            and fold(run[a:b]) not in g.before and run[a:b] not in stop
             and (b - a >= g.min_kana or not _hiragana(run[a:b]))]
 
 
