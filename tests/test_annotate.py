@@ -167,6 +167,15 @@ def test_thai_designator_outside_the_span_of_joined_pieces(ann):
     assert spans(ann, "เราไปเที่ยวอำเภอปายกัน", "th", topic="place", country="Q91032") == [("ปาย", "Q91146")]
 
 
+def test_three_consonants_across_scripts_name_a_place_of_the_texts_countries(ann):
+    """ساپورو (Sapporo) has three consonants, sbr: among every place of the world it meets
+    Siberia by chance. Such a spelling names a place only of the text's countries (or a
+    country, or what has no country: a food)."""
+    text = "در زمستان شهر ساپورو زیباست"
+    assert spans(ann, text, "fa", topic="place", country="Q91017") == []
+    assert spans(ann, text, "fa", topic="place", country="Q91034") == [("ساپورو", "Q91147")]
+
+
 def test_particle_off_a_name_matched_a_few_letters_off(ann):
     """홋카이도의 (Hokkaido + the genitive 의) meets Hokkaido a few letters off, in a text
     about Japan; 홋카이도, a word Korean knows, takes no such match on its own: the span

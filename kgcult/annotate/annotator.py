@@ -22,7 +22,7 @@ from kgcult.link.disambiguate import GraphFacts
 from kgcult.link.index.reader import LabelIndex
 from kgcult.link.index.reader import load_or_build as load_index
 from kgcult.link.index.reader import open_unopened
-from kgcult.link import affixes
+from kgcult.link import affixes, scripts
 from kgcult.link.record import Records
 from kgcult.store import open_store
 
@@ -243,6 +243,7 @@ class Annotator:
                            and not any(g.start < e and s < g.end for s, e in taken[len(spans):])))
                   and (not g.known or _coherent(res[g], about))
                   and not (_everyday_stem(g, fd) and not _coherent(res[g], about))
+                  and not (_few_consonants(g, fd.g) and not _local_or_country(res[g], about))
                   and ((res[g] or {}).get("match") in _kinds(fd.g, g.known)
                        or (not g.phrase and _local(res[g], about)))]
             if not ok:
@@ -359,6 +360,24 @@ def _without_compounds(text: str, spans: list, suffixes: tuple[str, ...]) -> lis
         drop.add(i)
         drop.update(j for j, e in enumerate(spans) if e.end == f.start - 1)
     return [f for i, f in enumerate(spans) if i not in drop]
+
+
+FEW_CONSONANTS = 3  # an abjad spelling of this many consonants names a local place or a country
+
+
+def _few_consonants(g, gram) -> bool:
+    """Whether the guess is written in Arabic script with :data:`FEW_CONSONANTS`
+    consonants or fewer (its romanized skeleton): so few consonants, any vowels between
+    them, meet some place of the world by chance (Persian ساپورو, Sapporo, sbr: Siberia)."""
+    return scripts.abjad(g.mention) and len(scripts.skeleton(scripts.romanize(g.mention, gram.lang))) <= FEW_CONSONANTS
+
+
+def _local_or_country(r: dict | None, about: set) -> bool:
+    """Whether ``r`` has no country (a food), is a country (named in any text) or lies in
+    one the text is about."""
+    r = r or {}
+    c = r.get("country") or ()
+    return not c or r.get("qid") in c or _local(r, about)
 
 
 def _suffix_off(text: str, whole, part, g) -> bool:
