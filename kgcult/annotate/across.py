@@ -73,6 +73,7 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
     naming = bool(g.naming) and any(d in fold(text) for d in g.naming)  # a naming designator in the text
     stop = _stopwords(g.segmenter) | g.before | g.after
     every_word = words(text)
+    index_of = {x.start: j for j, x in enumerate(every_word)}
     ws = [w for w in every_word if w.unspaced or free(w.start, w.end)]
     folds = [fold(w.text) for w in ws]
     # the words that begin as a naming designator does (a name may stand beside them)
@@ -98,7 +99,7 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
         # one coordinated with it (استان‌های گیلان و مازندران: Gilan and Mazandaran) is
         # likelier a name: an everyday word there is tried as a known one (the kinds
         # ``across_known`` and ``across_known_local`` say)
-        paired = naming and not named and _coordinated(text, w, every_word, g)
+        paired = naming and not named and _coordinated(text, index_of[w.start], every_word, g)
         if f in every and not strict and not named:
             continue
         if lookup is not None and _adjective(f, g, lookup):
@@ -161,12 +162,11 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming:
     return out
 
 
-def _coordinated(text: str, w, every_word: list, g: Grammar) -> bool:
-    """Whether ``w`` follows a conjunction of the language (``conjunctions``) after a word
-    a naming designator stands beside: the designator, often plural (استان‌های, the
-    provinces of), names both (استان‌های گیلان و مازندران)."""
-    k = next((j for j, x in enumerate(every_word) if x.start == w.start), None)
-    if k is None or k < 2 or fold(every_word[k - 1].text) not in g.conjunctions:
+def _coordinated(text: str, k: int, every_word: list, g: Grammar) -> bool:
+    """Whether the text's word ``k`` follows a conjunction of the language
+    (``conjunctions``) after a word a naming designator stands beside: the designator,
+    often plural (استان‌های, the provinces of), names both (استان‌های گیلان و مازندران)."""
+    if k < 2 or fold(every_word[k - 1].text) not in g.conjunctions:
         return False
     prev = every_word[k - 2]
     return g.designator(text, prev.start, prev.end) in g.naming

@@ -112,18 +112,17 @@ class Annotator:
         spans = [f for f in spans if not _invented_compound(row.text, f.start, found)]
         if fd.g.compound_suffixes:
             spans = _without_compounds(row.text, spans, fd.g.compound_suffixes)
+        spec = gram.topic_spec(row.topic)
         named_runs: list[tuple[int, int]] = []  # runs of capitals holding a name of the topic
         if fd.g.title_names:
             everyday = fd.names.everyday(row.lang)
             runs = title_runs(row.text, everyday=lambda w: fold(w) in everyday, conjunctions=fd.g.conjunctions)
-            named_runs = [(a, b) for a, b in runs if any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
-                                                         for f in spans)]
-            spans = [f for f in spans if not any(a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
-                                                  for a, b in runs)]
+            named_runs = [r for r in runs if any(_inside_run(f, r) for f in spans)]
+            spans = [f for f in spans if not any(_inside_run(f, r) for r in runs)]
         if fd.g.number:
             spans = _without_number_modifiers(row.text, spans, fd, affixes.head_first(row.lang, row.topic))
         langs = fd.names.langs
-        inner = bool(fd.g.namesake) and bool(gram.topic_spec(row.topic).get("inner_namesake"))
+        inner = bool(fd.g.namesake) and bool(spec.get("inner_namesake"))
         # entities named without doubt are the context the others are chosen in
         chosen: list = [None] * len(spans)
         context: list[int] = []
@@ -173,7 +172,7 @@ class Annotator:
             out = [s for s in out if not _attribute(row.text, s["start"], fd.g.attributive)]
         if fd.g.trailing_marks:
             out = [_without_trailing_marks(row.text, s, fd.g.trailing_marks) for s in out]
-        if named_runs and gram.topic_spec(row.topic).get("invented_names"):
+        if named_runs and spec.get("invented_names"):
             out = _with_unlinked_runs(row.text, out, named_runs)
         return out
 
@@ -278,6 +277,13 @@ class Annotator:
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _inside_run(f, run: tuple[int, int]) -> bool:
+    """Whether the name found ``f`` lies inside the run of capitalized words ``run``
+    without covering it."""
+    a, b = run
+    return a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
 
 
 def _without_number_modifiers(text: str, spans: list, fd: Finder, head_first: bool) -> list:

@@ -91,10 +91,11 @@ def title_runs(text: str, ws: list[Word] | None = None,
     """Runs of capitalized words that read as one proper name: three or more capitalized
     words, or capitalized words around short lower-case ones (``Cuernos de Miel``), with
     only spaces or hyphens between words; a conjunction of the language (folded) ends a
-    run, as it joins two names (``Trabzon ve Rize``, ``Pan de Muerto y Tamales``). A sentence's first word (its capital says
-    nothing) is part of the run that follows it only when ``everyday(word)`` says it is no
-    everyday word of the language (``Jasmine Dragon Pearl Dumplings are``, not ``The
-    Golden Dragon Rolls``); without ``everyday``, never."""
+    run, as it joins two names (``Trabzon ve Rize``, ``Pan de Muerto y Tamales``). A
+    sentence's first word (its capital says nothing) is part of the run that follows it
+    only when ``everyday(word)`` says it is no everyday word of the language (``Jasmine
+    Dragon Pearl Dumplings are``, not ``The Golden Dragon Rolls``); without ``everyday``,
+    never."""
     ws = words(text) if ws is None else ws
     out = []
     i = 0

@@ -53,13 +53,10 @@ _SKELETON = str.maketrans("ckqpv", "kkkbf", "aeiouyw")
 
 
 @lru_cache(maxsize=4096)
-@lru_cache(maxsize=8192)
 def script_of(ch: str) -> str:
     """The script of a character: the first word of its Unicode name (``THAI``,
     ``DEVANAGARI``, ``CJK``, ``HIRAGANA``, ``HANGUL``, ``LATIN``, ...); ``""`` for a
-    character that is no letter or mark. Memoized: a text's few letters are asked
-    again and again (a fresh annotation asked 18,000 times for the dev half's
-    cross-script languages)."""
+    character that is no letter or mark."""
     cat = unicodedata.category(ch)
     if cat[0] not in "LM":
         return ""
