@@ -189,6 +189,15 @@ def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, mat
     assert linker.with_stages(BEFORE).link(mention, lang=lang, topic=topic)["qid"] is None
 
 
+def test_name_in_characters_reaches_no_entity_named_in_other_characters(linker):
+    """杭州 reads koshu in Japanese, as Kōshū-shi does; its own name is 甲州市: a homophone,
+    no match. 甲州 is that city's name without its designator; 寿司 reaches sushi, which has
+    no name in characters."""
+    assert linker.link("杭州", lang="ja", topic="place")["qid"] is None
+    assert linker.link("甲州", lang="ja", topic="place")["qid"] == "Q99266"
+    assert linker.link("寿司", lang="ja", topic="food")["qid"] == "Q99210"
+
+
 def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
     """arroz jollof is jollof rice: the head (a name in the mention's language, or a case
     form of one: рисом) and the qualifier as written, in English order; only in the

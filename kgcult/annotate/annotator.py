@@ -16,7 +16,7 @@ from kgcult.annotate.wordlists import lang_words, lexicon
 from kgcult.annotate.names import path_of as names_file
 from kgcult.annotate.rows import MAX_TEXT_CHARS, TextRow, check
 from kgcult.annotate.names import decode
-from kgcult.annotate.text import fold, han_fold, title_runs
+from kgcult.annotate.text import fold, title_runs
 from kgcult.errors import KgcultError
 from kgcult.link.disambiguate import GraphFacts
 from kgcult.link.index.reader import LabelIndex
@@ -209,7 +209,7 @@ class Annotator:
             return eid
         for d in fd.g.namesake:
             key = fold(name + d)
-            codes = fd.names.exact.get(key) or fd.names.unspaced.get(han_fold(name + d)) or ()
+            codes = fd.names.exact.get(key) or fd.names.unspaced.get(scripts.han_fold(name + d)) or ()
             inner = sorted({decode(c)[0] for c in codes if _inside(ix, ix.qids[decode(c)[0]], qid)})
             if inner:
                 return inner[0]

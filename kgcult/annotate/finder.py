@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import MAX_WORDS, Names, capitalized, decode, stem_key
 from kgcult.annotate.segment import segment
-from kgcult.annotate.text import Word, _initial, fold, han_fold, joined, katakana, unspaced, words
-from kgcult.link.scripts import alphabetic
+from kgcult.annotate.text import Word, _initial, fold, joined, katakana, unspaced, words
+from kgcult.link.scripts import alphabetic, han_fold
 
 # how a name was found, best first (the order breaks ties between spans of one length)
 HOW = ("exact", "article", "stem", "suffix", "cognate", "compound")

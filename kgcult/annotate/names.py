@@ -7,7 +7,7 @@ topic's entities in the link index, under the keys a text's words are looked up 
 * ``heads``: every folded or stemmed word sequence that begins some key (a lookup of a
   longer word sequence stops when its beginning is none);
 * ``unspaced``: the names written wholly in a script without spaces (Han folded to
-  simplified Chinese: ``text.han_fold``), and their codes; found inside runs of that
+  simplified Chinese: ``scripts.han_fold``), and their codes; found inside runs of that
   script by walking their trie from each letter (:meth:`Names.unspaced_in`);
 * ``common[lang]``: the folded one-word names that are everyday words of ``lang``
   (wordfreq's Zipf frequency at least :data:`COMMON_ZIPF`);
@@ -47,10 +47,11 @@ from kgcult import extras, lazy
 from kgcult.annotate import grammar as gram
 from kgcult.annotate import saved, wordlists
 from kgcult.annotate.saved import VERSION
-from kgcult.annotate.text import fold, han_fold
+from kgcult.annotate.text import fold
 from kgcult.annotate.text import unspaced as unspaced_script
 from kgcult.files import atomic_write
 from kgcult.link import normalize
+from kgcult.link.scripts import han_fold
 from kgcult.link.stages import morphology
 
 if TYPE_CHECKING:

@@ -9,8 +9,6 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import opencc
-
 from kgcult.link import normalize
 
 # scripts written without spaces between words: Han, kana, Thai, Lao, Myanmar, Khmer
@@ -152,22 +150,3 @@ def fold(s: str) -> str:
     return k
 
 
-class _Han:
-    """Japanese shinjitai and traditional Chinese characters folded to simplified Chinese
-    (OpenCC ``jp2t`` then ``t2s``), so that 東京, 广岛 and 廣島 meet; only when the
-    conversion keeps the length (offsets stay those of the text)."""
-
-    def __init__(self):
-        self._conv = None
-
-    def __call__(self, s: str) -> str:
-        if not any("\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff" for c in s):
-            return s
-        if self._conv is None:
-            self._conv = (opencc.OpenCC("jp2t"), opencc.OpenCC("t2s"))
-        jp2t, t2s = self._conv
-        out = t2s.convert(jp2t.convert(s))
-        return out if len(out) == len(s) else s
-
-
-han_fold = _Han()

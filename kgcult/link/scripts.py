@@ -33,6 +33,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable
 
+import opencc
+
 from kgcult.files import atomic_sqlite, package_cache, read_only_sqlite
 from kgcult.link import thai
 
@@ -467,3 +469,31 @@ def kana_folded(text: str) -> str | None:
     if any("\u30a1" <= c <= "\u30f6" for c in text):
         return "".join(chr(ord(c) - _HIRA_KATA) if "\u30a1" <= c <= "\u30f6" else c for c in text)
     return None
+
+
+class _Han:
+    """Japanese shinjitai and traditional Chinese characters folded to simplified Chinese
+    (OpenCC ``jp2t`` then ``t2s``), so that 東京, 广岛 and 廣島 meet; only when the
+    conversion keeps the length (offsets stay those of the text)."""
+
+    def __init__(self):
+        self._conv = None
+
+    def __call__(self, s: str) -> str:
+        if not any("\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff" for c in s):
+            return s
+        if self._conv is None:
+            self._conv = (opencc.OpenCC("jp2t"), opencc.OpenCC("t2s"))
+        jp2t, t2s = self._conv
+        out = t2s.convert(jp2t.convert(s))
+        return out if len(out) == len(s) else s
+
+
+han_fold = _Han()
+
+
+def han_only(text: str) -> bool:
+    """Whether every letter of ``text`` is a Chinese character (Han, kanji, hanja), and it
+    has one."""
+    sc = scripts_in(text)
+    return sc == {"CJK"}

@@ -269,12 +269,32 @@ class CrossScript(Stage):
             k = (s.text, s.lang, s.topic)
             found = self._memo.get(k)
             if found is None:
-                found = self._memo.put(k, self.search(s.text, s.lang, s.topic))
+                found = self.search(s.text, s.lang, s.topic)
+                if found and scripts.han_only(s.text):
+                    found = self.not_homophones(s.text, s.lang, found)
+                found = self._memo.put(k, found)
             s.add_found(self.kept(found, s.row.get("country")), self)
 
     def kept(self, found: dict, country: str | None) -> dict:
         """The hits a mention given with ``country`` (the prompt's) takes: all of them."""
         return found
+
+    def not_homophones(self, text: str, lang: str, found: dict) -> dict:
+        """The hits of a name written in Chinese characters that no name of theirs in
+        characters contradicts. Its reading reaches the entities the graph names only in
+        other scripts (寿司, sushi); an entity with its own name in characters, another
+        one, is a homophone: Japanese 杭州 reads koshu as 甲州市 (Kōshū-shi) does, 大都市
+        daitoshi as 大東市. Names compare with Japanese, traditional and simplified
+        characters folded, with or without a designator."""
+        def keys(name: str, lg: str) -> set[str]:
+            return {scripts.han_fold(v) for v in [name, *affixes.undesignated(name, lg)]}
+
+        mine = keys(text, lang)
+        han: dict[int, set[str]] = {}
+        for e, lg, name in self.ctx.ix.names_of(found, None):
+            if scripts.han_only(name):
+                han.setdefault(e, set()).update(keys(name, lg))
+        return {e: v for e, v in found.items() if e not in han or han[e] & mine}
 
     def search(self, text: str, lang: str, topic: str) -> dict:
         pool = self.pool(topic)
