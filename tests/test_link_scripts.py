@@ -198,6 +198,20 @@ def test_name_in_characters_reaches_no_entity_named_in_other_characters(linker):
     assert linker.link("寿司", lang="ja", topic="food")["qid"] == "Q99210"
 
 
+def test_name_in_characters_read_as_the_prompt_country_reads_it(linker):
+    """Chinese 纳豆 (nadou) in a text about Japan is read as Japanese (納豆, natto), and
+    Japanese 桂林 (keirin) in one about China as Chinese (guilin); without that country,
+    or about another one, the text's own reading, which meets nothing here."""
+    r = linker.link("纳豆", lang="zh", topic="food", country="Q17")
+    assert (r["qid"], r["match"]) == ("Q99267", "cross-script"), r
+    assert linker.link("桂林", lang="ja", topic="place", country="Q148")["qid"] == "Q99268"
+    for country in (None, "Q148"):
+        assert linker.link("纳豆", lang="zh", topic="food", country=country)["qid"] is None
+    assert linker.link("桂林", lang="ja", topic="place", country="Q17")["qid"] is None
+    # ramen's Chinese name, 日本拉面 (Japanese ramen), holds 拉面: the same name qualified
+    assert linker.link("拉面", lang="zh", topic="food", country="Q17")["qid"] == "Q99269"
+
+
 def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
     """arroz jollof is jollof rice: the head (a name in the mention's language, or a case
     form of one: рисом) and the qualifier as written, in English order; only in the

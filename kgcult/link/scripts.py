@@ -24,6 +24,7 @@ only, so a name is compared by its consonants there (``تهران`` ``thrn`` ~ `
 """
 from __future__ import annotations
 
+import json
 import pickle
 import re
 import sqlite3
@@ -35,6 +36,7 @@ from typing import Callable
 
 import opencc
 
+from kgcult import resources
 from kgcult.files import atomic_sqlite, package_cache, read_only_sqlite
 from kgcult.link import thai
 
@@ -497,3 +499,30 @@ def han_only(text: str) -> bool:
     has one."""
     sc = scripts_in(text)
     return sc == {"CJK"}
+
+
+@lru_cache(maxsize=1)
+def _han_readings() -> dict[str, str]:
+    return dict(json.loads(resources.ontology("han-readings.json").read_text(encoding="utf-8"))["readings"])
+
+
+def han_reading(country: str | None) -> str | None:
+    """The language that reads the names of ``country`` (a QID) written in Chinese
+    characters (``ontology/han-readings.json``: Japan ``ja``, China ``zh``), or None."""
+    return _han_readings().get(country) if country else None
+
+
+_AS_WRITTEN: dict = {}
+
+
+def written_as(text: str, lang: str) -> str:
+    """``text`` in Chinese characters written as ``lang`` writes them: Japanese
+    shinjitai (OpenCC ``s2t`` then ``t2jp``: 广岛 -> 広島), or simplified Chinese
+    (:data:`han_fold`); ``text`` itself when the length would change."""
+    if lang != "ja":
+        return han_fold(text)
+    if not _AS_WRITTEN:
+        _AS_WRITTEN["ja"] = (opencc.OpenCC("s2t"), opencc.OpenCC("t2jp"))
+    s2t, t2jp = _AS_WRITTEN["ja"]
+    out = t2jp.convert(s2t.convert(text))
+    return out if len(out) == len(text) else text

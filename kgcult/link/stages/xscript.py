@@ -266,14 +266,39 @@ class CrossScript(Stage):
             # a mention that is another entity's name in its own language names that one
             if s.topic is None or scripts.is_latin(s.text) or s.names_something():
                 continue
-            k = (s.text, s.lang, s.topic)
-            found = self._memo.get(k)
-            if found is None:
-                found = self.search(s.text, s.lang, s.topic)
-                if found and scripts.han_only(s.text):
-                    found = self.not_homophones(s.text, s.lang, found)
-                found = self._memo.put(k, found)
-            s.add_found(self.kept(found, s.row.get("country")), self)
+            country = s.row.get("country")
+            found = self.as_the_country_reads(s.text, s.lang, s.topic, country)
+            if not found:
+                k = (s.text, s.lang, s.topic)
+                found = self._memo.get(k)
+                if found is None:
+                    found = self.search(s.text, s.lang, s.topic)
+                    if found and scripts.han_only(s.text):
+                        found = self.not_homophones(s.text, s.lang, found)
+                    found = self._memo.put(k, found)
+                found = self.kept(found, country)
+            s.add_found(found, self)
+
+    def as_the_country_reads(self, text: str, lang: str, topic: str, country: str | None) -> dict:
+        """The hits of a name written in Chinese characters read as the prompt's country
+        reads it, when the text's language reads it otherwise
+        (``ontology/han-readings.json``): Chinese 寿司 in a text about Japan is Japanese
+        sushi, not shousi; only hits that are the country or lie in it."""
+        reading = scripts.han_reading(country)
+        if reading is None or reading == normalize.base_lang(lang) or not scripts.han_only(text):
+            return {}
+        k = (text, reading, topic, country)
+        found = self._memo.get(k)
+        if found is None:
+            v = scripts.written_as(text, reading)
+            found = self.search(v, reading, topic)
+            if found:
+                ix, countries = self.ctx.ix, self.ctx.countries
+                found = {e: h for e, h in found.items() if ix.qids[e] == country or country in countries(e)}
+            if found:
+                found = self.not_homophones(v, reading, found)
+            found = self._memo.put(k, found)
+        return found
 
     def kept(self, found: dict, country: str | None) -> dict:
         """The hits a mention given with ``country`` (the prompt's) takes: all of them."""
@@ -285,7 +310,8 @@ class CrossScript(Stage):
         other scripts (寿司, sushi); an entity with its own name in characters, another
         one, is a homophone: Japanese 杭州 reads koshu as 甲州市 (Kōshū-shi) does, 大都市
         daitoshi as 大東市. Names compare with Japanese, traditional and simplified
-        characters folded, with or without a designator."""
+        characters folded, with or without a designator; a name that holds the mention
+        (Chinese 日本拉面, Japanese ramen, holds 拉面) is no other one."""
         def keys(name: str, lg: str) -> set[str]:
             return {scripts.han_fold(v) for v in [name, *affixes.undesignated(name, lg)]}
 
@@ -294,7 +320,8 @@ class CrossScript(Stage):
         for e, lg, name in self.ctx.ix.names_of(found, None):
             if scripts.han_only(name):
                 han.setdefault(e, set()).update(keys(name, lg))
-        return {e: v for e, v in found.items() if e not in han or han[e] & mine}
+        return {e: v for e, v in found.items()
+                if e not in han or any(m in n for m in mine for n in han[e])}
 
     def search(self, text: str, lang: str, topic: str) -> dict:
         pool = self.pool(topic)
