@@ -829,6 +829,15 @@ def test_one_character_word_of_the_segmenter_by_its_label(ann):
     assert spans(ann, "焼いた魚と黒", "ja") == [("魚", "Q91094")]
 
 
+def test_one_character_word_beside_another_cut_alone_is_a_piece_of_a_word(ann):
+    """A word the segmenter's list lacks is cut letter by letter (鮭|魚|丼, salmon-fish
+    bowl): its one-character pieces are no names. Beside a function word cut alone (の),
+    or where the list has the neighbour as a longer word, a one-character name stays."""
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "昨日は鮭魚丼を食べた", "ja") == []
+    assert spans(ann, "白身の魚を焼いた", "ja") == [("魚", "Q91094")]
+
+
 def test_name_ending_an_invented_hyphenated_compound_is_no_span(ann):
     """A name that ends a hyphenated word whose first part names nothing is part of a name
     the writer made up (Mondschein-Tacos): no span; where the first part is a name, or the

@@ -10,7 +10,8 @@ from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import MAX_WORDS, Names, capitalized, decode, stem_key
 from kgcult.annotate.segment import segment
 from kgcult.annotate.text import Word, _initial, fold, joined, katakana, unspaced, words
-from kgcult.link.scripts import alphabetic, han_fold
+from kgcult.annotate.wordlists import lexicon
+from kgcult.link.scripts import alphabetic, han_fold, script_of
 
 # how a name was found, best first (the order breaks ties between spans of one length)
 HOW = ("exact", "article", "stem", "suffix", "cognate", "compound")
@@ -29,6 +30,9 @@ COMPOUND_GAP_WORD = 3
 # of some other of the index's ~300 languages by chance (German Dim Sum, Croatian dim:
 # smoke; Turkish kâse, a bowl, German Käse)
 SHORT_FOREIGN = 4
+# a character cut alone this common (Zipf) is a function word beside a one-character name
+# (的, 了, 和: zh 7.8, 7.1, 6.9), not the rest of a word the segmenter's list lacks (昆 3.5)
+FUNCTION_ZIPF = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +305,8 @@ class Finder:
             if e - s == 1 and len(run) > 1:
                 if bounds is None:
                     continue  # one character inside a longer run: a piece of a word
+                if self._cut_one_by_one(w.text, s, e, bounds):
+                    continue
                 # a word of one character, as the segmenter cut it (魚): by a label in the
                 # text's language only, not by an abbreviation (黒, Heilongjiang's)
                 codes = tuple(c for c in codes if not c & 1 and decode(c)[1] in self._lids)
@@ -310,6 +316,19 @@ class Finder:
                 continue  # a katakana name inside a longer katakana word
             out.append(Found(w.start + s, w.start + e, codes, "exact", name, 1))
         return out
+
+    def _cut_one_by_one(self, run: str, s: int, e: int, bounds: set[int]) -> bool:
+        """Whether the one-character word ``run[s:e]`` (of the run as written, the word
+        list's script) has beside it another character
+        the segmenter also cut alone, no function word (Zipf below :data:`FUNCTION_ZIPF`):
+        a word the list lacks, cut letter by letter (昆|明, Kunming; 豚|骨, tonkotsu),
+        not a name (明, the Ming; 骨, bone). 的|粥 (congee) stays a word."""
+        for a, b in ((s - 1, s), (e, e + 1)):
+            if 0 <= a and b <= len(run) and a in bounds and b in bounds and script_of(run[a]) == "CJK":
+                cost = lexicon(self.g.lang).get(run[a])
+                if cost is None or cost > (9 - FUNCTION_ZIPF) * 100:
+                    return True
+        return False
 
     def compounds(self, text: str, found: list[Found]) -> list[Found]:
         """Two names side by side (at most one short word between: ``huile d'olive``,
