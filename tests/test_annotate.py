@@ -316,6 +316,20 @@ def test_known_word_across_by_its_own_language_name(ann):
     assert spans(ann, text, "th", topic="place", country="Q91032") == [("ไทย", "Q91032")]
 
 
+def test_everyday_loanword_in_katakana_goes_across_as_a_known_word(ann):
+    """ラーメン is an everyday Japanese word (Zipf 4.7), which goes across scripts only by
+    the strict matches; written in katakana it is a loanword, a name from another
+    language: tried as a known word, it reaches ramen by its romanized key."""
+    pytest.importorskip("wordfreq")
+    from kgcult.annotate import across
+    from kgcult.annotate.grammar import grammar
+
+    text = "夕食にラーメンを食べた"
+    g = [x for grp in across.guesses(text, grammar("ja"), ann.names("food"), []) for x in grp]
+    assert [x.known for x in g if x.mention == "ラーメン"] == [1]
+    assert spans(ann, text, "ja", country="Q91017") == [("ラーメン", "Q91148")]
+
+
 def test_known_words_across_keep_to_the_texts_countries():
     from kgcult.annotate.annotator import _coherent
 

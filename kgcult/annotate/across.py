@@ -60,7 +60,9 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
     everyday = names.everyday(g.lang)
 
     def level(k: str) -> int:
-        return 2 if k in everyday else 1 if k in every else 0
+        if k in everyday:  # a loanword in katakana (ラーメン, ramen) is a known word, no everyday one
+            return 1 if g.katakana_loans and katakana(k) else 2
+        return 1 if k in every else 0
 
     def free(a: int, b: int) -> bool:
         return not any(a < e and s < b for s, e in taken)

@@ -59,6 +59,7 @@ class Grammar:
     designator_kinds: tuple = ()  # (folded designator, "region" or "settlement"), longest first
     loan_plurals: tuple[str, ...] = ()  # plural endings a borrowed name takes (tacos: taco), longest first
     conjunctions: frozenset = field(default_factory=frozenset)  # join two names as two things (y, and): no compound filler
+    katakana_loans: bool = False  # an everyday word in katakana is a loanword: tried as a known one
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -158,6 +159,7 @@ def grammar(lang: str) -> Grammar:
                                   key=lambda x: (-len(x[0]), x))),
         fleeting=tuple(fold(v) for v in d.get("fleeting_vowels", ())),
         loan_plurals=_longest_first(fold(p) for p in d.get("loan_plurals", ())),
+        katakana_loans=bool(d.get("katakana_loans")),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
         conjunctions=frozenset(fold(w) for w in d.get("conjunctions", ())),
         trailing_marks=frozenset(d.get("trailing_marks", ())),
