@@ -1075,6 +1075,16 @@ def test_everyday_word_with_a_particle_names_a_place_of_the_texts_countries_only
     assert spans(ann, "이 코스가 좋습니다", "ko", topic="place", country="Q91112") == [("코스", "Q91113")]
 
 
+def test_everyday_word_names_a_place_of_the_languages_own_country_in_any_text(ann):
+    """부산 (Busan) is an everyday Korean word because the city is famous: in a Korean text
+    about Japan it is still Busan (``home_countries``), where 코스 (course) stays no Greek
+    island; a Korean text about Greece takes both."""
+    pytest.importorskip("wordfreq")
+    text = "부산에서 배를 타는 코스가 좋습니다"
+    assert spans(ann, text, "ko", topic="place", country="Q91017") == [("부산", "Q91149")]
+    assert spans(ann, text, "ko", topic="place", country="Q91112") == [("부산", "Q91149"), ("코스", "Q91113")]
+
+
 def test_annotating_imports_neither_numpy_nor_package_metadata(astore, ann):
     """A fresh ``kgcult annotate`` reads the link index as memoryviews and finds its caches'
     package versions from the ``.dist-info`` folders: numpy (60-80 ms) and

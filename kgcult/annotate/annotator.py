@@ -150,7 +150,9 @@ class Annotator:
                 if kind == "settlement" and self._holds_places(eid):
                     eid = self._settlement_across(row, f, fd, eid)
             ent = self.records.entity(eid, row.lang, row.topic)
-            if (f.weak and ent["qid"] not in (ent["country"] or ()) and not _coherent(ent, about)
+            # an everyday word naming a place of the language's own countries is that place
+            # in any text (서울, 北京: famous there, hence everyday words)
+            if (f.weak and ent["qid"] not in (ent["country"] or ()) and not _coherent(ent, about, fd.g.home)
                     and not _designated(row.text, f.start, f.end, fd.g)):
                 continue  # a country is named in any text; a designator says a place is meant
             span = {"start": f.start, "end": f.end, "text": row.text[f.start:f.end],
@@ -240,7 +242,7 @@ class Annotator:
                   and (not any(g.start < e and s < g.end for s, e in taken)
                        or (g.covers and (res[g] or {}).get("match") == "cross-script"
                            and not any(g.start < e and s < g.end for s, e in taken[len(spans):])))
-                  and (not g.known or _coherent(res[g], about))
+                  and (not g.known or _coherent(res[g], about, _home(res[g], fd.g)))
                   and not (_everyday_stem(g, fd) and not _coherent(res[g], about))
                   and not (_few_consonants(g, fd.g) and not _local_or_country(res[g], about))
                   and ((res[g] or {}).get("match") in _kinds(fd.g, g.known)
@@ -461,13 +463,23 @@ def _attribute(text: str, start: int, heads: tuple[str, ...]) -> bool:
     return any(text.endswith(h, 0, start) for h in heads)
 
 
-def _coherent(r: dict | None, about: set) -> bool:
+def _coherent(r: dict | None, about: set, home: frozenset = frozenset()) -> bool:
     """A known word of the language taken across scripts names an entity of the countries
-    the text is about (the prompt's, those of the entities it names), or one with no
-    country (a food): an everyday word that a region's name is made of (north, the
-    market) names a place elsewhere."""
+    the text is about (the prompt's, those of the entities it names) or of ``home`` (the
+    language's own: :func:`_home`), or one with no country (a food): an everyday word that
+    a region's name is made of (north, the market) names a place elsewhere. A text about
+    no country known takes any."""
     c = (r or {}).get("country") or ()
-    return not c or not about or bool(about.intersection(c))
+    return not c or not about or bool(about.intersection(c)) or bool(home.intersection(c))
+
+
+def _home(r: dict | None, g) -> frozenset:
+    """The language's own countries (``home_countries``), for an answer that is no country:
+    a known word naming a place there is that place in a text about any country (Thai
+    กรุงเทพ, Bangkok, in one about Laos), but a known word naming the country itself is
+    as often its adjective (ครอบครัวไทย, a Thai family)."""
+    r = r or {}
+    return frozenset() if r.get("qid") in (r.get("country") or ()) else g.home
 
 
 def _kinds(g, known: int) -> tuple[str, ...]:

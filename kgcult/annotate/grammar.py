@@ -60,6 +60,7 @@ class Grammar:
     loan_plurals: tuple[str, ...] = ()  # plural endings a borrowed name takes (tacos: taco), longest first
     conjunctions: frozenset = field(default_factory=frozenset)  # join two names as two things (y, and): no compound filler
     katakana_loans: bool = False  # an everyday word in katakana is a loanword: tried as a known one
+    home: frozenset = field(default_factory=frozenset)  # QIDs of the countries that speak the language
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -160,6 +161,7 @@ def grammar(lang: str) -> Grammar:
         fleeting=tuple(fold(v) for v in d.get("fleeting_vowels", ())),
         loan_plurals=_longest_first(fold(p) for p in d.get("loan_plurals", ())),
         katakana_loans=bool(d.get("katakana_loans")),
+        home=frozenset(d.get("home_countries", ())),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
         conjunctions=frozenset(fold(w) for w in d.get("conjunctions", ())),
         trailing_marks=frozenset(d.get("trailing_marks", ())),
