@@ -115,6 +115,13 @@ def test_brahmic_consonants_with_a_nukta():
     assert scripts.romanize("सड़क", "hi") == "sarak"
 
 
+def test_long_vowels_of_a_brahmic_name_as_english_spells_them():
+    assert scripts.long_vowel_variant("पनीर") == "paneer"
+    assert scripts.long_vowel_variant("आलू") == "aloo"
+    assert scripts.long_vowel_variant("पूरी") == "poori"  # a word's last ī stays i
+    assert scripts.long_vowel_variant("दही") is None and scripts.long_vowel_variant("ราชบุรี") is None
+
+
 def test_silent_inherent_vowels_of_a_brahmic_name():
     """Each inherent vowel between a vowel and a consonant with its own vowel may be silent
     (Hindi schwa deletion): the written key first, then each spelling without some of
@@ -182,6 +189,7 @@ def linker(tmp_path_factory):
     ("อยุธยา", "th", "place", "Q99257", "cross-script"),           # yuthaya, read as spoken: ayutthaya
     ("حمص", "ar", "food", "Q99263", "cross-script"),              # hms: Hummus, as three languages name it, not Hams
     ("сметаной", "ru", "food", "Q99265", "cross-script"),         # its case as its name's: сметана, smetana
+    ("खीर", "hi", "food", "Q99270", "cross-script"),               # khir, its long vowel as English spells it: kheer
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)

@@ -212,6 +212,24 @@ def final_vowel_variant(text: str) -> str | None:
     return _NON_ALNUM.sub("", "".join(keys)) if changed else None
 
 
+def long_vowel_variant(text: str) -> str | None:
+    """The compact key of a name in a Brahmic script with its long ī and ū written ee and
+    oo, as the English spellings of Indian words write them (खीर khir, kheer; पनीर paneer;
+    पूरी poori; आलू aloo), but a word's last ī as i (पूरी poori, not pooree; दही dahi);
+    None when nothing changed. Every inherent vowel as the written key has it."""
+    if not scripts_in(text) & _BRAHMIC:
+        return None
+    keys, changed = [], False
+    for w in text.split():
+        w = unicodedata.normalize("NFC", w)
+        for i, ((r, a), ch) in enumerate(zip(_brahmic_units(w), w)):
+            name = unicodedata.name(ch, "")
+            if name.endswith(" UU") or (name.endswith(" II") and i + 1 < len(w)):
+                r, changed = ("ee" if name.endswith(" II") else "oo"), True
+            keys.append(r + ("a" if a else ""))
+    return _NON_ALNUM.sub("", "".join(keys)) if changed else None
+
+
 KANWA_FORMAT = 2
 KANWA_CACHE_KIB = 2048  # page cache of the converted dictionary (SQLite's default)
 

@@ -333,9 +333,11 @@ class CrossScript(Stage):
         for v in [v for v in forms if not text.startswith(v)] + [text] + tails:
             words = scripts.romanize(v, lang)
             # a Brahmic name with its silent inherent vowels left out, after the written one,
-            # then with its last one said (केरल, Kerala); a Thai one as a foreign name is
-            # written in Thai (อาร์คันซอ, Arkansas)
-            extra = [k for k in (scripts.final_vowel_variant(v), thai.foreign_key(v)) if k]
+            # then with its last one said (केरल, Kerala), then its long vowels as English
+            # spells them (खीर, kheer); a Thai one as a foreign name is written in Thai
+            # (อาร์คันซอ, Arkansas)
+            extra = [k for k in (scripts.final_vowel_variant(v), scripts.long_vowel_variant(v),
+                                 thai.foreign_key(v)) if k]
             for key in [scripts.compact(words)] + scripts.syncope_variants(v)[1:] + extra:
                 found = self._fuzzy(pool, key, v) if self.fuzzy else self._exact(pool, key, v, words.count(" ") + 1)
                 if found:
