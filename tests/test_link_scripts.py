@@ -190,6 +190,7 @@ def linker(tmp_path_factory):
     ("حمص", "ar", "food", "Q99263", "cross-script"),              # hms: Hummus, as three languages name it, not Hams
     ("сметаной", "ru", "food", "Q99265", "cross-script"),         # its case as its name's: сметана, smetana
     ("खीर", "hi", "food", "Q99270", "cross-script"),               # khir, its long vowel as English spells it: kheer
+    ("آگرا", "fa", "place", "Q99244", "cross-script"),            # gr, too few consonants: agra, every vowel written
 ])
 def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, match):
     r = linker.link(mention, lang=lang, topic=topic)

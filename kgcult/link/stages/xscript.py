@@ -35,6 +35,7 @@ FORMAT = 5
 _FOLD = str.maketrans("ckqpv", "kkkbf")
 MIN_KEY = 3        # romanized keys (skeletons) shorter than this are not compared
 FUZZY_MIN_KEY = 5  # nor, within edits, keys shorter than this
+MIN_ABJAD_KEY = 4  # a key in Arabic script with fewer consonants than MIN_KEY: compared whole from this length
 ROMANIZERS = ("anyascii", "pythainlp", "pykakasi", "korean_romanizer")
 
 
@@ -369,7 +370,10 @@ class CrossScript(Stage):
         if scripts.abjad(text):
             sk = scripts.skeleton(key)
             if len(sk) < MIN_KEY:
-                return {}
+                # too few consonants to meet a name by: the key itself, every vowel of it
+                # written long (Persian آگرا agra: Agra; نارا nara: Nara)
+                rows = [r for r in pool.by_key(key) if r[5] == words] if len(key) >= MIN_ABJAD_KEY else []
+                return pool.hits(rows, key) if rows else {}
             # a spaced script: a name of as many words (البيلميني is not "palm wine")
             rows = [r for r in pool.by_skel(sk) if r[5] == words]
             return pool.hits(rows, key, scripts.abjad_matcher(key), unwritten=True) if rows else {}
