@@ -221,6 +221,14 @@ def test_name_in_characters_read_as_the_prompt_country_reads_it(linker):
     assert linker.link("拉面", lang="zh", topic="food", country="Q17")["qid"] == "Q99269"
 
 
+def test_fuzzy_tie_goes_to_the_name_more_languages_give(linker):
+    """เซียนา (siana) is one edit from Siena, the city's name in four languages and the
+    province's in one: the city, as the exact stage would rank them; an even tie stays
+    unresolved."""
+    r = linker.link("เซียนา", lang="th", topic="place")
+    assert (r["qid"], r["match"]) == ("Q99271", "cross-script-fuzzy"), r
+
+
 def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
     """arroz jollof is jollof rice: the head (a name in the mention's language, or a case
     form of one: рисом) and the qualifier as written, in English order; only in the

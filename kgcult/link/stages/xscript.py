@@ -395,8 +395,11 @@ class CrossScript(Stage):
             return {}
         best = min(int(v[2] * 2) for v in found.values())  # edits, designators
         top = {e: v for e, v in found.items() if int(v[2] * 2) == best}
-        if len(top) != 1:  # several entities as near: no guess
-            return {}
+        if len(top) != 1:  # several entities as near: the one more languages call so, or no guess
+            least = min(v[2] for v in top.values())
+            top = {e: v for e, v in top.items() if v[2] == least}
+            if len(top) != 1:
+                return {}
         return top
 
     # -- the pool, kept beside the label index -----------------------------------------
