@@ -329,6 +329,9 @@ def test_kanji_read_from_the_converted_dictionary(tmp_path, monkeypatch):
     reader = scripts._Kanwa(path)
     got = {w: scripts.compact(scripts._ascii_words(reader(w))) for w in ["東京", "味噌汁", "北海道", "抹茶", "寿司"]}
     assert got == {"東京": "toukyou", "味噌汁": "misoshiru", "北海道": "hokkaidou", "抹茶": "matcha", "寿司": "sushi"}
+    # Chinese characters written back as the dictionary writes the words, by their
+    # simplified forms (冲 is 沖 in 沖縄; 户, 姬 are 戸, 姫, which OpenCC's jp2t keeps)
+    assert [reader.japanese(w) for w in ["冲绳", "拉面", "神户", "姬路", "札幌"]] == ["沖縄", "拉麺", "神戸", "姫路", "札幌"]
 
 
 def test_thai_syllables_read_from_the_saved_table_as_the_rules_read_them(tmp_path, monkeypatch):
