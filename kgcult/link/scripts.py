@@ -231,6 +231,7 @@ def long_vowel_variant(text: str) -> str | None:
 
 
 KANWA_FORMAT = 3
+MAX_KANWA_WORD = 8  # the longest word written back as Japanese (_Kanwa.japanese), in characters
 KANWA_CACHE_KIB = 2048  # page cache of the converted dictionary (SQLite's default)
 
 
@@ -327,12 +328,13 @@ class _Kanwa:
         t = han_fold(text)
         out, i = [], 0
         while i < len(t):
-            hit = self.con.execute(
-                "SELECT japanese FROM folded WHERE first = ? AND substr(?, 1, length(word)) = word "
-                "ORDER BY length(word) DESC LIMIT 1", (ord(t[i]), t[i:])).fetchone()
-            if hit and len(hit[0]) > 0:
-                out.append(hit[0])
-                i += len(hit[0])
+            for n in range(min(len(t) - i, MAX_KANWA_WORD), 0, -1):  # by the key: a look-up each
+                hit = self.con.execute("SELECT japanese FROM folded WHERE first = ? AND word = ?",
+                                       (ord(t[i]), t[i:i + n])).fetchone()
+                if hit:
+                    out.append(hit[0])
+                    i += n
+                    break
             else:
                 out.append(text[i])
                 i += 1
