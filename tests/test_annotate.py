@@ -330,6 +330,14 @@ def test_everyday_loanword_in_katakana_goes_across_as_a_known_word(ann):
     assert spans(ann, text, "ja", country="Q91017") == [("ラーメン", "Q91148")]
 
 
+def test_short_hiragana_word_is_its_katakana_name_unless_grammar(ann):
+    """A two-kana word in hiragana names what its katakana name names (ねぎ, ネギ), by
+    that name only; one as common as grammar (ます, Zipf 6.7, the polite ending) is no
+    name, though マス (trout) is one."""
+    pytest.importorskip("wordfreq")
+    assert spans(ann, "ねぎを入れます", "ja") == [("ねぎ", "Q91150")]
+
+
 def test_known_words_across_keep_to_the_texts_countries():
     from kgcult.annotate.annotator import _coherent
 

@@ -13,6 +13,7 @@ from kgcult.annotate.finder import _cut_front
 from kgcult.annotate.grammar import Grammar, grammar, languages
 from kgcult.annotate.names import Names, stem_key
 from kgcult.annotate.segment import segment
+from kgcult.annotate.wordlists import lexicon
 from kgcult.annotate.text import fold, joined, katakana, unspaced, words
 from kgcult import extras
 from kgcult.link import Linker, pipeline
@@ -91,7 +92,10 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
             for a, b in cuts:
                 k = fold(w.text[a:b])
                 if free(w.start + a, w.start + b) and (strict or k not in every) and k not in stop:
-                    out.append([Guess(w.start + a, w.start + b, w.text[a:b], level(k))])
+                    # a short word in hiragana, no function word, goes by the strictest kinds
+                    # only: as its name in katakana (ねぎ, ネギ), never by a romanized key
+                    tier = 2 if b - a < g.min_kana and _hiragana(k) else level(k)
+                    out.append([Guess(w.start + a, w.start + b, w.text[a:b], tier)])
             continue
         f = folds[i]
         if f in stop or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
@@ -191,11 +195,21 @@ def _hangul(s: str) -> bool:
 
 def _words(run: str, g: Grammar) -> list[tuple[int, int]]:
     """The segmenter's words of an unspaced run that may be names: two letters or more,
-    no designator, no stopword of the segmenter's language."""
+    no designator, no stopword of the segmenter's language; one in hiragana shorter than
+    ``min_kana`` only when it is no function word (Zipf below :data:`KANA_FUNCTION_ZIPF`:
+    ねぎ, たこ, not ます, まで)."""
     stop = _stopwords(g.segmenter)
     return [(a, b) for a, b in segment(run, g.segmenter or "", g.lang) if b - a >= 2
             and fold(run[a:b]) not in g.before and run[a:b] not in stop
-            and (b - a >= g.min_kana or not _hiragana(run[a:b]))]
+            and (b - a >= g.min_kana or not _hiragana(run[a:b]) or _content_kana(run[a:b], g))]
+
+
+KANA_FUNCTION_ZIPF = 5.0  # a short hiragana word this common is grammar (ます 6.7, また 5.9); ねぎ 3.5
+
+
+def _content_kana(word: str, g: Grammar) -> bool:
+    cost = lexicon(g.lang).get(word) if g.segmenter == "lexicon" else None
+    return cost is not None and cost > (9 - KANA_FUNCTION_ZIPF) * 100
 
 
 def _hiragana(s: str) -> bool:
