@@ -219,6 +219,10 @@ def test_name_in_characters_read_as_the_prompt_country_reads_it(linker):
     assert linker.link("桂林", lang="ja", topic="place", country="Q17")["qid"] is None
     # ramen's Chinese name, 日本拉面 (Japanese ramen), holds 拉面: the same name qualified
     assert linker.link("拉面", lang="zh", topic="food", country="Q17")["qid"] == "Q99269"
+    # 北海道 is Chinese for an entity no place here; read in Japanese it is the prefecture
+    # (in a text about another country, read in Chinese, beihaidao, it is nothing)
+    assert linker.link("北海道", lang="zh", topic="place", country="Q17")["qid"] == "Q99274"
+    assert linker.link("北海道", lang="zh", topic="place", country="Q148")["qid"] is None
 
 
 def test_fuzzy_tie_goes_to_the_name_more_languages_give(linker):

@@ -264,11 +264,16 @@ class CrossScript(Stage):
 
     def run(self, batch):
         for s in batch:
-            # a mention that is another entity's name in its own language names that one
-            if s.topic is None or scripts.is_latin(s.text) or s.names_something():
+            if s.topic is None or scripts.is_latin(s.text):
                 continue
+            # read as its country reads it, a name in characters may be one the text's own
+            # language gives something else (Chinese 北海道 is the island's name, no place in
+            # the graph; read in Japanese, hokkaido, it is the prefecture)
             country = s.row.get("country")
             found = self.as_the_country_reads(s.text, s.lang, s.topic, country)
+            # else a mention that is another entity's name in its own language names that one
+            if not found and s.names_something():
+                continue
             if not found:
                 k = (s.text, s.lang, s.topic)
                 found = self._memo.get(k)
