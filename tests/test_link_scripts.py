@@ -233,6 +233,20 @@ def test_fuzzy_tie_goes_to_the_name_more_languages_give(linker):
     assert (r["qid"], r["match"]) == ("Q99271", "cross-script-fuzzy"), r
 
 
+def test_characters_read_as_korean_by_readings_the_graphs_names_show(linker):
+    """Chinese 济州 and Japanese 済州 in a text about Korea, read as Korean: 济 and 州 are
+    read as the Hangul names of Korean places written so show them (제, 주), and 제주,
+    jeju, is Jeju; in a text about China the same name is Chinese, jizhou."""
+    from kgcult.link import sino_korean
+
+    table = sino_korean.table(None, linker.ix)
+    assert table["州"] == "주" and table["济"] == "제" and "东" not in table  # 濟東 is one pair only
+    for mention, lang in [("济州", "zh"), ("済州", "ja")]:
+        r = linker.link(mention, lang=lang, topic="place", country="Q884")
+        assert (r["qid"], r["match"]) == ("Q99285", "cross-script"), r
+    assert linker.link("济州", lang="zh", topic="place", country="Q148")["qid"] is None
+
+
 def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
     """arroz jollof is jollof rice: the head (a name in the mention's language, or a case
     form of one: рисом) and the qualifier as written, in English order; only in the

@@ -26,7 +26,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from kgcult.files import atomic_sqlite, read_only_sqlite
-from kgcult.link import affixes, memo, normalize, scripts, thai
+from kgcult.link import affixes, memo, normalize, scripts, sino_korean, thai
 from kgcult.link.index.reader import label_chain
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.lexical import any_language, exact, normalized
@@ -258,6 +258,7 @@ class CrossScript(Stage):
         super().__init__(ctx, rank)
         self.pools = memo.Pools.cached_in(ctx.cache_dir)
         self._memo = memo.Memo(memo.MENTIONS)
+        self._hanja: dict[str, str] | None = None
 
     def score(self, alias, sub):
         return round(self.base_score - 0.05 * sub, 4)
@@ -296,13 +297,13 @@ class CrossScript(Stage):
         k = (text, reading, topic, country)
         found = self._memo.get(k)
         if found is None:
-            v = scripts.written_as(text, reading)
-            found = self.search(v, reading, topic)
+            v = sino_korean.hangul(text, self.hanja()) if reading == "ko" else scripts.written_as(text, reading)
+            found = self.search(v, reading, topic) if v else {}
             if found:
                 ix, countries = self.ctx.ix, self.ctx.countries
                 found = {e: h for e, h in found.items() if ix.qids[e] == country or country in countries(e)}
-            if found:
-                found = self.not_homophones(v, reading, found)
+            if found:  # the mention itself against the entities' names in characters
+                found = self.not_homophones(text, lang, found)
             found = self._memo.put(k, found)
         return found
 
@@ -437,10 +438,20 @@ class CrossScript(Stage):
                 pass
         return CrossPool.in_memory(names)
 
+    def hanja(self) -> dict[str, str]:
+        """The Korean readings of Chinese characters induced from the index's names
+        (``kgcult/link/sino_korean.py``), read or built once."""
+        if self._hanja is None:
+            self._hanja = sino_korean.table(self.ctx.cache_dir, self.ctx.ix)
+        return self._hanja
+
     def prepare(self) -> None:
         """What a first Japanese or Thai name needs (``scripts.prepare``): the converted kanji
-        dictionary, the RTGS readings of the Thai syllables."""
+        dictionary, the RTGS readings of the Thai syllables; and the Korean readings of
+        Chinese characters, beside the index."""
         scripts.prepare()
+        if not self.fuzzy:
+            self.hanja()
 
     def caches(self) -> list:
         if self.ctx.cache_dir is None or self.fuzzy:  # xfuzzy reads xscript's pools
