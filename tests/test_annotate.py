@@ -338,6 +338,14 @@ def test_short_hiragana_word_is_its_katakana_name_unless_grammar(ann):
     assert spans(ann, "ねぎを入れます", "ja") == [("ねぎ", "Q91150")]
 
 
+def test_counter_noun_after_a_quantifier_is_no_name(ann):
+    """Korean 가지 is the eggplant, and the counter noun "kind": after a quantifier of the
+    language (여러 가지, several kinds) it is the counter, no span."""
+    text = "여러 가지 반찬과 가지 볶음"
+    assert spans(ann, text, "ko") == [("가지", "Q91152")]
+    assert ann.annotate(text, lang="ko", topic="food")[0]["start"] == 10  # the second
+
+
 def test_known_words_across_keep_to_the_texts_countries():
     from kgcult.annotate.annotator import _coherent
 

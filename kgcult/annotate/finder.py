@@ -381,12 +381,23 @@ class Finder:
             f = Found(f.start, f.end, codes, f.how, f.key, f.nwords)
         if f.how == "cognate" and self.g.nouns_capitalized and not text[f.start].isupper():
             return None  # a cognate in a language that capitalizes nouns is a noun
+        if self.g.quantifiers and f.nwords == 1 and self._counted(text, f.start):
+            return None  # a counter noun: 여러 가지 (several kinds), not 가지 (eggplant)
         if self.everyday(f) and not self._proper(text, f):
             return None
         if self.kin_only(f) or (self.coherent_common and f.nwords == 1
                                 and f.key in self.names.common.get(self.lang, ())):
             f = Found(f.start, f.end, f.codes, f.how, f.key, f.nwords, True)
         return f
+
+    def _counted(self, text: str, start: int) -> bool:
+        """Whether the word before ``start`` is one of the language's quantifiers, which a
+        counter noun follows (Korean 여러, 몇, 두: 여러 가지, several kinds)."""
+        before = text[max(0, start - 16):start]
+        if not before[-1:].isspace():
+            return False
+        ws = before.split()
+        return bool(ws) and fold(ws[-1]) in self.g.quantifiers
 
     def _proper(self, text: str, f: Found) -> bool:
         """A capitalized word inside a sentence, in a cased language that capitalizes proper

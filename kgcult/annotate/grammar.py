@@ -61,6 +61,7 @@ class Grammar:
     conjunctions: frozenset = field(default_factory=frozenset)  # join two names as two things (y, and): no compound filler
     katakana_loans: bool = False  # an everyday word in katakana is a loanword: tried as a known one
     home: frozenset = field(default_factory=frozenset)  # QIDs of the countries that speak the language
+    quantifiers: frozenset = field(default_factory=frozenset)  # words a counter noun follows (여러 가지)
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -162,6 +163,7 @@ def grammar(lang: str) -> Grammar:
         loan_plurals=_longest_first(fold(p) for p in d.get("loan_plurals", ())),
         katakana_loans=bool(d.get("katakana_loans")),
         home=frozenset(d.get("home_countries", ())),
+        quantifiers=frozenset(fold(w) for w in d.get("quantifiers", ())),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
         conjunctions=frozenset(fold(w) for w in d.get("conjunctions", ())),
         trailing_marks=frozenset(d.get("trailing_marks", ())),
