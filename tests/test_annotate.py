@@ -346,6 +346,15 @@ def test_counter_noun_after_a_quantifier_is_no_name(ann):
     assert ann.annotate(text, lang="ko", topic="food")[0]["start"] == 10  # the second
 
 
+def test_german_compound_written_as_one_word_goes_to_the_linker(ann):
+    """A German word no name matched goes to the linker's compound and reordered stages
+    (``across`` in the grammar file): Misosuppe is the name Miso-Suppe written as one word,
+    Pitabrot is pita (a name in English) and Brot (bread) in English order."""
+    text = "Dazu gibt es Misosuppe und warmes Pitabrot."
+    got = [(s["text"], s["qid"], s["match"]) for s in ann.annotate(text, lang="de", topic="food")]
+    assert got == [("Misosuppe", "Q91001", "compound"), ("Pitabrot", "Q91155", "reordered")]
+
+
 def test_known_words_across_keep_to_the_texts_countries():
     from kgcult.annotate.annotator import _coherent
 
