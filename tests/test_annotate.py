@@ -355,6 +355,14 @@ def test_german_compound_written_as_one_word_goes_to_the_linker(ann):
     assert got == [("Misosuppe", "Q91001", "compound"), ("Pitabrot", "Q91155", "reordered")]
 
 
+def test_participle_after_a_span_qualifies_it(ann):
+    """Spanish writes a qualifier after its noun: in "cordero asado" (roast lamb) asado ends
+    as a participle does (``adjective_endings``) and qualifies cordero; alone, or after a
+    conjunction, it is the dish."""
+    got = spans(ann, "Cenamos cordero asado y luego asado con pan.", "es")
+    assert got == [("cordero", "Q91156"), ("asado", "Q91157")]
+
+
 def test_known_words_across_keep_to_the_texts_countries():
     from kgcult.annotate.annotator import _coherent
 

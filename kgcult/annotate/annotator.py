@@ -166,6 +166,8 @@ class Annotator:
             out.append(span)
         if affixes.head_first(row.lang, row.topic):
             out = qualified.spans(self.ix, self.records, row, fd, out)
+        if fd.g.adjective_endings:
+            out = _without_attributes(row.text, out, fd.g)
         if fd.g.across and across.stages():
             more = self._across_spans(row, fd, out)
             out = [s for s in out if not any(m["start"] <= s["start"] and s["end"] <= m["end"] for m in more)]
@@ -471,6 +473,21 @@ def _coherent(r: dict | None, about: set, home: frozenset = frozenset()) -> bool
     no country known takes any."""
     c = (r or {}).get("country") or ()
     return not c or not about or bool(about.intersection(c)) or bool(home.intersection(c))
+
+
+def _without_attributes(text: str, spans: list[dict], g) -> list[dict]:
+    """``spans`` less a one-word span right after another, one space between, ending as an
+    adjective or participle of the language ends (``adjective_endings``): in a language
+    that writes the qualifier after its noun, it qualifies that noun (formaggio salato,
+    salty cheese; cordero asado, roast lamb), no entity of its own (asado, the barbecue)."""
+    out: list[dict] = []
+    for s in spans:
+        prev = out[-1] if out else None
+        if (prev is not None and s["start"] == prev["end"] + 1 and text[prev["end"]] == " "
+                and " " not in s["text"] and fold(s["text"]).endswith(g.adjective_endings)):
+            continue
+        out.append(s)
+    return out
 
 
 def _home(r: dict | None, g) -> frozenset:

@@ -62,6 +62,7 @@ class Grammar:
     katakana_loans: bool = False  # an everyday word in katakana is a loanword: tried as a known one
     home: frozenset = field(default_factory=frozenset)  # QIDs of the countries that speak the language
     quantifiers: frozenset = field(default_factory=frozenset)  # words a counter noun follows (여러 가지)
+    adjective_endings: tuple[str, ...] = ()  # endings of adjectives and participles after a noun (salato)
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -164,6 +165,7 @@ def grammar(lang: str) -> Grammar:
         katakana_loans=bool(d.get("katakana_loans")),
         home=frozenset(d.get("home_countries", ())),
         quantifiers=frozenset(fold(w) for w in d.get("quantifiers", ())),
+        adjective_endings=tuple(fold(e) for e in d.get("adjective_endings", ())),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
         conjunctions=frozenset(fold(w) for w in d.get("conjunctions", ())),
         trailing_marks=frozenset(d.get("trailing_marks", ())),
