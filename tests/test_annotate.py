@@ -361,6 +361,9 @@ def test_participle_after_a_span_qualifies_it(ann):
     conjunction, it is the dish."""
     got = spans(ann, "Cenamos cordero asado y luego asado con pan.", "es")
     assert got == [("cordero", "Q91156"), ("asado", "Q91157")]
+    # Russian writes it before (adjective_endings_before): варёный (boiled) рис, not варенье
+    pytest.importorskip("snowballstemmer")
+    assert spans(ann, "варёный рис и варенье", "ru") == [("рис", "Q91004"), ("варенье", "Q91158")]
 
 
 def test_known_words_across_keep_to_the_texts_countries():

@@ -166,7 +166,7 @@ class Annotator:
             out.append(span)
         if affixes.head_first(row.lang, row.topic):
             out = qualified.spans(self.ix, self.records, row, fd, out)
-        if fd.g.adjective_endings:
+        if fd.g.adjective_endings or fd.g.adjective_endings_before:
             out = _without_attributes(row.text, out, fd.g)
         if fd.g.across and across.stages():
             more = self._across_spans(row, fd, out)
@@ -479,12 +479,22 @@ def _without_attributes(text: str, spans: list[dict], g) -> list[dict]:
     """``spans`` less a one-word span right after another, one space between, ending as an
     adjective or participle of the language ends (``adjective_endings``): in a language
     that writes the qualifier after its noun, it qualifies that noun (formaggio salato,
-    salty cheese; cordero asado, roast lamb), no entity of its own (asado, the barbecue)."""
+    salty cheese; cordero asado, roast lamb), no entity of its own (asado, the barbecue);
+    and, in one that writes it before (``adjective_endings_before``), such a span right
+    before another (Russian варёный рис, boiled rice; варёный is no варенье, jam)."""
+    def beside(a: dict, b: dict) -> bool:
+        return b["start"] == a["end"] + 1 and text[a["end"]] == " "
+
+    def adjective(s: dict, endings: tuple[str, ...]) -> bool:
+        return bool(endings) and " " not in s["text"] and fold(s["text"]).endswith(endings)
+
     out: list[dict] = []
-    for s in spans:
-        prev = out[-1] if out else None
-        if (prev is not None and s["start"] == prev["end"] + 1 and text[prev["end"]] == " "
-                and " " not in s["text"] and fold(s["text"]).endswith(g.adjective_endings)):
+    for i, s in enumerate(spans):
+        prev = spans[i - 1] if i else None
+        nxt = spans[i + 1] if i + 1 < len(spans) else None
+        if prev is not None and beside(prev, s) and adjective(s, g.adjective_endings):
+            continue
+        if nxt is not None and beside(s, nxt) and adjective(s, g.adjective_endings_before):
             continue
         out.append(s)
     return out

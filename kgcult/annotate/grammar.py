@@ -63,6 +63,7 @@ class Grammar:
     home: frozenset = field(default_factory=frozenset)  # QIDs of the countries that speak the language
     quantifiers: frozenset = field(default_factory=frozenset)  # words a counter noun follows (여러 가지)
     adjective_endings: tuple[str, ...] = ()  # endings of adjectives and participles after a noun (salato)
+    adjective_endings_before: tuple[str, ...] = ()  # ... and before one (варёный рис)
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -166,6 +167,7 @@ def grammar(lang: str) -> Grammar:
         home=frozenset(d.get("home_countries", ())),
         quantifiers=frozenset(fold(w) for w in d.get("quantifiers", ())),
         adjective_endings=tuple(fold(e) for e in d.get("adjective_endings", ())),
+        adjective_endings_before=tuple(fold(e) for e in d.get("adjective_endings_before", ())),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
         conjunctions=frozenset(fold(w) for w in d.get("conjunctions", ())),
         trailing_marks=frozenset(d.get("trailing_marks", ())),
