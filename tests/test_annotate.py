@@ -302,6 +302,10 @@ def test_cross_script_guesses(ann):
     assert g[0][:2] == ["방콕에서", "방콕"]  # 출발 (departure) is a known word: never guessed
     g = across.guesses("وبالبروسكيتا", grammar("ar"), names, [])
     assert "البروسكيتا" in [x.mention for x in g[0]]
+    # a word written onto a quotation's end is its grammar ('박물관'이라, "as the museum"),
+    # one after a quotation's start may be a name
+    g = [x.mention for grp in across.guesses("'방콕'이라 '방콕'", grammar("ko"), names, []) for x in grp]
+    assert "이라" not in g and g.count("방콕") == 2
     # a word taken by a span is not guessed; katakana and Han words inside a run are
     text = "東京からホーチミンへ"
     g = across.guesses(text, grammar("ja"), names, [(0, 2)])

@@ -101,6 +101,8 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
         f = folds[i]
         if f in stop or len(w.text) < (2 if _hangul(w.text) else MIN_CHARS):
             continue
+        if w.start > 1 and text[w.start - 1] in _CLOSING and not text[w.start - 2].isspace():
+            continue  # written onto a quotation's end: its grammar ('지붕 없는 박물관'이라: 이라, "as")
         # beside a designator only names stand by (استان گلستان): a name, whatever the word
         named = i in beside and g.designator(text, w.start, w.end) in g.naming
         # one coordinated with it (استان‌های گیلان و مازندران: Gilan and Mazandaran) is
@@ -205,6 +207,7 @@ def _words(run: str, g: Grammar) -> list[tuple[int, int]]:
             and (b - a >= g.min_kana or not _hiragana(run[a:b]) or _content_kana(run[a:b], g))]
 
 
+_CLOSING = frozenset("'\u2019\"\u201d\u00bb\u300d\u300f)")  # marks that close a quotation or an aside
 KANA_FUNCTION_ZIPF = 5.0  # a short hiragana word this common is grammar (ます 6.7, また 5.9); ねぎ 3.5
 
 
