@@ -256,6 +256,11 @@ def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
         r = linker.link(mention, lang=lang, topic="food")
         assert (r["qid"], r["match"]) == (qid, "reordered"), r
     assert linker.with_stages(BEFORE).link("рис басмати", lang="ru", topic="food")["qid"] is None
+    # an adjective of colour the data gives an English word for (qualifier_words): green curry;
+    # another adjective names nothing
+    r = linker.link("curry verde", lang="es", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99287", "reordered"), r
+    assert linker.link("curry casero", lang="es", topic="food")["qid"] != "Q99287"
     assert linker.link("arroz verde", lang="es", topic="food")["qid"] is None       # no "verde rice"
     from kgcult.link.stages import reorder
     assert reorder.split("salade d'Olivier", "fr") == ("salade", "Olivier", True)

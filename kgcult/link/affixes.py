@@ -101,6 +101,13 @@ def linking_words(lang: str) -> tuple[str, ...]:
     return tuple(sorted(words, key=lambda w: (-len(w), w)))
 
 
+def qualifier_word(word: str, lang: str) -> str | None:
+    """The English word of an adjective of colour or taste that qualifies a head noun after
+    it in ``lang`` (``qualifier_words``: Italian neri, black), or None."""
+    words = _data().get("qualifier_words", {}).get("languages", {}).get(normalize.base_lang(lang), {})
+    return words.get(word.lower())
+
+
 @lru_cache(maxsize=None)
 def latin_designators() -> frozenset[str]:
     return frozenset(_data().get("latin_designators", ()))

@@ -16,8 +16,9 @@ The head names an entity in the mention's language (verbatim, normalized, or a c
 of a name: ``курицу``, ``курица``); each of its English names is put after each English
 rendering of the qualifier, and an entity of the topic, other than the head, with the
 name so made (exact, then normalized) is the hit. Nothing is translated but through the
-graph's own names: a word of the language that names nothing (``verde``) makes no
-English name.
+graph's own names, and a closed class of adjectives of colour and taste the data gives
+English words for (``qualifier_words``: ``curry verde`` -> green curry); another word of
+the language that names nothing (``casero``) makes no English name.
 
 The languages, their linking words and the topics are data: ``head_first`` and
 ``head_last`` in ``ontology/link-affixes.json`` (dishes are so named; places are not:
@@ -87,7 +88,8 @@ def qualifier(tail: str, lang: str) -> tuple[str, bool] | None:
 def renderings(ix: LabelIndex, qualifier: str, lang: str) -> list[str]:
     """The qualifier in English: as written, romanized (a loan or a foreign name; not in a
     script without short vowels), then the English names of the entities it names in
-    ``lang``; remembered per index."""
+    ``lang``, then its English word when it is an adjective of colour or taste
+    (``qualifier_words``); remembered per index."""
     m = _memo(ix, "renderings")
     key = (qualifier, lang)
     got = m.get(key)
@@ -100,6 +102,9 @@ def renderings(ix: LabelIndex, qualifier: str, lang: str) -> list[str]:
         eids = named(ix, qualifier, lang)
         if eids:
             out += english_names(ix, eids)
+        word = affixes.qualifier_word(qualifier, lang)  # a colour or taste: verde, green
+        if word:
+            out.append(word)
         got = m.put(key, list(dict.fromkeys(out)))
     return got
 
