@@ -8,7 +8,10 @@
   (``kgcult/link/scripts.py``), among the romanized Latin names of the topic's entities
   in every language: the same key (``寿司`` ``sushi``), or, in Arabic and Persian script,
   the same consonants (``تهران`` ~ ``Tehran``); a Latin name is filed also without its
-  designator words (``Gilan Province`` as ``gilan``);
+  designator words (``Gilan Province`` as ``gilan``). A name in Chinese characters is
+  read first as the prompt's country reads it (``ontology/han-readings.json``: Chinese
+  ``寿司`` about Japan, sushi; ``済州`` about Korea, jeju), and reaches no entity named
+  otherwise in characters (a homophone: ``杭州`` koshu, not ``甲州市``);
 * ``xfuzzy``: the same keys within a few edits (``เชียงใหม่`` ``chianghaim`` ~ ``chiangmai``),
   when one entity alone is nearest.
 
@@ -292,16 +295,14 @@ class CrossScript(Stage):
         (``ontology/han-readings.json``): Chinese 寿司 in a text about Japan is Japanese
         sushi, not shousi; only hits that are the country or lie in it."""
         reading = scripts.han_reading(country)
-        if reading is None or reading == normalize.base_lang(lang) or not scripts.han_only(text):
+        if country is None or reading is None or reading == normalize.base_lang(lang) or not scripts.han_only(text):
             return {}
         k = (text, reading, topic, country)
         found = self._memo.get(k)
         if found is None:
             v = sino_korean.hangul(text, self.hanja()) if reading == "ko" else scripts.written_as(text, reading)
             found = self.search(v, reading, topic) if v else {}
-            if found:
-                ix, countries = self.ctx.ix, self.ctx.countries
-                found = {e: h for e, h in found.items() if ix.qids[e] == country or country in countries(e)}
+            found = self.in_country(found, country)
             if found:  # the mention itself against the entities' names in characters
                 found = self.not_homophones(text, lang, found)
             found = self._memo.put(k, found)
@@ -310,6 +311,11 @@ class CrossScript(Stage):
     def kept(self, found: dict, country: str | None) -> dict:
         """The hits a mention given with ``country`` (the prompt's) takes: all of them."""
         return found
+
+    def in_country(self, found: dict, country: str) -> dict:
+        """The hits that are ``country`` or lie in it (``GraphFacts.countries``)."""
+        ix, countries = self.ctx.ix, self.ctx.countries
+        return {e: v for e, v in found.items() if ix.qids[e] == country or country in countries(e)}
 
     def not_homophones(self, text: str, lang: str, found: dict) -> dict:
         """The hits of a name written in Chinese characters that no name of theirs in
@@ -482,8 +488,7 @@ class CrossScriptFuzzy(CrossScript):
         (``across_local``); without a country, every hit."""
         if not country or not found:
             return found
-        ix, countries = self.ctx.ix, self.ctx.countries
-        return {e: v for e, v in found.items() if ix.qids[e] == country or country in countries(e)}
+        return self.in_country(found, country)
 
     def pool(self, topic: str) -> CrossPool:
         st = self.ctx.stage("xscript") if hasattr(self.ctx, "stage") else None
