@@ -13,7 +13,7 @@ from kgcult.annotate.finder import _cut_front
 from kgcult.annotate.grammar import Grammar, grammar, languages
 from kgcult.annotate.names import Names, stem_key
 from kgcult.annotate.segment import segment
-from kgcult.annotate.wordlists import lexicon
+from kgcult.annotate.wordlists import lexicon_zipf
 from kgcult.annotate.text import fold, joined, katakana, unspaced, words
 from kgcult import extras
 from kgcult.link import Linker, pipeline
@@ -212,8 +212,8 @@ KANA_FUNCTION_ZIPF = 5.0  # a short hiragana word this common is grammar (ます
 
 
 def _content_kana(word: str, g: Grammar) -> bool:
-    cost = lexicon(g.lang).get(word) if g.segmenter == "lexicon" else None
-    return cost is not None and cost > (9 - KANA_FUNCTION_ZIPF) * 100
+    zipf = lexicon_zipf(word, g.lang) if g.segmenter == "lexicon" else None
+    return zipf is not None and zipf < KANA_FUNCTION_ZIPF
 
 
 def _hiragana(s: str) -> bool:

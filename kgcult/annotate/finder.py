@@ -10,7 +10,7 @@ from kgcult.annotate.grammar import Grammar
 from kgcult.annotate.names import MAX_WORDS, Names, capitalized, decode, stem_key
 from kgcult.annotate.segment import segment
 from kgcult.annotate.text import Word, _initial, fold, joined, katakana, unspaced, words
-from kgcult.annotate.wordlists import lexicon
+from kgcult.annotate.wordlists import lexicon_zipf
 from kgcult.link.scripts import alphabetic, han_fold, script_of
 
 # how a name was found, best first (the order breaks ties between spans of one length)
@@ -325,8 +325,8 @@ class Finder:
         not a name (明, the Ming; 骨, bone). 的|粥 (congee) stays a word."""
         for a, b in ((s - 1, s), (e, e + 1)):
             if 0 <= a and b <= len(run) and a in bounds and b in bounds and script_of(run[a]) == "CJK":
-                cost = lexicon(self.g.lang).get(run[a])
-                if cost is None or cost > (9 - FUNCTION_ZIPF) * 100:
+                zipf = lexicon_zipf(run[a], self.g.lang)
+                if zipf is None or zipf < FUNCTION_ZIPF:
                     return True
         return False
 

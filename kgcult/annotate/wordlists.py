@@ -126,6 +126,13 @@ def lexicon(lang: str) -> Lexicon:
     return _kept(("lexicon", lang), f"annotate-lexicon-{lang}", gram.digest, lambda: _lexicon(lang))
 
 
+def lexicon_zipf(word: str, lang: str) -> float | None:
+    """The Zipf frequency :func:`lexicon` gives ``word`` (its cost read back), or None for
+    a word the list lacks."""
+    cost = lexicon(lang).get(word)
+    return None if cost is None else 9 - cost / 100
+
+
 def thai_words() -> Lexicon:
     """pythainlp's Thai word list (``words_th.txt``), each word costing 1, kept as
     :func:`lexicon` keeps a list (``annotate-thaiwords-<pythainlp release>-...costs``):
