@@ -234,8 +234,13 @@ class Annotator:
         firsts = {id(grp[0]) for grp in groups}
         kinds = [_kinds(fd.g, g.known) + (_local_kinds(fd.g, g.known) if about and not g.phrase else ())
                  for g in flat]
+        # the others ask only the kinds the language takes somewhere (German: compound and
+        # reordered, not the fuzzy stages the cross-script languages need)
+        langs_kinds = set(fd.g.across + fd.g.across_known + fd.g.across_everyday + fd.g.across_local
+                          + fd.g.across_known_local + fd.g.across_everyday_local)
         kinds = [k if id(g) in firsts else
-                 tuple(m for m in across.MATCH_STAGE if m != _FUZZY or _FUZZY in k) for g, k in zip(flat, kinds)]
+                 tuple(m for m in across.MATCH_STAGE if (m != _FUZZY or _FUZZY in k) and m in langs_kinds)
+                 for g, k in zip(flat, kinds)]
         res: dict[across.Guess, dict | None] = dict(zip(flat, self._cross().resolve(
             [g.mention for g in flat], row.lang, row.topic, row.country, kinds)))
         out = []
