@@ -39,7 +39,8 @@ def build(ix) -> dict[str, str]:
         return {}
     korean: dict[int, set] = defaultdict(set)
     han: dict[int, set] = defaultdict(set)
-    q = f"SELECT eid, lang, text FROM names WHERE lang IN ({','.join('?' * len(lids))}) ORDER BY eid, lang, text"
+    ph = ",".join("?" * len(lids))
+    q = f"SELECT eid, lang, text FROM names WHERE lang IN ({ph}) ORDER BY eid, lang, text"
     for eid, li, text in ix.db.execute(q, sorted(lids)):
         t = text.replace(" ", "")
         if lids[li] == "ko" and _hangul(t):
