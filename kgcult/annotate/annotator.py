@@ -119,8 +119,8 @@ class Annotator:
             runs = title_runs(row.text, everyday=lambda w: fold(w) in everyday, conjunctions=fd.g.conjunctions)
             named_runs = [r for r in runs if any(_inside_run(f, r) for f in spans)]
             spans = [f for f in spans if not any(_inside_run(f, r) for r in runs)]
-        if fd.g.number:
-            spans = _without_number_modifiers(row.text, spans, fd, affixes.head_first(row.lang, row.topic))
+        if fd.g.number or fd.g.adjective_endings or fd.g.adjective_endings_before:
+            spans = _without_modifiers(row.text, spans, fd, affixes.head_first(row.lang, row.topic))
         langs = fd.names.langs
         inner = bool(fd.g.namesake) and bool(spec.get("inner_namesake"))
         # entities named without doubt are the context the others are chosen in
@@ -166,8 +166,6 @@ class Annotator:
             out.append(span)
         if affixes.head_first(row.lang, row.topic):
             out = qualified.spans(self.ix, self.records, row, fd, out)
-        if fd.g.adjective_endings or fd.g.adjective_endings_before:
-            out = _without_attributes(row.text, out, fd.g)
         if fd.g.across and across.stages():
             more = self._across_spans(row, fd, out)
             out = [s for s in out if not any(m["start"] <= s["start"] and s["end"] <= m["end"] for m in more)]
@@ -295,21 +293,31 @@ def _inside_run(f, run: tuple[int, int]) -> bool:
     return a <= f.start and f.end <= b and (a, b) != (f.start, f.end)
 
 
-def _without_number_modifiers(text: str, spans: list, fd: Finder, head_first: bool) -> list:
-    """``spans`` less the everyday words met as the other number of a name (English green,
-    the label leafy greens) that stand right beside another span, on the side the language
-    puts what qualifies a noun (before it in English: a green salad; after it where the
-    head comes first: ensalada verde): there the word qualifies that name."""
-    every = fd.names.everyday(fd.lang)
+def _without_modifiers(text: str, spans: list, fd: Finder, head_first: bool) -> list:
+    """``spans`` less the one-word ones that qualify another span they stand right beside
+    (one space between), on the side the language puts what qualifies a noun:
+
+    * an everyday word met as the other number of a name (English green, the label leafy
+      greens), before the span in English (a green salad), after it where the head comes
+      first (ensalada verde);
+    * a word ending as an adjective or participle of the language ends: after the span in
+      es, it, fr (``adjective_endings``: formaggio salato, salty cheese; cordero asado, roast
+      lamb, where asado is also the barbecue), before it in Russian
+      (``adjective_endings_before``: варёный рис, boiled rice; варёный stems as варенье)."""
+    every = fd.names.everyday(fd.lang) if fd.g.number else frozenset()
     starts = {f.start for f in spans}
     ends = {f.end for f in spans}
 
     def modifier(f) -> bool:
-        if f.how != "stem" or f.nwords != 1 or f.key not in every:
+        if f.nwords != 1:
             return False
-        if head_first:
-            return f.start - 1 in ends and text[f.start - 1:f.start] == " "
-        return f.end + 1 in starts and text[f.end:f.end + 1] == " "
+        after = f.start - 1 in ends and text[f.start - 1:f.start] == " "
+        before = f.end + 1 in starts and text[f.end:f.end + 1] == " "
+        if f.how == "stem" and f.key in every and (after if head_first else before):
+            return True
+        word = fold(text[f.start:f.end])
+        return ((after and word.endswith(fd.g.adjective_endings))
+                or (before and word.endswith(fd.g.adjective_endings_before)))
 
     return [f for f in spans if not modifier(f)]
 
@@ -478,31 +486,6 @@ def _coherent(r: dict | None, about: set, home: frozenset = frozenset()) -> bool
     no country known takes any."""
     c = (r or {}).get("country") or ()
     return not c or not about or bool(about.intersection(c)) or bool(home.intersection(c))
-
-
-def _without_attributes(text: str, spans: list[dict], g) -> list[dict]:
-    """``spans`` less a one-word span right after another, one space between, ending as an
-    adjective or participle of the language ends (``adjective_endings``): in a language
-    that writes the qualifier after its noun, it qualifies that noun (formaggio salato,
-    salty cheese; cordero asado, roast lamb), no entity of its own (asado, the barbecue);
-    and, in one that writes it before (``adjective_endings_before``), such a span right
-    before another (Russian варёный рис, boiled rice; варёный is no варенье, jam)."""
-    def beside(a: dict, b: dict) -> bool:
-        return b["start"] == a["end"] + 1 and text[a["end"]] == " "
-
-    def adjective(s: dict, endings: tuple[str, ...]) -> bool:
-        return bool(endings) and " " not in s["text"] and fold(s["text"]).endswith(endings)
-
-    out: list[dict] = []
-    for i, s in enumerate(spans):
-        prev = spans[i - 1] if i else None
-        nxt = spans[i + 1] if i + 1 < len(spans) else None
-        if prev is not None and beside(prev, s) and adjective(s, g.adjective_endings):
-            continue
-        if nxt is not None and beside(s, nxt) and adjective(s, g.adjective_endings_before):
-            continue
-        out.append(s)
-    return out
 
 
 def _home(r: dict | None, g) -> frozenset:
