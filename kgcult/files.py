@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import logging
+import marshal
 import os
 import py_compile
 import re
@@ -25,7 +26,7 @@ import sys
 import tempfile
 from importlib.util import MAGIC_NUMBER, cache_from_source, find_spec
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 from kgcult.errors import KgcultError
 from kgcult.safe_text import clip
@@ -143,6 +144,27 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, fsync: bool = Fa
     """Write ``data`` to ``path`` all at once or not at all."""
     with atomic_open(path, "wb" if isinstance(data, bytes) else "w", fsync=fsync) as f:
         f.write(data)
+
+
+def kept_table(path: Path | None, build: Callable[[], dict]) -> dict:
+    """The dict saved at ``path`` (marshal), else ``build()``'s, saved there atomically
+    for the next process (a folder that cannot be written: made again then); a file that
+    is no such table is made again too."""
+    if path is not None:
+        try:
+            table = marshal.loads(path.read_bytes())
+            if isinstance(table, dict):
+                return table
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+    table = build()
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, marshal.dumps(table))
+        except OSError:
+            pass
+    return table
 
 
 def ensure_bytecode(root: str | os.PathLike | None = None) -> bool:

@@ -98,3 +98,20 @@ def test_ensure_bytecode_compiles_what_python_would_not_write(tmp_path, monkeypa
     (pkg / "a.py").write_text("X = 22\n", encoding="utf-8")  # edited: stale (its size changed)
     assert not _fresh_bytecode(pkg / "a.py") and _fresh_bytecode(pkg / "sub" / "b.py")
     assert ensure_bytecode(pkg) is True and _fresh_bytecode(pkg / "a.py")
+
+
+def test_kept_table_built_once_then_read_and_remade_when_damaged(tmp_path):
+    from kgcult.files import kept_table
+
+    calls = []
+
+    def build():
+        calls.append(1)
+        return {"a": "b"}
+
+    p = tmp_path / "sub" / "t.marshal"
+    assert kept_table(p, build) == {"a": "b"} and p.exists()
+    assert kept_table(p, build) == {"a": "b"} and len(calls) == 1  # read back, not built
+    p.write_bytes(b"\x00garbage")
+    assert kept_table(p, build) == {"a": "b"} and len(calls) == 2  # damaged: made again
+    assert kept_table(None, build) == {"a": "b"} and len(calls) == 3  # nowhere to keep it

@@ -17,12 +17,11 @@ of each language is kept, once made, in ``$KGCULT_CACHE/models/cldr-<babel versi
 """
 from __future__ import annotations
 
-import marshal
 import re
 from functools import lru_cache
 from pathlib import Path
 
-from kgcult.files import atomic_write, package_cache
+from kgcult.files import kept_table, package_cache
 from kgcult.link import normalize
 
 FORMAT = 2
@@ -60,20 +59,7 @@ def english_names(lang: str) -> dict[str, tuple[str, ...]]:
     folder = _directory()
     if folder is None:
         return {}
-    path = folder / f"{base}.marshal"
-    try:
-        table = marshal.loads(path.read_bytes())
-        if isinstance(table, dict):
-            return table
-    except (OSError, EOFError, ValueError, TypeError):
-        pass
-    table = _from_babel(base)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, marshal.dumps(table))
-    except OSError:
-        pass  # a read-only cache: made again in the next process
-    return table
+    return kept_table(folder / f"{base}.marshal", lambda: _from_babel(base))
 
 
 def _from_babel(base: str) -> dict[str, tuple[str, ...]]:

@@ -16,11 +16,10 @@ The table is kept beside the label index (``hanja-<index hash>-v<FORMAT>.marshal
 """
 from __future__ import annotations
 
-import marshal
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from kgcult.files import atomic_write
+from kgcult.files import kept_table
 from kgcult.link import scripts
 
 FORMAT = 1
@@ -69,21 +68,7 @@ def path(cache_dir: Path | None, ix) -> Path | None:
 def table(cache_dir: Path | None, ix) -> dict[str, str]:
     """The readings of ``ix``'s names: read from beside the index, else built (and saved
     there when it can be)."""
-    p = path(cache_dir, ix)
-    if p is not None and p.exists():
-        try:
-            got = marshal.loads(p.read_bytes())
-            if isinstance(got, dict):
-                return got
-        except (OSError, EOFError, ValueError, TypeError):
-            pass
-    out = build(ix)
-    if p is not None:
-        try:
-            atomic_write(p, marshal.dumps(out))
-        except OSError:
-            pass
-    return out
+    return kept_table(path(cache_dir, ix), lambda: build(ix))
 
 
 def hangul(text: str, readings: dict[str, str]) -> str | None:

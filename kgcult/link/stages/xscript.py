@@ -490,8 +490,15 @@ class CrossScriptFuzzy(CrossScript):
             return found
         return self.in_country(found, country)
 
-    def pool(self, topic: str) -> CrossPool:
+    def _exact_stage(self) -> "CrossScript | None":
         st = self.ctx.stage("xscript") if hasattr(self.ctx, "stage") else None
-        if st is not None and st is not self:
-            return st.pool(topic)
-        return super().pool(topic)
+        return st if st is not None and st is not self else None
+
+    def pool(self, topic: str) -> CrossPool:
+        st = self._exact_stage()
+        return st.pool(topic) if st is not None else super().pool(topic)
+
+    def hanja(self) -> dict[str, str]:
+        """xscript's readings (read once per process), when the linker has that stage."""
+        st = self._exact_stage()
+        return st.hanja() if st is not None else super().hanja()
