@@ -70,6 +70,10 @@ COVERS = {
     "link_first_store": ["kgcult/link/index", "kgcult/link/caches.py", "kgcult/cli/link.py"],
     "link_long": ["kgcult/link"],
     "link_long_mention": ["kgcult/link/stages", "kgcult/link/semantic"],
+    # the annotator and the cross-script linker read their grammar and readings as data
+    "link_scripts": ["kgcult/link", "ontology/link-affixes.json", "ontology/han-readings.json"],
+    "annotate": ["kgcult/annotate", "kgcult/link", "ontology/annotate-grammar.json",
+                 "ontology/link-affixes.json", "ontology/han-readings.json"],
     "probe": ["kgcult/probe"],
     "serve": ["kgcult/serve"],
     "page": ["kgcult/serve/web"],
