@@ -1148,3 +1148,14 @@ def test_annotating_imports_neither_numpy_nor_package_metadata(astore, ann):
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert all(got["spans"]), got  # it annotated
     assert got["loaded"] == [], got
+
+
+def test_words_of_the_thai_dictionary_are_no_place_a_few_letters_off(ann):
+    """A word of the Royal Institute's dictionary (เมืองหลวง, the capital), alone or joined
+    with other words of the language (เมืองหลวงเก่า, the old capital), is read as those
+    words: a romanization a few letters off a town of the text's country (Mueang Suang)
+    is no match for it, though a name the dictionary lacks still is (ไซ่ง่อน, Saigon)."""
+    pytest.importorskip("pythainlp")
+    for text in ("ชมซากโบราณสถานของเมืองหลวงเก่า", "ชมเมืองหลวง"):
+        assert spans(ann, text, "th", topic="place", country="Q91032") == []
+    assert spans(ann, "ไปเที่ยวไซ่ง่อน", "th", topic="place", country="Q91080") == [("ไซ่ง่อน", "Q91117")]

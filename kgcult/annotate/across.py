@@ -86,7 +86,8 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
     out: list[list[Guess]] = []
     for i, w in enumerate(ws):
         if w.unspaced and g.segmenter and g.join_pieces > 1:
-            out.extend(_joined(w, g, every, level, strict, stop, free, over, naming, everyday))
+            out.extend(_joined(w, g, every, level, strict, stop, free, over, naming, everyday,
+                                   names.dictionary(g.lang)))
             continue
         if w.unspaced:
             cuts = _words(w.text, g) if g.segmenter else _runs(w.text)
@@ -138,7 +139,7 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
 
 
 def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming: bool = False,
-            every_day=frozenset()) -> list[list[Guess]]:
+            every_day=frozenset(), dictionary=frozenset()) -> list[list[Guess]]:
     """The segmenter's words of an unspaced run and up to ``g.join_pieces`` adjacent ones
     joined, longest first: a foreign name the word list lacks is cut into the words and
     letters it happens to contain (ปูซาน: ปู, ซาน); never with a one-letter everyday word
@@ -164,7 +165,11 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming:
                 continue
             if k in every and not strict:
                 continue
-            phrase = n > 1 and all(level(fold(p)) for p in parts)
+            # known words of the language joined, or a word of its dictionary (joined or
+            # alone): words of the language (เมืองหลวง|เก่า, the old capital), never a
+            # name a few letters off (เมืองหลวง is no Mueang Suang)
+            phrase = (all(level(fold(p)) or fold(p) in dictionary for p in parts)
+                      and (n > 1 or fold(parts[0]) in dictionary))
             tries.append(Guess(w.start + a, w.start + b, w.text[a:b], level(k), phrase, covers))
         if tries:
             out.append(tries)

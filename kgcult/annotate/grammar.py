@@ -64,6 +64,7 @@ class Grammar:
     quantifiers: frozenset = field(default_factory=frozenset)  # words a counter noun follows (여러 가지)
     adjective_endings: tuple[str, ...] = ()  # endings of adjectives and participles after a noun (salato)
     adjective_endings_before: tuple[str, ...] = ()  # ... and before one (варёный рис)
+    dictionary: str | None = None  # a general dictionary's word list (pythainlp's corpus file)
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -168,6 +169,7 @@ def grammar(lang: str) -> Grammar:
         quantifiers=frozenset(fold(w) for w in d.get("quantifiers", ())),
         adjective_endings=tuple(fold(e) for e in d.get("adjective_endings", ())),
         adjective_endings_before=tuple(fold(e) for e in d.get("adjective_endings_before", ())),
+        dictionary=d.get("dictionary"),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
         conjunctions=frozenset(fold(w) for w in d.get("conjunctions", ())),
         trailing_marks=frozenset(d.get("trailing_marks", ())),

@@ -129,6 +129,11 @@ class Names:
         unmatched words go across scripts only."""
         return wordlists.lang_words(self.directory, lang)[1]
 
+    def dictionary(self, lang: str):
+        """The headwords of the general dictionary of ``lang`` the grammar file names
+        (``dictionary``), folded; empty for the other languages."""
+        return wordlists.lang_words(self.directory, lang)[2]
+
     def save(self, p: Path) -> None:
         """Write the dictionary to ``p`` (plain containers, marshalled) and, beside it, its
         ``exact`` and ``heads`` as memory-mapped tries (:data:`TRIES`); the tries first, so

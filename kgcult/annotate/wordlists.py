@@ -39,23 +39,35 @@ def use_directory(directory: str) -> None:
         _DIRECTORY.append(directory)
 
 
-def _words_of(lang: str) -> tuple[frozenset, frozenset]:
-    """(everyday words, known words) of ``lang``, folded: wordfreq's (Thai: the Thai National
-    Corpus counts pythainlp ships); known words only for the languages that go across."""
+def _words_of(lang: str) -> tuple[frozenset, frozenset, frozenset]:
+    """(everyday words, known words, dictionary words) of ``lang``, folded: wordfreq's
+    (Thai: the Thai National Corpus counts pythainlp ships); known words only for the
+    languages that go across; the dictionary's headwords where the grammar file names one
+    (``dictionary``: Thai, the Royal Institute's, as pythainlp ships it)."""
     empty: frozenset = frozenset()
     across = bool(gram.grammar(lang).across)
+    dictionary = _dictionary(lang)
     if not extras.available("wordfreq"):
-        return empty, empty
+        return empty, empty, dictionary
     wordfreq = extras.require("wordfreq", "annotate", FEATURE_WORDS)
     try:
         freqs = wordfreq.get_frequency_dict(lang, wordlist="best")
     except (LookupError, ValueError):
-        return empty, (_thai_known() if lang == "th" and across else empty)
+        return empty, (_thai_known() if lang == "th" and across else empty), dictionary
     high = 10 ** (EVERYDAY_ZIPF - 9)
     every = frozenset(fold(w) for w, v in freqs.items() if v >= high)
     low = 10 ** (gram.grammar(lang).known_zipf - 9)
     known = frozenset(fold(w) for w, v in freqs.items() if v >= low) if across else empty
-    return every, known
+    return every, known, dictionary
+
+
+def _dictionary(lang: str) -> frozenset:
+    """The folded headwords of the general dictionary the grammar file names for ``lang``
+    (``dictionary``: a word list of pythainlp's corpus), or none."""
+    name = gram.grammar(lang).dictionary
+    if not name:
+        return frozenset()
+    return frozenset(fold(w) for w in thai_corpus(name))
 
 
 class Lexicon:
@@ -195,9 +207,9 @@ _WORDS: dict = {}
 
 
 def lang_words(directory: str, lang: str) -> tuple:
-    """:func:`_words_of` of ``lang`` (its base language), from its two tries in
-    ``directory`` (``annotate-words-<lang>-<grammar hash>-v<VERSION>.everyday.marisa`` and
-    ``.known.marisa``, memory-mapped: a text asks for a few hundred of their words), else
+    """:func:`_words_of` of ``lang`` (its base language), from its tries in ``directory``
+    (``annotate-words-<lang>-<grammar hash>-v<VERSION>.everyday.marisa``, ``.known.marisa``
+    and ``.dictionary.marisa``, memory-mapped: a text asks for a few hundred of their words), else
     computed and saved there. Each answers ``word in it``."""
     lang = normalize.base_lang(lang)
     key = (directory, lang)
@@ -218,7 +230,7 @@ def lang_words(directory: str, lang: str) -> tuple:
     return got
 
 
-WORD_LISTS = ("everyday", "known")  # a language's two word lists, a trie each
+WORD_LISTS = ("everyday", "known", "dictionary")  # a language's word lists, a trie each
 
 
 def _write_words(p: Path, lists) -> None:
