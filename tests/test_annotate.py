@@ -1159,3 +1159,26 @@ def test_words_of_the_thai_dictionary_are_no_place_a_few_letters_off(ann):
     for text in ("ชมซากโบราณสถานของเมืองหลวงเก่า", "ชมเมืองหลวง"):
         assert spans(ann, text, "th", topic="place", country="Q91032") == []
     assert spans(ann, "ไปเที่ยวไซ่ง่อน", "th", topic="place", country="Q91080") == [("ไซ่ง่อน", "Q91117")]
+
+
+def test_word_of_the_language_is_no_foreign_label_of_its_letters(ann):
+    """An Arabic word as written with its article (الزيتون, the olives: a word the language
+    knows) that, without it, only another language's label matches (Sindhi زيتون, guava)
+    is the word: neither the dictionary's article rule nor the linker's affix stage takes
+    that label. A word the language does not know still reaches a foreign label of its
+    letters (الكفتو, a Sindhi label)."""
+    assert spans(ann, "قدم الجبن والزيتون", "ar") == []
+    assert spans(ann, "قدم الزيتون", "ar") == []
+    assert spans(ann, "أكلنا الكفتو", "ar") == [("الكفتو", "Q91161")]
+
+
+def test_affix_answers_by_another_languages_name_are_foreign():
+    from kgcult.annotate.annotator import _foreign_affix
+    from kgcult.annotate.grammar import grammar
+
+    g = grammar("ar")
+    assert _foreign_affix({"match": "affix", "lang_used": "sd"}, g)
+    assert not _foreign_affix({"match": "affix", "lang_used": "ar"}, g)
+    assert not _foreign_affix({"match": "affix", "lang_used": "arz"}, g)  # kin
+    assert not _foreign_affix({"match": "cross-script", "lang_used": "en"}, g)
+    assert not _foreign_affix(None, g)

@@ -250,6 +250,7 @@ class Annotator:
                   and (not g.known or _coherent(res[g], about, _home(res[g], fd.g)))
                   and not (_everyday_stem(g, fd) and not _coherent(res[g], about))
                   and not (_few_consonants(g, fd.g) and not _local_or_country(res[g], about))
+                  and not (g.known and _foreign_affix(res[g], fd.g))
                   and ((res[g] or {}).get("match") in _kinds(fd.g, g.known)
                        or (not g.phrase and _local(res[g], about)))]
             if not ok:
@@ -495,6 +496,16 @@ def _home(r: dict | None, g) -> frozenset:
     as often its adjective (ครอบครัวไทย, a Thai family)."""
     r = r or {}
     return frozenset() if r.get("qid") in (r.get("country") or ()) else g.home
+
+
+def _foreign_affix(r: dict | None, g) -> bool:
+    """An ``affix`` answer by a name of another language than the text's and its kin's:
+    for a word the language knows, the affix stage takes the language's own name with
+    its grammar or designator off or on; another language's name of the same letters is
+    chance (Arabic الزيتون, the olives: زيتون, a Sindhi label of guava)."""
+    r = r or {}
+    used = (r.get("lang_used") or "").split("-", 1)[0]
+    return r.get("match") == "affix" and used not in {g.lang, *g.kin}
 
 
 def _kinds(g, known: int) -> tuple[str, ...]:

@@ -92,7 +92,7 @@ class Finder:
             bare = tuple(w[len(art):] if w.startswith(art) and len(w) > len(art) + 1 else w for w in parts)
             for k in dict.fromkeys((" ".join((bare[0],) + parts[1:]), " ".join(bare))):
                 hit = exact.get(k)
-                if hit:
+                if hit and not (len(parts) == 1 and self._foreign_word(key, hit)):
                     return hit, "article", k
         if self._stem is not None:
             sk = stem_key(parts, self.lang)
@@ -117,6 +117,15 @@ class Finder:
         languages' name (Bier: Dutch bier): a form of one of the language's own names is
         looked for first (Biere, the German alias), the foreign name taken only failing that."""
         return key in self._every and not any(decode(c)[1] in self._lids for c in codes)
+
+    def _foreign_word(self, key: str, codes: tuple[int, ...]) -> bool:
+        """Whether ``key``, a word as written with its article, is a word the language knows
+        (its ``known`` list) that, without the article, only names of other languages than
+        the text's, its kin's and English match, in fewer than :data:`INTERNATIONAL_LANGS`
+        of them: the word of the language, met by chance (الزيتون, the olives: زيتون is a
+        Sindhi label of guava)."""
+        return (key in self.names.known(self.lang) and not any(decode(c)[1] in self._short_lids for c in codes)
+                and not self._international(codes))
 
     def _loan_plural(self, parts: tuple[str, ...]) -> tuple[int, ...] | None:
         """The codes of a name, in any language, that the last word is a borrowed plural of
