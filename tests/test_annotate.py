@@ -1182,3 +1182,11 @@ def test_affix_answers_by_another_languages_name_are_foreign():
     assert not _foreign_affix({"match": "affix", "lang_used": "arz"}, g)  # kin
     assert not _foreign_affix({"match": "cross-script", "lang_used": "en"}, g)
     assert not _foreign_affix(None, g)
+
+
+def test_with_between_two_names_makes_two_things(ann):
+    """Arabic مع (with) between two names joins two things, as و (and) does: no compound of
+    their parts (خبز مع كاري is bread with curry, not curry bread), though the two side by
+    side still make one."""
+    assert spans(ann, "خبز مع كاري", "ar") == [("خبز", "Q91162"), ("كاري", "Q91163")]
+    assert spans(ann, "خبز كاري", "ar") == [("خبز كاري", "Q91164")]
