@@ -1190,3 +1190,20 @@ def test_with_between_two_names_makes_two_things(ann):
     side still make one."""
     assert spans(ann, "خبز مع كاري", "ar") == [("خبز", "Q91162"), ("كاري", "Q91163")]
     assert spans(ann, "خبز كاري", "ar") == [("خبز كاري", "Q91164")]
+
+
+def test_chinese_name_inside_a_word_only_as_its_head_or_a_places_first_part(ann):
+    """Chinese puts a word's head last (``bounded: head``): a name may begin inside a word
+    of the segmenter only as its end (首都北京, the capital Beijing), and never reaches
+    across a word's end (老|街巷, old streets: 老街 is no name there; 牛油果|酱: no 果酱).
+    A food that is the first part of a longer word names no food of its own (玉米饼, a
+    corn tortilla; 牛油果, avocado); a place does (北京故宫, Beijing's palace: the place
+    topic's ``modifiers``)."""
+    assert spans(ann, "墨西哥人吃玉米饼", "zh") == []
+    assert spans(ann, "早餐有牛油果酱", "zh") == []
+    assert spans(ann, "早餐有玉米和果酱", "zh") == [("玉米", "Q91165"), ("果酱", "Q91167")]
+    assert spans(ann, "参观北京故宫", "zh", topic="place") == [("北京", "Q91168")]
+    assert spans(ann, "从首都北京开始", "zh", topic="place") == [("北京", "Q91168")]
+    assert spans(ann, "在老街巷里感受历史", "zh", topic="place", country="Q91143") == []
+    assert spans(ann, "北京和老街都很有名", "zh", topic="place", country="Q91143") == [
+        ("北京", "Q91168"), ("老街", "Q91169")]

@@ -82,8 +82,9 @@ class Annotator:
         f = self._finders.get(k)
         if f is None:
             g = gram.grammar(lang)
-            f = self._finders[k] = Finder(self.names(topic), g, lang,
-                                          bool(gram.topic_spec(topic).get("coherent_common")))
+            spec = gram.topic_spec(topic)
+            f = self._finders[k] = Finder(self.names(topic), g, lang, bool(spec.get("coherent_common")),
+                                          bool(spec.get("modifiers")))
         return f
 
     def annotate(self, text: str, lang: str = "en", topic: str = "food",

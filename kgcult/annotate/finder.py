@@ -51,8 +51,12 @@ class Found:
 class Finder:
     """Finds names of one dictionary in texts of one language."""
 
-    def __init__(self, names: Names, grammar: Grammar, lang: str, coherent_common: bool = False):
+    def __init__(self, names: Names, grammar: Grammar, lang: str, coherent_common: bool = False,
+                 modifiers: bool = False):
         self.names = names
+        # the topic's names qualify other things as the first part of a word (北京故宫):
+        # a head-final language's segmenter word then holds the name (``bounded: head``)
+        self.modifiers = modifiers
         # the topic's names that are everyday words are weak (taken where the text is about
         # the entity's country): a place named by a common word (老街 Lào Cai, old street)
         self.coherent_common = coherent_common
@@ -301,18 +305,31 @@ class Finder:
         out = []
         before = self.g.before
         run = han_fold(w.text)
-        bounds = None
+        bounds: set[int] | None = None
+        word_end: dict[int, int] = {}  # a letter's place -> the end of the segmenter's word it is in
         if self.g.segmenter and self.g.bounded:
             cuts = segment(w.text, self.g.segmenter, self.g.lang)  # as written: the word list's script
             bounds = {a for a, _ in cuts} | {b for _, b in cuts}
-        for name, s, e in self.names.unspaced_in(run, bounds):
-            if bounds is not None and e not in bounds:
+            if self.g.bounded == "head":
+                word_end = {i: b for a, b in cuts for i in range(a, b)}
+        starts = bounds if self.g.bounded is True else None
+        for name, s, e in self.names.unspaced_in(run, starts):
+            if word_end and bounds is not None:
+                # a head-final language: a name may begin inside a word as that word's head,
+                # its end (首都北京, the capital Beijing), never reach across its end (牛油果|酱:
+                # 果酱 is no name there); it may end inside one as the word's first part only
+                # in a topic whose names qualify other things (北京故宫, Beijing's palace; not
+                # 玉米饼, a corn tortilla, no corn)
+                if (word_end[s] != e) if s not in bounds else (
+                        e not in bounds and (not self.modifiers or word_end[s] < e)):
+                    continue
+            elif bounds is not None and e not in bounds:
                 continue  # a name inside a word of the segmenter
             if any(name.startswith(d) and len(name) > len(d) for d in before):
                 continue  # a designator written onto a name stays outside it
             codes = self.names.unspaced[name]
             if e - s == 1 and len(run) > 1:
-                if bounds is None:
+                if bounds is None or word_end:
                     continue  # one character inside a longer run: a piece of a word
                 if self._cut_one_by_one(w.text, s, e, bounds):
                     continue

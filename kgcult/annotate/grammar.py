@@ -41,7 +41,8 @@ class Grammar:
     across_everyday_local: tuple[str, ...] = ()  # and for an everyday word
     segmenter: str | None = None  # word segmenter of an unspaced script (text.segment)
     title_names: bool = False     # runs of capitalized words are names (text.title_runs)
-    bounded: bool = False         # names inside a run start and end at the segmenter's boundaries
+    bounded: bool | str = False   # names inside a run start and end at the segmenter's boundaries
+                                  # ("head": end at one; begin at one, or inside a word whose end is theirs)
     known_zipf: float = 3.0       # a word this frequent is known: never tried across scripts
     namesake: tuple[str, ...] = ()  # designators that make a region's name its city's
     endings: tuple[str, ...] = ()  # nominal endings an inflected name may take (stem languages)
@@ -149,7 +150,7 @@ def grammar(lang: str) -> Grammar:
         across_everyday_local=tuple(d.get("across_everyday_local", ())),
         segmenter=d.get("segmenter"),
         title_names=bool(d.get("title_names")),
-        bounded=bool(d.get("bounded")),
+        bounded="head" if d.get("bounded") == "head" else bool(d.get("bounded")),
         known_zipf=float(d.get("known_zipf", 3.0)),
         namesake=tuple(d.get("namesake_designators", ())),
         join_pieces=int(d.get("join_pieces", 1)),
