@@ -1207,3 +1207,16 @@ def test_chinese_name_inside_a_word_only_as_its_head_or_a_places_first_part(ann)
     assert spans(ann, "在老街巷里感受历史", "zh", topic="place", country="Q91143") == []
     assert spans(ann, "北京和老街都很有名", "zh", topic="place", country="Q91143") == [
         ("北京", "Q91168"), ("老街", "Q91169")]
+
+
+def test_korean_noun_made_a_verb_is_no_name(ann):
+    """A known Korean noun with a verb's ending on (방문한, visited: 방문 with 한) is a
+    verb, not tried across scripts: its romanization a few letters off a town of the
+    text's country (Bang Mun Nak) is no match."""
+    from kgcult.annotate.across import _predicate
+    from kgcult.annotate.grammar import grammar
+
+    assert spans(ann, "아유타야를 방문한 뒤", "ko", topic="place", country="Q91032") == []
+    g = grammar("ko")
+    assert _predicate("방문한", g, {"방문"}) and not _predicate("방문한", g, set())
+    assert not _predicate("서울하고", g, {"서울"})  # 하고, and: a particle

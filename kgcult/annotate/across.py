@@ -114,6 +114,8 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
             continue
         if lookup is not None and _adjective(f, g, lookup):
             continue
+        if _predicate(f, g, every):
+            continue
         lv = _unknown if named else (lambda k: min(level(k), 1)) if paired else level
         tries: list[Guess] = []
         if i + 1 < len(ws) and joined(text, w, ws[i + 1]) and fold(ws[i + 1].text) not in every:
@@ -195,6 +197,13 @@ def _adjective(f: str, g: Grammar, lookup) -> bool:
     as no grammar (``suffix_after``: Persian تایلندی, Thai, an adjective)."""
     return bool(g.suffix_after) and any(f.endswith(s) and not g.takes(s, f[:-len(s)]) and lookup((f[:-len(s)],))
                                         for s in g.suffixes)
+
+
+def _predicate(f: str, g: Grammar, known) -> bool:
+    """Whether the folded word is a known word of the language with one of its
+    ``predicate_endings`` on: a verb or adjective made of that noun (Korean 방문한,
+    visited: 방문, a visit, and 한), no name."""
+    return any(f.endswith(e) and len(f) > len(e) and f[:-len(e)] in known for e in g.predicate_endings)
 
 
 def _hangul(s: str) -> bool:

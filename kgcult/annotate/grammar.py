@@ -66,6 +66,7 @@ class Grammar:
     adjective_endings: tuple[str, ...] = ()  # endings of adjectives and participles after a noun (salato)
     adjective_endings_before: tuple[str, ...] = ()  # ... and before one (варёный рис)
     dictionary: str | None = None  # a general dictionary's word list (pythainlp's corpus file)
+    predicate_endings: tuple[str, ...] = ()  # endings that make a known noun a verb (방문 + 한), longest first
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -171,6 +172,7 @@ def grammar(lang: str) -> Grammar:
         adjective_endings=tuple(fold(e) for e in d.get("adjective_endings", ())),
         adjective_endings_before=tuple(fold(e) for e in d.get("adjective_endings_before", ())),
         dictionary=d.get("dictionary"),
+        predicate_endings=_longest_first(fold(e) for e in d.get("predicate_endings", ())),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
         conjunctions=frozenset(fold(w) for w in d.get("conjunctions", ())),
         trailing_marks=frozenset(d.get("trailing_marks", ())),
