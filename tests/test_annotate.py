@@ -1220,3 +1220,9 @@ def test_korean_noun_made_a_verb_is_no_name(ann):
     g = grammar("ko")
     assert _predicate("방문한", g, {"방문"}) and not _predicate("방문한", g, set())
     assert not _predicate("서울하고", g, {"서울"})  # 하고, and: a particle
+
+
+def test_stem_match_keeps_the_entities_whose_name_the_word_inflects(ann):
+    """The stemmer cuts saucisses, saucisse and sauce alike (sauc): a word found by its stem
+    names the entity of the name it is a form of (saucisse), not another under the key."""
+    assert spans(ann, "Des saucisses et de la sauce.", "fr") == [("saucisses", "Q91172"), ("sauce", "Q91171")]

@@ -102,8 +102,11 @@ class Finder:
             sk = stem_key(parts, self.lang)
             hit = self._stem.get(sk) if sk else None
             # a common word that other languages name (pasto) only as the other number
-            if hit and sk and self._inflected(parts, self.names.forms[self.lang].get(sk, ()), found is not None):
-                return hit, "stem", key
+            forms = self.names.forms[self.lang].get(sk, ()) if hit and sk else ()
+            if hit and self._inflected(parts, forms, found is not None):
+                # the entities of the names it is a form of (saucisses: saucisse, not sauce,
+                # which the stemmer also cuts to sauc)
+                return self._forms_entities(parts, forms, hit, found is not None), "stem", key
         if self.g.case_endings:
             hit = self._case(parts)
             if hit:
@@ -214,6 +217,15 @@ class Finder:
                                   self.g.number) for t, n in zip(parts, fw)):
                 return True
         return False
+
+    def _forms_entities(self, parts: tuple[str, ...], forms: tuple[str, ...], codes: tuple[int, ...],
+                        number_only: bool = False) -> tuple[int, ...]:
+        """``codes`` (a stem key's) less those of entities none of whose names under the key
+        the words are an inflected form of (all of them when none is left)."""
+        eids = {decode(c)[0] for f in forms if self._inflected(parts, (f,), number_only)
+                for c in self.names.exact.get(f, ())}
+        kept = tuple(c for c in codes if decode(c)[0] in eids)
+        return kept or codes
 
     def _head(self, parts: tuple[str, ...]) -> bool:
         """Whether some longer name begins with ``parts``."""
