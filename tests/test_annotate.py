@@ -1226,3 +1226,27 @@ def test_stem_match_keeps_the_entities_whose_name_the_word_inflects(ann):
     """The stemmer cuts saucisses, saucisse and sauce alike (sauc): a word found by its stem
     names the entity of the name it is a form of (saucisse), not another under the key."""
     assert spans(ann, "Des saucisses et de la sauce.", "fr") == [("saucisses", "Q91172"), ("sauce", "Q91171")]
+
+
+def test_thai_segmenter_never_cuts_inside_a_letter_cluster():
+    """Maximal matching over the word list cut a foreign name it lacks inside its letter
+    clusters (มาร|์|แซ|ย์, Marseille): a piece never begins with a vowel or tone mark
+    written over or under a letter, nor with a consonant the thanthakhat silences, and
+    never ends with a vowel written before its consonant."""
+    pytest.importorskip("pythainlp")
+    from kgcult.annotate.segment import segment
+
+    marks = {chr(c) for c in (0x0E31, *range(0x0E34, 0x0E3B), *range(0x0E47, 0x0E4F))}
+    for run in ("มาร์แซย์", "บอร์โดซ์", "แคว้นโพรวองซ์และนอร์ม็องดี"):
+        pieces = [run[a:b] for a, b in segment(run, "thai")]
+        assert "".join(pieces) == run
+        assert not any(p[0] in marks or p[-1] in "เแโใไ" or p[1:2] == "\u0e4c" for p in pieces), pieces
+
+
+def test_piece_of_a_longer_unknown_thai_word_is_no_guess(ann):
+    """A foreign name the word list lacks comes cut into letters (บ|อร์|โดซ์, Bordeaux):
+    a guess that leaves out the cut-off letters beside it (บอร์, bor) is a piece of that
+    word, not a short name (Bor); the same letters standing alone are one."""
+    pytest.importorskip("pythainlp")
+    assert spans(ann, "ไปเที่ยวบอร์โดซ์", "th", topic="place") == []
+    assert spans(ann, "ไปเที่ยวบอร์", "th", topic="place") == [("บอร์", "Q91173")]

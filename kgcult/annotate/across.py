@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kgcult.annotate.finder import _cut_front
 from kgcult.annotate.grammar import Grammar, grammar, languages
 from kgcult.annotate.names import Names, stem_key
-from kgcult.annotate.segment import segment
+from kgcult.annotate.segment import listed, segment
 from kgcult.annotate.wordlists import lexicon_zipf
 from kgcult.annotate.text import fold, joined, katakana, unspaced, words
 from kgcult import extras
@@ -147,12 +147,16 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming:
     letters it happens to contain (ปูซาน: ปู, ซาน); never with a one-letter everyday word
     of the language (``every_day``) at either end, a grammatical word (有 have, 和 and)."""
     cuts = segment(w.text, g.segmenter or "", g.lang)
+    # the letters the segmenter cut off a word its list lacks (บ|อร์|โดซ์, Bordeaux)
+    bits = [not listed(w.text[x:y], g.segmenter or "", g.lang) for x, y in cuts]
     out = []
     for i in range(len(cuts)):
         tries = []
         for n in range(min(g.join_pieces, len(cuts) - i), 0, -1):
             a, b = cuts[i][0], cuts[i + n - 1][1]
             parts = [w.text[x:y] for x, y in cuts[i:i + n]]
+            if (i > 0 and bits[i - 1] and bits[i]) or (i + n < len(cuts) and bits[i + n] and bits[i + n - 1]):
+                continue  # a piece of a longer unknown word, cut from the letters beside it (บอร์)
             # a designator is no piece of a name (its folded form: Thai อำ folds to ํา)
             if b - a < 2 or any(p in stop or fold(p) in stop or fold(p) in g.before for p in parts):
                 continue
