@@ -1250,3 +1250,10 @@ def test_piece_of_a_longer_unknown_thai_word_is_no_guess(ann):
     pytest.importorskip("pythainlp")
     assert spans(ann, "ไปเที่ยวบอร์โดซ์", "th", topic="place") == []
     assert spans(ann, "ไปเที่ยวบอร์", "th", topic="place") == [("บอร์", "Q91173")]
+
+
+def test_japanese_name_with_or_without_its_middle_dot(ann):
+    """Japanese writes the middle dot between a loanword's words, or leaves it out: a name
+    labelled クッキング・オイル is found written クッキングオイル too."""
+    assert spans(ann, "クッキングオイルで炒める", "ja") == [("クッキングオイル", "Q91174")]
+    assert spans(ann, "クッキング・オイルで炒める", "ja") == [("クッキング・オイル", "Q91174")]

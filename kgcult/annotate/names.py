@@ -329,7 +329,11 @@ def build(ix, topic: str) -> Names:
                     heads.add("\x00" + " ".join(sws[:n]))
         raw = text.strip()
         if unspaced_script(raw):
-            unspaced.setdefault(han_fold(raw), set()).add(c)
+            # Japanese writes the middle dot between a loanword's words, or not: both forms
+            # (オリーブ・オイル, オリーブオイル)
+            for form in dict.fromkeys((raw, raw.replace("\u30fb", "").replace("\uff65", ""))):
+                if form:
+                    unspaced.setdefault(han_fold(form), set()).add(c)
     names = Names(topic=topic, langs=langs,
                   exact={k: tuple(sorted(v)) for k, v in exact.items()},
                   stem={lg: {k: tuple(sorted(v)) for k, v in d.items()} for lg, d in stems.items()},
