@@ -1257,3 +1257,14 @@ def test_japanese_name_with_or_without_its_middle_dot(ann):
     labelled クッキング・オイル is found written クッキングオイル too."""
     assert spans(ann, "クッキングオイルで炒める", "ja") == [("クッキングオイル", "Q91174")]
     assert spans(ann, "クッキング・オイルで炒める", "ja") == [("クッキング・オイル", "Q91174")]
+
+
+def test_a_names_entity_of_another_country_gives_way_to_one_of_the_prompts(ann):
+    """Where a name's entities lie in different countries, those that lie only in other
+    countries than the prompt's give way to one that does not, even one named so by an
+    alias only (Sinopia: the town of the prompt's Turkey, not Ruritania's; chilli in a text
+    about Vietnam's neighbour: the pepper no country claims, not another country's dish)."""
+    assert spans(ann, "Sinopia", "tr", topic="place", country="Q91030") == [("Sinopia", "Q91176")]
+    assert spans(ann, "Sinopia", "tr", topic="place", country="Q91034") == [("Sinopia", "Q91175")]
+    assert spans(ann, "Some chilli.", "en", country="Q91032") == [("chilli", "Q91177")]
+    assert spans(ann, "Some chilli.", "en", country="Q91080") == [("chilli", "Q91178")]

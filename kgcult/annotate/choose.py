@@ -1,6 +1,7 @@
 """Which entity a span names, among those whose names it matches: the country the prompt
 names when it is one of them (한국, Korea and South Korea: South Korea in a text about it);
-never a region another
+not one that lies only in other countries than the prompt's where another does not (Sinop
+in a text about Turkey); never a region another
 candidate is located in (the city of Kyoto, not Kyoto Prefecture); the names in the text's
 language first (a label before an alias), then the graph settles what is left
 (``kgcult.link.disambiguate.settle``: specificity, the prompt's country, coherence with the
@@ -34,6 +35,14 @@ def choose(codes: tuple[int, ...], langs: list[str], lang: str, *, facts: disamb
         e = facts.ix.eid_of.get(country)
         if e in t:  # the country the prompt names, among the name's entities, is the one meant
             return e, t[e], [{"by": "prompt_country", "values": {facts.ix.qids[x]: int(x == e) for x in sorted(t)}}]
+    if len(t) > 1 and country is not None:
+        # the prompt's country: a name's entities that lie only in other countries are
+        # another place or another cuisine's dish than the one meant, where one of them
+        # does not (Sinop in a text about Turkey, not the Brazilian town; chili in one
+        # about India, the pepper, not the Mexican dish)
+        foreign = {e for e in t if (cs := facts.countries(e)) and country not in cs}
+        if foreign and len(foreign) < len(t):
+            t = {e: v for e, v in t.items() if e not in foreign}
     if len(t) > 1:
         inside = _containers(t, facts.ix)
         if inside:
