@@ -1268,3 +1268,10 @@ def test_a_names_entity_of_another_country_gives_way_to_one_of_the_prompts(ann):
     assert spans(ann, "Sinopia", "tr", topic="place", country="Q91034") == [("Sinopia", "Q91175")]
     assert spans(ann, "Some chilli.", "en", country="Q91032") == [("chilli", "Q91177")]
     assert spans(ann, "Some chilli.", "en", country="Q91080") == [("chilli", "Q91178")]
+
+
+def test_korean_compound_noun_with_or_without_its_space(ann):
+    """Korean writes a compound noun with or without its spaces: a name labelled 감자 튀김
+    is found written 감자튀김 too, its particle outside."""
+    assert spans(ann, "감자튀김을 먹었다", "ko") == [("감자튀김", "Q91179")]
+    assert spans(ann, "감자 튀김을 먹었다", "ko") == [("감자 튀김", "Q91179")]

@@ -310,6 +310,9 @@ def build(ix, topic: str) -> Names:
         if not k:
             continue
         exact.setdefault(k, set()).add(c)
+        if " " in k and _hangul_words(k):
+            # Korean writes a compound noun with or without its spaces (감자 튀김, 감자튀김)
+            exact.setdefault(k.replace(" ", ""), set()).add(c)
         ws = k.split(" ")
         for n in range(1, min(len(ws), MAX_WORDS)):
             heads.add(" ".join(ws[:n]))
@@ -409,6 +412,12 @@ def _generic(ix, topic: str, member) -> list[int]:
         cls = ix.is_class
         out.update(int(e) for e in np.flatnonzero(member) if int(e) in cls)
     return sorted(out)
+
+
+def _hangul_words(k: str) -> bool:
+    """Whether ``k`` is two to :data:`MAX_WORDS` words written in Hangul syllables alone."""
+    ws = k.split(" ")
+    return 1 < len(ws) <= MAX_WORDS and all(w and all("\uac00" <= ch <= "\ud7a3" for ch in w) for w in ws)
 
 
 def _common(exact: Mapping) -> dict[str, frozenset]:

@@ -11,7 +11,7 @@ from kgcult import extras
 
 log = logging.getLogger(__name__)
 
-VERSION = 20  # the format of every file below; another version's files are another's
+VERSION = 21  # the format of every file below; another version's files are another's
 FEATURE_TRIES = "kgcult annotate's dictionaries, memory-mapped (marisa-trie)"
 
 
