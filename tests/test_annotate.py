@@ -1275,3 +1275,12 @@ def test_korean_compound_noun_with_or_without_its_space(ann):
     is found written 감자튀김 too, its particle outside."""
     assert spans(ann, "감자튀김을 먹었다", "ko") == [("감자튀김", "Q91179")]
     assert spans(ann, "감자 튀김을 먹었다", "ko") == [("감자 튀김", "Q91179")]
+
+
+def test_head_noun_and_its_quoted_name_are_one_span(ann):
+    """Russian gives a head noun its name in quotation marks (``quoted_names``): торт
+    «Шварцвальд» is one span, over the marks, of the quoted name's entity; without the
+    marks, or with more than a space between, two."""
+    got = spans(ann, "На десерт торт «Шварцвальд».", "ru")
+    assert got == [("торт «Шварцвальд»", "Q91181")]
+    assert spans(ann, "На десерт торт, «Шварцвальд».", "ru") == [("торт", "Q91180"), ("Шварцвальд", "Q91181")]

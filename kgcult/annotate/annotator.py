@@ -165,6 +165,8 @@ class Annotator:
             if steps:
                 span["decided_by"] = steps
             out.append(span)
+        if fd.g.quotes:
+            out = _with_quoted_names(row.text, out, fd.g.quotes)
         if affixes.head_first(row.lang, row.topic):
             out = qualified.spans(self.ix, self.records, row, fd, out)
         if fd.g.across and across.stages():
@@ -286,6 +288,27 @@ class Annotator:
                             "evidence": r["evidence"], "granularity": r["granularity"],
                             "granularity_score": r["granularity_score"], "country": r["country"]})
         return out
+
+
+def _with_quoted_names(text: str, spans: list[dict], quotes: tuple[tuple[str, str], ...]) -> list[dict]:
+    """``spans`` with a span right before a name in quotation marks (one space between:
+    Russian торт «Шварцвальд», the Black Forest cake; салат «Оливье») made one span with
+    it, over the marks, of the quoted name's entity: the head noun and the name it is
+    given are one name (GOLD.md: the longest lexicalised name)."""
+    out: list[dict] = []
+    i = 0
+    while i < len(spans):
+        s = spans[i]
+        nxt = spans[i + 1] if i + 1 < len(spans) else None
+        if nxt is not None and nxt["qid"] and any(
+                text[s["end"]:nxt["start"]] == " " + o and text[nxt["end"]:nxt["end"] + 1] == c for o, c in quotes):
+            end = nxt["end"] + 1
+            out.append({**nxt, "start": s["start"], "end": end, "text": text[s["start"]:end]})
+            i += 2
+            continue
+        out.append(s)
+        i += 1
+    return out
 
 
 def _inside_run(f, run: tuple[int, int]) -> bool:

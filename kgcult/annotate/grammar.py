@@ -67,6 +67,7 @@ class Grammar:
     adjective_endings_before: tuple[str, ...] = ()  # ... and before one (варёный рис)
     dictionary: str | None = None  # a general dictionary's word list (pythainlp's corpus file)
     predicate_endings: tuple[str, ...] = ()  # endings that make a known noun a verb (방문 + 한), longest first
+    quotes: tuple[tuple[str, str], ...] = ()  # quotation marks a head noun's given name stands in («», „“)
 
     def cognate_key(self, word: str) -> str | None:
         """The cognate key of a folded word of this language (:func:`cognate_key`)."""
@@ -173,6 +174,7 @@ def grammar(lang: str) -> Grammar:
         adjective_endings_before=tuple(fold(e) for e in d.get("adjective_endings_before", ())),
         dictionary=d.get("dictionary"),
         predicate_endings=_longest_first(fold(e) for e in d.get("predicate_endings", ())),
+        quotes=tuple((q[0], q[1]) for q in d.get("quoted_names", ()) if len(q) == 2),
         compound_suffixes=_longest_first(fold(p) for p in d.get("compound_suffixes", ())),
         conjunctions=frozenset(fold(w) for w in d.get("conjunctions", ())),
         trailing_marks=frozenset(d.get("trailing_marks", ())),
