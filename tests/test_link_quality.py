@@ -455,6 +455,20 @@ def test_any_language_fuzzy(linker):
     assert {"de", "pt", "es"} <= latin and "ru" not in latin and cyrillic == {"ru"}
 
 
+def test_parts_scripts_kept_beside_the_index(linker, monkeypatch):
+    """The script of each part (which parts the any-language fuzzy stage probes for a key)
+    is kept beside the index once found: a new process reads it instead of sampling
+    every part's names again, and finds the same parts."""
+    from kgcult.link.stages import lexical
+
+    first = linker.lexical._scripts("food")
+    kept = list(Path(linker.ix.directory).glob("part-scripts-*-food-v*.marshal"))
+    assert len(kept) == 1
+    monkeypatch.setattr(lexical, "part_samples", lambda *a, **k: pytest.fail("sampled the parts again"))
+    again = lexical.LexicalStages(linker.ix)._scripts("food")
+    assert again == first and ("de" in {lg for _p, lg, sc in again if sc == "LATIN"})
+
+
 def test_fuzzy_digits_and_spacing(linker):
     lexical = linker.with_stages(_LEXICAL)
     r = lexical.link("E331i", lang="en", topic="food")  # "E 331i" (spacing), not "E331ii" (another code)

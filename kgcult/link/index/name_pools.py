@@ -323,6 +323,11 @@ def fuzzy_rows(con, pids, key: str):
         yield from con.execute(q, (*pids, *ch))
 
 
+def part_ids(con, topic: str | None) -> list[tuple[int, str]]:
+    """(part id, language) of a topic's parts."""
+    return con.execute("SELECT pid, lang FROM part_info WHERE topic = ? ORDER BY pid", (_topic_key(topic),)).fetchall()
+
+
 def part_samples(con, topic: str | None, n: int = 32) -> list[tuple[int, str, list[str]]]:
     """(part id, language, the folded forms of its first ``n`` names) of a topic's parts."""
     out = []
