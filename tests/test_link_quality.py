@@ -457,16 +457,21 @@ def test_any_language_fuzzy(linker):
 
 def test_parts_scripts_kept_beside_the_index(linker, monkeypatch):
     """The script of each part (which parts the any-language fuzzy stage probes for a key)
-    is kept beside the index once found: a new process reads it instead of sampling
-    every part's names again, and finds the same parts."""
+    is one of the ``anyfuzzy`` stage's caches: ``kgcult link index`` keeps it in the cache
+    directory, and a new process reads it instead of sampling every part's names again,
+    finding the same parts; without a cache directory nothing is kept."""
     from kgcult.link.stages import lexical
 
+    stage = linker.stage("anyfuzzy")
+    assert {key for key, _n in stage.caches()} == set(linker.topics)
+    built = {key: stage.build_cache(key) for key, _n in stage.caches()}
+    kept = list(Path(linker.cache_dir).glob("part-scripts-*-food-v*.marshal"))
+    assert len(kept) == 1 and not any(stage.build_cache(key) for key in built)  # read, not built, again
     first = linker.lexical._scripts("food")
-    kept = list(Path(linker.ix.directory).glob("part-scripts-*-food-v*.marshal"))
-    assert len(kept) == 1
     monkeypatch.setattr(lexical, "part_samples", lambda *a, **k: pytest.fail("sampled the parts again"))
-    again = lexical.LexicalStages(linker.ix)._scripts("food")
+    again = lexical.LexicalStages(linker.ix, linker.cache_dir)._scripts("food")
     assert again == first and ("de" in {lg for _p, lg, sc in again if sc == "LATIN"})
+    assert lexical.LexicalStages(linker.ix).scripts_path("food") is None
 
 
 def test_fuzzy_digits_and_spacing(linker):

@@ -80,7 +80,7 @@ class Linker:
         self.semantic_agree_min = semantic_agree_min
         self.limits = limits
         self._facts = disambiguate.GraphFacts(index)
-        self.lexical = LexicalStages(index)  # the fuzzy and token pools (tokens, semantic)
+        self.lexical = LexicalStages(index, self.cache_dir)  # the fuzzy and token pools (tokens, semantic)
         self._stage_objects: dict[str, Stage] = {}  # name -> the stage (self.stage)
         self._records = Records(self._facts)
         self._name_parts = memo.Pools(memo.POOLS)  # (topic, lang) -> the part's (eid, lang, name) rows

@@ -331,8 +331,7 @@ def part_ids(con, topic: str | None) -> list[tuple[int, str]]:
 def part_samples(con, topic: str | None, n: int = 32) -> list[tuple[int, str, list[str]]]:
     """(part id, language, the folded forms of its first ``n`` names) of a topic's parts."""
     out = []
-    for pid, lg in con.execute("SELECT pid, lang FROM part_info WHERE topic = ? ORDER BY pid",
-                               (_topic_key(topic),)).fetchall():
+    for pid, lg in part_ids(con, topic):
         out.append((pid, lg, [f for (f,) in con.execute(
             "SELECT f FROM part WHERE pid = ? ORDER BY seq LIMIT ?", (pid, n))]))
     return out

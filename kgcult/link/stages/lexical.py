@@ -137,8 +137,9 @@ class LexicalStages:
       Osterberg``; the search finds every name that holds the mention's rarest word).
     """
 
-    def __init__(self, ix: LabelIndex):
+    def __init__(self, ix: LabelIndex, cache_dir: Path | None = None):
         self.ix = ix
+        self.cache_dir = cache_dir  # where the parts' scripts are kept (None: found again per process)
         self._fuzzy = memo.Pools(memo.POOLS)   # (topic, lang) -> StoredFuzzyPool
         self._tokens = memo.Pools(memo.POOLS)  # (topic, lang) -> StoredTokenPool
         self._parts: dict = {}
@@ -160,17 +161,23 @@ class LexicalStages:
 
     def _scripts(self, topic: str) -> list[tuple[int, str, str]]:
         """(part id, language, script) of the topic's parts; a part's script is the one
-        most of its first names are written in. The scripts by language are kept beside
-        the index (``part-scripts-...marshal``): reading the samples of the ~300 parts took
-        a fresh process 12-14 ms per topic."""
+        most of its first names are written in. The scripts by language are kept in the
+        cache directory (:meth:`scripts_path`; ``kgcult link index`` writes them, the
+        ``anyfuzzy`` stage's caches): sampling the ~300 parts took a fresh process 12-14
+        ms per topic."""
         v = self._script_of.get(topic)
         if v is None:
-            path = (Path(self.ix.directory) / f"part-scripts-{self.ix.content_hash[:16]}-{self.ix.topics_key}"
-                    f"-{topic or '_'}-v{SCRIPTS_FORMAT}.marshal")
-            by_lang = kept_table(path, lambda: self._part_scripts(topic))
+            by_lang = kept_table(self.scripts_path(topic), lambda: self._part_scripts(topic))
             v = [(pid, lg, by_lang.get(lg)) for pid, lg in part_ids(self.ix.pool_db, topic)]
             self._script_of[topic] = v
         return v
+
+    def scripts_path(self, topic: str | None) -> Path | None:
+        """Where the scripts of the topic's parts are kept (None without a cache directory)."""
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / (f"part-scripts-{self.ix.content_hash[:16]}-{self.ix.topics_key}"
+                                 f"-{topic or '_'}-v{SCRIPTS_FORMAT}.marshal")
 
     def _part_scripts(self, topic: str) -> dict[str, str | None]:
         """{language: the script most of the first names of the topic's part in it are written in}."""
@@ -378,6 +385,18 @@ class AnyFuzzy(Stage):
         ctx = self.ctx
         for s in batch:
             s.add_found(ctx.lexical.any_fuzzy(ctx.keys(s)[1], s.lang, s.topic), self)
+
+    def caches(self) -> list:
+        """The scripts of each topic's pool parts (which parts a key's script probes)."""
+        lexical = self.ctx.lexical
+        return [(t.name, sum(n for _lg, n in self.ctx.ix.parts(t.name)))
+                for t in self.ctx.ix.topics if lexical.scripts_path(t.name) is not None]
+
+    def build_cache(self, key) -> bool:
+        path = self.ctx.lexical.scripts_path(key)
+        had = path is not None and path.exists()
+        self.ctx.lexical._scripts(key)
+        return not had
 
 
 class Tokens(Stage):
