@@ -179,6 +179,18 @@ def _one_word(text: str) -> str | None:
 
 
 _THANTHAKHAT = "\u0e4c"
+_MARKS = frozenset(chr(c) for c in (0x0E31, *range(0x0E34, 0x0E3B), *range(0x0E47, 0x0E4F)))
+_LEADING = frozenset("\u0e40\u0e41\u0e42\u0e43\u0e44")  # เ แ โ ใ ไ, written before their consonant
+
+
+def inside_cluster(run: str, i: int) -> bool:
+    """Whether a cut before ``run[i]`` falls inside a Thai letter cluster, as a word list's
+    maximal matching may cut a foreign name the list lacks (มาร|์|แซ|ย์, Marseille): before a
+    vowel or tone mark written over or under a letter, after a vowel written before its
+    consonant (โ|พร), or before a consonant silenced by the thanthakhat, which belongs to
+    the syllable before (แซ|ย์)."""
+    return (run[i] in _MARKS or run[i - 1] in _LEADING
+            or (run[i + 1:i + 2] == _THANTHAKHAT and "\u0e01" <= run[i] <= "\u0e2e"))
 _FOREIGN_FINALS = {"\u0e25": "l", "\u0e23": "r"}  # ล ร ending a syllable: n in Thai words
 
 
