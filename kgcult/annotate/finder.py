@@ -119,20 +119,19 @@ class Finder:
             return self._cognate(parts[0]) or found
         return found
 
-    def _foreign_common(self, key: str, codes: tuple[int, ...]) -> bool:
-        """Whether ``key``, an everyday word of the text's language, is only other
-        languages' name (Bier: Dutch bier): a form of one of the language's own names is
-        looked for first (Biere, the German alias), the foreign name taken only failing that."""
-        return key in self._every and not any(decode(c)[1] in self._lids for c in codes)
+    def _foreign_common(self, key: str, codes: tuple[int, ...], words=None) -> bool:
+        """Whether ``key``, a word of the text's language (an everyday one, or one of
+        ``words``), is only other languages' name than the text's and its kin's (Bier:
+        Dutch bier): a form of one of the language's own names is looked for first (Biere,
+        the German alias), the foreign name taken only failing that."""
+        return key in (self._every if words is None else words) and not any(decode(c)[1] in self._lids for c in codes)
 
     def _foreign_word(self, key: str, codes: tuple[int, ...]) -> bool:
-        """Whether ``key``, a word as written with its article, is a word the language knows
-        (its ``known`` list) that, without the article, only names of other languages than
-        the text's, its kin's and English match, in fewer than :data:`INTERNATIONAL_LANGS`
-        of them: the word of the language, met by chance (الزيتون, the olives: زيتون is a
-        Sindhi label of guava)."""
-        return (key in self.names.known(self.lang) and not any(decode(c)[1] in self._short_lids for c in codes)
-                and not self._international(codes))
+        """:meth:`_foreign_common` of a word as written with its article, among the words
+        the language knows, unless one entity is named so in :data:`INTERNATIONAL_LANGS`
+        languages: the word of the language, met by chance (الزيتون, the olives: زيتون is
+        a Sindhi label of guava)."""
+        return self._foreign_common(key, codes, self.names.known(self.lang)) and not self._international(codes)
 
     def _loan_plural(self, parts: tuple[str, ...]) -> tuple[int, ...] | None:
         """The codes of a name, in any language, that the last word is a borrowed plural of
