@@ -678,13 +678,13 @@ def test_region_beside_a_namesake_located_nowhere_is_dropped():
     a place located nowhere the graph says (the mirror lost its P131): the place is meant."""
     from types import SimpleNamespace
 
-    from kgcult.annotate.choose import _containers
+    from kgcult.link.disambiguate import containers
 
     ix = SimpleNamespace(qids=["Qpref", "Qcity", "Qcountry"], is_class=set(),
                          edges={"Qpref": [("P131", "Qcountry")], "Qcity": [("P31", "Q515")], "Qcountry": []},
                          inbound=lambda pid: {"Qpref": 40, "Qcountry": 47})
-    assert _containers({0, 1}, ix) == {0}
-    assert _containers({1, 2}, ix) == set()   # a country is no region of another
+    assert containers({0, 1}, ix) == {0}
+    assert containers({1, 2}, ix) == set()   # a country is no region of another
 
 
 def test_cognate_keys_across_spellings():

@@ -450,17 +450,33 @@ def test_gazetteer_names_places_in_every_language(linker):
     assert linker.with_stages(BEFORE).link("เวียดนาม", lang="th", topic="place")["qid"] is None
 
 
+def test_gazetteer_city_is_the_settlement_not_its_namesake_region(linker):
+    """A name CLDR gives a time zone is its exemplar city's: among the entities its English
+    name reaches, the settlement (typed with a ``kgc:SettlementClass`` or a subclass: a big
+    city is a city), not the province of the same English label, though the graph places
+    the province in a country and the city nowhere; a country's name is not so narrowed."""
+    pytest.importorskip("babel")
+    from kgcult.link import gazetteer
+
+    assert "เวียงจันทน์" in gazetteer.city_names("th") and "เวียงจันทน์" not in gazetteer.territory_names("th")
+    assert gazetteer.territory_names("th")["เวียดนาม"] == ("Vietnam",)
+    gz = linker.with_stages(BEFORE + ["gazetteer"])
+    r = gz.link("เวียงจันทน์", lang="th", topic="place", country="Q99288")
+    assert (r["qid"], r["match"]) == ("Q99290", "gazetteer"), r
+    assert [c["qid"] for c in r["candidates"]] == ["Q99290"]
+
+
 def test_gazetteer_tables_kept_on_disk(tmp_path, monkeypatch):
     """A language's table is made from Babel once and read back from $KGCULT_CACHE after."""
     pytest.importorskip("babel")
     from kgcult.link import gazetteer
 
     monkeypatch.setenv("KGCULT_CACHE", str(tmp_path))
-    gazetteer.english_names.cache_clear()
+    gazetteer.tables.cache_clear()
     assert gazetteer.prepare(["ko"]) is True
     assert gazetteer.prepare(["ko", "en"]) is False  # kept; English has no table
     path = next(tmp_path.glob("models/cldr-*/ko.marshal"))
-    gazetteer.english_names.cache_clear()
+    gazetteer.tables.cache_clear()
     assert gazetteer.english_names("ko")["베트남"] == ("Vietnam",)
     assert path.stat().st_size > 0
-    gazetteer.english_names.cache_clear()
+    gazetteer.tables.cache_clear()

@@ -9,7 +9,7 @@ from typing import Iterable, Iterator
 
 from kgcult.annotate import across, qualified
 from kgcult.annotate import grammar as gram
-from kgcult.annotate.choose import _containers, choose
+from kgcult.annotate.choose import choose
 from kgcult.annotate.finder import Finder, select
 from kgcult.annotate.names import Names, load_or_build
 from kgcult.annotate.wordlists import lang_words, lexicon
@@ -18,7 +18,7 @@ from kgcult.annotate.rows import MAX_TEXT_CHARS, TextRow, check
 from kgcult.annotate.names import decode
 from kgcult.annotate.text import fold, title_runs
 from kgcult.errors import KgcultError
-from kgcult.link.disambiguate import GraphFacts
+from kgcult.link.disambiguate import GraphFacts, containers
 from kgcult.link.index.reader import LabelIndex
 from kgcult.link.index.reader import load_or_build as load_index
 from kgcult.link.index.reader import open_unopened
@@ -471,12 +471,12 @@ def _designator_kind(text: str, start: int, end: int, g) -> str | None:
 def _namesake_of_kind(ix, eid: int, candidates: set, kind: str) -> int:
     """Among namesakes, the one of the designator's kind: for ``region`` the candidate
     another is located in (P131; or, where the mirror locates a place nowhere, the one
-    with places in it: ``choose._containers``), for ``settlement`` one that is not;
+    with places in it: ``disambiguate.containers``), for ``settlement`` one that is not;
     ``eid`` when it is of that kind already, or none is."""
     cands = candidates | {eid}
     if len(cands) < 2:
         return eid
-    regions = _containers(cands, ix)
+    regions = containers(cands, ix)
     if kind == "region" and eid not in regions and regions:
         return min(regions, key=lambda e: ix.qnums[e])
     if kind == "settlement" and eid in regions and cands - regions:

@@ -44,7 +44,7 @@ def choose(codes: tuple[int, ...], langs: list[str], lang: str, *, facts: disamb
         if foreign and len(foreign) < len(t):
             t = {e: v for e, v in t.items() if e not in foreign}
     if len(t) > 1:
-        inside = _containers(t, facts.ix)
+        inside = disambiguate.containers(t, facts.ix)
         if inside:
             t = {e: v for e, v in t.items() if e not in inside}
     best = min(t.values())
@@ -54,26 +54,3 @@ def choose(codes: tuple[int, ...], langs: list[str], lang: str, *, facts: disamb
         tied, steps = disambiguate.settle(tied, facts, topic=topic, country=country,
                                           context=[e for e in context if e not in tied])
     return tied[0], best, steps
-
-
-def _containers(eids, ix) -> set[int]:
-    """The candidates another candidate is located in (P131): a name that a place and the
-    region around it share names the place (a city before its prefecture)."""
-    qids = {ix.qids[e]: e for e in eids}
-    out = set()
-    inbound = ix.inbound("P131")
-    for q in qids:
-        located = [o for pid, o in ix.edges.get(q, ()) if pid == "P131"]
-        for o in located:
-            if o in qids and o != q:
-                out.add(qids[o])
-        if not located and qids[q] not in ix.is_class:
-            # a place located nowhere the graph says (a mirror loses claims) beside a
-            # region with places in it: the region is the one that shares its name
-            out.update(e for r, e in qids.items() if r != q and inbound.get(r) and _placed(ix, r))
-    return out
-
-
-def _placed(ix, q: str) -> bool:
-    """Whether ``q`` is itself located somewhere (P131): a region of a country, not a country."""
-    return any(pid == "P131" for pid, _o in ix.edges.get(q, ()))

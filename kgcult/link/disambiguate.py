@@ -38,7 +38,7 @@ from collections import deque
 
 from kgcult import ids
 from kgcult.link import memo
-from kgcult.link.topics import load_country_classes
+from kgcult.link.topics import load_country_classes, load_settlement_classes
 from kgcult.link.index.reader import LabelIndex
 
 CRITERIA = ("specificity", "country", "coherence", "popularity", "granularity")
@@ -61,6 +61,25 @@ class GraphFacts:
         self._countries = memo.Memo(memo.ENTITIES)  # eid -> countries
         self._parents = memo.Memo(memo.ENTITIES)    # eid -> parents
         self._names = memo.Memo(memo.ENTITIES)  # (eid, lang) -> the entity's names
+        self._settlement_classes: frozenset | None = None
+
+    def settlement(self, eid: int) -> bool:
+        """Whether the entity is typed (P31) with a ``kgc:SettlementClass`` of
+        ``ontology/topics.ttl`` or a subclass of one (P279, a few steps up): a city, not
+        the province named the same."""
+        if self._settlement_classes is None:
+            self._settlement_classes = load_settlement_classes()
+        goal, edges = self._settlement_classes, self.ix.edges
+        frontier = {o for pid, o in edges.get(self.ix.qids[eid], ()) if pid == "P31"}
+        seen = set(frontier)
+        for _ in range(_MAX_UP):
+            if frontier & goal:
+                return True
+            frontier = {o for c in frontier for pid, o in edges.get(c, ()) if pid == "P279"} - seen
+            seen |= frontier
+            if not frontier:
+                break
+        return False
 
     def depth(self, eid: int, topic: str | None) -> int:
         if topic is None:
@@ -280,3 +299,26 @@ def _shown(name: str, v):
     if name == "popularity":
         return {"sitelinks": v[0], "country_known": v[1], "contains": v[2]}
     return v
+
+
+def containers(eids, ix: LabelIndex) -> set[int]:
+    """The candidates another candidate is located in (P131): a name that a place and the
+    region around it share names the place (a city before its prefecture)."""
+    qids = {ix.qids[e]: e for e in eids}
+    out = set()
+    inbound = ix.inbound("P131")
+    for q in qids:
+        located = [o for pid, o in ix.edges.get(q, ()) if pid == "P131"]
+        for o in located:
+            if o in qids and o != q:
+                out.add(qids[o])
+        if not located and qids[q] not in ix.is_class:
+            # a place located nowhere the graph says (a mirror loses claims) beside a
+            # region with places in it: the region is the one that shares its name
+            out.update(e for r, e in qids.items() if r != q and inbound.get(r) and _placed(ix, r))
+    return out
+
+
+def _placed(ix: LabelIndex, q: str) -> bool:
+    """Whether ``q`` is itself located somewhere (P131): a region of a country, not a country."""
+    return any(pid == "P131" for pid, _o in ix.edges.get(q, ()))

@@ -24,7 +24,7 @@ from pathlib import Path
 from kgcult.files import kept_table, package_cache
 from kgcult.link import normalize
 
-FORMAT = 2
+FORMAT = 3
 
 # "Myanmar (Burma)", "Congo - Kinshasa": the name before a qualifier CLDR adds
 _QUALIFIER = re.compile(r"\s*(\(.*\)|\s-\s.*)$")
@@ -49,10 +49,11 @@ def _directory() -> Path | None:
 
 
 @lru_cache(maxsize=64)
-def english_names(lang: str) -> dict[str, tuple[str, ...]]:
-    """{normalized name in ``lang`` (``normalize.keys``' folded key): its English names}
-    of CLDR's territories and time zone cities; empty for a language CLDR does not know
-    (or English itself: its names are the labels), or without Babel."""
+def tables(lang: str) -> dict[str, dict[str, tuple[str, ...]]]:
+    """{"territories": ..., "cities": ...}: each {normalized name in ``lang``
+    (``normalize.keys``' folded key): its English names} of CLDR's territories, and of its
+    time zones' exemplar cities; empty for a language CLDR does not know (or English
+    itself: its names are the labels), or without Babel."""
     base = normalize.base_lang(lang)
     if not base or base == "en" or not base.isalpha():
         return {}
@@ -62,7 +63,24 @@ def english_names(lang: str) -> dict[str, tuple[str, ...]]:
     return kept_table(folder / f"{base}.marshal", lambda: _from_babel(base))
 
 
-def _from_babel(base: str) -> dict[str, tuple[str, ...]]:
+def english_names(lang: str) -> dict[str, tuple[str, ...]]:
+    """{normalized name in ``lang``: its English names}, territories' and cities' (:func:`tables`)."""
+    t = tables(lang)
+    return {**t.get("territories", {}), **t.get("cities", {})} if t else {}
+
+
+def city_names(lang: str) -> dict[str, tuple[str, ...]]:
+    """The exemplar cities of :func:`tables`: a name CLDR gives a time zone is a city's
+    (Thai เวียงจันทน์ is the city of Vientiane, not the province named so too)."""
+    return tables(lang).get("cities", {})
+
+
+def territory_names(lang: str) -> dict[str, tuple[str, ...]]:
+    """The territories of :func:`tables` (countries, territories, continents)."""
+    return tables(lang).get("territories", {})
+
+
+def _from_babel(base: str) -> dict[str, dict[str, tuple[str, ...]]]:
     from babel import Locale, UnknownLocaleError
 
     try:
@@ -70,9 +88,8 @@ def _from_babel(base: str) -> dict[str, tuple[str, ...]]:
     except (UnknownLocaleError, ValueError):
         return {}
     territories, cities = _english()
-    out: dict[str, set[str]] = {}
 
-    def put(local: str | None, english: str | None) -> None:
+    def put(out: dict, local: str | None, english: str | None) -> None:
         if not local or not english:
             return
         for name in dict.fromkeys((local, _plain(local))):
@@ -80,14 +97,17 @@ def _from_babel(base: str) -> dict[str, tuple[str, ...]]:
             if key:
                 out.setdefault(key, set()).add(_plain(english))
 
+    places: dict[str, set[str]] = {}
+    towns: dict[str, set[str]] = {}
     for code, local in loc.territories.items():
-        put(local, territories.get(code))
+        put(places, local, territories.get(code))
     whole = set(territories.values())
     for zone, names in loc.time_zones.items():
         english = cities.get(zone) or zone.rsplit("/", 1)[-1].replace("_", " ")
         if english not in whole:  # a zone named for its territory is under the territory's
-            put(names.get("city"), english)  # own name (Thai คริสต์มาส: the holiday)
-    return {k: tuple(sorted(v)) for k, v in sorted(out.items())}
+            put(towns, names.get("city"), english)  # own name (Thai คริสต์มาส: the holiday)
+    return {"territories": {k: tuple(sorted(v)) for k, v in sorted(places.items())},
+            "cities": {k: tuple(sorted(v)) for k, v in sorted(towns.items()) if k not in places}}
 
 
 def prepare(langs) -> bool:
@@ -97,5 +117,5 @@ def prepare(langs) -> bool:
     made = False
     for lang in langs:
         base = normalize.base_lang(lang)
-        made |= folder is not None and not (folder / f"{base}.marshal").exists() and bool(english_names(lang))
+        made |= folder is not None and not (folder / f"{base}.marshal").exists() and bool(tables(lang))
     return made

@@ -270,6 +270,10 @@ class Linker:
         """The countries an entity is or lies in (a stage's check: ``GraphFacts.countries``)."""
         return self._facts.countries(eid)
 
+    def settlement(self, eid: int) -> bool:
+        """Whether an entity is a settlement (a stage's check: ``GraphFacts.settlement``)."""
+        return self._facts.settlement(eid)
+
     def valid(self, topic: str | None):
         """Whether an entity is valid for ``topic`` (a stage's check: :meth:`_valid`)."""
         return self._valid(topic)

@@ -75,3 +75,12 @@ def load_country_classes(path: str | Path | None = None) -> frozenset[str]:
     path = ontology.path_of(path or "topics.ttl")
     return frozenset(ids.parse(s.value, "Q", field=f"{path}: a kgc:CountryClass")
                      for s in ontology.of_type(path, vocab.KGC + "CountryClass"))
+
+
+def load_settlement_classes(path: str | Path | None = None) -> frozenset[str]:
+    """QIDs of the ``kgc:SettlementClass`` resources of ``path`` (default: kgcult's
+    ``ontology/topics.ttl``): an entity typed (P31) with one or a subclass of one is a
+    settlement."""
+    path = ontology.path_of(path or "topics.ttl")
+    return frozenset(ids.parse(s.value, "Q", field=f"{path}: a kgc:SettlementClass")
+                     for s in ontology.of_type(path, vocab.KGC + "SettlementClass"))
