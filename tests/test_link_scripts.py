@@ -198,6 +198,23 @@ def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, mat
     assert linker.with_stages(BEFORE).link(mention, lang=lang, topic=topic)["qid"] is None
 
 
+def test_abjad_name_meets_a_name_in_another_script_that_writes_its_vowels(linker):
+    """A name in Arabic script that no Latin name's consonants spell reaches one in a script
+    that writes its vowels (Cyrillic лазанья, lazan'ya: لازانيا), with the vowels the
+    abjad writes heard as written (Georgian მიქლიო, miklio, is not مقلية: its ya is no o);
+    the pool files those names apart from the Latin ones (``latin`` 0), which a romanized
+    mention in another script, fuzzy or not, never meets."""
+    from kgcult.link.stages.xscript import CrossPool
+
+    r = linker.link("اللازانيا", lang="ar", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99291", "cross-script"), r
+    assert linker.link("مقلية", lang="ar", topic="food")["qid"] is None
+    assert scripts.abjad_matcher("mqlya")("miklio") and not scripts.abjad_matcher("mqlya", heard=True)("miklio")
+    assert scripts.abjad_matcher("tmatm", heard=True)("timatim")
+    rows = CrossPool.rows([(1, "ru", "лазанья"), (1, "en", "Lazanya"), (2, "ru", "пельмени"), (3, "zh", "粽子")])
+    assert [(r[0], r[2], r[4], r[10]) for r in rows] == [("lazanya", 1, 1, 1), ("pelmeni", 2, 1, 0)]
+
+
 def test_name_in_characters_reaches_no_entity_named_in_other_characters(linker):
     """杭州 reads koshu in Japanese, as Kōshū-shi does; its own name is 甲州市: a homophone,
     no match. 甲州 is that city's name without its designator; 寿司 reaches sushi, which has

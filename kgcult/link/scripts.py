@@ -47,6 +47,10 @@ ABJAD = frozenset({"ARABIC", "HEBREW", "SYRIAC"})
 # alphabets whose letters map one to one onto Latin ones: a romanized name is as exact as
 # the name itself, so a spelling neighbour is the same-script fuzzy stages' business
 ALPHABETS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "GEORGIAN"})
+# scripts that write every vowel (the alphabets, and Ethiopic's syllables): a name in one,
+# romanized, is the sound a name written in an abjad spells with its consonants (Arabic
+# طماطم, Amharic ቲማቲም timatim; Arabic لازانيا, Russian лазанья)
+VOWELLED = ALPHABETS | {"ETHIOPIC"}
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _JA_LONG = re.compile(r"ou|oo|uu|aa|ee")  # long vowels English drops (Tokyo); ii it keeps (Niigata)
 _APOSTROPHES = str.maketrans("", "", "'’ʼʻ`")
@@ -492,15 +496,25 @@ def abjad(text: str) -> bool:
 _VOWEL_RUN = "[aeiouy]*"
 
 
+# the vowels a long vowel letter of an abjad (romanized) is heard as: an alef a or e, a
+# waw o or u (or v, w), a ya i or e (or y, j)
+_WRITTEN_VOWEL = {"a": "[ae]+", "w": "[ouwf]+", "y": "[iyej]+"}
+
+
 @lru_cache(maxsize=4096)
-def abjad_matcher(key: str):
+def abjad_matcher(key: str, heard: bool = False):
     """Whether a Latin name's key can be the name ``key`` (a romanized abjad spelling)
     writes: its consonants in order (folded as :func:`skeleton` folds them), any vowels
-    between them, and a vowel where the spelling writes one (``w``, ``y``, an alef); a final ``h`` may be a vowel (Persian ``ه``)."""
+    between them, and a vowel where the spelling writes one (``w``, ``y``, an alef); a final ``h`` may be a vowel (Persian ``ه``).
+    ``heard``: the name is romanized from a script that writes its vowels (``VOWELLED``):
+    a vowel the abjad writes is one it is heard as (an alef a or e; Georgian მიქლიო,
+    miklio, is no مقلية, whose ya and final ta marbuta are i and a)."""
     pat = ["^", _VOWEL_RUN]
     k = compact(key).translate(str.maketrans("ckqpv", "kkkbf"))
     for i, ch in enumerate(k):
-        if ch in "wy":
+        if heard and ch in _WRITTEN_VOWEL:
+            pat.append(_WRITTEN_VOWEL[ch])
+        elif ch in "wy":
             pat.append("[aeiouywf]+")
         elif ch in "aeiou":
             pat.append("[aeiouy]+")
@@ -513,6 +527,13 @@ def abjad_matcher(key: str):
     rx = re.compile("".join(pat))
     fold = str.maketrans("ckqpv", "kkkbf")
     return lambda name_key: rx.match(name_key.translate(fold)) is not None
+
+
+def vowelled(text: str) -> bool:
+    """Whether ``text`` has letters and every one is of a script that writes its vowels
+    (:data:`VOWELLED`)."""
+    found = scripts_in(text)
+    return bool(found) and found <= VOWELLED
 
 
 def alphabetic(text: str) -> bool:

@@ -34,7 +34,7 @@ from kgcult.link.index.reader import label_chain
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.lexical import any_language, exact, normalized
 
-FORMAT = 5
+FORMAT = 6
 _FOLD = str.maketrans("ckqpv", "kkkbf")
 MIN_KEY = 3        # romanized keys (skeletons) shorter than this are not compared
 FUZZY_MIN_KEY = 5  # nor, within edits, keys shorter than this
@@ -101,7 +101,7 @@ class Affix(Stage):
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE rows(key TEXT, skel TEXT, eid INTEGER, flag INTEGER, support INTEGER, lang TEXT,
-                  name TEXT, first TEXT, len INTEGER, words INTEGER);
+                  name TEXT, first TEXT, len INTEGER, words INTEGER, latin INTEGER);
 """
 INDEXES = """
 CREATE INDEX rows_key ON rows(key);
@@ -116,8 +116,11 @@ NEAR_RANGES = 512  # key lists by (first letter, range of lengths), sharing thos
 class CrossPool:
     """The romanized Latin names of a topic's entities in an SQLite file (or in memory):
     rows (key, skeleton, entity, designator taken off 0/1, languages with the key, the
-    first language and name, first letter, length, words), searched by key, by skeleton, or by first letter and length
-    (the fuzzy stage's candidates)."""
+    first language and name, first letter, length, words, Latin 1 or another script that
+    writes its vowels 0), searched by key, by skeleton, or by first letter and length
+    (the fuzzy stage's candidates). The names in other scripts (Cyrillic, Greek, Ethiopic:
+    ``scripts.VOWELLED``) are for a name written in an abjad that no Latin name's
+    consonants spell (Arabic لازانيا, Russian лазанья lazan'ya)."""
 
     def __init__(self, con: sqlite3.Connection):
         self.con = con
@@ -128,11 +131,14 @@ class CrossPool:
     @staticmethod
     def rows(names) -> list[tuple]:
         """From (eid, lang, name) rows: the Latin-script names, each under its romanized
-        key and, without its designator words, under that key too; sorted."""
+        key and, without its designator words, under that key too, then the names in other
+        scripts that write their vowels, under their romanized key where no Latin name of
+        the entity has it; sorted."""
         best: dict = {}
         langs: dict = {}
         for eid, lg, name in names:
-            if not scripts.is_latin(name):
+            latin = scripts.is_latin(name)
+            if not latin and not scripts.vowelled(name):
                 continue
             key = scripts.romanize(name, lg)
             for flag, k in enumerate((key, affixes.latin_without_designators(key))):
@@ -142,11 +148,14 @@ class CrossPool:
                 if len(ck) < MIN_KEY:
                     continue
                 cur = best.get((ck, eid))
-                if cur is None or (flag, lg, name, k.count(" ") + 1) < cur:
-                    best[(ck, eid)] = (flag, lg, name, k.count(" ") + 1)
-                langs.setdefault((ck, eid), set()).add(normalize.base_lang(lg))
-        return sorted((ck, scripts.skeleton(ck), eid, flag, len(langs[(ck, eid)]), lg, name, ck[0], len(ck), words)
-                      for (ck, eid), (flag, lg, name, words) in best.items())
+                if cur is None or (not latin, flag, lg, name, k.count(" ") + 1) < cur:
+                    best[(ck, eid)] = (not latin, flag, lg, name, k.count(" ") + 1)
+                # the languages whose names have the key, counted among the Latin names
+                # or the others, whichever the row is of
+                langs.setdefault((ck, eid, latin), set()).add(normalize.base_lang(lg))
+        return sorted((ck, scripts.skeleton(ck), eid, flag, len(langs[(ck, eid, not other)]), lg, name, ck[0], len(ck),
+                       words, int(not other))
+                      for (ck, eid), (other, flag, lg, name, words) in best.items())
 
     @classmethod
     def write(cls, con: sqlite3.Connection, names) -> None:
@@ -156,7 +165,7 @@ class CrossPool:
             if stmt.strip():
                 con.execute(stmt)
         con.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
-        con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", cls.rows(names))
+        con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", cls.rows(names))
         con.execute("COMMIT")
 
     @classmethod
@@ -185,11 +194,13 @@ class CrossPool:
                 f"SELECT key, eid, flag, support, lang, words FROM rows WHERE {where} ORDER BY rowid", args).fetchall())
         return v
 
-    def by_key(self, key: str) -> list[tuple]:
-        return self._select("key = ?", (key,))
+    def by_key(self, key: str, latin: int = 1) -> list[tuple]:
+        return self._select("key = ? AND latin = ?", (key, latin))
 
-    def by_skel(self, skel: str) -> list[tuple]:
-        return self._select("skel = ?", (skel,))
+    def by_skel(self, skel: str, latin: int = 1) -> list[tuple]:
+        """The rows of a skeleton: of Latin names (``latin`` 1), or of names in other
+        scripts (0)."""
+        return self._select("skel = ? AND latin = ?", (skel, latin))
 
     def near_keys(self, key: str, bound: int) -> list[str]:
         """The keys with the first letter of ``key`` and a length within ``bound`` of it,
@@ -210,7 +221,7 @@ class CrossPool:
         by_len = self._near.get(first)
         if by_len is None:
             by_len = {n: keys.split(" ") for n, keys in self.con.execute(
-                "SELECT len, group_concat(key, ' ') FROM (SELECT DISTINCT key, len FROM rows WHERE first = ?)"
+                "SELECT len, group_concat(key, ' ') FROM (SELECT DISTINCT key, len FROM rows WHERE first = ? AND latin = 1)"
                 " GROUP BY len", (first,))}
             self._near.put(first, by_len)
         return by_len
@@ -386,9 +397,15 @@ class CrossScript(Stage):
                 # written long (Persian آگرا agra: Agra; نارا nara: Nara)
                 rows = [r for r in pool.by_key(key) if r[5] == words] if len(key) >= MIN_ABJAD_KEY else []
                 return pool.hits(rows, key) if rows else {}
-            # a spaced script: a name of as many words (البيلميني is not "palm wine")
-            rows = [r for r in pool.by_skel(sk) if r[5] == words]
-            return pool.hits(rows, key, scripts.abjad_matcher(key), unwritten=True) if rows else {}
+            # a spaced script: a name of as many words (البيلميني is not "palm wine"); the
+            # Latin names first, then those of other scripts that write their vowels
+            # (طماطم: Amharic ቲማቲም timatim, where no Latin name's consonants are tmtm)
+            for latin in (1, 0):
+                rows = [r for r in pool.by_skel(sk, latin) if r[5] == words]
+                found = pool.hits(rows, key, scripts.abjad_matcher(key, heard=not latin), unwritten=True) if rows else {}
+                if found:
+                    return found
+            return {}
         return pool.hits(pool.by_key(key), key) if len(key) >= MIN_KEY else {}
 
     def _fuzzy(self, pool: CrossPool, key: str, text: str) -> dict:
