@@ -673,6 +673,27 @@ def test_lower_case_word_is_no_place_name(ann):
     assert spans(ann, "sonra kyoto gibi bir yer.", "tr", topic="place") == []
 
 
+def test_thai_name_spelled_by_ear_only_where_the_word_list_lacks_it(ann, astore):
+    """A foreign name Thai spells by ear, which the segmenter cuts into letters its list
+    lacks (คย็|อง|จู), is the place of the text's country its consonants are heard as
+    (the linker's xheard stage); a word of the list heard the same way (พระอาทิตย์, the sun,
+    as Parit) is a word, though the linker alone would take it."""
+    from kgcult.link import Linker
+
+    text = "พระอาทิตย์ตกที่คย็องจูสวยมาก"
+    assert spans(ann, text, "th", topic="place", country="Q884") == [("คย็องจู", "Q91182")]
+    assert spans(ann, text, "th", topic="place") == []
+    from kgcult.store import Store
+
+    s = Store(astore, read_only=True)
+    try:
+        r = Linker.open(s, stages=["xscript", "xfuzzy", "xheard"]).link(
+            "พระอาทิตย์", lang="th", topic="place", country="Q884")
+    finally:
+        s.close()
+    assert (r["qid"], r["match"]) == ("Q91183", "cross-script-heard"), r
+
+
 def test_region_beside_a_namesake_located_nowhere_is_dropped():
     """Candidates of one name: a region with places in it, itself located in a country, and
     a place located nowhere the graph says (the mirror lost its P131): the place is meant."""

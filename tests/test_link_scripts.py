@@ -215,6 +215,33 @@ def test_abjad_name_meets_a_name_in_another_script_that_writes_its_vowels(linker
     assert [(r[0], r[2], r[4], r[10]) for r in rows] == [("lazanya", 1, 1, 1), ("pelmeni", 2, 1, 0)]
 
 
+def test_heard_keys_of_a_name_spelled_by_ear():
+    """Thai spells a foreign name with its own letters for the sounds it hears: the
+    consonants heard (voiced stops as voiceless, ch and j one sound, the letters under the
+    thanthakhat said, a final ญ the n of gn) meet the Latin name's; the vowels rank."""
+    assert thai.ear_key("เบรอตาญ") == scripts.ear_key("bretagne") == "prtn"
+    assert thai.ear_key("โพรวองซ์") == scripts.ear_key("provence") == "prns"
+    assert thai.ear_key("คย็องจู") == scripts.ear_key("gyeongju") == "knC"
+    assert thai.ear_key("เสียมเรียบ") == scripts.ear_key("siemreap") == "smrp"
+    assert scripts.heard("provence") == "prowense" and scripts.heard("gyeongju") == "kyeonCu"
+    assert thai.ear_key("Provence") is None
+
+
+def test_name_spelled_by_ear_in_the_prompt_country(linker):
+    """The xheard stage: a Thai name no romanized key reaches, given with a country, is the
+    place there (or placed nowhere, within two edits as heard) whose Latin name has the
+    consonants it is heard with, nearest by its vowels: โพรวองซ์ is Provence, not France
+    (Prancia, as far by its vowels as Provence is near); none without a country, none for
+    a country the place is not in."""
+    heard = linker.with_stages(BEFORE + ["affix", "xscript", "xfuzzy", "xheard"])
+    for mention, qid in (("เบรอตาญ", "Q99294"), ("โพรวองซ์", "Q99295")):
+        r = heard.link(mention, lang="th", topic="place", country="Q99293")
+        assert (r["qid"], r["match"]) == (qid, "cross-script-heard"), r
+        assert linker.link(mention, lang="th", topic="place", country="Q99293")["qid"] is None
+        assert heard.link(mention, lang="th", topic="place")["qid"] is None
+    assert heard.link("เบรอตาญ", lang="th", topic="place", country="Q99288")["qid"] is None
+
+
 def test_name_in_characters_reaches_no_entity_named_in_other_characters(linker):
     """杭州 reads koshu in Japanese, as Kōshū-shi does; its own name is 甲州市: a homophone,
     no match. 甲州 is that city's name without its designator; 寿司 reaches sushi, which has

@@ -19,7 +19,7 @@ from kgcult import extras
 from kgcult.link import Linker, pipeline
 from kgcult.link.thai import corpus as thai_corpus
 
-STAGES = ("gazetteer", "affix", "xscript", "stem", "compound", "reorder", "anyfuzzy", "xfuzzy")
+STAGES = ("gazetteer", "affix", "xscript", "stem", "compound", "reorder", "anyfuzzy", "xfuzzy", "xheard")
 FEATURE = "kgcult annotate's Thai stopwords"
 MIN_CHARS = 3
 MEMO = 50_000
@@ -33,11 +33,12 @@ class Guess:
     known: int = 0  # 1 a known word of the language, 2 an everyday one: stricter matches only
     phrase: bool = False  # words of the segmenter joined, each a known word: a phrase of the language
     covers: bool = False  # pieces joined over a name found there: taken only by the same romanized key
+    foreign: bool = False  # holds letters the segmenter's word list lacks (a name it cut up: คย็|อง|จู)
 
 
 # the stage that makes each kind of match the grammar file lists
 MATCH_STAGE = {"gazetteer": "gazetteer", "stem": "stem", "any-language-fuzzy": "anyfuzzy", "affix": "affix",
-               "cross-script": "xscript", "cross-script-fuzzy": "xfuzzy", "reordered": "reorder",
+               "cross-script": "xscript", "cross-script-fuzzy": "xfuzzy", "cross-script-heard": "xheard", "reordered": "reorder",
                "compound": "compound"}
 
 
@@ -176,7 +177,7 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming:
             # name a few letters off (เมืองหลวง is no Mueang Suang)
             phrase = (all(level(fold(p)) or fold(p) in dictionary for p in parts)
                       and (n > 1 or fold(parts[0]) in dictionary))
-            tries.append(Guess(w.start + a, w.start + b, w.text[a:b], level(k), phrase, covers))
+            tries.append(Guess(w.start + a, w.start + b, w.text[a:b], level(k), phrase, covers, any(bits[i:i + n])))
         if tries:
             out.append(tries)
     return out

@@ -233,14 +233,15 @@ class Annotator:
         # the others, the shorter forms a taken answer may be narrowed to whatever their
         # kind of match, every stage (the fuzzy one where their tier may take it)
         firsts = {id(grp[0]) for grp in groups}
-        kinds = [_kinds(fd.g, g.known) + (_local_kinds(fd.g, g.known) if about and not g.phrase else ())
+        kinds = [_kinds(fd.g, g.known) + tuple(m for m in (_local_kinds(fd.g, g.known) if about and not g.phrase else ())
+                                               if m != _HEARD or g.foreign)
                  for g in flat]
         # the others ask only the kinds the language takes somewhere (German: compound and
         # reordered, not the fuzzy stages the cross-script languages need)
         langs_kinds = set(fd.g.across + fd.g.across_known + fd.g.across_everyday + fd.g.across_local
                           + fd.g.across_known_local + fd.g.across_everyday_local)
         kinds = [k if id(g) in firsts else
-                 tuple(m for m in across.MATCH_STAGE if (m != _FUZZY or _FUZZY in k) and m in langs_kinds)
+                 tuple(m for m in across.MATCH_STAGE if (m not in _LOOSE or m in k) and m in langs_kinds)
                  for g, k in zip(flat, kinds)]
         res: dict[across.Guess, dict | None] = dict(zip(flat, self._cross().resolve(
             [g.mention for g in flat], row.lang, row.topic, row.country, kinds)))
@@ -254,6 +255,7 @@ class Annotator:
                   and not (_everyday_stem(g, fd) and not _coherent(res[g], about))
                   and not (_few_consonants(g, fd.g) and not _local_or_country(res[g], about))
                   and not (g.known and _foreign_affix(res[g], fd.g))
+                  and not ((res[g] or {}).get("match") == _HEARD and not g.foreign)
                   and ((res[g] or {}).get("match") in _kinds(fd.g, g.known)
                        or (not g.phrase and _local(res[g], about)))]
             if not ok:
@@ -538,6 +540,11 @@ def _kinds(g, known: int) -> tuple[str, ...]:
 
 
 _FUZZY = "cross-script-fuzzy"
+# a name spelled by ear (the consonants heard: Thai คย็องจู, Gyeongju): taken only for
+# letters the segmenter's word list lacks, a foreign name it cut up (a word of the list,
+# พระอาทิตย์, the sun, heard as Preah Vihear, is a word)
+_HEARD = "cross-script-heard"
+_LOOSE = (_FUZZY, _HEARD)
 
 
 def _local_kinds(g, known: int) -> tuple[str, ...]:

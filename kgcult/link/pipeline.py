@@ -19,7 +19,7 @@ from kgcult.link.stages.embedding import Embedding
 from kgcult.link.stages.gazetteer import Gazetteer
 from kgcult.link.stages.reorder import Reorder
 from kgcult.link.stages.stemmed import Compound, Stem
-from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy
+from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy, CrossScriptHeard
 
 REGISTRY: tuple[type[Stage], ...] = (
     lexical.Exact,
@@ -35,6 +35,7 @@ REGISTRY: tuple[type[Stage], ...] = (
     lexical.Fuzzy,
     lexical.AnyFuzzy,
     CrossScriptFuzzy,
+    CrossScriptHeard,
     Cognate,
     lexical.Tokens,
     Semantic,

@@ -207,6 +207,32 @@ def foreign_key(text: str) -> str | None:
     return key if key and key != _key(parts(t)) else None
 
 
+# Thai letters by the sound they write a foreign name's consonant with (scripts.ear_key's
+# classes: C the sound of ch and j); ย ว อ ห ฮ and the vowels are no consonant there
+_EAR = {c: v for cs, v in (("กขฃคฅฆ", "k"), ("ง", "n"), ("จฉชฌ", "C"), ("ซศษส", "s"), ("ฎฏดตฐฑฒถทธ", "t"),
+                           ("ณน", "n"), ("บปผพภ", "p"), ("ฝฟ", "f"), ("ม", "m"), ("รฤ", "r"), ("ลฬ", "l"))
+        for c in cs}
+_YO_YING = "\u0e0d"  # ญ: the n of a foreign name's gn at a syllable's end (เบรอตาญ), else a y
+
+
+def ear_key(text: str) -> str | None:
+    """The consonant sounds of a one-word Thai name as Thai spells a foreign name by ear,
+    the letters under the thanthakhat said (เสียมเรียบ smrp: Siem Reap; โพรวองซ์ prns:
+    Provence; เบรอตาญ prtn: Bretagne), in the classes of ``scripts.ear_key``; None for
+    another name."""
+    t = _one_word(text)
+    if t is None:
+        return None
+    out = []
+    for i, c in enumerate(t):
+        if c == _YO_YING:
+            if i + 1 == len(t) or t[i + 1] in _CONSONANTS:
+                out.append("n")
+            continue
+        out.append(_EAR.get(c, ""))
+    return re.sub(r"([a-zC])\1+", r"\1", "".join(out))
+
+
 MAX_LINKING = 3  # inner syllables of a Thai word that may each be read again (2^3 spellings)
 # the final letters a Pali or Sanskrit compound reads again as the next syllable's head
 # (stops, ย, ฬ); a sonorant final (ง น ม ร ว) is not (นคร|ราช: nakhon ratcha)

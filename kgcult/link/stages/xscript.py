@@ -39,6 +39,8 @@ _FOLD = str.maketrans("ckqpv", "kkkbf")
 MIN_KEY = 3        # romanized keys (skeletons) shorter than this are not compared
 FUZZY_MIN_KEY = 5  # nor, within edits, keys shorter than this
 MIN_ABJAD_KEY = 4  # a key in Arabic script with fewer consonants than MIN_KEY: compared whole from this length
+MIN_EAR = 3  # consonants heard (thai.ear_key) from which a name spelled by ear is looked up
+HEARD_UNPLACED = 2  # edits as heard within which a place located nowhere is the name spelled by ear
 ROMANIZERS = ("anyascii", "pythainlp", "pykakasi", "korean_romanizer")
 
 
@@ -101,11 +103,12 @@ class Affix(Stage):
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE rows(key TEXT, skel TEXT, eid INTEGER, flag INTEGER, support INTEGER, lang TEXT,
-                  name TEXT, first TEXT, len INTEGER, words INTEGER, latin INTEGER);
+                  name TEXT, first TEXT, len INTEGER, words INTEGER, latin INTEGER, ear TEXT);
 """
 INDEXES = """
 CREATE INDEX rows_key ON rows(key);
 CREATE INDEX rows_skel ON rows(skel);
+CREATE INDEX rows_ear ON rows(ear);
 CREATE INDEX rows_len ON rows(first, len, key);
 """
 CACHE_KIB = 512  # page cache of an open pool
@@ -117,8 +120,9 @@ class CrossPool:
     """The romanized Latin names of a topic's entities in an SQLite file (or in memory):
     rows (key, skeleton, entity, designator taken off 0/1, languages with the key, the
     first language and name, first letter, length, words, Latin 1 or another script that
-    writes its vowels 0), searched by key, by skeleton, or by first letter and length
-    (the fuzzy stage's candidates). The names in other scripts (Cyrillic, Greek, Ethiopic:
+    writes its vowels 0, the consonants as heard: ``scripts.ear_key``), searched by key, by
+    skeleton, by the consonants heard, or by first letter and length (the fuzzy stage's
+    candidates). The names in other scripts (Cyrillic, Greek, Ethiopic:
     ``scripts.VOWELLED``) are for a name written in an abjad that no Latin name's
     consonants spell (Arabic لازانيا, Russian лазанья lazan'ya)."""
 
@@ -154,7 +158,7 @@ class CrossPool:
                 # or the others, whichever the row is of
                 langs.setdefault((ck, eid, latin), set()).add(normalize.base_lang(lg))
         return sorted((ck, scripts.skeleton(ck), eid, flag, len(langs[(ck, eid, not other)]), lg, name, ck[0], len(ck),
-                       words, int(not other))
+                       words, int(not other), scripts.ear_key(ck))
                       for (ck, eid), (other, flag, lg, name, words) in best.items())
 
     @classmethod
@@ -165,7 +169,7 @@ class CrossPool:
             if stmt.strip():
                 con.execute(stmt)
         con.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
-        con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", cls.rows(names))
+        con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", cls.rows(names))
         con.execute("COMMIT")
 
     @classmethod
@@ -191,16 +195,21 @@ class CrossPool:
         v = self._memo.get(k)
         if v is None:
             v = self._memo.put(k, self.con.execute(
-                f"SELECT key, eid, flag, support, lang, words FROM rows WHERE {where} ORDER BY rowid", args).fetchall())
+                f"SELECT key, eid, flag, support, lang, words, latin FROM rows WHERE {where} ORDER BY rowid",
+                args).fetchall())
         return v
 
     def by_key(self, key: str, latin: int = 1) -> list[tuple]:
         return self._select("key = ? AND latin = ?", (key, latin))
 
-    def by_skel(self, skel: str, latin: int = 1) -> list[tuple]:
-        """The rows of a skeleton: of Latin names (``latin`` 1), or of names in other
-        scripts (0)."""
-        return self._select("skel = ? AND latin = ?", (skel, latin))
+    def by_skel(self, skel: str) -> list[tuple]:
+        """The rows of a skeleton, of Latin names (``latin``, the last field, 1) and of names
+        in other scripts (0)."""
+        return self._select("skel = ?", (skel,))
+
+    def by_ear(self, ear: str) -> list[tuple]:
+        """The rows of the Latin names whose consonants are heard as ``ear``."""
+        return self._select("ear = ? AND latin = 1", (ear,))
 
     def near_keys(self, key: str, bound: int) -> list[str]:
         """The keys with the first letter of ``key`` and a length within ``bound`` of it,
@@ -238,7 +247,7 @@ class CrossPool:
         stub's one name); ``keep(name key)``: which rows count."""
         out: dict = {}
         fk = key.translate(_FOLD)
-        for k, eid, flag, support, lg, _words in rows:
+        for k, eid, flag, support, lg, _words, _latin in rows:
             if keep is not None and not keep(k):
                 continue
             edits = 0 if unwritten else Levenshtein.distance(fk, k.translate(_FOLD))
@@ -323,6 +332,7 @@ class CrossScript(Stage):
         """The hits a mention given with ``country`` (the prompt's) takes: all of them."""
         return found
 
+
     def in_country(self, found: dict, country: str) -> dict:
         """The hits that are ``country`` or lie in it (``GraphFacts.countries``)."""
         ix, countries = self.ctx.ix, self.ctx.countries
@@ -400,8 +410,9 @@ class CrossScript(Stage):
             # a spaced script: a name of as many words (البيلميني is not "palm wine"); the
             # Latin names first, then those of other scripts that write their vowels
             # (طماطم: Amharic ቲማቲም timatim, where no Latin name's consonants are tmtm)
+            same = [r for r in pool.by_skel(sk) if r[5] == words]
             for latin in (1, 0):
-                rows = [r for r in pool.by_skel(sk, latin) if r[5] == words]
+                rows = [r for r in same if r[6] == latin]
                 found = pool.hits(rows, key, scripts.abjad_matcher(key, heard=not latin), unwritten=True) if rows else {}
                 if found:
                     return found
@@ -519,3 +530,58 @@ class CrossScriptFuzzy(CrossScript):
         """xscript's readings (read once per process), when the linker has that stage."""
         st = self._exact_stage()
         return st.hanja() if st is not None else super().hanja()
+
+
+class CrossScriptHeard(CrossScriptFuzzy):
+    """A Thai mention given with a country, as Thai spells a foreign name by ear, among the
+    Latin names of the places there (:meth:`heard_as`); ``sub``: the edits as heard."""
+    name = "xheard"
+    match = "cross-script-heard"
+    base_score = 0.55
+
+    def run(self, batch):
+        for s in batch:
+            country = s.row.get("country")
+            if s.topic is None or not country or s.names_something():
+                continue
+            s.add_found(self.heard_as(s.text, s.lang, s.topic, country), self)
+
+    def heard_as(self, text: str, lang: str, topic: str, country: str) -> dict:
+        """A foreign name that Thai spells by ear (``thai.ear_key``: เบรอตาญ, Bretagne; คย็องจู,
+        Gyeongju; โพรวองซ์, Provence), no key of which is a few edits from a Latin name's:
+        among the Latin names whose consonants are heard the same, those of places that lie
+        in ``country`` or nowhere the graph says (a mirror loses claims), nearest as heard
+        with the vowels (``scripts.heard``), one located nowhere only within
+        :data:`HEARD_UNPLACED` edits; among the nearest, the ones in ``country``; one entity,
+        or no guess. (A name of a country another language writes by ear, Prancia, is as near
+        by its consonants; its vowels keep it apart.)"""
+        ear = thai.ear_key(text)
+        if ear is None or len(ear) < MIN_EAR:
+            return {}
+        k = (text, topic, country, "heard")
+        found = self._memo.get(k)
+        if found is None:
+            found = self._memo.put(k, self._heard(text, lang, topic, country, ear))
+        return found
+
+    def _heard(self, text: str, lang: str, topic: str, country: str, ear: str) -> dict:
+        mine = scripts.heard(thai.foreign_key(text) or scripts.compact(scripts.romanize(text, lang)))
+        nearest: dict = {}  # eid -> (edits as heard, language)
+        for key, eid, _flag, _support, lg, _words, _latin in self.pool(topic).by_ear(ear):
+            d = Levenshtein.distance(mine, scripts.heard(key))
+            if eid not in nearest or (d, lg) < nearest[eid]:
+                nearest[eid] = (d, lg)
+        # nearest first: the places of each distance checked until some lie in the country
+        # or nowhere (the graph's countries of a place are looked up only so far)
+        for d in sorted({v[0] for v in nearest.values()}):
+            placed, unplaced = [], []
+            for e in sorted(e for e, v in nearest.items() if v[0] == d):
+                where = self.ctx.countries(e)
+                if country in where:
+                    placed.append(e)
+                elif not where and d <= HEARD_UNPLACED:
+                    unplaced.append(e)
+            near = placed or unplaced
+            if near:
+                return {near[0]: (0, nearest[near[0]][1], float(d))} if len(near) == 1 else {}
+        return {}
