@@ -694,6 +694,25 @@ def test_thai_name_spelled_by_ear_only_where_the_word_list_lacks_it(ann, astore)
     assert (r["qid"], r["match"]) == ("Q91183", "cross-script-heard"), r
 
 
+def test_thai_pieces_joined_beyond_join_pieces_only_over_letters_the_list_lacks(ann):
+    """Thai joins up to join_pieces (3) words of the segmenter when guessing across scripts,
+    and up to join_foreign (4) where the pieces hold letters its word list lacks: เบ|รอ|ตา|ญ
+    (Bretagne) is guessed whole; four listed words never are."""
+    from kgcult.annotate import across
+    from kgcult.annotate.grammar import grammar
+
+    g = grammar("th")
+    assert (g.join_pieces, g.join_foreign) == (3, 4)
+    foreign = "เบรอตาญ"
+    listed = "ภูเขาทะเลสาบน้ำตกป่า"  # ภูเขา|ทะเลสาบ|น้ำตก|ป่า: mountains, lake, waterfall, forest
+
+    def guessed(text):
+        return {x.mention for grp in across.guesses(text, g, ann.names("place"), []) for x in grp}
+
+    assert foreign in guessed(foreign)
+    assert listed not in guessed(listed)
+
+
 def test_region_beside_a_namesake_located_nowhere_is_dropped():
     """Candidates of one name: a region with places in it, itself located in a country, and
     a place located nowhere the graph says (the mirror lost its P131): the place is meant."""

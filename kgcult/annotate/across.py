@@ -144,8 +144,9 @@ def guesses(text: str, g: Grammar, names: Names, taken: list[tuple[int, int]],
 def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming: bool = False,
             every_day=frozenset(), dictionary=frozenset()) -> list[list[Guess]]:
     """The segmenter's words of an unspaced run and up to ``g.join_pieces`` adjacent ones
-    joined, longest first: a foreign name the word list lacks is cut into the words and
-    letters it happens to contain (ปูซาน: ปู, ซาน); never with a one-letter everyday word
+    joined (up to ``g.join_foreign`` where they hold letters the word list lacks), longest
+    first: a foreign name the word list lacks is cut into the words and letters it happens
+    to contain (ปูซาน: ปู, ซาน); never with a one-letter everyday word
     of the language (``every_day``) at either end, a grammatical word (有 have, 和 and)."""
     cuts = segment(w.text, g.segmenter or "", g.lang)
     # the letters the segmenter cut off a word its list lacks (บ|อร์|โดซ์, Bordeaux)
@@ -153,7 +154,9 @@ def _joined(w, g: Grammar, every, level, strict: bool, stop, free, over, naming:
     out = []
     for i in range(len(cuts)):
         tries = []
-        for n in range(min(g.join_pieces, len(cuts) - i), 0, -1):
+        for n in range(min(max(g.join_pieces, g.join_foreign), len(cuts) - i), 0, -1):
+            if n > g.join_pieces and not any(bits[i:i + n]):
+                continue  # more pieces than join_pieces: only a name the list lacks (เบ|รอ|ตา|ญ)
             a, b = cuts[i][0], cuts[i + n - 1][1]
             parts = [w.text[x:y] for x, y in cuts[i:i + n]]
             if (i > 0 and bits[i - 1] and bits[i]) or (i + n < len(cuts) and bits[i + n] and bits[i + n - 1]):

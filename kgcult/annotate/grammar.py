@@ -51,6 +51,7 @@ class Grammar:
     stem_endings: tuple = ()  # (folded ending, as the stemmer reads it), longest first
     min_kana: int = 0  # hiragana-only words shorter than this never go across scripts
     join_pieces: int = 1  # adjacent words of the segmenter joined when guessing across scripts
+    join_foreign: int = 0  # ... up to this many when they hold letters its word list lacks
     attributive: tuple[str, ...] = ()  # nouns a name written right after qualifies (อาหารไทย)
     cognate: bool = False  # the language's one-word names and words meet by cognate keys
     case_endings: tuple = ()  # (ending of a word, ending of its name), longest first
@@ -156,6 +157,7 @@ def grammar(lang: str) -> Grammar:
         known_zipf=float(d.get("known_zipf", 3.0)),
         namesake=tuple(d.get("namesake_designators", ())),
         join_pieces=int(d.get("join_pieces", 1)),
+        join_foreign=int(d.get("join_foreign", 0)),
         min_kana=int(d.get("min_kana", 0)),
         nouns_capitalized=bool(d.get("nouns_capitalized")),
         endings=tuple(d.get("noun_endings", ())),

@@ -109,7 +109,7 @@ INDEXES = """
 CREATE INDEX rows_key ON rows(key);
 CREATE INDEX rows_skel ON rows(skel);
 CREATE INDEX rows_ear ON rows(ear);
-CREATE INDEX rows_len ON rows(first, len, key);
+CREATE INDEX rows_len ON rows(first, latin, len, key);
 """
 CACHE_KIB = 512  # page cache of an open pool
 NEAR_LISTS = 64  # key lists by (first letter, lengths) a pool keeps (a few thousand keys each)
