@@ -692,6 +692,8 @@ def test_thai_name_spelled_by_ear_only_where_the_word_list_lacks_it(ann, astore)
     finally:
         s.close()
     assert (r["qid"], r["match"]) == ("Q91183", "cross-script-heard"), r
+    # a place the graph locates nowhere, within two edits as heard, for letters the list lacks
+    assert spans(ann, "ฤดูร้อนที่โพรวองซ์", "th", topic="place", country="Q884") == [("โพรวองซ์", "Q91184")]
 
 
 def test_thai_pieces_joined_beyond_join_pieces_only_over_letters_the_list_lacks(ann):

@@ -257,7 +257,7 @@ class Annotator:
                   and not (g.known and _foreign_affix(res[g], fd.g))
                   and not ((res[g] or {}).get("match") == _HEARD and not g.foreign)
                   and ((res[g] or {}).get("match") in _kinds(fd.g, g.known)
-                       or (not g.phrase and _local(res[g], about)))]
+                       or (not g.phrase and (_local(res[g], about) or _heard_unplaced(res[g], g))))]
             if not ok:
                 continue
             # a form found by the same romanized key before one a few letters off (교토로,
@@ -560,6 +560,15 @@ def _local(r: dict | None, about: set) -> bool:
     เมืองหลวงเก่า, the old capital)."""
     r = r or {}
     return bool(about) and (r.get("qid") in about or bool(about.intersection(r.get("country") or ())))
+
+
+def _heard_unplaced(r: dict | None, g: across.Guess) -> bool:
+    """A name spelled by ear (``cross-script-heard``) that the linker found among the places
+    the graph locates nowhere (a mirror loses claims: Provence), for letters the word list
+    lacks: the linker took it only within two edits as heard, beside no place of the
+    country so near."""
+    r = r or {}
+    return r.get("match") == _HEARD and g.foreign and not r.get("country")
 
 
 def _taken_ok(r: dict | None, fd: Finder, ix, known: int = 0) -> bool:
