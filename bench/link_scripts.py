@@ -39,6 +39,7 @@ GEN = SHARED / "scale" / "gen_mentions.py"
 # the default stages before the change (issue 37's gazetteer, affix, xscript and xfuzzy came in after)
 OLD_STAGES = ("exact", "normalized", "english", "any", "stem", "compound", "fuzzy", "anyfuzzy", "tokens",
               "semantic")
+NEW_STAGES = ("gazetteer", "affix", "xscript", "reorder", "xfuzzy", "xheard", "cognate")  # the defaults OLD_STAGES lacks
 
 
 def span_rows(path: Path) -> list[dict]:
@@ -131,6 +132,10 @@ def main() -> None:
     mixed = work / "mixed-3000.jsonl"
     if not mixed.exists():
         subprocess.run([sys.executable, str(GEN), "3000", str(mixed)], check=True, stdout=subprocess.DEVNULL)
+    sys.path.insert(0, str(ROOT))
+    from kgcult.link import pipeline
+    if tuple(s for s in pipeline.default_stages() if s not in OLD_STAGES) != NEW_STAGES:
+        sys.exit("bench/link_scripts.py: NEW_STAGES no longer names the default stages OLD_STAGES lacks")
     # the control: this checkout without the new stages (what else changed since the
     # commit before is then not counted against them)
     variants = {"before": (before, ()), "after": (ROOT, ()),
@@ -183,7 +188,7 @@ def report(d: dict) -> str:
               "|---|---:|---:|---:|---:|---|---|"]
     for tag in ("before", "after", "after-without"):
         s = sp[tag]
-        name = f"{tag} ({c[tag]})" if tag in c else f"after ({c['after']}) without gazetteer, affix, xscript, xfuzzy"
+        name = f"{tag} ({c[tag]})" if tag in c else f"after ({c['after']}) without {', '.join(NEW_STAGES)}"
         lines.append(f"| {name} | {s['median_wall']} | {s['mentions_per_s']:,} | {s['median_cpu']} | "
                      f"{max(r['peak_rss_mib'] for r in s['runs'])} | "
                      f"{', '.join(str(r['load']) for r in s['runs'])} | {s['identical_output']} |")
