@@ -39,7 +39,7 @@ GEN = SHARED / "scale" / "gen_mentions.py"
 # the default stages before the change (issue 37's gazetteer, affix, xscript and xfuzzy came in after)
 OLD_STAGES = ("exact", "normalized", "english", "any", "stem", "compound", "fuzzy", "anyfuzzy", "tokens",
               "semantic")
-NEW_STAGES = ("gazetteer", "affix", "xscript", "reorder", "xfuzzy", "xheard", "cognate")  # the defaults OLD_STAGES lacks
+NEW_STAGES = ("gazetteer", "affix", "xscript", "xvowel", "reorder", "xfuzzy", "xheard", "cognate")  # the defaults OLD_STAGES lacks
 
 
 def span_rows(path: Path) -> list[dict]:

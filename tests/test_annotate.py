@@ -715,6 +715,14 @@ def test_thai_pieces_joined_beyond_join_pieces_only_over_letters_the_list_lacks(
     assert listed not in guessed(listed)
 
 
+def test_arabic_word_meets_a_name_in_a_script_that_writes_its_vowels(ann):
+    """A word Arabic knows (الطماطم) that no Latin name's consonants spell is the entity a
+    script writing its vowels names so (Amharic ቲማቲም, the linker's xvowel stage), by four
+    consonants; a known word that meets such a name by three (ملعقة, spoon: Russian малка)
+    is a word."""
+    assert spans(ann, "ملعقة من الطماطم", "ar") == [("الطماطم", "Q91185")]
+
+
 def test_region_beside_a_namesake_located_nowhere_is_dropped():
     """Candidates of one name: a region with places in it, itself located in a country, and
     a place located nowhere the graph says (the mirror lost its P131): the place is meant."""

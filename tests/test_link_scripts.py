@@ -199,16 +199,19 @@ def test_names_across_scripts_and_grammar(linker, mention, lang, topic, qid, mat
 
 
 def test_abjad_name_meets_a_name_in_another_script_that_writes_its_vowels(linker):
-    """A name in Arabic script that no Latin name's consonants spell reaches one in a script
-    that writes its vowels (Cyrillic лазанья, lazan'ya: لازانيا), with the vowels the
-    abjad writes heard as written (Georgian მიქლიო, miklio, is not مقلية: its ya is no o);
-    the pool files those names apart from the Latin ones (``latin`` 0), which a romanized
-    mention in another script, fuzzy or not, never meets."""
+    """The xvowel stage: a name in Arabic script that no Latin name's consonants spell
+    reaches one in a script that writes its vowels (Cyrillic лазанья, lazan'ya: لازانيا),
+    with the vowels the abjad writes heard as written (Georgian მიქლიო, miklio, is not
+    مقلية: its ya is no o); the pool files those names apart from the Latin ones (``latin``
+    0), which xscript and a romanized mention in another script, fuzzy or not, never meet."""
     from kgcult.link.stages.xscript import CrossPool
 
-    r = linker.link("اللازانيا", lang="ar", topic="food")
-    assert (r["qid"], r["match"]) == ("Q99291", "cross-script"), r
-    assert linker.link("مقلية", lang="ar", topic="food")["qid"] is None
+    vowelled = linker.with_stages(BEFORE + ["affix", "xscript", "xvowel", "reorder", "xfuzzy"])
+    r = vowelled.link("اللازانيا", lang="ar", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99291", "cross-script-vowelled"), r
+    assert linker.link("اللازانيا", lang="ar", topic="food")["qid"] is None  # without xvowel
+    assert vowelled.link("مقلية", lang="ar", topic="food")["qid"] is None
+    assert vowelled.link("лазанья", lang="ru", topic="food")["match"] != "cross-script-vowelled"
     assert scripts.abjad_matcher("mqlya")("miklio") and not scripts.abjad_matcher("mqlya", heard=True)("miklio")
     assert scripts.abjad_matcher("tmatm", heard=True)("timatim")
     rows = CrossPool.rows([(1, "ru", "лазанья"), (1, "en", "Lazanya"), (2, "ru", "пельмени"), (3, "zh", "粽子")])

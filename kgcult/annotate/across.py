@@ -19,7 +19,7 @@ from kgcult import extras
 from kgcult.link import Linker, pipeline
 from kgcult.link.thai import corpus as thai_corpus
 
-STAGES = ("gazetteer", "affix", "xscript", "stem", "compound", "reorder", "anyfuzzy", "xfuzzy", "xheard")
+STAGES = ("gazetteer", "affix", "xscript", "xvowel", "stem", "compound", "reorder", "anyfuzzy", "xfuzzy", "xheard")
 FEATURE = "kgcult annotate's Thai stopwords"
 MIN_CHARS = 3
 MEMO = 50_000
@@ -38,7 +38,8 @@ class Guess:
 
 # the stage that makes each kind of match the grammar file lists
 MATCH_STAGE = {"gazetteer": "gazetteer", "stem": "stem", "any-language-fuzzy": "anyfuzzy", "affix": "affix",
-               "cross-script": "xscript", "cross-script-fuzzy": "xfuzzy", "cross-script-heard": "xheard", "reordered": "reorder",
+               "cross-script": "xscript", "cross-script-vowelled": "xvowel", "cross-script-fuzzy": "xfuzzy",
+               "cross-script-heard": "xheard", "reordered": "reorder",
                "compound": "compound"}
 
 

@@ -256,6 +256,7 @@ class Annotator:
                   and not (_few_consonants(g, fd.g) and not _local_or_country(res[g], about))
                   and not (g.known and _foreign_affix(res[g], fd.g))
                   and not ((res[g] or {}).get("match") == _HEARD and not g.foreign)
+                  and not (g.known and (res[g] or {}).get("match") == _VOWELLED and _few_consonants(g, fd.g))
                   and ((res[g] or {}).get("match") in _kinds(fd.g, g.known)
                        or (not g.phrase and (_local(res[g], about) or _heard_unplaced(res[g], g))))]
             if not ok:
@@ -545,6 +546,10 @@ _FUZZY = "cross-script-fuzzy"
 # พระอาทิตย์, the sun, heard as Preah Vihear, is a word)
 _HEARD = "cross-script-heard"
 _LOOSE = (_FUZZY, _HEARD)
+# a name in a script that writes its vowels, met by an abjad word's consonants and written
+# vowels (Arabic طماطم, Amharic ቲማቲም timatim): for a word the language knows, only by more
+# than FEW_CONSONANTS consonants (ملعقة, spoon, m l q, is heard as a mollusc's name)
+_VOWELLED = "cross-script-vowelled"
 
 
 def _local_kinds(g, known: int) -> tuple[str, ...]:

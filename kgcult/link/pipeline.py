@@ -19,7 +19,7 @@ from kgcult.link.stages.embedding import Embedding
 from kgcult.link.stages.gazetteer import Gazetteer
 from kgcult.link.stages.reorder import Reorder
 from kgcult.link.stages.stemmed import Compound, Stem
-from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy, CrossScriptHeard
+from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy, CrossScriptHeard, CrossScriptVowelled
 
 REGISTRY: tuple[type[Stage], ...] = (
     lexical.Exact,
@@ -29,6 +29,7 @@ REGISTRY: tuple[type[Stage], ...] = (
     Gazetteer,
     Affix,
     CrossScript,
+    CrossScriptVowelled,
     Stem,
     Compound,
     Reorder,

@@ -276,6 +276,7 @@ class CrossScript(Stage):
     feature = "the linker's cross-script stages"
     scored = True
     fuzzy = False
+    other_scripts = False  # the names in other scripts that write their vowels (xvowel), not the Latin ones
 
     def __init__(self, ctx, rank: int):
         super().__init__(ctx, rank)
@@ -403,20 +404,18 @@ class CrossScript(Stage):
         if scripts.abjad(text):
             sk = scripts.skeleton(key)
             if len(sk) < MIN_KEY:
+                if self.other_scripts:
+                    return {}
                 # too few consonants to meet a name by: the key itself, every vowel of it
                 # written long (Persian آگرا agra: Agra; نارا nara: Nara)
                 rows = [r for r in pool.by_key(key) if r[5] == words] if len(key) >= MIN_ABJAD_KEY else []
                 return pool.hits(rows, key) if rows else {}
             # a spaced script: a name of as many words (البيلميني is not "palm wine"); the
-            # Latin names first, then those of other scripts that write their vowels
+            # Latin names, or (xvowel) those of other scripts that write their vowels
             # (طماطم: Amharic ቲማቲም timatim, where no Latin name's consonants are tmtm)
-            same = [r for r in pool.by_skel(sk) if r[5] == words]
-            for latin in (1, 0):
-                rows = [r for r in same if r[6] == latin]
-                found = pool.hits(rows, key, scripts.abjad_matcher(key, heard=not latin), unwritten=True) if rows else {}
-                if found:
-                    return found
-            return {}
+            latin = 0 if self.other_scripts else 1
+            rows = [r for r in pool.by_skel(sk) if r[5] == words and r[6] == latin]
+            return pool.hits(rows, key, scripts.abjad_matcher(key, heard=not latin), unwritten=True) if rows else {}
         return pool.hits(pool.by_key(key), key) if len(key) >= MIN_KEY else {}
 
     def _fuzzy(self, pool: CrossPool, key: str, text: str) -> dict:
@@ -488,7 +487,7 @@ class CrossScript(Stage):
             self.hanja()
 
     def caches(self) -> list:
-        if self.ctx.cache_dir is None or self.fuzzy:  # xfuzzy reads xscript's pools
+        if self.ctx.cache_dir is None:
             return []
         return [(t.name, sum(n for _lg, n in self.ctx.ix.parts(t.name))) for t in self.ctx.ix.topics]
 
@@ -499,7 +498,46 @@ class CrossScript(Stage):
         return not had
 
 
-class CrossScriptFuzzy(CrossScript):
+class _SharedPool(CrossScript):
+    """A cross-script stage that reads xscript's pools and readings, when the linker has
+    that stage (one open pool per topic, its memos shared); it builds no cache of its own."""
+
+    def _exact_stage(self) -> "CrossScript | None":
+        st = self.ctx.stage("xscript") if hasattr(self.ctx, "stage") else None
+        return st if st is not None and st is not self else None
+
+    def pool(self, topic: str) -> CrossPool:
+        st = self._exact_stage()
+        return st.pool(topic) if st is not None else super().pool(topic)
+
+    def hanja(self) -> dict[str, str]:
+        """xscript's readings (read once per process), when the linker has that stage."""
+        st = self._exact_stage()
+        return st.hanja() if st is not None else super().hanja()
+
+    def caches(self) -> list:
+        return []
+
+
+class CrossScriptVowelled(_SharedPool):
+    """A mention in an abjad (Arabic script) that no Latin name's consonants spell, among the
+    topic's names in the scripts that write their vowels (Cyrillic, Greek, Armenian,
+    Georgian, Ethiopic: ``scripts.VOWELLED``), romanized, each vowel the abjad writes heard
+    as written (``scripts.abjad_matcher(heard=True)``: Arabic طماطم is Amharic ቲማቲም timatim;
+    مقلية is no Georgian მიქლიო miklio)."""
+    name = "xvowel"
+    match = "cross-script-vowelled"
+    base_score = 0.65
+    other_scripts = True
+
+    def run(self, batch):
+        super().run([s for s in batch if scripts.abjad(s.text)])
+
+    def prepare(self) -> None:
+        scripts.prepare()
+
+
+class CrossScriptFuzzy(_SharedPool):
     """:class:`CrossScript` within ``fuzzy_bound`` edits (in Arabic script, one edit of a
     skeleton of 5+ consonants), when one entity alone is nearest; ``sub``: the edits."""
     name = "xfuzzy"
@@ -518,18 +556,6 @@ class CrossScriptFuzzy(CrossScript):
             return found
         return self.in_country(found, country)
 
-    def _exact_stage(self) -> "CrossScript | None":
-        st = self.ctx.stage("xscript") if hasattr(self.ctx, "stage") else None
-        return st if st is not None and st is not self else None
-
-    def pool(self, topic: str) -> CrossPool:
-        st = self._exact_stage()
-        return st.pool(topic) if st is not None else super().pool(topic)
-
-    def hanja(self) -> dict[str, str]:
-        """xscript's readings (read once per process), when the linker has that stage."""
-        st = self._exact_stage()
-        return st.hanja() if st is not None else super().hanja()
 
 
 class CrossScriptHeard(CrossScriptFuzzy):
