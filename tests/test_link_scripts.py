@@ -309,6 +309,9 @@ def test_head_and_foreign_qualifier_looked_up_in_english_order(linker):
     assert (r["qid"], r["match"]) == ("Q99287", "reordered"), r
     assert linker.link("curry casero", lang="es", topic="food")["qid"] != "Q99287"
     assert linker.link("arroz verde", lang="es", topic="food")["qid"] is None       # no "verde rice"
+    # with the head noun of the head's English name of two words (Common beans: beans)
+    r = linker.link("fagioli neri", lang="it", topic="food")
+    assert (r["qid"], r["match"]) == ("Q99297", "reordered"), r
     from kgcult.link.stages import reorder
     assert reorder.split("salade d'Olivier", "fr") == ("salade", "Olivier", True)
     assert reorder.split("pollo a la mantequilla", "es") == ("pollo", "mantequilla", True)

@@ -13,8 +13,9 @@ head first, looked up as English writes the name, the qualifier first:
   soup, ``Pitabrot`` -> pita bread.
 
 The head names an entity in the mention's language (verbatim, normalized, or a case form
-of a name: ``курицу``, ``курица``); each of its English names is put after each English
-rendering of the qualifier, and an entity of the topic, other than the head, with the
+of a name: ``курицу``, ``курица``); each of its English names, then the head noun (the
+last word) of those of several words, is put after each English rendering of the
+qualifier (``fagioli neri``: Common beans, beans -> black beans), and an entity of the topic, other than the head, with the
 name so made (exact, then normalized) is the hit. Nothing is translated but through the
 graph's own names, and a closed class of adjectives of colour and taste the data gives
 English words for (``qualifier_words``: ``curry verde`` -> green curry); another word of
@@ -147,6 +148,10 @@ def reordered(ix: LabelIndex, head_eids, qualifier: str, lang: str, valid=None, 
         return {}
     out: dict = {}
     heads = english_names(ix, head_eids)
+    # then the head noun of a name of several words, its last (Common beans: beans, so
+    # fagioli neri is black beans)
+    heads = list(dict.fromkeys(heads + [n.rsplit(" ", 1)[1] for n in heads
+                                        if " " in n and sum(c.isalpha() for c in n.rsplit(" ", 1)[1]) >= MIN_LETTERS]))
     for q in qs:
         for name in heads:
             made = f"{q} {name}"
