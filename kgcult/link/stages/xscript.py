@@ -199,8 +199,9 @@ class CrossPool:
                 args).fetchall())
         return v
 
-    def by_key(self, key: str, latin: int = 1) -> list[tuple]:
-        return self._select("key = ? AND latin = ?", (key, latin))
+    def by_key(self, key: str) -> list[tuple]:
+        """The rows of the Latin names with the key."""
+        return self._select("key = ? AND latin = 1", (key,))
 
     def by_skel(self, skel: str) -> list[tuple]:
         """The rows of a skeleton, of Latin names (``latin``, the last field, 1) and of names
@@ -555,7 +556,6 @@ class CrossScriptFuzzy(_SharedPool):
         if not country or not found:
             return found
         return self.in_country(found, country)
-
 
 
 class CrossScriptHeard(CrossScriptFuzzy):
