@@ -430,6 +430,12 @@ LOOKUP_QUERIES = {
     "not projected": ("SELECT ?c ?dl WHERE { { SELECT ?c WHERE { ?d wdt:P495 ?c } } ?d rdfs:label ?dl }", 0),
     # the first pattern of its group: nothing to look up from
     "first": ("SELECT ?d ?dl WHERE { ?d rdfs:label ?dl . ?d wdt:P495 ?c }", 0),
+    # a statement after a FILTER, and a subject bound by a VALUES block (kgcult's bindings):
+    # a label left joined after two looked up per row, Oxigraph plans very badly
+    "after a filter": ("SELECT ?d ?dl ?i ?il WHERE { ?d wdt:P527 ?i . ?i rdfs:label ?il . "
+                       "FILTER(LANG(?il) != \"\") ?d rdfs:label ?dl }", 2),
+    "values": ("SELECT ?c ?d ?cl WHERE { VALUES (?c) { (wd:Q17) } ?c rdfs:label ?cl . ?d wdt:P495 ?c }", 1),
+    "values undef": ("SELECT ?c ?cl WHERE { VALUES (?c) { (UNDEF) } ?c rdfs:label ?cl }", 0),
 }
 
 
