@@ -78,8 +78,10 @@ def du(path: Path) -> int:
 def write(code_root: Path, store: Path) -> dict:
     shutil.rmtree(store, ignore_errors=True)
     env = {**child_env(), "PYTHONPATH": str(code_root)}
+    # run from the code's own folder: `python -c` puts the working directory first on
+    # sys.path, so from this checkout the base's store would be written by this code
     out = subprocess.run([sys.executable, "-c", WRITE_CHILD, str(store), str(STANDIN)], env=env, check=True,
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, cwd=code_root).stdout
     rec = json.loads(out.strip().splitlines()[-1])
     rec["disk_mb"] = round(du(store) / 1e6, 1)
     return rec
