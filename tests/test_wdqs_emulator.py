@@ -50,7 +50,10 @@ def _policy_config(emu: Emulator, **kw) -> MirrorConfig:
 def test_error_bucket_throttles_then_bans_with_wdqs_texts(server):
     """60 errors empty the error bucket: 429 with Retry-After in whole seconds 0-59; the
     201st 429 within 20 minutes bans the client (403), another client is unaffected."""
-    with Emulator(server.url, scale=1.0) as emu:
+    # grace 0: each request here is sent after the answer before it, none was in flight
+    # when a 429 left (with the default 50 ms, how many fall inside it depends on the
+    # machine's speed: 89 of 201 on a loaded one)
+    with Emulator(server.url, scale=1.0, grace=0.0) as emu:
         statuses = [_post(emu.url, BAD)[0] for _ in range(60)]
         assert set(statuses) == {400}
         status, headers, body = _post(emu.url)
@@ -62,7 +65,7 @@ def test_error_bucket_throttles_then_bans_with_wdqs_texts(server):
         assert status == 403 and b"You have been banned until" in body
         assert b"please respect throttling and retry-after headers" in body
         assert _post(emu.url, ua="other-tool/2.0 (x@example.org)")[0] == 200
-        assert emu.violations > 100  # it never waited (the first 50 ms after the first 429 are grace)
+        assert emu.violations >= 200  # it never waited: every request after the first 429
         status, _, body = _post(emu.url, ua="python-requests/2.31")
         assert status == 403 and b"User-Agent_policy" in body
 
