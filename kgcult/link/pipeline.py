@@ -19,7 +19,8 @@ from kgcult.link.stages.embedding import Embedding
 from kgcult.link.stages.gazetteer import Gazetteer
 from kgcult.link.stages.reorder import Reorder
 from kgcult.link.stages.stemmed import Compound, Stem
-from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy, CrossScriptHeard, CrossScriptVowelled
+from kgcult.link.stages.heard import CrossScriptHeard
+from kgcult.link.stages.xscript import Affix, CrossScript, CrossScriptFuzzy, CrossScriptVowelled
 
 REGISTRY: tuple[type[Stage], ...] = (
     lexical.Exact,

@@ -207,7 +207,7 @@ def foreign_key(text: str) -> str | None:
     return key if key and key != _key(parts(t)) else None
 
 
-# Thai letters by the sound they write a foreign name's consonant with (scripts.ear_key's
+# Thai letters by the sound they write a foreign name's consonant with (by_ear.ear_key's
 # classes: C the sound of ch and j); ย ว อ ห ฮ and the vowels are no consonant there
 _EAR = {c: v for cs, v in (("กขฃคฅฆ", "k"), ("ง", "n"), ("จฉชฌ", "C"), ("ซศษส", "s"), ("ฎฏดตฐฑฒถทธ", "t"),
                            ("ณน", "n"), ("บปผพภ", "p"), ("ฝฟ", "f"), ("ม", "m"), ("รฤ", "r"), ("ลฬ", "l"))
@@ -218,7 +218,7 @@ _YO_YING = "\u0e0d"  # ญ: the n of a foreign name's gn at a syllable's end (�
 def ear_key(text: str) -> str | None:
     """The consonant sounds of a one-word Thai name as Thai spells a foreign name by ear,
     the letters under the thanthakhat said (เสียมเรียบ smrp: Siem Reap; โพรวองซ์ prns:
-    Provence; เบรอตาญ prtn: Bretagne), in the classes of ``scripts.ear_key``; None for
+    Provence; เบรอตาญ prtn: Bretagne), in the classes of ``by_ear.ear_key``; None for
     another name."""
     t = _one_word(text)
     if t is None:

@@ -14,6 +14,11 @@
   otherwise in characters (a homophone: ``杭州`` koshu, not ``甲州市``);
 * ``xfuzzy``: the same keys within a few edits (``เชียงใหม่`` ``chianghaim`` ~ ``chiangmai``),
   when one entity alone is nearest.
+* ``xvowel``: a mention in Arabic script among the names in scripts that write their
+  vowels (Cyrillic, Greek, Armenian, Georgian, Ethiopic), each written vowel heard as
+  written (``طماطم``, Amharic ``ቲማቲም``).
+
+``xheard`` (``kgcult/link/stages/heard.py``) reads the same pools by the consonants heard.
 
 The cross-script pool of a topic is built from the index's parts on first use and kept
 beside the label index (``xscript-<index hash>-<topics hash>-<topic>-<designators hash>-v<FORMAT>.sqlite``);
@@ -29,7 +34,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from kgcult.files import atomic_sqlite, read_only_sqlite
-from kgcult.link import affixes, memo, normalize, scripts, sino_korean, thai
+from kgcult.link import affixes, by_ear, memo, normalize, scripts, sino_korean, thai
 from kgcult.link.index.reader import label_chain
 from kgcult.link.stages.base import Stage
 from kgcult.link.stages.lexical import any_language, exact, normalized
@@ -39,8 +44,6 @@ _FOLD = str.maketrans("ckqpv", "kkkbf")
 MIN_KEY = 3        # romanized keys (skeletons) shorter than this are not compared
 FUZZY_MIN_KEY = 5  # nor, within edits, keys shorter than this
 MIN_ABJAD_KEY = 4  # a key in Arabic script with fewer consonants than MIN_KEY: compared whole from this length
-MIN_EAR = 3  # consonants heard (thai.ear_key) from which a name spelled by ear is looked up
-HEARD_UNPLACED = 2  # edits as heard within which a place located nowhere is the name spelled by ear
 ROMANIZERS = ("anyascii", "pythainlp", "pykakasi", "korean_romanizer")
 
 
@@ -120,7 +123,7 @@ class CrossPool:
     """The romanized Latin names of a topic's entities in an SQLite file (or in memory):
     rows (key, skeleton, entity, designator taken off 0/1, languages with the key, the
     first language and name, first letter, length, words, Latin 1 or another script that
-    writes its vowels 0, the consonants as heard: ``scripts.ear_key``), searched by key, by
+    writes its vowels 0, the consonants as heard: ``by_ear.ear_key``), searched by key, by
     skeleton, by the consonants heard, or by first letter and length (the fuzzy stage's
     candidates). The names in other scripts (Cyrillic, Greek, Ethiopic:
     ``scripts.VOWELLED``) are for a name written in an abjad that no Latin name's
@@ -158,7 +161,7 @@ class CrossPool:
                 # or the others, whichever the row is of
                 langs.setdefault((ck, eid, latin), set()).add(normalize.base_lang(lg))
         return sorted((ck, scripts.skeleton(ck), eid, flag, len(langs[(ck, eid, not other)]), lg, name, ck[0], len(ck),
-                       words, int(not other), scripts.ear_key(ck))
+                       words, int(not other), by_ear.ear_key(ck))
                       for (ck, eid), (other, flag, lg, name, words) in best.items())
 
     @classmethod
@@ -556,58 +559,3 @@ class CrossScriptFuzzy(_SharedPool):
         if not country or not found:
             return found
         return self.in_country(found, country)
-
-
-class CrossScriptHeard(CrossScriptFuzzy):
-    """A Thai mention given with a country, as Thai spells a foreign name by ear, among the
-    Latin names of the places there (:meth:`heard_as`); ``sub``: the edits as heard."""
-    name = "xheard"
-    match = "cross-script-heard"
-    base_score = 0.55
-
-    def run(self, batch):
-        for s in batch:
-            country = s.row.get("country")
-            if s.topic is None or not country or s.names_something():
-                continue
-            s.add_found(self.heard_as(s.text, s.lang, s.topic, country), self)
-
-    def heard_as(self, text: str, lang: str, topic: str, country: str) -> dict:
-        """A foreign name that Thai spells by ear (``thai.ear_key``: เบรอตาญ, Bretagne; คย็องจู,
-        Gyeongju; โพรวองซ์, Provence), no key of which is a few edits from a Latin name's:
-        among the Latin names whose consonants are heard the same, those of places that lie
-        in ``country`` or nowhere the graph says (a mirror loses claims), nearest as heard
-        with the vowels (``scripts.heard``), one located nowhere only within
-        :data:`HEARD_UNPLACED` edits; among the nearest, the ones in ``country``; one entity,
-        or no guess. (A name of a country another language writes by ear, Prancia, is as near
-        by its consonants; its vowels keep it apart.)"""
-        ear = thai.ear_key(text)
-        if ear is None or len(ear) < MIN_EAR:
-            return {}
-        k = (text, topic, country, "heard")
-        found = self._memo.get(k)
-        if found is None:
-            found = self._memo.put(k, self._heard(text, lang, topic, country, ear))
-        return found
-
-    def _heard(self, text: str, lang: str, topic: str, country: str, ear: str) -> dict:
-        mine = scripts.heard(thai.foreign_key(text) or scripts.compact(scripts.romanize(text, lang)))
-        nearest: dict = {}  # eid -> (edits as heard, language)
-        for key, eid, _flag, _support, lg, _words, _latin in self.pool(topic).by_ear(ear):
-            d = Levenshtein.distance(mine, scripts.heard(key))
-            if eid not in nearest or (d, lg) < nearest[eid]:
-                nearest[eid] = (d, lg)
-        # nearest first: the places of each distance checked until some lie in the country
-        # or nowhere (the graph's countries of a place are looked up only so far)
-        for d in sorted({v[0] for v in nearest.values()}):
-            placed, unplaced = [], []
-            for e in sorted(e for e, v in nearest.items() if v[0] == d):
-                where = self.ctx.countries(e)
-                if country in where:
-                    placed.append(e)
-                elif not where and d <= HEARD_UNPLACED:
-                    unplaced.append(e)
-            near = placed or unplaced
-            if near:
-                return {near[0]: (0, nearest[near[0]][1], float(d))} if len(near) == 1 else {}
-        return {}
